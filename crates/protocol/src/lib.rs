@@ -1,0 +1,32 @@
+//! Tandem wire protocol: the JSON-RPC envelope, the error codes, and typed messages for every
+//! method of the Tandem app-server protocol (v2).
+//!
+//! Wire knowledge lives here and nowhere else: transports convert through [`JSONRPCMessage`],
+//! the host and processors speak [`ClientRequest`], [`ServerNotification`] and friends.
+//!
+//! ```
+//! use tandem_protocol::{ClientRequest, JSONRPCRequest, RequestId};
+//! use serde_json::json;
+//!
+//! let wire: JSONRPCRequest = serde_json::from_value(json!({
+//!     "id": 1, "method": "process/kill", "params": {"processHandle": "build"}
+//! })).unwrap();
+//! let typed = ClientRequest::try_from(wire.clone()).unwrap();
+//! assert_eq!(typed.method(), "process/kill");
+//! assert_eq!(typed.id(), &RequestId::Integer(1));
+//! assert_eq!(typed.into_jsonrpc().unwrap(), wire);
+//! ```
+
+#[macro_use]
+mod macros;
+pub mod error_codes;
+pub mod jsonrpc;
+pub mod messages;
+pub mod types;
+
+pub use jsonrpc::{
+    JSONRPCError, JSONRPCErrorError, JSONRPCMessage, JSONRPCNotification, JSONRPCRequest,
+    JSONRPCResponse, RequestId,
+};
+pub use messages::*;
+pub use types::*;
