@@ -1,1 +1,49 @@
-fn main() {}
+//! `cargo xtask`: project automation that would otherwise live in shell snippets.
+//!
+//! - `cargo xtask ci`: exactly what `.ci/run` runs (tests, clippy, rustfmt), in that order.
+//! - `cargo xtask bench [host]`: the benchmarks behind `docs/performance.md`.
+
+use std::process::{Command, ExitCode};
+
+/// The CI steps, shared by `cargo xtask ci` and mirrored by `.ci/run`.
+const CI_STEPS: &[&[&str]] = &[
+    &["test", "--workspace", "--locked"],
+    &[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--locked",
+        "--",
+        "-D",
+        "warnings",
+    ],
+    &["fmt", "--all", "--", "--check"],
+];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let steps: Vec<Vec<&str>> = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["ci"] => CI_STEPS.iter().map(|step| step.to_vec()).collect(),
+        ["bench"] | ["bench", "host"] => vec![vec!["bench", "-p", "tandem-host"]],
+        _ => {
+            eprintln!("usage: cargo xtask ci | cargo xtask bench [host]");
+            return ExitCode::from(2);
+        }
+    };
+    for step in steps {
+        eprintln!("xtask: cargo {}", step.join(" "));
+        let status = Command::new(env!("CARGO")).args(&step).status();
+        match status {
+            Ok(status) if status.success() => {}
+            Ok(status) => {
+                eprintln!("xtask: `cargo {}` failed with {status}", step.join(" "));
+                return ExitCode::FAILURE;
+            }
+            Err(err) => {
+                eprintln!("xtask: could not run cargo: {err}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}

@@ -2,7 +2,8 @@
 //! method of the Tandem app-server protocol (v2).
 //!
 //! Wire knowledge lives here and nowhere else: transports convert through [`JSONRPCMessage`],
-//! the host and processors speak [`ClientRequest`], [`ServerNotification`] and friends.
+//! the host and processors speak [`ClientRequest`], [`ServerRequest`], [`ServerNotification`]
+//! and friends.
 //!
 //! ```
 //! use tandem_protocol::{ClientRequest, JSONRPCRequest, RequestId};

@@ -73,7 +73,7 @@ macro_rules! request_enum {
 
             /// Decodes the params of a known method; an unknown method becomes `Custom`.
             /// Params that do not decode give -32600 ``Invalid request: ...``.
-            fn try_from(request: $crate::JSONRPCRequest) -> Result<Self, Self::Error> {
+            fn try_from(request: $crate::JSONRPCRequest) -> Result<Self, $crate::JSONRPCErrorError> {
                 let $crate::JSONRPCRequest { id, method, params } = request;
                 let params = $crate::jsonrpc::params_or_empty(params);
                 match method.as_str() {
@@ -158,7 +158,9 @@ macro_rules! notification_enum {
         impl TryFrom<$crate::JSONRPCNotification> for $enum {
             type Error = $crate::JSONRPCErrorError;
 
-            fn try_from(notification: $crate::JSONRPCNotification) -> Result<Self, Self::Error> {
+            // Spelled out rather than `Self::Error`, which is ambiguous with an `Error` variant
+            // (the `error` notification).
+            fn try_from(notification: $crate::JSONRPCNotification) -> Result<Self, $crate::JSONRPCErrorError> {
                 let $crate::JSONRPCNotification { method, params, .. } = notification;
                 let params = $crate::jsonrpc::params_or_empty(params);
                 match method.as_str() {

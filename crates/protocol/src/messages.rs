@@ -30,12 +30,42 @@ pub trait RequestMethod {
 }
 
 request_enum! {
-    /// A request from client to server.
+    /// A request from client to server (protocol.md sections 3 and 4).
     ClientRequest, markers = client_methods;
     /// `initialize`: the handshake.
     Initialize => "initialize" (InitializeParams) -> InitializeResponse;
     /// `config/read`: the effective server configuration.
     ConfigRead => "config/read" (ConfigReadParams) -> ConfigReadResponse;
+    /// `thread/start`: create a thread and subscribe to it.
+    ThreadStart => "thread/start" (ThreadStartParams) -> ThreadStartResponse;
+    /// `thread/resume`: load a thread if needed and subscribe to it.
+    ThreadResume => "thread/resume" (ThreadResumeParams) -> ThreadResumeResponse;
+    /// `thread/read`: one thread, loaded or not.
+    ThreadRead => "thread/read" (ThreadReadParams) -> ThreadReadResponse;
+    /// `thread/list`: stored threads, one page at a time.
+    ThreadList => "thread/list" (ThreadListParams) -> ThreadListResponse;
+    /// `thread/loaded/list`: ids of the loaded threads.
+    ThreadLoadedList => "thread/loaded/list" (ThreadLoadedListParams) -> ThreadLoadedListResponse;
+    /// `thread/turns/list`: a thread's turns, one page at a time.
+    ThreadTurnsList => "thread/turns/list" (ThreadTurnsListParams) -> ThreadTurnsListResponse;
+    /// `thread/unsubscribe`: stop receiving a thread's notifications.
+    ThreadUnsubscribe => "thread/unsubscribe" (ThreadUnsubscribeParams) -> ThreadUnsubscribeResponse;
+    /// `thread/name/set`: rename a thread.
+    ThreadNameSet => "thread/name/set" (ThreadNameSetParams) -> EmptyResponse;
+    /// `thread/fork`: copy a thread into a new one and subscribe to it.
+    ThreadFork => "thread/fork" (ThreadForkParams) -> ThreadForkResponse;
+    /// `thread/delete`: unload a thread and remove its persisted data.
+    ThreadDelete => "thread/delete" (ThreadDeleteParams) -> EmptyResponse;
+    /// `thread/attachment/add`: attach client data to a thread.
+    ThreadAttachmentAdd => "thread/attachment/add" (ThreadAttachmentAddParams) -> ThreadAttachmentAddResponse;
+    /// `thread/attachment/remove`: remove an attachment.
+    ThreadAttachmentRemove => "thread/attachment/remove" (ThreadAttachmentRemoveParams) -> EmptyResponse;
+    /// `turn/start`: start a turn (or add input to the active one).
+    TurnStart => "turn/start" (TurnStartParams) -> TurnStartResponse;
+    /// `turn/steer`: add input to the active turn.
+    TurnSteer => "turn/steer" (TurnSteerParams) -> TurnSteerResponse;
+    /// `turn/interrupt`: stop the active turn.
+    TurnInterrupt => "turn/interrupt" (TurnInterruptParams) -> EmptyResponse;
     /// `process/spawn` (experimental).
     ProcessSpawn => "process/spawn" (ProcessSpawnParams) -> EmptyResponse;
     /// `process/writeStdin` (experimental).
@@ -46,6 +76,19 @@ request_enum! {
     ProcessResizePty => "process/resizePty" (ProcessResizePtyParams) -> EmptyResponse;
 }
 
+request_enum! {
+    /// A request from server to client (protocol.md section 5); the client must answer each.
+    ServerRequest, markers = server_methods;
+    /// `item/tool/call`: call a dynamic tool the client provided.
+    ToolCall => "item/tool/call" (ToolCallParams) -> ToolCallResponse;
+    /// `item/commandExecution/requestApproval`: may this command run?
+    CommandExecutionRequestApproval => "item/commandExecution/requestApproval"
+        (CommandExecutionRequestApprovalParams) -> CommandExecutionRequestApprovalResponse;
+    /// `item/tool/requestUserInput`: ask the user questions.
+    ToolRequestUserInput => "item/tool/requestUserInput"
+        (ToolRequestUserInputParams) -> ToolRequestUserInputResponse;
+}
+
 notification_enum! {
     /// A notification from client to server.
     ClientNotification;
@@ -54,8 +97,37 @@ notification_enum! {
 }
 
 notification_enum! {
-    /// A notification from server to client.
+    /// A notification from server to client (protocol.md section 6).
     ServerNotification;
+    /// `thread/started`.
+    ThreadStarted => "thread/started" (ThreadStartedNotification);
+    /// `thread/status/changed`.
+    ThreadStatusChanged => "thread/status/changed" (ThreadStatusChangedNotification);
+    /// `thread/closed`: sent to every initialized connection.
+    ThreadClosed => "thread/closed" (ThreadClosedNotification);
+    /// `thread/deleted`: sent to every initialized connection.
+    ThreadDeleted => "thread/deleted" (ThreadDeletedNotification);
+    /// `thread/name/updated`.
+    ThreadNameUpdated => "thread/name/updated" (ThreadNameUpdatedNotification);
+    /// `thread/attachment/updated` (guaranteed in-process).
+    ThreadAttachmentUpdated => "thread/attachment/updated" (ThreadAttachmentUpdatedNotification);
+    /// `turn/started`.
+    TurnStarted => "turn/started" (TurnStartedNotification);
+    /// `turn/completed` (guaranteed in-process).
+    TurnCompleted => "turn/completed" (TurnCompletedNotification);
+    /// `item/started`.
+    ItemStarted => "item/started" (ItemStartedNotification);
+    /// `item/completed`.
+    ItemCompleted => "item/completed" (ItemCompletedNotification);
+    /// `item/agentMessage/delta`.
+    AgentMessageDelta => "item/agentMessage/delta" (AgentMessageDeltaNotification);
+    /// `item/commandExecution/outputDelta`.
+    CommandExecutionOutputDelta => "item/commandExecution/outputDelta"
+        (CommandExecutionOutputDeltaNotification);
+    /// `serverRequest/resolved`.
+    ServerRequestResolved => "serverRequest/resolved" (ServerRequestResolvedNotification);
+    /// `error`.
+    Error => "error" (ErrorNotification);
     /// `process/outputDelta` (experimental, guaranteed in-process).
     ProcessOutputDelta => "process/outputDelta" (ProcessOutputDeltaNotification);
     /// `process/exited` (experimental, guaranteed in-process).
@@ -69,6 +141,10 @@ pub const EXPERIMENTAL_CLIENT_METHODS: &[&str] = &[
     "process/kill",
     "process/resizePty",
 ];
+
+/// Experimental fields of stable methods, as `(method, field)`: using one requires the
+/// `experimentalApi` capability (-32600 `<method>.<field> requires experimentalApi capability`).
+pub const EXPERIMENTAL_FIELDS: &[(&str, &str)] = &[("thread/start", "dynamicTools")];
 
 /// Server notifications that are only sent to clients with the `experimentalApi` capability.
 pub const EXPERIMENTAL_NOTIFICATION_METHODS: &[&str] = &["process/outputDelta", "process/exited"];
@@ -102,15 +178,75 @@ impl ClientRequest {
             .map(|field| format!("{method}.{field}"))
     }
 
-    /// The first experimental field of a stable method that this request sets.
+    /// The first experimental field of a stable method that this request sets. Every name
+    /// returned here is listed in [`EXPERIMENTAL_FIELDS`] for its method.
     fn experimental_field_in_use(&self) -> Option<&'static str> {
-        None
+        let field = match self {
+            // `null` decodes as omitted, so clients that always send every member with `null`
+            // for "unset" are not mistaken for experimental ones.
+            Self::ThreadStart { params, .. } if params.dynamic_tools.is_some() => "dynamicTools",
+            _ => return None,
+        };
+        debug_assert!(is_experimental_field(self.method(), field));
+        Some(field)
     }
 
     /// Whether the reply to this request is a process control reply (see
     /// [`PROCESS_CONTROL_METHODS`]).
     pub fn is_process_control(&self) -> bool {
         PROCESS_CONTROL_METHODS.contains(&self.method())
+    }
+}
+
+/// Whether `field` of `method` is listed in [`EXPERIMENTAL_FIELDS`].
+pub fn is_experimental_field(method: &str, field: &str) -> bool {
+    EXPERIMENTAL_FIELDS.contains(&(method, field))
+}
+
+impl ServerRequest {
+    /// The thread the request belongs to (`None` for [`ServerRequest::Custom`]).
+    pub fn thread_id(&self) -> Option<&str> {
+        match self {
+            Self::ToolCall { params, .. } => Some(&params.thread_id),
+            Self::CommandExecutionRequestApproval { params, .. } => Some(&params.thread_id),
+            Self::ToolRequestUserInput { params, .. } => Some(&params.thread_id),
+            Self::Custom { .. } => None,
+        }
+    }
+
+    /// The turn the request belongs to (`None` for [`ServerRequest::Custom`]); needed for the
+    /// `serverRequest/resolved` that follows the answer.
+    pub fn turn_id(&self) -> Option<&str> {
+        match self {
+            Self::ToolCall { params, .. } => Some(&params.turn_id),
+            Self::CommandExecutionRequestApproval { params, .. } => Some(&params.turn_id),
+            Self::ToolRequestUserInput { params, .. } => Some(&params.turn_id),
+            Self::Custom { .. } => None,
+        }
+    }
+}
+
+impl ServerNotification {
+    /// The thread a notification concerns, for routing to its subscribers; `None` for
+    /// notifications that are not about one thread (process output, `Custom`).
+    pub fn thread_id(&self) -> Option<&str> {
+        match self {
+            Self::ThreadStarted(n) => Some(&n.thread.id),
+            Self::ThreadStatusChanged(n) => Some(&n.thread_id),
+            Self::ThreadClosed(n) => Some(&n.thread_id),
+            Self::ThreadDeleted(n) => Some(&n.thread_id),
+            Self::ThreadNameUpdated(n) => Some(&n.thread_id),
+            Self::ThreadAttachmentUpdated(n) => Some(&n.thread_id),
+            Self::TurnStarted(n) => Some(&n.thread_id),
+            Self::TurnCompleted(n) => Some(&n.thread_id),
+            Self::ItemStarted(n) => Some(&n.thread_id),
+            Self::ItemCompleted(n) => Some(&n.thread_id),
+            Self::AgentMessageDelta(n) => Some(&n.thread_id),
+            Self::CommandExecutionOutputDelta(n) => Some(&n.thread_id),
+            Self::ServerRequestResolved(n) => Some(&n.thread_id),
+            Self::Error(n) => Some(&n.thread_id),
+            Self::ProcessOutputDelta(_) | Self::ProcessExited(_) | Self::Custom { .. } => None,
+        }
     }
 }
 

@@ -1,0 +1,772 @@
+//! Typed sample values shared by the integration tests: one non-trivial params value and one
+//! result value per method, so that `round_trip` and `wire_examples` check the same data.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+use tandem_protocol::*;
+
+pub(crate) const THREAD_ID: &str = "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e";
+pub(crate) const FORK_ID: &str = "0190f3a2-9000-7abc-8def-0123456789ab";
+pub(crate) const TURN_ID: &str = "0190f3a2-8000-7000-8000-000000000001";
+pub(crate) const TURN_ID_2: &str = "0190f3a2-8000-7000-8000-000000000002";
+pub(crate) const CWD: &str = "/home/dev/project";
+
+pub(crate) fn s(text: &str) -> String {
+    text.to_owned()
+}
+
+pub(crate) fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("not an object: {other}"),
+    }
+}
+
+// ----- section 7 values -----
+
+pub(crate) fn user_message() -> ThreadItem {
+    ThreadItem::UserMessage {
+        id: s("item-1"),
+        content: vec![UserInput::text("list the files")],
+        client_id: Some(s("client-msg-1")),
+    }
+}
+
+pub(crate) fn agent_message() -> ThreadItem {
+    ThreadItem::AgentMessage {
+        id: s("item-2"),
+        text: s("Running ls."),
+    }
+}
+
+pub(crate) fn command_execution() -> ThreadItem {
+    ThreadItem::CommandExecution {
+        id: s("item-3"),
+        command: s("ls -la"),
+        cwd: s(CWD),
+        status: CommandExecutionStatus::Completed,
+        command_actions: vec![CommandAction::Unknown {
+            command: s("ls -la"),
+        }],
+        process_id: Some(s("4242")),
+        exit_code: Some(0),
+        aggregated_output: Some(s("total 0\n")),
+        duration_ms: Some(12),
+    }
+}
+
+pub(crate) fn declined_command() -> ThreadItem {
+    ThreadItem::CommandExecution {
+        id: s("item-5"),
+        command: s("rm -rf 'build dir'"),
+        cwd: s(CWD),
+        status: CommandExecutionStatus::Declined,
+        command_actions: vec![CommandAction::Unknown {
+            command: s("rm -rf 'build dir'"),
+        }],
+        process_id: None,
+        exit_code: None,
+        aggregated_output: None,
+        duration_ms: None,
+    }
+}
+
+pub(crate) fn dynamic_tool_call() -> ThreadItem {
+    ThreadItem::DynamicToolCall {
+        id: s("call-1"),
+        tool: s("lookup"),
+        namespace: None,
+        arguments: json!({"query": "tandem", "limit": 3}),
+        status: DynamicToolCallStatus::Completed,
+        content_items: Some(vec![DynamicToolCallOutputContentItem::InputText {
+            text: s("found 3"),
+        }]),
+        success: Some(true),
+        duration_ms: Some(40),
+    }
+}
+
+pub(crate) fn turn() -> Turn {
+    Turn {
+        id: s(TURN_ID),
+        items: vec![
+            user_message(),
+            agent_message(),
+            command_execution(),
+            dynamic_tool_call(),
+        ],
+        items_view: TurnItemsView::Full,
+        status: TurnStatus::Completed,
+        error: None,
+        started_at: Some(1_750_000_000),
+        completed_at: Some(1_750_000_005),
+        duration_ms: Some(5_000),
+    }
+}
+
+pub(crate) fn failed_turn() -> Turn {
+    Turn {
+        id: s(TURN_ID_2),
+        items: vec![declined_command()],
+        items_view: TurnItemsView::Full,
+        status: TurnStatus::Failed,
+        error: Some(TurnError {
+            message: s("model unavailable"),
+            additional_details: Some(s("HTTP 503")),
+        }),
+        started_at: Some(1_750_000_010),
+        completed_at: Some(1_750_000_011),
+        duration_ms: Some(900),
+    }
+}
+
+pub(crate) fn new_turn() -> Turn {
+    Turn {
+        id: s(TURN_ID_2),
+        items: vec![],
+        items_view: TurnItemsView::NotLoaded,
+        status: TurnStatus::InProgress,
+        error: None,
+        started_at: Some(1_750_000_010),
+        completed_at: None,
+        duration_ms: None,
+    }
+}
+
+pub(crate) fn thread() -> Thread {
+    Thread {
+        id: s(THREAD_ID),
+        session_id: s(THREAD_ID),
+        name: Some(s("Refactor")),
+        preview: s("list the files"),
+        ephemeral: false,
+        created_at: 1_750_000_000,
+        updated_at: 1_750_000_005,
+        status: ThreadStatus::Active {
+            active_flags: vec![ThreadActiveFlag::WaitingOnApproval],
+        },
+        cwd: s(CWD),
+        source: SessionSource::Custom(s("sdk")),
+        forked_from_id: None,
+        model: Some(s("gpt-test")),
+        model_provider: s("openai"),
+        cli_version: s("0.1.0"),
+        project_id: None,
+        turns: vec![turn()],
+    }
+}
+
+pub(crate) fn forked_thread() -> Thread {
+    Thread {
+        id: s(FORK_ID),
+        session_id: s(FORK_ID),
+        name: None,
+        preview: s(""),
+        ephemeral: true,
+        created_at: 1_750_000_100,
+        updated_at: 1_750_000_100,
+        status: ThreadStatus::Idle,
+        cwd: s("/tmp/fork"),
+        source: SessionSource::AppServer,
+        forked_from_id: Some(s(THREAD_ID)),
+        model: None,
+        model_provider: s("openai"),
+        cli_version: s("0.1.0"),
+        project_id: None,
+        turns: vec![],
+    }
+}
+
+pub(crate) fn session() -> SessionSettings {
+    SessionSettings::new("gpt-test", "openai", CWD, ApprovalPolicy::OnRequest)
+}
+
+pub(crate) fn attachment() -> ThreadAttachment {
+    ThreadAttachment {
+        id: s("att-1"),
+        attachment_type: s("github.pr"),
+        identity_key: s("tandem#12"),
+        payload: json!({"url": "https://example.invalid/pr/12", "draft": false}),
+        created_at: 1_750_000_050,
+    }
+}
+
+// ----- section 3 and 4: client requests -----
+
+pub(crate) fn initialize_params() -> InitializeParams {
+    InitializeParams {
+        client_info: ClientInfo {
+            name: s("tandem-tests"),
+            title: Some(s("Tandem tests")),
+            version: s("1.2.3"),
+        },
+        capabilities: Some(InitializeCapabilities {
+            experimental_api: true,
+            opt_out_notification_methods: Some(vec![s("item/agentMessage/delta")]),
+        }),
+    }
+}
+
+pub(crate) fn initialize_response() -> InitializeResponse {
+    InitializeResponse {
+        user_agent: s("tandem/0.1.0 (tandem-tests 1.2.3)"),
+        platform_family: s("unix"),
+        platform_os: s("linux"),
+        tandem_home: s("/home/dev/.tandem"),
+        server_info: ServerInfo {
+            name: s("tandem"),
+            version: s("0.1.0"),
+        },
+    }
+}
+
+pub(crate) fn config_read_params() -> ConfigReadParams {
+    ConfigReadParams {
+        cwd: Some(s(CWD)),
+        include_layers: Some(true),
+    }
+}
+
+pub(crate) fn config_read_response() -> ConfigReadResponse {
+    ConfigReadResponse {
+        config: json!({"thread_unload_delay_secs": 60, "model": "gpt-test"}),
+        origins: json!({}),
+        layers: None,
+    }
+}
+
+pub(crate) fn lookup_tool() -> DynamicToolSpec {
+    DynamicToolSpec {
+        kind: DynamicToolType::Function,
+        name: s("lookup"),
+        description: s("Look things up"),
+        input_schema: json!({"type": "object", "properties": {"query": {"type": "string"}}}),
+        defer_loading: Some(false),
+    }
+}
+
+pub(crate) fn thread_start_params() -> ThreadStartParams {
+    ThreadStartParams {
+        overrides: ThreadOverrides {
+            cwd: Some(Some(s(CWD))),
+            model: Some(None),
+            approval_policy: Some(Some(ApprovalPolicy::Never)),
+            name: Some(Some(s("Refactor"))),
+            config: Some(Some(object(json!({"thread_unload_delay_secs": 0})))),
+        },
+        ephemeral: Some(true),
+        dynamic_tools: Some(vec![lookup_tool()]),
+    }
+}
+
+pub(crate) fn thread_start_response() -> ThreadStartResponse {
+    ThreadStartResponse {
+        thread: thread(),
+        session: session(),
+    }
+}
+
+pub(crate) fn thread_resume_params() -> ThreadResumeParams {
+    ThreadResumeParams {
+        thread_id: s(THREAD_ID),
+        overrides: ThreadOverrides {
+            model: Some(Some(s("gpt-other"))),
+            approval_policy: Some(None),
+            ..ThreadOverrides::default()
+        },
+        exclude_turns: Some(true),
+    }
+}
+
+pub(crate) fn thread_resume_response() -> ThreadResumeResponse {
+    ThreadResumeResponse {
+        thread: thread(),
+        session: SessionSettings::new("gpt-other", "openai", CWD, ApprovalPolicy::Never),
+    }
+}
+
+pub(crate) fn thread_read_params() -> ThreadReadParams {
+    ThreadReadParams {
+        thread_id: s(THREAD_ID),
+        include_turns: Some(true),
+    }
+}
+
+pub(crate) fn thread_read_response() -> ThreadReadResponse {
+    ThreadReadResponse {
+        thread: Thread {
+            status: ThreadStatus::NotLoaded,
+            ..thread()
+        },
+    }
+}
+
+pub(crate) fn thread_list_params() -> ThreadListParams {
+    ThreadListParams {
+        cursor: Some(s("c1")),
+        limit: Some(25),
+        sort_direction: Some(SortDirection::Asc),
+        source_kinds: Some(vec![s("appServer"), s("cli")]),
+        cwd: Some(CwdFilter::Many(vec![s(CWD), s("/tmp/fork")])),
+        search_term: Some(s("Refac")),
+        archived: Some(false),
+        parent_thread_id: None,
+        ancestor_thread_id: None,
+    }
+}
+
+pub(crate) fn thread_list_response() -> ThreadListResponse {
+    ThreadListResponse {
+        data: vec![thread(), forked_thread()],
+        next_cursor: Some(s("c2")),
+        backwards_cursor: None,
+    }
+}
+
+pub(crate) fn thread_loaded_list_params() -> ThreadLoadedListParams {
+    ThreadLoadedListParams {
+        cursor: Some(s(THREAD_ID)),
+        limit: Some(0),
+    }
+}
+
+pub(crate) fn thread_loaded_list_response() -> ThreadLoadedListResponse {
+    ThreadLoadedListResponse {
+        data: vec![s(FORK_ID)],
+        next_cursor: Some(s(FORK_ID)),
+    }
+}
+
+pub(crate) fn thread_turns_list_params() -> ThreadTurnsListParams {
+    ThreadTurnsListParams {
+        thread_id: s(THREAD_ID),
+        limit: Some(10),
+        sort_direction: Some(SortDirection::Desc),
+        cursor: Some(s("t1")),
+        items_view: Some(TurnItemsView::Summary),
+    }
+}
+
+pub(crate) fn thread_turns_list_response() -> ThreadTurnsListResponse {
+    ThreadTurnsListResponse {
+        data: vec![failed_turn(), turn()],
+        next_cursor: None,
+        backwards_cursor: None,
+    }
+}
+
+pub(crate) fn thread_unsubscribe_params() -> ThreadUnsubscribeParams {
+    ThreadUnsubscribeParams {
+        thread_id: s(THREAD_ID),
+    }
+}
+
+pub(crate) fn thread_unsubscribe_response() -> ThreadUnsubscribeResponse {
+    ThreadUnsubscribeResponse {
+        status: ThreadUnsubscribeStatus::NotSubscribed,
+    }
+}
+
+pub(crate) fn thread_name_set_params() -> ThreadNameSetParams {
+    ThreadNameSetParams {
+        thread_id: s(THREAD_ID),
+        name: s("  New name "),
+    }
+}
+
+pub(crate) fn thread_fork_params() -> ThreadForkParams {
+    ThreadForkParams {
+        thread_id: s(THREAD_ID),
+        overrides: ThreadOverrides {
+            cwd: Some(Some(s("/tmp/fork"))),
+            name: Some(None),
+            ..ThreadOverrides::default()
+        },
+        ephemeral: Some(true),
+        exclude_turns: Some(false),
+        last_turn_id: Some(s(TURN_ID)),
+    }
+}
+
+pub(crate) fn thread_fork_response() -> ThreadForkResponse {
+    ThreadForkResponse {
+        thread: forked_thread(),
+        session: SessionSettings::new("gpt-test", "openai", "/tmp/fork", ApprovalPolicy::Never),
+    }
+}
+
+pub(crate) fn thread_delete_params() -> ThreadDeleteParams {
+    ThreadDeleteParams {
+        thread_id: s(THREAD_ID),
+    }
+}
+
+pub(crate) fn thread_attachment_add_params() -> ThreadAttachmentAddParams {
+    ThreadAttachmentAddParams {
+        thread_id: s(THREAD_ID),
+        attachment_type: s("github.pr"),
+        identity_key: s("tandem#12"),
+        payload: json!({"url": "https://example.invalid/pr/12", "draft": false}),
+    }
+}
+
+pub(crate) fn thread_attachment_add_response() -> ThreadAttachmentAddResponse {
+    ThreadAttachmentAddResponse {
+        outcome: ThreadAttachmentAddOutcome::Existing,
+        attachment: attachment(),
+    }
+}
+
+pub(crate) fn thread_attachment_remove_params() -> ThreadAttachmentRemoveParams {
+    ThreadAttachmentRemoveParams {
+        thread_id: s(THREAD_ID),
+        attachment_type: s("github.pr"),
+        identity_key: s("tandem#12"),
+    }
+}
+
+pub(crate) fn turn_start_params() -> TurnStartParams {
+    TurnStartParams {
+        thread_id: s(THREAD_ID),
+        input: vec![UserInput::text("hello"), UserInput::text("and more")],
+        client_user_message_id: Some(s("client-msg-2")),
+        approval_policy: Some(Some(ApprovalPolicy::OnRequest)),
+        model: None,
+    }
+}
+
+pub(crate) fn turn_start_response() -> TurnStartResponse {
+    TurnStartResponse { turn: new_turn() }
+}
+
+pub(crate) fn turn_steer_params() -> TurnSteerParams {
+    TurnSteerParams {
+        thread_id: s(THREAD_ID),
+        expected_turn_id: s(TURN_ID_2),
+        input: vec![UserInput::text("also check the tests")],
+        client_user_message_id: None,
+    }
+}
+
+pub(crate) fn turn_steer_response() -> TurnSteerResponse {
+    TurnSteerResponse {
+        turn_id: s(TURN_ID_2),
+    }
+}
+
+pub(crate) fn turn_interrupt_params() -> TurnInterruptParams {
+    TurnInterruptParams {
+        thread_id: s(THREAD_ID),
+        turn_id: s(TURN_ID_2),
+    }
+}
+
+pub(crate) fn process_spawn_params() -> ProcessSpawnParams {
+    ProcessSpawnParams {
+        process_handle: s("build"),
+        command: vec![s("cargo"), s("build")],
+        cwd: Some(s(CWD)),
+        tty: Some(true),
+        stream_stdin: Some(true),
+        stream_stdout_stderr: Some(true),
+        output_bytes_cap: Some(None),
+        timeout_ms: Some(Some(30_000)),
+        env: Some(BTreeMap::from([
+            (s("RUST_LOG"), Some(s("debug"))),
+            (s("HOME"), None),
+        ])),
+        size: Some(PtySize { rows: 24, cols: 80 }),
+    }
+}
+
+pub(crate) fn process_write_stdin_params() -> ProcessWriteStdinParams {
+    ProcessWriteStdinParams {
+        process_handle: s("build"),
+        delta_base64: Some(s("aGVsbG8K")),
+        close_stdin: Some(true),
+    }
+}
+
+pub(crate) fn process_kill_params() -> ProcessKillParams {
+    ProcessKillParams {
+        process_handle: s("build"),
+    }
+}
+
+pub(crate) fn process_resize_pty_params() -> ProcessResizePtyParams {
+    ProcessResizePtyParams {
+        process_handle: s("build"),
+        size: PtySize {
+            rows: 50,
+            cols: 132,
+        },
+    }
+}
+
+// ----- section 5: server requests -----
+
+pub(crate) fn tool_call_params() -> ToolCallParams {
+    ToolCallParams {
+        thread_id: s(THREAD_ID),
+        turn_id: s(TURN_ID),
+        call_id: s("call-1"),
+        namespace: Some(s("docs")),
+        tool: s("lookup"),
+        arguments: json!({"query": "tandem", "limit": 3}),
+    }
+}
+
+pub(crate) fn tool_call_response() -> ToolCallResponse {
+    ToolCallResponse {
+        content_items: vec![
+            DynamicToolCallOutputContentItem::InputText { text: s("found 3") },
+            DynamicToolCallOutputContentItem::InputText { text: s("done") },
+        ],
+        success: true,
+    }
+}
+
+pub(crate) fn approval_params() -> CommandExecutionRequestApprovalParams {
+    CommandExecutionRequestApprovalParams {
+        thread_id: s(THREAD_ID),
+        turn_id: s(TURN_ID),
+        item_id: s("item-5"),
+        started_at_ms: 1_750_000_001_234,
+        command: s("rm -rf 'build dir'"),
+        cwd: s(CWD),
+        reason: Some(s("clean the build")),
+        command_actions: vec![CommandAction::Unknown {
+            command: s("rm -rf 'build dir'"),
+        }],
+        available_decisions: CommandExecutionApprovalDecision::ALL.to_vec(),
+    }
+}
+
+pub(crate) fn approval_response() -> CommandExecutionRequestApprovalResponse {
+    CommandExecutionRequestApprovalResponse {
+        decision: CommandExecutionApprovalDecision::AcceptForSession,
+    }
+}
+
+pub(crate) fn user_input_params() -> ToolRequestUserInputParams {
+    ToolRequestUserInputParams {
+        thread_id: s(THREAD_ID),
+        turn_id: s(TURN_ID),
+        item_id: s("ask-1"),
+        is_blocking: true,
+        questions: vec![
+            UserInputQuestion {
+                id: s("q1"),
+                header: s("Branch"),
+                question: s("Which branch?"),
+                is_other: false,
+                is_secret: false,
+                options: Some(vec![UserInputQuestionOption {
+                    label: s("main"),
+                    description: s("the default branch"),
+                }]),
+            },
+            UserInputQuestion {
+                id: s("q2"),
+                header: s("Why"),
+                question: s("Why now?"),
+                is_other: false,
+                is_secret: false,
+                options: None,
+            },
+        ],
+    }
+}
+
+pub(crate) fn user_input_response() -> ToolRequestUserInputResponse {
+    ToolRequestUserInputResponse {
+        answers: BTreeMap::from([
+            (
+                s("q1"),
+                UserInputAnswer {
+                    answers: vec![s("main")],
+                },
+            ),
+            (
+                s("q2"),
+                UserInputAnswer {
+                    answers: vec![s("release"), s("today")],
+                },
+            ),
+        ]),
+    }
+}
+
+// ----- section 6: server notifications -----
+
+pub(crate) fn thread_started() -> ServerNotification {
+    ServerNotification::ThreadStarted(ThreadStartedNotification {
+        thread: forked_thread(),
+    })
+}
+
+pub(crate) fn thread_status_changed() -> ServerNotification {
+    ServerNotification::ThreadStatusChanged(ThreadStatusChangedNotification {
+        thread_id: s(THREAD_ID),
+        status: ThreadStatus::Active {
+            active_flags: vec![
+                ThreadActiveFlag::WaitingOnApproval,
+                ThreadActiveFlag::WaitingOnUserInput,
+            ],
+        },
+    })
+}
+
+pub(crate) fn thread_closed() -> ServerNotification {
+    ServerNotification::ThreadClosed(ThreadClosedNotification {
+        thread_id: s(THREAD_ID),
+    })
+}
+
+pub(crate) fn thread_deleted() -> ServerNotification {
+    ServerNotification::ThreadDeleted(ThreadDeletedNotification {
+        thread_id: s(FORK_ID),
+    })
+}
+
+pub(crate) fn thread_name_updated() -> ServerNotification {
+    ServerNotification::ThreadNameUpdated(ThreadNameUpdatedNotification {
+        thread_id: s(THREAD_ID),
+        thread_name: Some(s("New name")),
+    })
+}
+
+pub(crate) fn thread_attachment_updated() -> ServerNotification {
+    ServerNotification::ThreadAttachmentUpdated(ThreadAttachmentUpdatedNotification {
+        thread_id: s(THREAD_ID),
+        attachment_type: s("github.pr"),
+        identity_key: s("tandem#12"),
+        attachment_id: s("att-1"),
+        operation: ThreadAttachmentOperation::Deleted,
+    })
+}
+
+pub(crate) fn turn_started() -> ServerNotification {
+    ServerNotification::TurnStarted(TurnStartedNotification {
+        thread_id: s(THREAD_ID),
+        turn: new_turn(),
+    })
+}
+
+pub(crate) fn turn_completed() -> ServerNotification {
+    ServerNotification::TurnCompleted(TurnCompletedNotification {
+        thread_id: s(THREAD_ID),
+        turn: failed_turn(),
+    })
+}
+
+pub(crate) fn item_started() -> ServerNotification {
+    ServerNotification::ItemStarted(ItemStartedNotification {
+        thread_id: s(THREAD_ID),
+        turn_id: s(TURN_ID),
+        item: ThreadItem::DynamicToolCall {
+            id: s("call-1"),
+            tool: s("lookup"),
+            namespace: Some(s("docs")),
+            arguments: json!({"query": "tandem"}),
+            status: DynamicToolCallStatus::InProgress,
+            content_items: None,
+            success: None,
+            duration_ms: None,
+        },
+        started_at_ms: 1_750_000_001_000,
+    })
+}
+
+pub(crate) fn item_completed() -> ServerNotification {
+    ServerNotification::ItemCompleted(ItemCompletedNotification {
+        thread_id: s(THREAD_ID),
+        turn_id: s(TURN_ID),
+        item: command_execution(),
+        completed_at_ms: 1_750_000_002_000,
+    })
+}
+
+pub(crate) fn agent_message_delta() -> ServerNotification {
+    ServerNotification::AgentMessageDelta(AgentMessageDeltaNotification {
+        thread_id: s(THREAD_ID),
+        turn_id: s(TURN_ID),
+        item_id: s("item-2"),
+        delta: s("Running "),
+    })
+}
+
+pub(crate) fn command_output_delta() -> ServerNotification {
+    ServerNotification::CommandExecutionOutputDelta(CommandExecutionOutputDeltaNotification {
+        thread_id: s(THREAD_ID),
+        turn_id: s(TURN_ID),
+        item_id: s("item-3"),
+        delta: s("total 0\n"),
+    })
+}
+
+pub(crate) fn server_request_resolved() -> ServerNotification {
+    ServerNotification::ServerRequestResolved(ServerRequestResolvedNotification {
+        thread_id: s(THREAD_ID),
+        turn_id: s(TURN_ID),
+        request_id: RequestId::Integer(0),
+    })
+}
+
+pub(crate) fn error_notification() -> ServerNotification {
+    ServerNotification::Error(ErrorNotification {
+        thread_id: s(THREAD_ID),
+        turn_id: s(TURN_ID_2),
+        error: TurnError {
+            message: s("model unavailable"),
+            additional_details: None,
+        },
+        will_retry: false,
+    })
+}
+
+pub(crate) fn process_output_delta() -> ServerNotification {
+    ServerNotification::ProcessOutputDelta(ProcessOutputDeltaNotification {
+        process_handle: s("build"),
+        stream: ProcessOutputStream::Stderr,
+        delta_base64: s("d2FybmluZwo="),
+        cap_reached: true,
+    })
+}
+
+pub(crate) fn process_exited() -> ServerNotification {
+    ServerNotification::ProcessExited(ProcessExitedNotification {
+        process_handle: s("build"),
+        exit_code: 137,
+        stdout: s("partial"),
+        stdout_cap_reached: false,
+        stderr: s(""),
+        stderr_cap_reached: true,
+        output_drain_timed_out: true,
+    })
+}
+
+/// Every server notification sample, in protocol.md order.
+pub(crate) fn server_notifications() -> Vec<ServerNotification> {
+    vec![
+        thread_started(),
+        thread_status_changed(),
+        thread_closed(),
+        thread_deleted(),
+        thread_name_updated(),
+        thread_attachment_updated(),
+        turn_started(),
+        turn_completed(),
+        item_started(),
+        item_completed(),
+        agent_message_delta(),
+        command_output_delta(),
+        server_request_resolved(),
+        error_notification(),
+        process_output_delta(),
+        process_exited(),
+    ]
+}

@@ -1,0 +1,656 @@
+//! Literal wire examples written by hand from protocol.md, one per method: each decodes into
+//! the expected typed value, and encoding that value gives back exactly the same members
+//! (key sets compared recursively first, for a readable failure, then whole values).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::fmt::Debug;
+
+use common::*;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tandem_protocol::*;
+
+/// Compares the member names of `actual` and `expected` recursively, then the whole values.
+fn assert_wire_eq(actual: &Value, expected: &Value, context: &str) {
+    fn keys(actual: &Value, expected: &Value, path: &str, context: &str) {
+        match (actual, expected) {
+            (Value::Object(a), Value::Object(e)) => {
+                let a_keys: BTreeSet<&String> = a.keys().collect();
+                let e_keys: BTreeSet<&String> = e.keys().collect();
+                assert_eq!(a_keys, e_keys, "{context}: member names at {path}");
+                for (key, value) in a {
+                    keys(value, &e[key], &format!("{path}.{key}"), context);
+                }
+            }
+            (Value::Array(a), Value::Array(e)) => {
+                assert_eq!(a.len(), e.len(), "{context}: array length at {path}");
+                for (index, (a, e)) in a.iter().zip(e).enumerate() {
+                    keys(a, e, &format!("{path}[{index}]"), context);
+                }
+            }
+            _ => {}
+        }
+    }
+    keys(actual, expected, "$", context);
+    assert_eq!(actual, expected, "{context}");
+}
+
+fn assert_decodes_and_encodes<T>(wire: &Value, expected: &T, context: &str)
+where
+    T: Serialize + DeserializeOwned + PartialEq + Debug,
+{
+    let decoded: T = serde_json::from_value(wire.clone())
+        .unwrap_or_else(|err| panic!("{context}: {wire} does not decode: {err}"));
+    assert_eq!(&decoded, expected, "{context}: decoded value");
+    assert_wire_eq(&serde_json::to_value(expected).unwrap(), wire, context);
+}
+
+/// Checks one request method both ways, through its request enum, and its result. Returns the
+/// method name for the coverage check.
+fn check<M>(
+    params: Value,
+    expected_params: M::Params,
+    result: Value,
+    expected_result: M::Response,
+) -> String
+where
+    M: RequestMethod,
+    M::Params: PartialEq + Debug + Clone,
+    M::Response: PartialEq + Debug,
+    M::Request: TryFrom<JSONRPCRequest, Error = JSONRPCErrorError> + PartialEq + Debug,
+{
+    let method = M::METHOD;
+    let wire: JSONRPCRequest =
+        serde_json::from_value(json!({"id": 41, "method": method, "params": params.clone()}))
+            .unwrap();
+    let decoded = M::Request::try_from(wire)
+        .unwrap_or_else(|err| panic!("{method}: params do not decode: {err:?}"));
+    assert_eq!(
+        decoded,
+        M::into_request(RequestId::Integer(41), expected_params.clone()),
+        "{method}"
+    );
+    assert_decodes_and_encodes(&params, &expected_params, &format!("{method} params"));
+    assert_decodes_and_encodes(&result, &expected_result, &format!("{method} result"));
+    method.to_owned()
+}
+
+fn assert_covers_exactly(covered: Vec<String>, methods: &[&str]) {
+    let unique: BTreeSet<String> = covered.iter().cloned().collect();
+    assert_eq!(unique.len(), covered.len(), "a method is covered twice");
+    let methods: BTreeSet<String> = methods.iter().map(|m| (*m).to_owned()).collect();
+    assert_eq!(unique, methods);
+}
+
+// ----- literal JSON of the section 7 types -----
+
+fn user_message_json() -> Value {
+    json!({"type": "userMessage", "id": "item-1",
+           "content": [{"type": "text", "text": "list the files", "text_elements": []}],
+           "clientId": "client-msg-1"})
+}
+
+fn command_execution_json() -> Value {
+    json!({"type": "commandExecution", "id": "item-3", "command": "ls -la",
+           "cwd": "/home/dev/project", "status": "completed",
+           "commandActions": [{"type": "unknown", "command": "ls -la"}],
+           "processId": "4242", "exitCode": 0, "aggregatedOutput": "total 0\n",
+           "durationMs": 12})
+}
+
+fn turn_json() -> Value {
+    json!({
+        "id": "0190f3a2-8000-7000-8000-000000000001",
+        "items": [
+            user_message_json(),
+            {"type": "agentMessage", "id": "item-2", "text": "Running ls."},
+            command_execution_json(),
+            {"type": "dynamicToolCall", "id": "call-1", "tool": "lookup", "namespace": null,
+             "arguments": {"query": "tandem", "limit": 3}, "status": "completed",
+             "contentItems": [{"type": "inputText", "text": "found 3"}], "success": true,
+             "durationMs": 40}
+        ],
+        "itemsView": "full",
+        "status": "completed",
+        "error": null,
+        "startedAt": 1_750_000_000,
+        "completedAt": 1_750_000_005,
+        "durationMs": 5000
+    })
+}
+
+fn failed_turn_json() -> Value {
+    json!({
+        "id": "0190f3a2-8000-7000-8000-000000000002",
+        "items": [
+            {"type": "commandExecution", "id": "item-5", "command": "rm -rf 'build dir'",
+             "cwd": "/home/dev/project", "status": "declined",
+             "commandActions": [{"type": "unknown", "command": "rm -rf 'build dir'"}],
+             "processId": null, "exitCode": null, "aggregatedOutput": null, "durationMs": null}
+        ],
+        "itemsView": "full",
+        "status": "failed",
+        "error": {"message": "model unavailable", "additionalDetails": "HTTP 503"},
+        "startedAt": 1_750_000_010,
+        "completedAt": 1_750_000_011,
+        "durationMs": 900
+    })
+}
+
+fn new_turn_json() -> Value {
+    json!({"id": "0190f3a2-8000-7000-8000-000000000002", "items": [],
+           "itemsView": "notLoaded", "status": "inProgress", "error": null,
+           "startedAt": 1_750_000_010, "completedAt": null, "durationMs": null})
+}
+
+fn thread_json() -> Value {
+    json!({
+        "id": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e",
+        "sessionId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e",
+        "name": "Refactor",
+        "preview": "list the files",
+        "ephemeral": false,
+        "createdAt": 1_750_000_000,
+        "updatedAt": 1_750_000_005,
+        "status": {"type": "active", "activeFlags": ["waitingOnApproval"]},
+        "cwd": "/home/dev/project",
+        "source": {"custom": "sdk"},
+        "forkedFromId": null,
+        "model": "gpt-test",
+        "modelProvider": "openai",
+        "cliVersion": "0.1.0",
+        "projectId": null,
+        "turns": [turn_json()]
+    })
+}
+
+fn forked_thread_json() -> Value {
+    json!({
+        "id": "0190f3a2-9000-7abc-8def-0123456789ab",
+        "sessionId": "0190f3a2-9000-7abc-8def-0123456789ab",
+        "name": null,
+        "preview": "",
+        "ephemeral": true,
+        "createdAt": 1_750_000_100,
+        "updatedAt": 1_750_000_100,
+        "status": {"type": "idle"},
+        "cwd": "/tmp/fork",
+        "source": "appServer",
+        "forkedFromId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e",
+        "model": null,
+        "modelProvider": "openai",
+        "cliVersion": "0.1.0",
+        "projectId": null,
+        "turns": []
+    })
+}
+
+/// `{thread, ...session}` as spelled in protocol.md section 4.
+fn with_session(thread: Value, model: &str, cwd: &str, approval_policy: &str) -> Value {
+    json!({
+        "thread": thread,
+        "model": model,
+        "modelProvider": "openai",
+        "cwd": cwd,
+        "approvalPolicy": approval_policy,
+        "approvalsReviewer": "user",
+        "sandbox": {"type": "dangerFullAccess"},
+        "reasoningEffort": null,
+        "serviceTier": null
+    })
+}
+
+#[test]
+fn client_requests_match_protocol_examples() {
+    use client_methods as m;
+    let covered = vec![
+        check::<m::Initialize>(
+            json!({"clientInfo": {"name": "tandem-tests", "title": "Tandem tests",
+                                  "version": "1.2.3"},
+                   "capabilities": {"experimentalApi": true,
+                                    "optOutNotificationMethods": ["item/agentMessage/delta"]}}),
+            initialize_params(),
+            json!({"userAgent": "tandem/0.1.0 (tandem-tests 1.2.3)", "platformFamily": "unix",
+                   "platformOs": "linux", "tandemHome": "/home/dev/.tandem",
+                   "serverInfo": {"name": "tandem", "version": "0.1.0"}}),
+            initialize_response(),
+        ),
+        check::<m::ConfigRead>(
+            json!({"cwd": "/home/dev/project", "includeLayers": true}),
+            config_read_params(),
+            json!({"config": {"thread_unload_delay_secs": 60, "model": "gpt-test"},
+                   "origins": {}, "layers": null}),
+            config_read_response(),
+        ),
+        check::<m::ThreadStart>(
+            json!({"cwd": "/home/dev/project", "model": null, "ephemeral": true,
+                   "approvalPolicy": "never", "name": "Refactor",
+                   "dynamicTools": [{"type": "function", "name": "lookup",
+                                     "description": "Look things up",
+                                     "inputSchema": {"type": "object",
+                                                     "properties": {"query": {"type": "string"}}},
+                                     "deferLoading": false}],
+                   "config": {"thread_unload_delay_secs": 0}}),
+            thread_start_params(),
+            with_session(thread_json(), "gpt-test", "/home/dev/project", "on-request"),
+            thread_start_response(),
+        ),
+        check::<m::ThreadResume>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e", "model": "gpt-other",
+                   "approvalPolicy": null, "excludeTurns": true}),
+            thread_resume_params(),
+            with_session(thread_json(), "gpt-other", "/home/dev/project", "never"),
+            thread_resume_response(),
+        ),
+        check::<m::ThreadRead>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e", "includeTurns": true}),
+            thread_read_params(),
+            {
+                let mut thread = thread_json();
+                thread["status"] = json!({"type": "notLoaded"});
+                json!({"thread": thread})
+            },
+            thread_read_response(),
+        ),
+        check::<m::ThreadList>(
+            json!({"cursor": "c1", "limit": 25, "sortDirection": "asc",
+                   "sourceKinds": ["appServer", "cli"],
+                   "cwd": ["/home/dev/project", "/tmp/fork"], "searchTerm": "Refac",
+                   "archived": false}),
+            thread_list_params(),
+            json!({"data": [thread_json(), forked_thread_json()], "nextCursor": "c2",
+                   "backwardsCursor": null}),
+            thread_list_response(),
+        ),
+        check::<m::ThreadLoadedList>(
+            json!({"cursor": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e", "limit": 0}),
+            thread_loaded_list_params(),
+            json!({"data": ["0190f3a2-9000-7abc-8def-0123456789ab"],
+                   "nextCursor": "0190f3a2-9000-7abc-8def-0123456789ab"}),
+            thread_loaded_list_response(),
+        ),
+        check::<m::ThreadTurnsList>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e", "limit": 10,
+                   "sortDirection": "desc", "cursor": "t1", "itemsView": "summary"}),
+            thread_turns_list_params(),
+            json!({"data": [failed_turn_json(), turn_json()], "nextCursor": null,
+                   "backwardsCursor": null}),
+            thread_turns_list_response(),
+        ),
+        check::<m::ThreadUnsubscribe>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e"}),
+            thread_unsubscribe_params(),
+            json!({"status": "notSubscribed"}),
+            thread_unsubscribe_response(),
+        ),
+        check::<m::ThreadNameSet>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e", "name": "  New name "}),
+            thread_name_set_params(),
+            json!({}),
+            EmptyResponse {},
+        ),
+        check::<m::ThreadFork>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e", "cwd": "/tmp/fork",
+                   "name": null, "ephemeral": true, "excludeTurns": false,
+                   "lastTurnId": "0190f3a2-8000-7000-8000-000000000001"}),
+            thread_fork_params(),
+            with_session(forked_thread_json(), "gpt-test", "/tmp/fork", "never"),
+            thread_fork_response(),
+        ),
+        check::<m::ThreadDelete>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e"}),
+            thread_delete_params(),
+            json!({}),
+            EmptyResponse {},
+        ),
+        check::<m::ThreadAttachmentAdd>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e",
+                   "attachmentType": "github.pr", "identityKey": "tandem#12",
+                   "payload": {"url": "https://example.invalid/pr/12", "draft": false}}),
+            thread_attachment_add_params(),
+            json!({"outcome": "existing",
+                   "attachment": {"id": "att-1", "attachmentType": "github.pr",
+                                  "identityKey": "tandem#12",
+                                  "payload": {"url": "https://example.invalid/pr/12",
+                                              "draft": false},
+                                  "createdAt": 1_750_000_050}}),
+            thread_attachment_add_response(),
+        ),
+        check::<m::ThreadAttachmentRemove>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e",
+                   "attachmentType": "github.pr", "identityKey": "tandem#12"}),
+            thread_attachment_remove_params(),
+            json!({}),
+            EmptyResponse {},
+        ),
+        check::<m::TurnStart>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e",
+                   "input": [{"type": "text", "text": "hello", "text_elements": []},
+                             {"type": "text", "text": "and more", "text_elements": []}],
+                   "clientUserMessageId": "client-msg-2", "approvalPolicy": "on-request"}),
+            turn_start_params(),
+            json!({"turn": new_turn_json()}),
+            turn_start_response(),
+        ),
+        check::<m::TurnSteer>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e",
+                   "expectedTurnId": "0190f3a2-8000-7000-8000-000000000002",
+                   "input": [{"type": "text", "text": "also check the tests",
+                              "text_elements": []}]}),
+            turn_steer_params(),
+            json!({"turnId": "0190f3a2-8000-7000-8000-000000000002"}),
+            turn_steer_response(),
+        ),
+        check::<m::TurnInterrupt>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e",
+                   "turnId": "0190f3a2-8000-7000-8000-000000000002"}),
+            turn_interrupt_params(),
+            json!({}),
+            EmptyResponse {},
+        ),
+        check::<m::ProcessSpawn>(
+            json!({"processHandle": "build", "command": ["cargo", "build"],
+                   "cwd": "/home/dev/project", "tty": true, "streamStdin": true,
+                   "streamStdoutStderr": true, "outputBytesCap": null, "timeoutMs": 30000,
+                   "env": {"HOME": null, "RUST_LOG": "debug"},
+                   "size": {"rows": 24, "cols": 80}}),
+            process_spawn_params(),
+            json!({}),
+            EmptyResponse {},
+        ),
+        check::<m::ProcessWriteStdin>(
+            json!({"processHandle": "build", "deltaBase64": "aGVsbG8K", "closeStdin": true}),
+            process_write_stdin_params(),
+            json!({}),
+            EmptyResponse {},
+        ),
+        check::<m::ProcessKill>(
+            json!({"processHandle": "build"}),
+            process_kill_params(),
+            json!({}),
+            EmptyResponse {},
+        ),
+        check::<m::ProcessResizePty>(
+            json!({"processHandle": "build", "size": {"rows": 50, "cols": 132}}),
+            process_resize_pty_params(),
+            json!({}),
+            EmptyResponse {},
+        ),
+    ];
+    assert_covers_exactly(covered, ClientRequest::METHODS);
+}
+
+#[test]
+fn server_requests_match_protocol_examples() {
+    use server_methods as m;
+    let covered = vec![
+        check::<m::ToolCall>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e",
+                   "turnId": "0190f3a2-8000-7000-8000-000000000001", "callId": "call-1",
+                   "namespace": "docs", "tool": "lookup",
+                   "arguments": {"query": "tandem", "limit": 3}}),
+            tool_call_params(),
+            json!({"contentItems": [{"type": "inputText", "text": "found 3"},
+                                    {"type": "inputText", "text": "done"}],
+                   "success": true}),
+            tool_call_response(),
+        ),
+        check::<m::CommandExecutionRequestApproval>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e",
+                   "turnId": "0190f3a2-8000-7000-8000-000000000001", "itemId": "item-5",
+                   "startedAtMs": 1_750_000_001_234_i64, "command": "rm -rf 'build dir'",
+                   "cwd": "/home/dev/project", "reason": "clean the build",
+                   "commandActions": [{"type": "unknown", "command": "rm -rf 'build dir'"}],
+                   "availableDecisions": ["accept", "acceptForSession", "decline", "cancel"]}),
+            approval_params(),
+            json!({"decision": "acceptForSession"}),
+            approval_response(),
+        ),
+        check::<m::ToolRequestUserInput>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e",
+            "turnId": "0190f3a2-8000-7000-8000-000000000001", "itemId": "ask-1",
+            "isBlocking": true,
+            "questions": [
+                {"id": "q1", "header": "Branch", "question": "Which branch?",
+                 "isOther": false, "isSecret": false,
+                 "options": [{"label": "main", "description": "the default branch"}]},
+                {"id": "q2", "header": "Why", "question": "Why now?",
+                 "isOther": false, "isSecret": false, "options": null}
+            ]}),
+            user_input_params(),
+            json!({"answers": {"q1": {"answers": ["main"]},
+                               "q2": {"answers": ["release", "today"]}}}),
+            user_input_response(),
+        ),
+    ];
+    assert_covers_exactly(covered, ServerRequest::METHODS);
+}
+
+fn server_notification_examples() -> Vec<(Value, ServerNotification)> {
+    let thread_id = "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e";
+    let turn_id = "0190f3a2-8000-7000-8000-000000000001";
+    vec![
+        (
+            json!({"method": "thread/started", "params": {"thread": forked_thread_json()}}),
+            thread_started(),
+        ),
+        (
+            json!({"method": "thread/status/changed",
+                   "params": {"threadId": thread_id,
+                              "status": {"type": "active",
+                                         "activeFlags": ["waitingOnApproval",
+                                                         "waitingOnUserInput"]}}}),
+            thread_status_changed(),
+        ),
+        (
+            json!({"method": "thread/closed", "params": {"threadId": thread_id}}),
+            thread_closed(),
+        ),
+        (
+            json!({"method": "thread/deleted",
+                   "params": {"threadId": "0190f3a2-9000-7abc-8def-0123456789ab"}}),
+            thread_deleted(),
+        ),
+        (
+            json!({"method": "thread/name/updated",
+                   "params": {"threadId": thread_id, "threadName": "New name"}}),
+            thread_name_updated(),
+        ),
+        (
+            json!({"method": "thread/attachment/updated",
+                   "params": {"threadId": thread_id, "attachmentType": "github.pr",
+                              "identityKey": "tandem#12", "attachmentId": "att-1",
+                              "operation": "deleted"}}),
+            thread_attachment_updated(),
+        ),
+        (
+            json!({"method": "turn/started",
+                   "params": {"threadId": thread_id, "turn": new_turn_json()}}),
+            turn_started(),
+        ),
+        (
+            json!({"method": "turn/completed",
+                   "params": {"threadId": thread_id, "turn": failed_turn_json()}}),
+            turn_completed(),
+        ),
+        (
+            json!({"method": "item/started",
+                   "params": {"threadId": thread_id, "turnId": turn_id,
+                              "item": {"type": "dynamicToolCall", "id": "call-1",
+                                       "tool": "lookup", "namespace": "docs",
+                                       "arguments": {"query": "tandem"},
+                                       "status": "inProgress", "contentItems": null,
+                                       "success": null, "durationMs": null},
+                              "startedAtMs": 1_750_000_001_000_i64}}),
+            item_started(),
+        ),
+        (
+            json!({"method": "item/completed",
+                   "params": {"threadId": thread_id, "turnId": turn_id,
+                              "item": command_execution_json(),
+                              "completedAtMs": 1_750_000_002_000_i64}}),
+            item_completed(),
+        ),
+        (
+            json!({"method": "item/agentMessage/delta",
+                   "params": {"threadId": thread_id, "turnId": turn_id, "itemId": "item-2",
+                              "delta": "Running "}}),
+            agent_message_delta(),
+        ),
+        (
+            json!({"method": "item/commandExecution/outputDelta",
+                   "params": {"threadId": thread_id, "turnId": turn_id, "itemId": "item-3",
+                              "delta": "total 0\n"}}),
+            command_output_delta(),
+        ),
+        (
+            json!({"method": "serverRequest/resolved",
+                   "params": {"threadId": thread_id, "turnId": turn_id, "requestId": 0}}),
+            server_request_resolved(),
+        ),
+        (
+            json!({"method": "error",
+                   "params": {"threadId": thread_id,
+                              "turnId": "0190f3a2-8000-7000-8000-000000000002",
+                              "error": {"message": "model unavailable",
+                                        "additionalDetails": null},
+                              "willRetry": false}}),
+            error_notification(),
+        ),
+        (
+            json!({"method": "process/outputDelta",
+                   "params": {"processHandle": "build", "stream": "stderr",
+                              "deltaBase64": "d2FybmluZwo=", "capReached": true}}),
+            process_output_delta(),
+        ),
+        (
+            json!({"method": "process/exited",
+                   "params": {"processHandle": "build", "exitCode": 137, "stdout": "partial",
+                              "stdoutCapReached": false, "stderr": "",
+                              "stderrCapReached": true, "outputDrainTimedOut": true}}),
+            process_exited(),
+        ),
+    ]
+}
+
+#[test]
+fn server_notifications_match_protocol_examples() {
+    let mut covered = Vec::new();
+    for (wire, expected) in server_notification_examples() {
+        let method = wire["method"].as_str().unwrap().to_owned();
+        let mut stamped = wire.clone();
+        stamped["emittedAtMs"] = json!(1_750_000_000_000_i64);
+        let notification: JSONRPCNotification = serde_json::from_value(stamped).unwrap();
+        let decoded = ServerNotification::try_from(notification)
+            .unwrap_or_else(|err| panic!("{method}: {err:?}"));
+        assert_eq!(decoded, expected, "{method}");
+        let encoded = serde_json::to_value(expected.into_jsonrpc().unwrap()).unwrap();
+        assert_wire_eq(&encoded, &wire, &method);
+        covered.push(method);
+    }
+    assert_covers_exactly(covered, ServerNotification::METHODS);
+}
+
+#[test]
+fn client_notification_matches_protocol_example() {
+    for wire in [
+        json!({"method": "initialized"}),
+        json!({"method": "initialized", "params": null}),
+        json!({"method": "initialized", "params": {}}),
+    ] {
+        let notification: JSONRPCNotification = serde_json::from_value(wire.clone()).unwrap();
+        assert_eq!(
+            ClientNotification::try_from(notification).unwrap(),
+            ClientNotification::Initialized(EmptyParams {}),
+            "{wire}"
+        );
+    }
+}
+
+#[test]
+fn thread_statuses_and_sources_use_spec_spellings() {
+    for (wire, expected) in [
+        (json!({"type": "notLoaded"}), ThreadStatus::NotLoaded),
+        (json!({"type": "idle"}), ThreadStatus::Idle),
+        (json!({"type": "systemError"}), ThreadStatus::SystemError),
+        (
+            json!({"type": "active", "activeFlags": ["waitingOnUserInput"]}),
+            ThreadStatus::Active {
+                active_flags: vec![ThreadActiveFlag::WaitingOnUserInput],
+            },
+        ),
+    ] {
+        assert_decodes_and_encodes(&wire, &expected, "thread status");
+    }
+    for (wire, expected) in [
+        (json!("cli"), SessionSource::Cli),
+        (json!("vscode"), SessionSource::Vscode),
+        (json!("exec"), SessionSource::Exec),
+        (json!("appServer"), SessionSource::AppServer),
+        (json!("unknown"), SessionSource::Unknown),
+        (
+            json!({"custom": "sdk"}),
+            SessionSource::Custom("sdk".into()),
+        ),
+    ] {
+        assert_decodes_and_encodes(&wire, &expected, "session source");
+    }
+    for (wire, expected) in [
+        (json!("inProgress"), TurnStatus::InProgress),
+        (json!("completed"), TurnStatus::Completed),
+        (json!("interrupted"), TurnStatus::Interrupted),
+        (json!("failed"), TurnStatus::Failed),
+    ] {
+        assert_decodes_and_encodes(&wire, &expected, "turn status");
+    }
+    for (wire, expected) in [
+        (json!("unsubscribed"), ThreadUnsubscribeStatus::Unsubscribed),
+        (
+            json!("notSubscribed"),
+            ThreadUnsubscribeStatus::NotSubscribed,
+        ),
+        (json!("notLoaded"), ThreadUnsubscribeStatus::NotLoaded),
+    ] {
+        assert_decodes_and_encodes(&wire, &expected, "unsubscribe status");
+    }
+    assert_decodes_and_encodes(
+        &json!("created"),
+        &ThreadAttachmentAddOutcome::Created,
+        "attachment outcome",
+    );
+    assert_decodes_and_encodes(
+        &json!("created"),
+        &ThreadAttachmentOperation::Created,
+        "attachment operation",
+    );
+    // Values that are not listed do not decode: output is closed.
+    assert!(serde_json::from_value::<ThreadStatus>(json!({"type": "archived"})).is_err());
+    assert!(serde_json::from_value::<ThreadItem>(json!({"type": "reasoning", "id": "r"})).is_err());
+}
+
+#[test]
+fn thread_list_cwd_accepts_one_path_or_several() {
+    let one: ThreadListParams = serde_json::from_value(json!({"cwd": "/a"})).unwrap();
+    assert_eq!(one.cwd, Some(CwdFilter::One("/a".into())));
+    assert_eq!(one.cwd.as_ref().unwrap().paths(), ["/a".to_owned()]);
+    assert_wire_eq(
+        &serde_json::to_value(&one).unwrap(),
+        &json!({"cwd": "/a"}),
+        "cwd",
+    );
+    let many: ThreadListParams = serde_json::from_value(json!({"cwd": ["/a", "/b"]})).unwrap();
+    assert_eq!(
+        many.cwd.unwrap().paths(),
+        ["/a".to_owned(), "/b".to_owned()]
+    );
+    let filters: ThreadListParams = serde_json::from_value(json!({
+        "archived": true, "parentThreadId": "p", "ancestorThreadId": "a"
+    }))
+    .unwrap();
+    assert_eq!(filters.archived, Some(true));
+    assert_eq!(filters.parent_thread_id.as_deref(), Some("p"));
+    assert_eq!(filters.ancestor_thread_id.as_deref(), Some("a"));
+}

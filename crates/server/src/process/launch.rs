@@ -1,0 +1,136 @@
+//! Starts the child of a [`SpawnPlan`], on pipes or under a PTY, in its own process group.
+//!
+//! This is the only place that knows how the child's stdio is wired, so the rest of the module
+//! sees uniform boxed readers and writers plus an optional PTY control handle for resizing.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::process::Stdio;
+
+use tandem_protocol::PtySize;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::process::{Child, Command};
+
+use super::plan::SpawnPlan;
+
+/// A readable output stream of the child.
+pub(crate) type OutputReader = Box<dyn AsyncRead + Send + Unpin>;
+/// The writable input of the child (a pipe or the PTY master).
+pub(crate) type InputWriter = Box<dyn AsyncWrite + Send + Unpin>;
+
+/// A running child and the ends of its stdio that the server keeps.
+pub(crate) struct Launched {
+    pub(crate) child: Child,
+    /// Process id; also the process group id (the child leads its own group).
+    pub(crate) pid: u32,
+    /// `Some` only when stdin is streamed.
+    pub(crate) stdin: Option<InputWriter>,
+    /// stdout, or the PTY master's output.
+    pub(crate) stdout: OutputReader,
+    /// `None` under a PTY, where stderr is merged into the terminal.
+    pub(crate) stderr: Option<OutputReader>,
+    /// A duplicate of the PTY master used only for `TIOCSWINSZ`, so that resizing never waits
+    /// behind a stdin write blocked on a full terminal input queue.
+    pub(crate) pty_control: Option<OwnedFd>,
+}
+
+/// Why the child could not be started; the text becomes `failed to spawn process: ...`.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LaunchError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Pty(#[from] pty_process::Error),
+    #[error("child has no process id")]
+    NoPid,
+}
+
+/// Builds the command shared by both wirings: program, arguments, cwd and environment.
+fn base_command(plan: &SpawnPlan) -> Command {
+    let mut command = Command::new(&plan.program);
+    command.args(&plan.args).current_dir(&plan.cwd);
+    // Entries are merged over the inherited environment; `null` removes a variable.
+    for (name, value) in &plan.env {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+    // Our supervisor owns the child's lifetime (timeouts, kill, kill_all); dropping a handle
+    // must not silently kill only the leader and leave the rest of the group behind.
+    command.kill_on_drop(false);
+    command
+}
+
+/// Starts the child described by `plan`.
+pub(crate) fn launch(plan: &SpawnPlan) -> Result<Launched, LaunchError> {
+    if plan.tty {
+        launch_pty(plan)
+    } else {
+        launch_pipes(plan)
+    }
+}
+
+fn launch_pipes(plan: &SpawnPlan) -> Result<Launched, LaunchError> {
+    let mut command = base_command(plan);
+    command
+        .stdin(if plan.stream_stdin {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // A group of its own, so kill and timeout reach every descendant with one killpg.
+        .process_group(0);
+    let mut child = command.spawn()?;
+    let pid = child.id().ok_or(LaunchError::NoPid)?;
+    let stdin = child
+        .stdin
+        .take()
+        .map(|stdin| Box::new(stdin) as InputWriter);
+    let stdout = child.stdout.take().map(|s| Box::new(s) as OutputReader);
+    let stderr = child.stderr.take().map(|s| Box::new(s) as OutputReader);
+    let stdout = stdout.ok_or_else(|| std::io::Error::other("stdout pipe missing"))?;
+    Ok(Launched {
+        child,
+        pid,
+        stdin,
+        stdout,
+        stderr,
+        pty_control: None,
+    })
+}
+
+fn launch_pty(plan: &SpawnPlan) -> Result<Launched, LaunchError> {
+    let (pty, pts) = pty_process::open()?;
+    pty.resize(pty_process::Size::new(plan.size.rows, plan.size.cols))?;
+    let pty_control = pty.as_fd().try_clone_to_owned()?;
+    // pty-process makes the child a session leader (setsid) with the PTY as its controlling
+    // terminal; a new session is also a new process group whose id is the child's pid, so
+    // `process_group(0)` is neither needed nor allowed here (setsid fails for a group leader).
+    // `spawn` consumes `pts`, so the parent holds no slave end and sees EOF/EIO at hang-up.
+    let mut child = pty_process::Command::from(base_command(plan)).spawn(pts)?;
+    let pid = child.id().ok_or(LaunchError::NoPid)?;
+    // The child's stdio are the PTY slave; tokio never captured them.
+    child.stdin.take();
+    let (read, write) = pty.into_split();
+    Ok(Launched {
+        child,
+        pid,
+        stdin: Some(Box::new(write)),
+        stdout: Box::new(read),
+        stderr: None,
+        pty_control: Some(pty_control),
+    })
+}
+
+/// Applies `size` to the terminal behind `control`.
+pub(crate) fn resize(control: &OwnedFd, size: PtySize) -> std::io::Result<()> {
+    let winsize = rustix::termios::Winsize {
+        ws_row: size.rows,
+        ws_col: size.cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    rustix::termios::tcsetwinsize(control, winsize).map_err(std::io::Error::from)
+}

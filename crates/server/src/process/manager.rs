@@ -1,0 +1,442 @@
+//! The per-connection handle table and the `process/*` requests that act on it.
+//!
+//! The table is behind a plain mutex that is never held across an `await`, and no request here
+//! awaits the sink, so control requests answer promptly however stalled the consumer is. The
+//! set of process groups outlives the handles: a child's descendants may keep running after
+//! its `process/exited`, and connection close must still reach them.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use nix::unistd::Pid;
+use tandem_protocol::{
+    JSONRPCErrorError, ProcessKillParams, ProcessOutputStream, ProcessResizePtyParams,
+    ProcessSpawnParams, ProcessWriteStdinParams,
+};
+use tokio::io::AsyncWriteExt as _;
+use tokio::sync::watch;
+
+use super::error::ProcessError;
+use super::group::{ProcessScope, kill_scopes};
+use super::launch::{self, InputWriter, Launched};
+use super::plan::{SpawnPlan, check_size};
+use super::stream::{StreamConfig, StreamMode, StreamSignals, pump};
+use super::supervise::{Supervision, supervise};
+use super::{KILL_ALL_REAP_TIMEOUT, PTY_EOF_BYTE, ProcessEventSink};
+
+/// How long a failed stdin write waits to learn whether the child is exiting, so that a write
+/// racing the exit answers `is no longer running` rather than a raw `EPIPE`.
+const STDIN_FAILURE_EXIT_GRACE: Duration = Duration::from_millis(200);
+
+/// Runs the processes of one client connection.
+///
+/// Cheap to clone: clones share one handle table. When the last clone is dropped, every process
+/// group it started is killed, as on [`kill_all`](Self::kill_all) (without waiting).
+#[derive(Clone, Default)]
+pub struct ProcessManager {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for ProcessManager {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.inner.lock();
+        f.debug_struct("ProcessManager")
+            .field("active", &state.active.keys().collect::<Vec<_>>())
+            .field("scopes", &state.scopes.len())
+            .finish()
+    }
+}
+
+/// A child that [`ProcessManager::spawn`] started, whose output is held back until the spawn
+/// reply has been sent.
+///
+/// Call [`start_streaming`](Self::start_streaming) after sending the `{}` reply; dropping the
+/// value starts streaming as well. No delta and no exit notification reach the sink before.
+pub struct SpawnedProcess {
+    started: watch::Sender<bool>,
+    pid: u32,
+}
+
+impl SpawnedProcess {
+    /// The child's process id, which is also its process group id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Lets output deltas and the exit notification flow to the sink.
+    pub fn start_streaming(self) {
+        // The release happens in `Drop`, so forgetting to call this cannot wedge the process.
+    }
+}
+
+impl Drop for SpawnedProcess {
+    fn drop(&mut self) {
+        self.started.send_replace(true);
+    }
+}
+
+impl fmt::Debug for SpawnedProcess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SpawnedProcess")
+            .field("pid", &self.pid)
+            .finish()
+    }
+}
+
+/// Shared state of a manager; tasks hold it weakly so dropping the manager ends it.
+#[derive(Default)]
+pub(crate) struct Inner {
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Handles whose `process/exited` has not been delivered yet.
+    active: HashMap<String, Arc<ProcessEntry>>,
+    /// Everything started here that may still have live members.
+    scopes: HashSet<ProcessScope>,
+    next_id: u64,
+}
+
+/// One active handle.
+struct ProcessEntry {
+    /// Distinguishes this run from a later one that reuses the handle.
+    id: u64,
+    scope: ProcessScope,
+    /// `true` once the child has been reaped.
+    exited: watch::Receiver<bool>,
+    /// `None` when stdin is not streamed.
+    stdin: Option<StdinPort>,
+    /// `Some` only for PTY children.
+    pty_control: Option<OwnedFd>,
+}
+
+/// The streamed stdin of one child.
+struct StdinPort {
+    /// Set once `closeStdin` succeeded; checked without waiting for the writer lock.
+    closed: AtomicBool,
+    is_pty: bool,
+    /// Async lock because a write can wait for the child to drain its input; `None` once a pipe
+    /// was closed.
+    writer: tokio::sync::Mutex<Option<InputWriter>>,
+}
+
+/// Why a stdin write did not happen.
+#[derive(Debug, thiserror::Error)]
+enum StdinFailure {
+    #[error("stdin is already closed")]
+    Closed,
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+impl StdinPort {
+    /// Writes `bytes`, then closes stdin if `close`; holds the writer lock throughout so
+    /// concurrent requests cannot interleave their bytes.
+    async fn write(&self, bytes: &[u8], close: bool) -> Result<(), StdinFailure> {
+        let mut writer = self.writer.lock().await;
+        // Checked again under the lock: a concurrent close may have won the race.
+        if self.closed.load(Ordering::Acquire) {
+            return if bytes.is_empty() {
+                Ok(())
+            } else {
+                Err(StdinFailure::Closed)
+            };
+        }
+        let stream = writer.as_mut().ok_or(StdinFailure::Closed)?;
+        if !bytes.is_empty() {
+            stream.write_all(bytes).await?;
+            stream.flush().await?;
+        }
+        if close {
+            if self.is_pty {
+                stream.write_all(&[PTY_EOF_BYTE]).await?;
+                stream.flush().await?;
+            } else {
+                // Dropping our end of the pipe is what the child sees as EOF.
+                *writer = None;
+            }
+            self.closed.store(true, Ordering::Release);
+        }
+        Ok(())
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave the table inconsistent (every update is
+        // a single insert or remove), so keep serving instead of propagating the poison.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Releases `handle` after its `process/exited` was delivered, unless it was reused.
+    pub(crate) fn release(&self, handle: &str, id: u64) {
+        let mut state = self.lock();
+        if state.active.get(handle).is_some_and(|entry| entry.id == id) {
+            state.active.remove(handle);
+        }
+        prune_scopes(&mut state);
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let state = self.lock();
+        let scopes: Vec<ProcessScope> = state.scopes.iter().copied().collect();
+        kill_scopes(&scopes);
+    }
+}
+
+/// Forgets scopes that no longer have members, so a recycled id is never signalled.
+fn prune_scopes(state: &mut State) {
+    let active: HashSet<ProcessScope> = state.active.values().map(|entry| entry.scope).collect();
+    state
+        .scopes
+        .retain(|scope| active.contains(scope) || !scope.is_empty());
+}
+
+impl ProcessManager {
+    /// An empty manager for one connection.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `process/spawn`: validates `params` and starts the child; returns once it is running.
+    ///
+    /// Send the `{}` reply, then call [`SpawnedProcess::start_streaming`]; output and
+    /// `process/exited` go to `sink` only after that.
+    pub async fn spawn(
+        &self,
+        params: ProcessSpawnParams,
+        sink: Arc<dyn ProcessEventSink>,
+    ) -> Result<SpawnedProcess, JSONRPCErrorError> {
+        Ok(self.spawn_inner(params, sink)?)
+    }
+
+    fn spawn_inner(
+        &self,
+        params: ProcessSpawnParams,
+        sink: Arc<dyn ProcessEventSink>,
+    ) -> Result<SpawnedProcess, ProcessError> {
+        let plan = SpawnPlan::from_params(params)?;
+        // Check and insert under one lock so two spawns cannot both claim a handle.
+        let mut state = self.inner.lock();
+        if state.active.contains_key(&plan.handle) {
+            return Err(ProcessError::DuplicateHandle(plan.handle));
+        }
+        let Launched {
+            child,
+            pid,
+            stdin,
+            stdout,
+            stderr,
+            pty_control,
+        } = launch::launch(&plan).map_err(|error| ProcessError::SpawnFailed(error.to_string()))?;
+        let scope = ProcessScope {
+            leader: Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX)),
+            session: plan.tty,
+        };
+        tracing::debug!(handle = %plan.handle, pid, tty = plan.tty, "process spawned");
+
+        let (exited_tx, exited_rx) = watch::channel(false);
+        let (started_tx, started_rx) = watch::channel(false);
+        let mode = || {
+            if plan.stream_output {
+                StreamMode::Stream(Arc::clone(&sink))
+            } else {
+                StreamMode::Capture
+            }
+        };
+        let spawn_pump = |reader, stream| {
+            let config = StreamConfig {
+                handle: plan.handle.clone(),
+                stream,
+                cap: plan.output_bytes_cap,
+                mode: mode(),
+                is_pty: plan.tty,
+            };
+            let signals = StreamSignals {
+                exited: exited_rx.clone(),
+                started: started_rx.clone(),
+            };
+            tokio::spawn(pump(reader, config, signals))
+        };
+        let stdout_task = spawn_pump(stdout, ProcessOutputStream::Stdout);
+        let stderr_task = stderr.map(|reader| spawn_pump(reader, ProcessOutputStream::Stderr));
+
+        let id = state.next_id;
+        state.next_id += 1;
+        let entry = ProcessEntry {
+            id,
+            scope,
+            exited: exited_rx,
+            stdin: stdin.map(|writer| StdinPort {
+                closed: AtomicBool::new(false),
+                is_pty: plan.tty,
+                writer: tokio::sync::Mutex::new(Some(writer)),
+            }),
+            pty_control,
+        };
+        state.active.insert(plan.handle.clone(), Arc::new(entry));
+        state.scopes.insert(scope);
+        drop(state);
+
+        tokio::spawn(supervise(Supervision {
+            handle: plan.handle,
+            id,
+            child,
+            scope,
+            timeout: plan.timeout,
+            exited: exited_tx,
+            started: started_rx,
+            sink,
+            stdout: stdout_task,
+            stderr: stderr_task,
+            manager: Arc::downgrade(&self.inner),
+        }));
+        Ok(SpawnedProcess {
+            started: started_tx,
+            pid,
+        })
+    }
+
+    /// The entry of a running child, or the section-8 error for why there is none.
+    fn running_entry(&self, handle: &str) -> Result<Arc<ProcessEntry>, ProcessError> {
+        let state = self.inner.lock();
+        let entry = state
+            .active
+            .get(handle)
+            .cloned()
+            .ok_or_else(|| ProcessError::NoActiveProcess(handle.to_owned()))?;
+        if *entry.exited.borrow() {
+            return Err(ProcessError::NoLongerRunning(handle.to_owned()));
+        }
+        Ok(entry)
+    }
+
+    /// `process/writeStdin`: writes the decoded bytes, then closes stdin if asked.
+    ///
+    /// Never waits on the sink; it may wait for the child to accept the bytes (pipe
+    /// backpressure), and answers `is no longer running` if the child exits meanwhile.
+    pub async fn write_stdin(
+        &self,
+        params: ProcessWriteStdinParams,
+    ) -> Result<(), JSONRPCErrorError> {
+        Ok(self.write_stdin_inner(params).await?)
+    }
+
+    async fn write_stdin_inner(&self, params: ProcessWriteStdinParams) -> Result<(), ProcessError> {
+        let close = params.close_stdin.unwrap_or(false);
+        let bytes = match params.delta_base64 {
+            None if !close => return Err(ProcessError::WriteStdinNeedsInput),
+            None => Vec::new(),
+            Some(text) => BASE64
+                .decode(text)
+                .map_err(|error| ProcessError::InvalidBase64(error.to_string()))?,
+        };
+        let handle = params.process_handle;
+        let entry = self.running_entry(&handle)?;
+        let port = entry.stdin.as_ref().ok_or(ProcessError::StdinNotStreamed)?;
+
+        // A closed stdin answers at once, without the lock that a blocked write may hold.
+        if port.closed.load(Ordering::Acquire) {
+            return if bytes.is_empty() {
+                Ok(())
+            } else {
+                Err(ProcessError::StdinClosed)
+            };
+        }
+        let mut exited = entry.exited.clone();
+        let result = tokio::select! {
+            biased;
+            result = port.write(&bytes, close) => result,
+            _ = exited.wait_for(|exited| *exited) => {
+                return Err(ProcessError::NoLongerRunning(handle));
+            }
+        };
+        match result {
+            Ok(()) => Ok(()),
+            Err(StdinFailure::Closed) => Err(ProcessError::StdinClosed),
+            Err(StdinFailure::Io(error)) => {
+                // EPIPE/EIO usually means the child is going away; prefer saying so.
+                let exiting = tokio::time::timeout(
+                    STDIN_FAILURE_EXIT_GRACE,
+                    exited.wait_for(|exited| *exited),
+                )
+                .await
+                .is_ok();
+                if exiting {
+                    Err(ProcessError::NoLongerRunning(handle))
+                } else {
+                    Err(ProcessError::StdinWriteFailed(error.to_string()))
+                }
+            }
+        }
+    }
+
+    /// `process/kill`: sends `SIGKILL` to the child's whole process group. The child then
+    /// reports exit code 137 in its `process/exited`.
+    pub async fn kill(&self, params: ProcessKillParams) -> Result<(), JSONRPCErrorError> {
+        let entry = self.running_entry(&params.process_handle)?;
+        tracing::debug!(handle = %params.process_handle, scope = ?entry.scope, "killing process");
+        entry.scope.kill();
+        Ok(())
+    }
+
+    /// `process/resizePty`: applies a new terminal size to a PTY child.
+    pub async fn resize_pty(
+        &self,
+        params: ProcessResizePtyParams,
+    ) -> Result<(), JSONRPCErrorError> {
+        Ok(self.resize_inner(params)?)
+    }
+
+    fn resize_inner(&self, params: ProcessResizePtyParams) -> Result<(), ProcessError> {
+        check_size(params.size)?;
+        let entry = self.running_entry(&params.process_handle)?;
+        let control = entry.pty_control.as_ref().ok_or(ProcessError::NotAPty)?;
+        launch::resize(control, params.size)
+            .map_err(|error| ProcessError::ResizeFailed(error.to_string()))
+    }
+
+    /// Sends `SIGKILL` to every process group this manager started (connection close, host
+    /// shutdown), then waits at most [`KILL_ALL_REAP_TIMEOUT`] for the children to be reaped.
+    ///
+    /// Handles stay active until their `process/exited` is delivered, as usual.
+    pub async fn kill_all(&self) {
+        let (scopes, exits) = {
+            let state = self.inner.lock();
+            let scopes: Vec<ProcessScope> = state.scopes.iter().copied().collect();
+            let exits: Vec<_> = state
+                .active
+                .values()
+                .map(|entry| entry.exited.clone())
+                .collect();
+            (scopes, exits)
+        };
+        tracing::debug!(
+            scopes = scopes.len(),
+            "killing every process this manager started"
+        );
+        kill_scopes(&scopes);
+        let deadline = tokio::time::Instant::now() + KILL_ALL_REAP_TIMEOUT;
+        for mut exited in exits {
+            if tokio::time::timeout_at(deadline, exited.wait_for(|exited| *exited))
+                .await
+                .is_err()
+            {
+                tracing::warn!("a killed process was not reaped in time");
+                break;
+            }
+        }
+        prune_scopes(&mut self.inner.lock());
+    }
+}

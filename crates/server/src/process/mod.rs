@@ -1,0 +1,80 @@
+//! `process/*` machinery (protocol.md section 8): spawning children, streaming their output, and
+//! the control requests, independent of any host so it can be driven from any transport.
+//!
+//! A [`ProcessManager`] serves one client connection. It talks to the outside only through a
+//! [`ProcessEventSink`], whose `await` is the backpressure signal: each output stream keeps at
+//! most one delta in flight and stops reading its pipe once [`READ_AHEAD_LIMIT`] bytes wait for
+//! the consumer, so a stalled client throttles the child instead of growing server memory.
+//! Control requests never await the sink, so they answer even while it is stalled forever.
+//!
+//! Files: `error` holds every error text, `plan` validates spawn params, `launch` wires pipes
+//! or a PTY, `group` kills what a child started, `stream` is the output pump, `manager` owns
+//! the handle table and the control requests, `supervise` waits for exit and sends
+//! `process/exited`.
+
+use std::time::Duration;
+
+use tandem_protocol::{ProcessExitedNotification, ProcessOutputDeltaNotification, PtySize};
+
+mod error;
+mod group;
+mod launch;
+mod manager;
+mod plan;
+mod stream;
+mod supervise;
+
+#[cfg(test)]
+mod tests;
+
+pub use manager::{ProcessManager, SpawnedProcess};
+
+/// Post-exit budget for each stream to reach EOF (descendants may hold the pipe open). Time
+/// spent waiting for the consumer to accept a delta is not counted.
+pub const DRAIN_BUDGET: Duration = Duration::from_millis(2000);
+
+/// Timeout applied when `timeoutMs` is omitted (`null` means none).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(10_000);
+
+/// The exit code reported for a child killed by its timeout.
+pub const TIMEOUT_EXIT_CODE: i32 = 124;
+
+/// Added to the signal number of a child killed by a signal (`SIGKILL` reports 137).
+pub const SIGNAL_EXIT_CODE_BASE: i32 = 128;
+
+/// Per-stream output cap applied when `outputBytesCap` is omitted (`null` means none).
+pub const DEFAULT_OUTPUT_BYTES_CAP: u64 = 1024 * 1024;
+
+/// Most bytes merged into one `process/outputDelta`.
+pub const DELTA_MERGE_BYTES: usize = 64 * 1024;
+
+/// Most bytes a stream reads ahead while its delta waits for the consumer; past this the pump
+/// stops reading so that the child blocks on its own pipe.
+pub const READ_AHEAD_LIMIT: usize = 4 * 1024 * 1024;
+
+/// Size of one read from a child's pipe (a Linux pipe holds 64 KiB by default).
+pub const READ_CHUNK_BYTES: usize = 64 * 1024;
+
+/// Terminal size used when a `tty` spawn omits `size` (the classic VT100 geometry).
+pub const DEFAULT_PTY_SIZE: PtySize = PtySize { rows: 24, cols: 80 };
+
+/// How long [`ProcessManager::kill_all`] waits for killed children to be reaped.
+pub const KILL_ALL_REAP_TIMEOUT: Duration = Duration::from_millis(2000);
+
+/// The byte sent to a PTY for `closeStdin`: the terminal's end-of-file character (Ctrl-D).
+/// The master cannot be closed without also losing the child's output.
+pub const PTY_EOF_BYTE: u8 = 0x04;
+
+/// Receives the notifications of the processes a [`ProcessManager`] runs.
+///
+/// The host implements this over its outgoing sender. A method returns once the message was
+/// handed to the consumer (or the consumer is gone); the manager never has more than one delta
+/// per stream outstanding, so waiting here is how backpressure reaches the child.
+#[async_trait::async_trait]
+pub trait ProcessEventSink: Send + Sync + 'static {
+    /// Hands one delta to the consumer; resolves once it was delivered (or the consumer is gone).
+    /// Waiting here is how backpressure reaches the child.
+    async fn output_delta(&self, delta: ProcessOutputDeltaNotification);
+    /// Hands the exit notification to the consumer; resolves once delivered (or consumer gone).
+    async fn exited(&self, exited: ProcessExitedNotification);
+}
