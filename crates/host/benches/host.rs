@@ -9,22 +9,30 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use async_trait::async_trait;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use serde_json::{Value, json};
-use tandem_host::in_process::{self, InProcessClientHandle, InProcessServerEvent};
-use tandem_host::{DeliveryPolicy, InProcessClientSender};
-use tandem_protocol::{ClientRequest, RequestId, ServerNotification};
-use tandem_test_support::TestProcessor;
+use tandem_host::in_process::{
+    self, InProcessClientHandle, InProcessServerEvent, InProcessStartArgs,
+};
+use tandem_host::{
+    ConnectionId, ConnectionSessionState, DeliveryPolicy, MessageProcessor, OutgoingMessageSender,
+    RequestContext,
+};
+use tandem_protocol::{
+    ClientRequest, EmptyResponse, InitializeParams, InitializeResponse, JSONRPCErrorError,
+    RequestId, ServerNotification,
+};
 use tokio::sync::{mpsc, oneshot};
 
-const ROUND_TRIPS: usize = 20_000;
+const ROUND_TRIPS: usize = 50_000;
 const PIPELINED: usize = 100_000;
 const IN_FLIGHT: usize = 64;
 const NOTIFICATIONS: u64 = 200_000;
-const RUNS: usize = 5;
+const RUNS: usize = 9;
 
 fn main() {
     // `cargo test --benches` runs this binary with `--bench` absent; keep that fast.
@@ -34,6 +42,11 @@ fn main() {
         "{:<34} {:>14} {:>14} {:>8}",
         "figure (runtime)", "tandem", "raw model", "ratio"
     );
+    // `cargo bench -p tandem-host -- <filter>` runs only the figures whose name contains it.
+    let filter = std::env::args()
+        .skip(1)
+        .find(|arg| !arg.starts_with("--"))
+        .unwrap_or_default();
     for (flavor, runtime) in runtimes() {
         let figures = [
             ("round trip", Unit::Latency, Case::RoundTrip),
@@ -50,8 +63,27 @@ fn main() {
             ),
         ];
         for (name, unit, case) in figures {
-            let tandem = median(RUNS, || runtime.block_on(tandem_case(case, scale)));
-            let raw = median(RUNS, || runtime.block_on(raw_case(case, scale)));
+            if !format!("{name} ({flavor})").contains(&filter) {
+                continue;
+            }
+            if let Ok(side) = std::env::var("TANDEM_BENCH_PROFILE") {
+                // Profiling aid: run one side only, once, at full size.
+                let seconds = match side.as_str() {
+                    "raw" => runtime.block_on(raw_case(case, scale)),
+                    _ => runtime.block_on(tandem_case(case, scale)),
+                };
+                println!("{name} ({flavor}) {side}: {}", unit.show(seconds));
+                continue;
+            }
+            // Alternate the two sides so drift in the machine's state hits both alike.
+            let (mut tandem, mut raw) = (Vec::new(), Vec::new());
+            runtime.block_on(tandem_case(case, scale)); // warm-up
+            runtime.block_on(raw_case(case, scale));
+            for _ in 0..RUNS {
+                tandem.push(runtime.block_on(tandem_case(case, scale)));
+                raw.push(runtime.block_on(raw_case(case, scale)));
+            }
+            let (tandem, raw) = (median(tandem), median(raw));
             let ratio = match unit {
                 Unit::Latency => tandem / raw,
                 Unit::Throughput => raw / tandem,
@@ -105,39 +137,69 @@ fn runtimes() -> Vec<(&'static str, tokio::runtime::Runtime)> {
     vec![("current-thread", current), ("2 workers", workers)]
 }
 
-fn median(runs: usize, mut measure: impl FnMut() -> f64) -> f64 {
-    measure(); // warm-up
-    let mut samples: Vec<f64> = (0..runs).map(|_| measure()).collect();
+fn median(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(f64::total_cmp);
-    samples[runs / 2]
+    samples[samples.len() / 2]
+}
+
+/// The no-op processor: answers `noop` with `{}` and `emit` by streaming notifications.
+struct Noop {
+    outgoing: OutgoingMessageSender,
+}
+
+#[async_trait]
+impl MessageProcessor for Noop {
+    async fn initialize(
+        &self,
+        _: ConnectionId,
+        _: &InitializeParams,
+        _: &ConnectionSessionState,
+    ) -> Result<InitializeResponse, JSONRPCErrorError> {
+        Ok(tandem_test_support::initialize_response())
+    }
+
+    fn handles_custom_method(&self, method: &str) -> bool {
+        method == "noop" || method == "emit"
+    }
+
+    async fn process_request(&self, request: ClientRequest, context: RequestContext) {
+        let ClientRequest::Custom { method, params, .. } = request else {
+            return;
+        };
+        if method == "emit" {
+            let outgoing = self.outgoing.clone();
+            let connection = context.id.connection_id;
+            tokio::spawn(emit(outgoing, connection, params));
+        }
+        self.outgoing
+            .send_response(context.id, EmptyResponse {})
+            .await;
+    }
+}
+
+async fn emit(outgoing: OutgoingMessageSender, connection: ConnectionId, params: Value) {
+    let count = params["count"].as_u64().unwrap();
+    let method = params["method"].as_str().unwrap().to_owned();
+    for seq in 0..=count {
+        let method = if seq == count {
+            "bench/done".to_owned()
+        } else {
+            method.clone()
+        };
+        let note = ServerNotification::Custom {
+            method,
+            params: Value::from(seq),
+        };
+        outgoing.send_notification(connection, note).await;
+    }
 }
 
 /// Seconds per operation through the in-process host.
 async fn tandem_case(case: Case, scale: usize) -> f64 {
-    let processor = TestProcessor::builder()
-        .on("noop", |call| async move { call.reply(json!({})).await })
-        .on("emit", |call| async move {
-            let count = call.params()["count"].as_u64().unwrap();
-            let method = call.params()["method"].as_str().unwrap().to_owned();
-            let outgoing = call.outgoing.clone();
-            let connection = call.context.id.connection_id;
-            tokio::spawn(async move {
-                for seq in 0..count {
-                    let note = ServerNotification::Custom {
-                        method: method.clone(),
-                        params: Value::from(seq),
-                    };
-                    outgoing.send_notification(connection, note).await;
-                }
-                let done = ServerNotification::Custom {
-                    method: "bench/done".into(),
-                    params: Value::Null,
-                };
-                outgoing.send_notification(connection, done).await;
-            });
-            call.reply(json!({})).await;
-        });
-    let mut args = processor.start_args(false);
+    let mut args = InProcessStartArgs::new(
+        |outgoing| Arc::new(Noop { outgoing }) as Arc<dyn MessageProcessor>,
+        tandem_test_support::initialize_params(false),
+    );
     args.delivery_policy = DeliveryPolicy::default()
         .guarantee("bench/guaranteed")
         .guarantee("bench/done");
@@ -172,8 +234,11 @@ async fn tandem_case(case: Case, scale: usize) -> f64 {
                 params,
             };
             timed(count as usize, async {
-                handle.request(request).await.unwrap().unwrap();
+                // Drain while the reply is outstanding: with more than a queue's worth of
+                // guaranteed notifications ahead of it, the reply only moves once they do.
+                let reply = handle.request(request);
                 drain_until_done(&mut handle).await;
+                reply.await.unwrap().unwrap();
             })
             .await
         }
@@ -232,30 +297,32 @@ where
 
 type Reply = oneshot::Sender<Value>;
 
+/// What the raw processor emits: the same values the host carries, moved bare as a plain
+/// channel user would move them.
+#[allow(clippy::large_enum_variant)]
 enum RawOut {
-    Response(usize, Value),
-    Notification(u64),
+    Response(RequestId, Value),
+    Notification(ServerNotification),
 }
 
 /// Seconds per operation through bare channels with the host's hop structure.
 async fn raw_case(case: Case, scale: usize) -> f64 {
     let capacity = tandem_host::DEFAULT_IN_PROCESS_CHANNEL_CAPACITY;
-    let (client_tx, mut client_rx) = mpsc::channel::<(usize, Reply)>(capacity);
-    let (processor_tx, mut processor_rx) = mpsc::channel::<usize>(capacity);
+    let (client_tx, mut client_rx) = mpsc::channel::<(ClientRequest, Reply)>(capacity);
+    let (processor_tx, mut processor_rx) = mpsc::channel::<ClientRequest>(capacity);
     let (router_tx, mut router_rx) = mpsc::channel::<RawOut>(capacity);
     let (writer_tx, mut writer_rx) = mpsc::channel::<RawOut>(capacity);
-    let (event_tx, mut event_rx) = mpsc::channel::<u64>(capacity);
-    let notify_count = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let (event_tx, mut event_rx) = mpsc::channel::<ServerNotification>(capacity);
 
     let runtime = tokio::spawn(async move {
-        let mut pending: HashMap<usize, Reply> = HashMap::new();
+        let mut pending: HashMap<RequestId, Reply> = HashMap::new();
         loop {
             tokio::select! {
                 biased;
                 request = client_rx.recv() => match request {
-                    Some((id, reply)) => {
-                        pending.insert(id, reply);
-                        processor_tx.try_send(id).unwrap();
+                    Some((request, reply)) => {
+                        pending.insert(request.id().clone(), reply);
+                        processor_tx.try_send(request).unwrap();
                     }
                     None => break,
                 },
@@ -263,26 +330,44 @@ async fn raw_case(case: Case, scale: usize) -> f64 {
                     RawOut::Response(id, value) => {
                         let _ = pending.remove(&id).unwrap().send(value);
                     }
-                    RawOut::Notification(seq) => {
-                        let _ = event_tx.send(seq).await;
+                    RawOut::Notification(note) => {
+                        let _ = event_tx.send(note).await;
                     }
                 },
             }
         }
     });
-    let emit = notify_count.clone();
     let processor = tokio::spawn(async move {
-        while let Some(id) = processor_rx.recv().await {
-            let count = emit.load(std::sync::atomic::Ordering::Relaxed);
-            if count > 0 {
+        while let Some(request) = processor_rx.recv().await {
+            let ClientRequest::Custom {
+                request_id,
+                method,
+                params,
+            } = request
+            else {
+                continue;
+            };
+            if method == "emit" {
                 let router = router_tx.clone();
                 tokio::spawn(async move {
+                    let count = params["count"].as_u64().unwrap();
+                    let method = params["method"].as_str().unwrap().to_owned();
                     for seq in 0..=count {
-                        let _ = router.send(RawOut::Notification(seq)).await;
+                        let method = if seq == count {
+                            "bench/done".to_owned()
+                        } else {
+                            method.clone()
+                        };
+                        let note = ServerNotification::Custom {
+                            method,
+                            params: Value::from(seq),
+                        };
+                        let _ = router.send(RawOut::Notification(note)).await;
                     }
                 });
             }
-            let _ = router_tx.send(RawOut::Response(id, json!({}))).await;
+            let result = serde_json::to_value(EmptyResponse {}).unwrap();
+            let _ = router_tx.send(RawOut::Response(request_id, result)).await;
         }
     });
     let router = tokio::spawn(async move {
@@ -299,7 +384,7 @@ async fn raw_case(case: Case, scale: usize) -> f64 {
             let count = ROUND_TRIPS / scale;
             timed(count, async {
                 for id in 0..count {
-                    client.request(id).await.unwrap();
+                    client.request(noop(id)).await.unwrap();
                 }
             })
             .await
@@ -307,18 +392,28 @@ async fn raw_case(case: Case, scale: usize) -> f64 {
         Case::Pipelined => {
             let count = PIPELINED / scale;
             let sender = client.clone();
-            timed(count, pipelined(count, move |id| sender.request(id))).await
+            timed(count, pipelined(count, move |id| sender.request(noop(id)))).await
         }
         Case::BestEffort | Case::Guaranteed => {
             let count = NOTIFICATIONS / scale as u64;
-            notify_count.store(count, std::sync::atomic::Ordering::Relaxed);
+            let method = if matches!(case, Case::BestEffort) {
+                "bench/bestEffort"
+            } else {
+                "bench/guaranteed"
+            };
+            let request = ClientRequest::Custom {
+                request_id: RequestId::Integer(0),
+                method: "emit".into(),
+                params: json!({"count": count, "method": method}),
+            };
             timed(count as usize, async {
-                client.request(0).await.unwrap();
-                while let Some(seq) = event_rx.recv().await {
-                    if seq == count {
+                let reply = client.request(request);
+                while let Some(note) = event_rx.recv().await {
+                    if note.method() == "bench/done" {
                         break;
                     }
                 }
+                reply.await.unwrap();
             })
             .await
         }
@@ -332,26 +427,18 @@ async fn raw_case(case: Case, scale: usize) -> f64 {
 }
 
 #[derive(Clone)]
-struct RawClient(mpsc::Sender<(usize, Reply)>);
+struct RawClient(mpsc::Sender<(ClientRequest, Reply)>);
 
 impl RawClient {
     fn request(
         &self,
-        id: usize,
+        request: ClientRequest,
     ) -> impl Future<Output = Result<Value, oneshot::error::RecvError>> + use<> {
         let (reply, answer) = oneshot::channel();
-        let sent = self.0.try_send((id, reply));
+        let sent = self.0.try_send((request, reply));
         async move {
             sent.expect("raw client queue has room");
             answer.await
         }
     }
 }
-
-#[allow(dead_code)]
-fn assert_sender_is_clone(sender: InProcessClientSender) -> InProcessClientSender {
-    sender.clone()
-}
-
-#[allow(dead_code)]
-const _: Duration = Duration::ZERO;

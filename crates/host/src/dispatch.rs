@@ -2,7 +2,7 @@
 //! handshake of protocol.md section 3 for every processor, so an embedder cannot get
 //! "Not initialized" or experimental gating wrong.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::Arc;
 
 use tandem_protocol::{ClientNotification, ClientRequest, JSONRPCErrorError, SessionSource};
@@ -20,7 +20,7 @@ use crate::processor::{
 pub(crate) enum ProcessorMessage {
     Request {
         connection: ConnectionId,
-        request: ClientRequest,
+        request: Box<ClientRequest>,
         cancel: CancellationToken,
     },
     Notification {
@@ -43,7 +43,7 @@ impl Dispatcher {
         Self {
             processor,
             outgoing,
-            sessions: HashMap::new(),
+            sessions: HashMap::default(),
         }
     }
 
@@ -60,7 +60,7 @@ impl Dispatcher {
                     connection,
                     request,
                     cancel,
-                } => self.request(connection, request, cancel).await,
+                } => self.request(connection, *request, cancel).await,
                 ProcessorMessage::Notification {
                     connection,
                     notification,

@@ -2,7 +2,7 @@
 //! hands the caller an [`InProcessClientHandle`]. Lane priorities, backpressure and the bounded
 //! shutdown of host.md are decided here, in [`Runtime::run`].
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::future::Future;
 use std::io;
 use std::ops::ControlFlow;
@@ -23,8 +23,8 @@ use tokio_util::sync::CancellationToken;
 use crate::delivery::{DeliveryAck, DeliveryPolicy};
 use crate::dispatch::{Dispatcher, ProcessorMessage};
 use crate::outgoing::{
-    LaneReply, OutgoingMessage, OutgoingMessageSender, PendingServerRequests, RequestResult,
-    SHUTTING_DOWN, WriterMessage,
+    Envelope, LaneReply, OutgoingMessage, OutgoingMessageSender, PendingServerRequests,
+    RequestResult, SHUTTING_DOWN, WriterMessage,
 };
 use crate::processor::{ConnectionId, MessageProcessor};
 use crate::router::OutboundRouter;
@@ -36,6 +36,11 @@ pub const DEFAULT_SHUTDOWN_ACK_TIMEOUT: Duration = Duration::from_secs(35);
 /// How long each shutdown stage (processor, router, runtime task) may take before it is
 /// aborted.
 pub const DEFAULT_SHUTDOWN_STAGE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How many queued messages one wake-up of the runtime handles from the same queue before it
+/// looks at the higher-priority lanes again. Small enough that a reply-lane message waits at
+/// most this many cheap, non-blocking steps.
+const BATCH: usize = 32;
 
 /// Builds the processor once the host has created the sender it must emit through.
 pub type ProcessorFactory =
@@ -95,7 +100,8 @@ pub enum InProcessServerEvent {
 #[derive(Debug)]
 enum ClientCommand {
     Request {
-        request: ClientRequest,
+        /// Boxed once here so that the hops to the processor move a pointer, not the request.
+        request: Box<ClientRequest>,
         reply: oneshot::Sender<RequestResult>,
         cancel: CancellationToken,
     },
@@ -140,7 +146,7 @@ impl InProcessClientSender {
         let cancel = CancellationToken::new();
         let on_drop = cancel.clone().drop_guard();
         let sent = self.enqueue(ClientCommand::Request {
-            request,
+            request: Box::new(request),
             reply,
             cancel,
         });
@@ -223,7 +229,7 @@ pub async fn start(args: InProcessStartArgs) -> io::Result<InProcessClientHandle
         replies,
         outbound,
         events: events_tx,
-        pending: HashMap::new(),
+        pending: HashMap::default(),
         parked: None,
         lagged: 0,
         policy: args.delivery_policy,
@@ -413,10 +419,9 @@ impl Runtime {
                 // 2. The client queue: requests, answers to server requests, shutdown. It keeps
                 //    flowing while a notification is parked, so the client can always act.
                 command = self.commands.recv() => match command {
-                    Some(ClientCommand::Shutdown { ack }) => break Some(ack),
                     Some(command) => {
-                        if self.client_command(command).is_break() {
-                            break None;
+                        if let ControlFlow::Break(ack) = self.client_commands(command) {
+                            break ack;
                         }
                     }
                     // Every sender is gone: nobody can ask for anything any more.
@@ -449,11 +454,34 @@ impl Runtime {
                 // 4. Ordinary replies and events from the router, but only while nothing is
                 //    parked: taking more would let them overtake the parked notification.
                 Some(message) = self.outbound.recv(), if self.parked.is_none() => {
-                    self.outbound_message(message);
+                    self.outbound_messages(message);
                 }
             }
         };
         self.shut_down(ack).await;
+    }
+
+    /// Handles `first` and whatever else is already queued, up to [`BATCH`], without going
+    /// back to the select: a burst costs one wake-up instead of one per command.
+    fn client_commands(
+        &mut self,
+        first: ClientCommand,
+    ) -> ControlFlow<Option<oneshot::Sender<()>>> {
+        let mut next = Some(first);
+        for _ in 0..BATCH {
+            match next.take() {
+                Some(ClientCommand::Shutdown { ack }) => return ControlFlow::Break(Some(ack)),
+                Some(command) => self.client_command(command).map_break(|()| None)?,
+                None => break,
+            }
+            next = self.commands.try_recv().ok();
+        }
+        // Budget spent with one command already taken: handle it before yielding.
+        match next {
+            Some(ClientCommand::Shutdown { ack }) => ControlFlow::Break(Some(ack)),
+            Some(command) => self.client_command(command).map_break(|()| None),
+            None => ControlFlow::Continue(()),
+        }
     }
 
     fn client_command(&mut self, command: ClientCommand) -> ControlFlow<()> {
@@ -522,7 +550,23 @@ impl Runtime {
         ControlFlow::Continue(())
     }
 
-    fn outbound_message(&mut self, WriterMessage { message, ack }: WriterMessage) {
+    /// Handles `first` and whatever else the router already queued, up to [`BATCH`], stopping
+    /// as soon as a notification is parked (nothing may overtake it).
+    fn outbound_messages(&mut self, first: WriterMessage) {
+        self.outbound_message(first);
+        for _ in 1..BATCH {
+            if self.parked.is_some() {
+                return;
+            }
+            match self.outbound.try_recv() {
+                Ok(message) => self.outbound_message(message),
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn outbound_message(&mut self, envelope: WriterMessage) {
+        let Envelope { message, ack } = *envelope;
         match message {
             OutgoingMessage::Response { id, result } => self.resolve(id, Ok(result), ack),
             OutgoingMessage::Error { id, error } => self.resolve(id, Err(error), ack),

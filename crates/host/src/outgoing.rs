@@ -2,7 +2,7 @@
 //! clients. It decides nothing about queues beyond handing each message to the right lane:
 //! process-control replies to the reply lane, everything else to the outbound router.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -50,10 +50,15 @@ pub enum OutgoingMessage {
 
 /// A message plus the producer's optional wish to hear when it was delivered.
 #[derive(Debug)]
-pub(crate) struct WriterMessage {
+pub(crate) struct Envelope {
     pub(crate) message: OutgoingMessage,
     pub(crate) ack: Option<DeliveryAck>,
 }
+
+/// What the router and the writer queues carry. Boxed once at the producer: an envelope is a
+/// few hundred bytes and would otherwise be copied at every hop and into every future that
+/// holds it on the way.
+pub(crate) type WriterMessage = Box<Envelope>;
 
 /// Who a routed message is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,9 +72,6 @@ pub(crate) enum Target {
 /// with messages so that, for example, a filter installed at `initialize` applies exactly to
 /// the notifications emitted after the `initialize` reply.
 #[derive(Debug)]
-// `Message` is the hot variant; boxing it would cost an allocation per message to save a few
-// bytes on rare bookkeeping entries.
-#[allow(clippy::large_enum_variant)]
 pub(crate) enum RouterInput {
     Message {
         target: Target,
@@ -209,7 +211,7 @@ impl OutgoingMessageSender {
         Self {
             shared: Arc::new(SenderShared {
                 router,
-                reply_lanes: RwLock::new(HashMap::new()),
+                reply_lanes: RwLock::new(HashMap::default()),
                 server_requests,
             }),
         }
@@ -226,7 +228,7 @@ impl OutgoingMessageSender {
     async fn route(&self, target: Target, message: OutgoingMessage, ack: Option<DeliveryAck>) {
         let input = RouterInput::Message {
             target,
-            message: WriterMessage { message, ack },
+            message: Box::new(Envelope { message, ack }),
         };
         if self.shared.router.send(input).await.is_err() {
             tracing::debug!("outbound router has stopped; message discarded");

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::delivery::NotificationFilter;
-use crate::outgoing::{OutgoingMessage, RouterInput, Target, WriterMessage};
+use crate::outgoing::{Envelope, OutgoingMessage, RouterInput, Target, WriterMessage};
 use crate::processor::ConnectionId;
 
 struct Connection {
@@ -86,13 +86,13 @@ impl OutboundRouter {
                 None => tracing::debug!(%id, "message for a closed connection dropped"),
             },
             Target::Broadcast => {
-                let WriterMessage { message, ack } = message;
+                let Envelope { message, ack } = *message;
                 for connection in self.connections.values() {
                     if allows(connection, &message, true) {
-                        let copy = WriterMessage {
+                        let copy = Box::new(Envelope {
                             message: message.clone(),
                             ack: ack.clone(),
-                        };
+                        });
                         write(connection, copy).await;
                     }
                 }

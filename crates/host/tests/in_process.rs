@@ -406,11 +406,8 @@ async fn guaranteed_notifications_survive_a_randomly_pausing_consumer() {
         .guarantee("test/guaranteed")
         .guarantee("test/done");
     let mut handle = in_process::start(args).await.unwrap();
-    handle
-        .request(custom_request(1, "burst", json!({})))
-        .await
-        .unwrap()
-        .unwrap();
+    // The reply may queue behind guaranteed notifications, so it is awaited after draining.
+    let burst = handle.request(custom_request(1, "burst", json!({})));
 
     let mut rng = rand::rng();
     let (mut guaranteed, mut best_effort, mut skipped) = (Vec::new(), Vec::new(), 0u64);
@@ -457,6 +454,7 @@ async fn guaranteed_notifications_survive_a_randomly_pausing_consumer() {
         skipped > 0,
         "the consumer was slow enough to lag at least once"
     );
+    timeout(PATIENCE, burst).await.unwrap().unwrap().unwrap();
     handle.shutdown().await.unwrap();
 }
 

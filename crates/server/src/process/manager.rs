@@ -382,8 +382,8 @@ impl ProcessManager {
         }
     }
 
-    /// `process/kill`: sends `SIGKILL` to the child's whole process group. The child then
-    /// reports exit code 137 in its `process/exited`.
+    /// `process/kill`: sends `SIGKILL` to the child's whole process group (for a PTY child, its
+    /// whole session). The child then reports exit code 137 in its `process/exited`.
     pub async fn kill(&self, params: ProcessKillParams) -> Result<(), JSONRPCErrorError> {
         let entry = self.running_entry(&params.process_handle)?;
         tracing::debug!(handle = %params.process_handle, scope = ?entry.scope, "killing process");
@@ -407,7 +407,8 @@ impl ProcessManager {
             .map_err(|error| ProcessError::ResizeFailed(error.to_string()))
     }
 
-    /// Sends `SIGKILL` to every process group this manager started (connection close, host
+    /// Sends `SIGKILL` to every process group (and PTY session) this manager started, including
+    /// descendants of children whose `process/exited` was already sent (connection close, host
     /// shutdown), then waits at most [`KILL_ALL_REAP_TIMEOUT`] for the children to be reaped.
     ///
     /// Handles stay active until their `process/exited` is delivered, as usual.

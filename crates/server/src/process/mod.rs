@@ -52,8 +52,10 @@ pub const DELTA_MERGE_BYTES: usize = 64 * 1024;
 /// stops reading so that the child blocks on its own pipe.
 pub const READ_AHEAD_LIMIT: usize = 4 * 1024 * 1024;
 
-/// Size of one read from a child's pipe (a Linux pipe holds 64 KiB by default).
-pub const READ_CHUNK_BYTES: usize = 64 * 1024;
+/// Most bytes one read takes from a child's pipe (a Linux pipe holds 64 KiB by default): reads
+/// go straight into chunks of this size, each of which becomes one delta, so it equals
+/// [`DELTA_MERGE_BYTES`].
+pub const READ_CHUNK_BYTES: usize = DELTA_MERGE_BYTES;
 
 /// Terminal size used when a `tty` spawn omits `size` (the classic VT100 geometry).
 pub const DEFAULT_PTY_SIZE: PtySize = PtySize { rows: 24, cols: 80 };

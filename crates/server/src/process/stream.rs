@@ -1,10 +1,14 @@
 //! The output pump of one child stream: read-ahead, merging, cap, backpressure and drain budget.
 //!
 //! One task per stream owns the pipe. It reads while a delivery is in flight (so a slow consumer
-//! costs at most [`READ_AHEAD_LIMIT`] of memory), keeps at most one delta in flight, and stops
-//! reading when the read-ahead is full so that the child blocks on its own pipe instead of the
-//! server buffering without bound. The post-exit drain budget only runs while the pump is
-//! waiting on the pipe, never while it waits for the consumer.
+//! costs at most [`READ_AHEAD_LIMIT`] of memory, plus the next delta already encoded), keeps at
+//! most one delta in flight, and stops reading when the read-ahead is full so that the child
+//! blocks on its own pipe instead of the server buffering without bound. The post-exit drain
+//! budget only runs while the pump is waiting on the pipe, never while it waits for the consumer.
+//!
+//! Throughput is bounded by one delivery round trip per delta (one in flight), so the pump
+//! encodes the next delta while the current one is delivered, and reads straight into the
+//! chunks that become deltas, without copying.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -60,57 +64,82 @@ pub(crate) struct StreamSignals {
     pub(crate) started: watch::Receiver<bool>,
 }
 
-/// Read chunks waiting for delivery, merged into deltas of at most [`DELTA_MERGE_BYTES`].
+/// Bytes read but not yet delivered, kept as chunks of [`READ_CHUNK_BYTES`] that the pump reads
+/// into directly.
+///
+/// A chunk is filled completely before the next one starts, so queued bytes are always merged
+/// into deltas of the full [`DELTA_MERGE_BYTES`] (the two sizes are equal), and a delta is one
+/// whole chunk handed over without copying: the hot path of a fast writer costs one read and one
+/// encode per byte, nothing more.
 #[derive(Default)]
 struct ChunkQueue {
     chunks: VecDeque<Vec<u8>>,
+    /// Bytes queued (excluding the unused capacity of the last chunk).
     len: usize,
+    /// A delivered chunk kept for the next read, saving an allocation (and its page faults)
+    /// per delta.
+    spare: Option<Vec<u8>>,
 }
 
+// Deltas are whole chunks; see `ChunkQueue`.
+const _: () = assert!(READ_CHUNK_BYTES == DELTA_MERGE_BYTES);
+
 impl ChunkQueue {
-    fn push(&mut self, bytes: &[u8]) {
-        if bytes.is_empty() {
-            return;
-        }
-        self.len += bytes.len();
-        // Append to a small tail chunk instead of keeping many tiny ones (PTY reads are often a
-        // few bytes), bounded so a merge never needs to split a huge chunk.
-        if let Some(last) = self.chunks.back_mut()
-            && last.len() + bytes.len() <= DELTA_MERGE_BYTES
+    /// The chunk to read into: the last one while it has room, else a fresh one. Reading into
+    /// its spare capacity (`read_buf`) appends at most the room left.
+    fn tail_for_read(&mut self) -> &mut Vec<u8> {
+        if self
+            .chunks
+            .back()
+            .is_none_or(|last| last.len() >= READ_CHUNK_BYTES)
         {
-            last.extend_from_slice(bytes);
-            return;
+            let chunk = self
+                .spare
+                .take()
+                .unwrap_or_else(|| Vec::with_capacity(READ_CHUNK_BYTES));
+            self.chunks.push_back(chunk);
         }
-        self.chunks.push_back(bytes.to_vec());
+        self.chunks.back_mut().expect("a chunk was just ensured")
+    }
+
+    /// Accounts for a read of `read` bytes into [`Self::tail_for_read`], of which only the
+    /// first `keep` are kept (the rest is past the cap).
+    fn commit_read(&mut self, read: usize, keep: usize) {
+        if let Some(tail) = self.chunks.back_mut() {
+            tail.truncate(tail.len() - (read - keep));
+        }
+        self.len += keep;
     }
 
     fn is_empty(&self) -> bool {
         self.len == 0
     }
 
-    /// Removes up to `max` bytes from the front.
-    fn take(&mut self, max: usize) -> Vec<u8> {
-        let mut out = Vec::with_capacity(max.min(self.len));
-        while out.len() < max {
-            let Some(front) = self.chunks.front_mut() else {
-                break;
-            };
-            let room = max - out.len();
-            if front.len() <= room {
-                out.extend_from_slice(front);
-                self.chunks.pop_front();
-            } else {
-                out.extend_from_slice(&front[..room]);
-                front.drain(..room);
-            }
+    /// Removes the next delta's bytes: the first chunk, which is full unless it is the last.
+    fn pop_delta(&mut self) -> Option<Vec<u8>> {
+        if self.len == 0 {
+            return None;
         }
-        self.len -= out.len();
-        out
+        let chunk = self.chunks.pop_front()?;
+        self.len -= chunk.len();
+        Some(chunk)
     }
 
-    fn into_bytes(mut self) -> Vec<u8> {
-        let len = self.len;
-        self.take(len)
+    /// Takes back a chunk from [`Self::pop_delta`] once its bytes were encoded.
+    fn recycle(&mut self, mut chunk: Vec<u8>) {
+        // Only a chunk of the usual capacity: a read must never get more room than that.
+        if chunk.capacity() == READ_CHUNK_BYTES {
+            chunk.clear();
+            self.spare = Some(chunk);
+        }
+    }
+
+    fn into_bytes(self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(self.len);
+        for chunk in self.chunks {
+            bytes.extend_from_slice(&chunk);
+        }
+        bytes
     }
 }
 
@@ -146,6 +175,26 @@ impl DrainBudget {
 
 type Delivery = Pin<Box<dyn Future<Output = ()> + Send>>;
 
+/// Takes the next delta (at most [`DELTA_MERGE_BYTES`]) off `pending` and encodes it.
+fn next_delta(
+    config: &StreamConfig,
+    pending: &mut ChunkQueue,
+    cap_reached: bool,
+) -> Option<ProcessOutputDeltaNotification> {
+    let bytes = pending.pop_delta()?;
+    // Once the cap is hit nothing more is queued, so the delta that empties the queue is the
+    // one holding the cap-th byte. (A delta encoded before the cap was hit leaves the bytes
+    // that hit it in the queue, so a later delta carries the flag.)
+    let delta = ProcessOutputDeltaNotification {
+        process_handle: config.handle.clone(),
+        stream: config.stream,
+        delta_base64: BASE64.encode(&bytes),
+        cap_reached: cap_reached && pending.is_empty(),
+    };
+    pending.recycle(bytes);
+    Some(delta)
+}
+
 /// Pumps `reader` until EOF, the cap after exit, or the drain budget runs out.
 pub(crate) async fn pump(
     reader: OutputReader,
@@ -160,32 +209,35 @@ pub(crate) async fn pump(
     let mut reader = Some(reader);
     let mut pending = ChunkQueue::default();
     let mut in_flight: Option<Delivery> = None;
+    // The next delta, already encoded while `in_flight` was being delivered.
+    let mut ready: Option<ProcessOutputDeltaNotification> = None;
     let mut accepted: u64 = 0;
     let mut cap_reached = false;
     let mut drain_timed_out = false;
     let mut child_exited = *exited.borrow_and_update();
     let mut is_started = *started.borrow_and_update();
     let mut budget = DrainBudget::new(DRAIN_BUDGET);
-    let mut buf = vec![0u8; READ_CHUNK_BYTES];
 
     loop {
-        // Keep exactly one delta in flight while there is something to send.
         if let StreamMode::Stream(sink) = &config.mode
             && is_started
-            && in_flight.is_none()
-            && !pending.is_empty()
         {
-            let bytes = pending.take(DELTA_MERGE_BYTES);
-            // Once the cap is hit nothing more is queued, so the delta that empties the queue
-            // is the one holding the cap-th byte.
-            let delta = ProcessOutputDeltaNotification {
-                process_handle: config.handle.clone(),
-                stream: config.stream,
-                delta_base64: BASE64.encode(&bytes),
-                cap_reached: cap_reached && pending.is_empty(),
-            };
-            let sink = Arc::clone(sink);
-            in_flight = Some(Box::pin(async move { sink.output_delta(delta).await }));
+            // Keep exactly one delta in flight while there is something to send.
+            if in_flight.is_none() {
+                let next = ready
+                    .take()
+                    .or_else(|| next_delta(&config, &mut pending, cap_reached));
+                if let Some(delta) = next {
+                    let sink = Arc::clone(sink);
+                    in_flight = Some(Box::pin(async move { sink.output_delta(delta).await }));
+                }
+            }
+            // While the consumer takes that one, encode the next full delta, so that encoding
+            // overlaps delivery instead of adding to it. Only a full one: a partial delta could
+            // still grow by merging, which the protocol asks for.
+            if in_flight.is_some() && ready.is_none() && pending.len >= DELTA_MERGE_BYTES {
+                ready = next_delta(&config, &mut pending, cap_reached);
+            }
         }
 
         if reader.is_none() && in_flight.is_none() && (pending.is_empty() || !streaming) {
@@ -208,20 +260,20 @@ pub(crate) async fn pump(
             }, if in_flight.is_some() => {
                 in_flight = None;
             }
+            // `read_buf` is cancel safe: when another branch wins, nothing was read.
             read = async {
                 match reader.as_mut() {
-                    Some(reader) => reader.read(&mut buf).await,
+                    Some(reader) => reader.read_buf(pending.tail_for_read()).await,
                     None => std::future::pending().await,
                 }
             }, if can_read => match read {
                 Ok(0) => reader = None,
                 Ok(n) => {
-                    let chunk = &buf[..n];
                     let take = match config.cap {
                         None => n,
                         Some(cap) => usize::try_from(cap - accepted).map_or(n, |room| room.min(n)),
                     };
-                    pending.push(&chunk[..take]);
+                    pending.commit_read(n, take);
                     accepted += take as u64;
                     // Bytes past the cap are read and dropped so the child never blocks on a
                     // full pipe; `take < n` also flags a zero cap, where no delta can carry it.
@@ -285,19 +337,57 @@ pub(crate) async fn pump(
 mod unit_tests {
     use super::*;
 
+    /// Appends `bytes` as a read into the queue would, keeping the first `keep`.
+    fn read_into(queue: &mut ChunkQueue, bytes: &[u8], keep: usize) {
+        let tail = queue.tail_for_read();
+        let room = tail.capacity() - tail.len();
+        assert!(bytes.len() <= room, "a read never exceeds the chunk's room");
+        tail.extend_from_slice(bytes);
+        queue.commit_read(bytes.len(), keep);
+    }
+
     #[test]
-    fn chunk_queue_merges_and_splits() {
+    fn chunk_queue_fills_whole_chunks_and_pops_them_as_deltas() {
         let mut queue = ChunkQueue::default();
-        queue.push(b"abc");
-        queue.push(b"de");
-        queue.push(&vec![7u8; DELTA_MERGE_BYTES]);
-        assert_eq!(queue.len, 5 + DELTA_MERGE_BYTES);
-        assert_eq!(queue.take(4), b"abcd");
-        let next = queue.take(DELTA_MERGE_BYTES);
-        assert_eq!(next.len(), DELTA_MERGE_BYTES);
-        assert_eq!(next[0], b'e');
-        assert_eq!(queue.take(DELTA_MERGE_BYTES), vec![7u8]);
+        assert_eq!(queue.pop_delta(), None);
+        read_into(&mut queue, b"abc", 3);
+        read_into(&mut queue, b"de", 2);
+        assert_eq!(queue.len, 5);
+        // Small reads merge into one chunk, which is the whole next delta.
+        assert_eq!(queue.pop_delta().unwrap(), b"abcde");
         assert!(queue.is_empty());
+
+        // A read only ever gets the room left in the current chunk; the rest starts the next.
+        read_into(&mut queue, &[1u8; 1000], 1000);
+        let room = {
+            let tail = queue.tail_for_read();
+            tail.capacity() - tail.len()
+        };
+        assert_eq!(room, READ_CHUNK_BYTES - 1000);
+        read_into(&mut queue, &vec![2u8; room], room);
+        read_into(&mut queue, &[3u8; 7], 7);
+        let first = queue.pop_delta().unwrap();
+        assert_eq!(first.len(), DELTA_MERGE_BYTES);
+        assert_eq!((first[0], first[1000]), (1, 2));
+        let last = queue.pop_delta().unwrap();
+        assert_eq!(last, vec![3u8; 7]);
+        assert_eq!(queue.pop_delta(), None);
+
+        // A delivered chunk is reused, empty, for the next read.
+        let address = last.as_ptr();
+        queue.recycle(last);
+        let tail = queue.tail_for_read();
+        assert!(tail.is_empty());
+        assert_eq!(tail.as_ptr(), address);
+    }
+
+    #[test]
+    fn chunk_queue_drops_bytes_past_the_cap() {
+        let mut queue = ChunkQueue::default();
+        read_into(&mut queue, b"keep-drop", 4);
+        read_into(&mut queue, b"dropped", 0);
+        assert_eq!(queue.len, 4);
+        assert_eq!(queue.into_bytes(), b"keep");
     }
 
     #[tokio::test(start_paused = true)]

@@ -1,0 +1,385 @@
+//! End-to-end tests of the `tandem` binary (issue 3, acceptance 12): `tandem exec` run as a
+//! user runs it, with real pipes, real children and real signals.
+//!
+//! Every run has a deadline: a test that would hang kills the binary and fails instead.
+//! Processes are found in `/proc` by an environment variable unique to each run, which tandem
+//! passes on to the command and every descendant inherits.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Generous: a debug build relays 100 MiB in a few seconds.
+const DEADLINE: Duration = Duration::from_secs(60);
+const MARKER_VAR: &str = "TANDEM_CLI_TEST_MARK";
+
+fn home() -> PathBuf {
+    std::env::temp_dir().join(format!("tandem-cli-tests-{}", std::process::id()))
+}
+
+/// The binary under test, with a throwaway home, no logging and a marker for its processes.
+fn tandem(marker: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tandem"));
+    command
+        .env("TANDEM_HOME", home())
+        .env_remove("TANDEM_LOG")
+        .env(MARKER_VAR, marker)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+fn new_marker(test: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("{test}-{}-{n}", std::process::id())
+}
+
+/// Live (non-zombie) processes carrying `marker`, excluding the tandem binary itself.
+fn live_marked(marker: &str, except: u32) -> Vec<u32> {
+    let needle = format!("{MARKER_VAR}={marker}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            let (_, rest) = stat.rsplit_once(')')?;
+            if pid == except || rest.split_whitespace().next()? == "Z" {
+                return None;
+            }
+            let environ = std::fs::read(entry.path().join("environ")).ok()?;
+            environ
+                .split(|byte| *byte == 0)
+                .any(|entry| entry == needle.as_bytes())
+                .then_some(pid)
+        })
+        .collect()
+}
+
+fn eventually(limit: Duration, what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !condition() {
+        assert!(Instant::now() < deadline, "not within {limit:?}: {what}");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Waits for `child` until `limit`, killing it and failing the test past that.
+fn wait_with_deadline(child: &mut Child, limit: Duration) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("tandem did not exit within {limit:?}");
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+struct Finished {
+    status: ExitStatus,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    elapsed: Duration,
+}
+
+impl Finished {
+    fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+}
+
+fn drain(mut reader: impl Read + Send + 'static) -> thread::JoinHandle<Vec<u8>> {
+    thread::spawn(move || {
+        let mut bytes = Vec::new();
+        reader.read_to_end(&mut bytes).expect("read pipe");
+        bytes
+    })
+}
+
+/// Runs `command` (with `input` on stdin, if any) to completion under [`DEADLINE`].
+fn run(command: &mut Command, input: Option<&'static [u8]>) -> Finished {
+    if input.is_some() {
+        command.stdin(Stdio::piped());
+    }
+    let began = Instant::now();
+    let mut child = command.spawn().expect("spawn tandem");
+    if let Some(input) = input {
+        let mut stdin = child.stdin.take().expect("stdin");
+        thread::spawn(move || {
+            use std::io::Write;
+            let _ = stdin.write_all(input);
+        });
+    }
+    let stdout = drain(child.stdout.take().expect("stdout"));
+    let stderr = drain(child.stderr.take().expect("stderr"));
+    let status = wait_with_deadline(&mut child, DEADLINE);
+    Finished {
+        status,
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
+        elapsed: began.elapsed(),
+    }
+}
+
+// Acceptance 12
+#[test]
+fn exec_writes_each_stream_to_its_own_and_exits_with_the_child_code() {
+    let marker = new_marker("streams");
+    let done = run(
+        tandem(&marker).args(["exec", "--", "sh", "-c", "echo out; echo err >&2; exit 3"]),
+        None,
+    );
+    assert_eq!(done.stdout(), "out\n");
+    assert_eq!(done.stderr(), "err\n");
+    assert_eq!(done.code(), Some(3));
+}
+
+// Acceptance 12
+#[test]
+fn exec_timeout_exits_124() {
+    let marker = new_marker("timeout");
+    let done = run(
+        tandem(&marker).args(["exec", "--timeout", "100", "--", "sleep", "5"]),
+        None,
+    );
+    assert_eq!(done.code(), Some(124), "stderr: {}", done.stderr());
+    assert!(
+        done.elapsed < Duration::from_secs(5),
+        "the timeout, not the sleep, ended it: {:?}",
+        done.elapsed
+    );
+    assert!(done.stdout.is_empty());
+}
+
+// Acceptance 12
+#[test]
+fn exec_relays_exactly_100_mib_of_yes_through_head() {
+    let marker = new_marker("yes");
+    let mut child = tandem(&marker)
+        .args(["exec", "--", "sh", "-c", "yes | head -c 100M"])
+        .spawn()
+        .expect("spawn tandem");
+    let stderr = drain(child.stderr.take().expect("stderr"));
+    // Count and check on the fly rather than hold 100 MiB: `yes` prints "y\n" forever, so
+    // byte i is 'y' for even i and '\n' for odd i.
+    let mut stdout = child.stdout.take().expect("stdout");
+    let reader = thread::spawn(move || {
+        let mut total: u64 = 0;
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = stdout.read(&mut buf).expect("read stdout");
+            if n == 0 {
+                return total;
+            }
+            for (offset, byte) in buf[..n].iter().enumerate() {
+                let expected = if (total + offset as u64).is_multiple_of(2) {
+                    b'y'
+                } else {
+                    b'\n'
+                };
+                assert_eq!(*byte, expected, "byte {} differs", total + offset as u64);
+            }
+            total += n as u64;
+        }
+    });
+    let status = wait_with_deadline(&mut child, DEADLINE);
+    let total = reader.join().expect("stdout reader");
+    let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
+    assert_eq!(total, 100 * 1024 * 1024, "stderr: {stderr}");
+    assert_eq!(status.code(), Some(0), "stderr: {stderr}");
+    assert_eq!(stderr, "");
+}
+
+#[test]
+fn exec_help_lists_every_option_and_usage_errors_exit_2() {
+    let marker = new_marker("help");
+    let help = run(tandem(&marker).args(["exec", "--help"]), None);
+    assert_eq!(help.code(), Some(0));
+    let text = help.stdout();
+    for needle in [
+        "--tty",
+        "--stdin",
+        "--cap <BYTES|none>",
+        "--timeout <MS|none>",
+        "--cwd <DIR>",
+        "<CMD>...",
+        "Exit status:",
+        "124",
+        "TANDEM_HOME",
+    ] {
+        assert!(text.contains(needle), "--help lacks {needle:?}:\n{text}");
+    }
+
+    let usage_errors: [&[&str]; 4] = [
+        &["exec"],
+        &["exec", "--bogus", "--", "true"],
+        &["exec", "--cap", "lots", "--", "true"],
+        &["exec", "--timeout", "-5", "--", "true"],
+    ];
+    for args in usage_errors {
+        let done = run(tandem(&marker).args(args), None);
+        assert_eq!(done.code(), Some(2), "{args:?}: {}", done.stderr());
+        assert!(done.stdout.is_empty(), "{args:?}");
+        assert!(
+            done.stderr().starts_with("error: "),
+            "{args:?}: {}",
+            done.stderr()
+        );
+    }
+    let missing_dir = run(
+        tandem(&marker).args(["exec", "--cwd", "/nonexistent/tandem", "--", "true"]),
+        None,
+    );
+    assert_eq!(missing_dir.code(), Some(2));
+    assert_eq!(
+        missing_dir.stderr(),
+        "tandem: --cwd /nonexistent/tandem: not a directory\n"
+    );
+}
+
+#[test]
+fn exec_of_a_missing_program_exits_127_with_the_reason() {
+    let marker = new_marker("missing");
+    let done = run(
+        tandem(&marker).args(["exec", "--", "/nonexistent/tandem-no-such-binary"]),
+        None,
+    );
+    assert_eq!(done.code(), Some(127));
+    assert_eq!(
+        done.stderr(),
+        "tandem: failed to spawn process: No such file or directory (os error 2)\n"
+    );
+}
+
+#[test]
+fn exec_forwards_stdin_only_when_asked_and_honours_cap_and_cwd() {
+    let marker = new_marker("stdin");
+    let forwarded = run(
+        tandem(&marker).args(["exec", "--stdin", "--", "cat"]),
+        Some(b"hello\nworld\n"),
+    );
+    assert_eq!(forwarded.stdout(), "hello\nworld\n");
+    assert_eq!(forwarded.code(), Some(0));
+
+    // Without --stdin the command reads an empty stdin, whatever tandem's stdin holds.
+    let empty = run(
+        tandem(&marker).args(["exec", "--", "cat"]),
+        Some(b"ignored\n"),
+    );
+    assert_eq!(empty.stdout(), "");
+    assert_eq!(empty.code(), Some(0));
+
+    let capped = run(
+        tandem(&marker).args(["exec", "--cap", "5", "--", "echo", "1234567890"]),
+        None,
+    );
+    assert_eq!(capped.stdout(), "12345");
+    assert_eq!(capped.code(), Some(0));
+
+    let dir = std::env::temp_dir().canonicalize().unwrap();
+    let cwd = run(
+        tandem(&marker)
+            .args(["exec", "--cwd"])
+            .arg(&dir)
+            .args(["--", "pwd", "-P"]),
+        None,
+    );
+    assert_eq!(cwd.stdout(), format!("{}\n", dir.display()));
+}
+
+#[test]
+fn exec_tty_runs_the_command_on_a_terminal_fed_from_stdin() {
+    let marker = new_marker("tty");
+    let done = run(
+        tandem(&marker).args(["exec", "--tty", "--", "sh"]),
+        Some(b"tty\nexit 7\n"),
+    );
+    assert_eq!(done.code(), Some(7), "stdout: {}", done.stdout());
+    assert!(
+        done.stdout().contains("/dev/pts/"),
+        "not a terminal: {}",
+        done.stdout()
+    );
+    assert_eq!(done.stderr(), "", "a terminal merges stderr into stdout");
+}
+
+#[test]
+fn exec_ctrl_c_kills_the_command_group_and_exits_137() {
+    let marker = new_marker("ctrl-c");
+    let mut child = tandem(&marker)
+        .args([
+            "exec",
+            "--",
+            "sh",
+            "-c",
+            "sleep 30 & echo ready; exec sleep 30",
+        ])
+        .spawn()
+        .expect("spawn tandem");
+    let stderr = drain(child.stderr.take().expect("stderr"));
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut line = String::new();
+        let _ = stdout.read_line(&mut line);
+        let _ = ready_tx.send(line);
+    });
+    let line = ready_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the command starts");
+    assert_eq!(line, "ready\n");
+    let tandem_pid = child.id();
+    eventually(Duration::from_secs(10), "both sleeps run", || {
+        live_marked(&marker, tandem_pid).len() == 2
+    });
+
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(tandem_pid).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("send SIGINT");
+    let status = wait_with_deadline(&mut child, Duration::from_secs(10));
+    let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
+    assert_eq!(status.code(), Some(137), "stderr: {stderr}");
+    eventually(Duration::from_secs(3), "the whole group is gone", || {
+        live_marked(&marker, tandem_pid).is_empty()
+    });
+}
+
+#[test]
+fn exec_leaves_no_background_process_behind() {
+    let marker = new_marker("background");
+    let done = run(
+        tandem(&marker).args(["exec", "--", "sh", "-c", "sleep 30 & echo started"]),
+        None,
+    );
+    assert_eq!(done.code(), Some(0));
+    assert_eq!(done.stdout(), "started\n");
+    // The sleeper held the output pipes: tandem says why it stopped reading.
+    assert!(
+        done.stderr().contains("still holds its stdout or stderr"),
+        "{}",
+        done.stderr()
+    );
+    eventually(Duration::from_secs(3), "the sleeper is gone", || {
+        live_marked(&marker, 0).is_empty()
+    });
+}

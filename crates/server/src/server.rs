@@ -1,0 +1,325 @@
+//! [`TandemServer`]: the reference [`MessageProcessor`]. It owns the connection-level glue
+//! between the host and the host-independent [`crate::process`] machinery: one
+//! [`ProcessManager`] per connection, whose events it delivers through the host's outgoing
+//! sender, and whose processes die with the connection or the host.
+//!
+//! The processor task must stay free to answer `process/kill` while a client is not reading
+//! events (protocol.md section 8), so nothing here awaits anything on that task that waits on
+//! the client: stdin writes and ordinary (non reply-lane) replies run on tasks of their own.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use tandem_host::{
+    ConnectionId, ConnectionRequestId, ConnectionSessionState, MessageProcessor,
+    OutgoingMessageSender, RequestContext,
+};
+use tandem_protocol::{
+    ClientRequest, EmptyResponse, InitializeParams, InitializeResponse, JSONRPCErrorError,
+    ProcessExitedNotification, ProcessOutputDeltaNotification, ProcessSpawnParams,
+    ProcessWriteStdinParams, ServerInfo, ServerNotification,
+};
+use tokio::sync::oneshot;
+use tokio::task::JoinSet;
+
+use crate::options::{ServerOptions, ensure_home};
+use crate::process::{ProcessEventSink, ProcessManager};
+
+/// The server name reported in `serverInfo` and `userAgent`.
+pub const SERVER_NAME: &str = "tandem";
+
+/// The server version reported in `serverInfo` and `userAgent`.
+pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The reference Tandem server: processes today (protocol.md section 8); threads, turns and
+/// configuration answer -32601 until they arrive.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use tandem_host::MessageProcessor;
+/// use tandem_host::in_process::{self, InProcessStartArgs};
+/// use tandem_protocol::{ClientInfo, InitializeCapabilities, InitializeParams};
+/// use tandem_server::{ServerOptions, TandemServer};
+///
+/// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+/// let options = ServerOptions::from_env()?;
+/// let initialize = InitializeParams {
+///     client_info: ClientInfo { name: "docs".into(), title: None, version: "1".into() },
+///     capabilities: Some(InitializeCapabilities {
+///         experimental_api: true,
+///         opt_out_notification_methods: None,
+///     }),
+/// };
+/// let mut handle = in_process::start(InProcessStartArgs::new(
+///     |outgoing| Arc::new(TandemServer::new(outgoing, options)) as Arc<dyn MessageProcessor>,
+///     initialize,
+/// ))
+/// .await?;
+/// handle.shutdown().await?;
+/// # Ok(())
+/// # }
+/// ```
+pub struct TandemServer {
+    outgoing: OutgoingMessageSender,
+    options: ServerOptions,
+    connections: Mutex<HashMap<ConnectionId, Arc<ConnectionProcesses>>>,
+}
+
+impl std::fmt::Debug for TandemServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TandemServer")
+            .field("options", &self.options)
+            .field("connections", &self.lock().keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// The processes of one connection and what their requests need.
+struct ConnectionProcesses {
+    manager: ProcessManager,
+    sink: Arc<dyn ProcessEventSink>,
+    stdin_order: Mutex<StdinOrder>,
+}
+
+/// Keeps `process/writeStdin` requests for one handle in arrival order although each runs on a
+/// task of its own: every write waits for the one queued before it for the same handle.
+#[derive(Default)]
+struct StdinOrder {
+    next_ticket: u64,
+    /// Per handle, the ticket and completion signal of its most recently queued write.
+    tails: HashMap<String, (u64, oneshot::Receiver<()>)>,
+}
+
+/// Delivers one connection's process events as guaranteed notifications; each call resolves
+/// once the notification reached the client's event queue, which is the backpressure the
+/// [`ProcessManager`] relies on.
+struct ConnectionSink {
+    outgoing: OutgoingMessageSender,
+    connection: ConnectionId,
+}
+
+#[async_trait]
+impl ProcessEventSink for ConnectionSink {
+    async fn output_delta(&self, delta: ProcessOutputDeltaNotification) {
+        let note = ServerNotification::ProcessOutputDelta(delta);
+        if !self
+            .outgoing
+            .send_notification_and_wait(self.connection, note)
+            .await
+        {
+            tracing::trace!(connection = %self.connection, "process output not delivered");
+        }
+    }
+
+    async fn exited(&self, exited: ProcessExitedNotification) {
+        let handle = exited.process_handle.clone();
+        let note = ServerNotification::ProcessExited(exited);
+        if !self
+            .outgoing
+            .send_notification_and_wait(self.connection, note)
+            .await
+        {
+            tracing::debug!(connection = %self.connection, %handle, "process/exited not delivered");
+        }
+    }
+}
+
+impl TandemServer {
+    /// A server that emits through `outgoing` (the sender the host hands its processor
+    /// factory).
+    pub fn new(outgoing: OutgoingMessageSender, options: ServerOptions) -> Self {
+        Self {
+            outgoing,
+            options,
+            connections: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The options the server was built with.
+    pub fn options(&self) -> &ServerOptions {
+        &self.options
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<ConnectionId, Arc<ConnectionProcesses>>> {
+        // Every update is a single insert or remove, so a panic elsewhere cannot leave the map
+        // inconsistent: keep serving instead of propagating the poison.
+        self.connections
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The processes of `connection`, created on its first process request.
+    fn processes(&self, connection: ConnectionId) -> Arc<ConnectionProcesses> {
+        let mut connections = self.lock();
+        let entry = connections.entry(connection).or_insert_with(|| {
+            Arc::new(ConnectionProcesses {
+                manager: ProcessManager::new(),
+                sink: Arc::new(ConnectionSink {
+                    outgoing: self.outgoing.clone(),
+                    connection,
+                }),
+                stdin_order: Mutex::new(StdinOrder::default()),
+            })
+        });
+        Arc::clone(entry)
+    }
+
+    async fn reply(&self, id: ConnectionRequestId, result: Result<(), JSONRPCErrorError>) {
+        match result {
+            Ok(()) => self.outgoing.send_response(id, EmptyResponse {}).await,
+            Err(error) => self.outgoing.send_error(id, error).await,
+        }
+    }
+
+    async fn spawn_process(&self, params: ProcessSpawnParams, context: RequestContext) {
+        let processes = self.processes(context.id.connection_id);
+        let sink = Arc::clone(&processes.sink);
+        match processes.manager.spawn(params, sink).await {
+            Ok(spawned) => {
+                // The reply takes the reply lane (the host marked the id), which the runtime
+                // drains first; output is released only after it, as section 4 requires.
+                self.outgoing
+                    .send_response(context.id, EmptyResponse {})
+                    .await;
+                spawned.start_streaming();
+            }
+            Err(error) => self.outgoing.send_error(context.id, error).await,
+        }
+    }
+
+    /// Queues the write behind earlier writes to the same handle and answers when it is done,
+    /// on a task of its own: a child that does not read its stdin can hold a write forever.
+    fn write_stdin(&self, params: ProcessWriteStdinParams, context: RequestContext) {
+        let processes = self.processes(context.id.connection_id);
+        let handle = params.process_handle.clone();
+        let (done, done_signal) = oneshot::channel::<()>();
+        let (ticket, previous) = {
+            let mut order = processes
+                .stdin_order
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let ticket = order.next_ticket;
+            order.next_ticket += 1;
+            let previous = order.tails.insert(handle.clone(), (ticket, done_signal));
+            (ticket, previous.map(|(_, signal)| signal))
+        };
+        let outgoing = self.outgoing.clone();
+        tokio::spawn(async move {
+            if let Some(previous) = previous {
+                // Resolves when the previous write finished or its task went away.
+                let _ = previous.await;
+            }
+            let result = processes.manager.write_stdin(params).await;
+            drop(done);
+            processes.forget_stdin_tail(&handle, ticket);
+            match result {
+                Ok(()) => outgoing.send_response(context.id, EmptyResponse {}).await,
+                Err(error) => outgoing.send_error(context.id, error).await,
+            }
+        });
+    }
+
+    /// Answers -32601 for a protocol method this server does not implement yet. The answer
+    /// takes the ordinary lane, which waits while a guaranteed notification is parked, so it
+    /// is sent from a task of its own: the processor must still reach a later `process/kill`.
+    fn method_not_found(&self, method: &str, context: RequestContext) {
+        let outgoing = self.outgoing.clone();
+        let error = JSONRPCErrorError::method_not_found(method);
+        tokio::spawn(async move { outgoing.send_error(context.id, error).await });
+    }
+}
+
+impl ConnectionProcesses {
+    /// Drops the ordering entry of `handle` if `ticket` is still its last write, so that the
+    /// table does not grow with every handle ever written to.
+    fn forget_stdin_tail(&self, handle: &str, ticket: u64) {
+        let mut order = self
+            .stdin_order
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if order
+            .tails
+            .get(handle)
+            .is_some_and(|(last, _)| *last == ticket)
+        {
+            order.tails.remove(handle);
+        }
+    }
+}
+
+#[async_trait]
+impl MessageProcessor for TandemServer {
+    async fn initialize(
+        &self,
+        connection: ConnectionId,
+        params: &InitializeParams,
+        _session: &ConnectionSessionState,
+    ) -> Result<InitializeResponse, JSONRPCErrorError> {
+        let home = &self.options.tandem_home;
+        ensure_home(home)
+            .await
+            .map_err(JSONRPCErrorError::internal)?;
+        let client = &params.client_info;
+        tracing::debug!(%connection, client = %client.name, "initialize");
+        Ok(InitializeResponse {
+            user_agent: format!(
+                "{SERVER_NAME}/{SERVER_VERSION} ({} {}; {}) {}/{}",
+                std::env::consts::OS,
+                std::env::consts::ARCH,
+                std::env::consts::FAMILY,
+                client.name,
+                client.version,
+            ),
+            platform_family: std::env::consts::FAMILY.to_owned(),
+            platform_os: std::env::consts::OS.to_owned(),
+            tandem_home: home.display().to_string(),
+            server_info: ServerInfo {
+                name: SERVER_NAME.to_owned(),
+                version: SERVER_VERSION.to_owned(),
+            },
+        })
+    }
+
+    async fn process_request(&self, request: ClientRequest, context: RequestContext) {
+        match request {
+            ClientRequest::ProcessSpawn { params, .. } => {
+                self.spawn_process(params, context).await;
+            }
+            ClientRequest::ProcessWriteStdin { params, .. } => self.write_stdin(params, context),
+            ClientRequest::ProcessKill { params, .. } => {
+                let processes = self.processes(context.id.connection_id);
+                let result = processes.manager.kill(params).await;
+                self.reply(context.id, result).await;
+            }
+            ClientRequest::ProcessResizePty { params, .. } => {
+                let processes = self.processes(context.id.connection_id);
+                let result = processes.manager.resize_pty(params).await;
+                self.reply(context.id, result).await;
+            }
+            // Threads, turns and config/read arrive with later issues; until then they are
+            // "unavailable in this build" (protocol.md section 2). Custom methods never get
+            // here: the host answers them, since this server claims none.
+            other => self.method_not_found(other.method(), context),
+        }
+    }
+
+    async fn connection_closed(&self, connection: ConnectionId) {
+        let processes = self.lock().remove(&connection);
+        if let Some(processes) = processes {
+            tracing::debug!(%connection, "connection closed; killing its processes");
+            processes.manager.kill_all().await;
+        }
+    }
+
+    async fn shutdown(&self) {
+        let all: Vec<Arc<ConnectionProcesses>> = self.lock().drain().map(|(_, p)| p).collect();
+        // Concurrently, so that every connection's processes are signalled at once and the
+        // reap waits overlap within the host's shutdown stage.
+        let mut kills = JoinSet::new();
+        for processes in all {
+            kills.spawn(async move { processes.manager.kill_all().await });
+        }
+        while kills.join_next().await.is_some() {}
+    }
+}

@@ -1,0 +1,405 @@
+//! Persistence of threads, turns, items and attachments (issue 4): the [`ThreadStore`] trait a
+//! thread server talks to, the durable [`SqliteThreadStore`] under `TANDEM_HOME`, and the
+//! [`InMemoryThreadStore`] for ephemeral threads and tests.
+//!
+//! The store keeps data only. Which threads are loaded, subscribed or running is the server's
+//! state; a stored thread carries its *last* status so that `systemError` survives an unload
+//! and resume (protocol.md section 9), and the server decides what status to report.
+//!
+//! Both implementations share the value types and the semantics defined here (update rules,
+//! list filters, cursor formats), so a thread behaves the same whichever store holds it.
+//!
+//! Files: `error` holds [`StoreError`], `memory` and `sqlite` the two implementations, `tests`
+//! one suite run against both plus the SQLite durability tests.
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use tandem_protocol::{
+    ApprovalPolicy, DynamicToolSpec, SessionSource, SortDirection, Thread, ThreadAttachment,
+    ThreadAttachmentAddResponse, ThreadStatus, Turn,
+};
+
+mod error;
+mod memory;
+mod sqlite;
+
+#[cfg(test)]
+mod tests;
+
+pub use error::StoreError;
+pub use memory::InMemoryThreadStore;
+pub use sqlite::SqliteThreadStore;
+
+/// Page size used by callers that have no `limit` of their own.
+pub const DEFAULT_PAGE_LIMIT: usize = 50;
+
+/// A new thread or turn id: a UUIDv7 string, lowercase and hyphenated, so that sorting ids
+/// sorts by creation time (protocol.md section 1). Ids made by one process are strictly
+/// increasing.
+pub fn new_id() -> String {
+    uuid::Uuid::now_v7().hyphenated().to_string()
+}
+
+/// The kind a `thread/list` `sourceKinds` filter matches: the wire name of the variant
+/// (`cli`, `vscode`, `exec`, `appServer`, `unknown`), and `custom` for every custom label.
+pub fn source_kind(source: &SessionSource) -> &'static str {
+    match source {
+        SessionSource::Cli => "cli",
+        SessionSource::Vscode => "vscode",
+        SessionSource::Exec => "exec",
+        SessionSource::AppServer => "appServer",
+        SessionSource::Unknown => "unknown",
+        SessionSource::Custom(_) => "custom",
+    }
+}
+
+/// Everything stored about a thread except its turns and attachments: the protocol
+/// [`Thread`] members plus the settings a resumed thread needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadRecord {
+    /// UUIDv7 thread id (see [`new_id`]).
+    pub id: String,
+    /// The thread's name, if set.
+    pub name: Option<String>,
+    /// The first user text; may be empty.
+    pub preview: String,
+    /// Whether the thread is ephemeral (held only by an in-memory store).
+    pub ephemeral: bool,
+    /// Creation time, unix seconds.
+    pub created_at: i64,
+    /// Last update time, unix seconds.
+    pub updated_at: i64,
+    /// The last status the server recorded (e.g. `systemError` after a failed turn).
+    pub status: ThreadStatus,
+    /// Working directory (absolute).
+    pub cwd: String,
+    /// The session source of the connection that created the thread.
+    pub source: SessionSource,
+    /// The thread this one was forked from.
+    pub forked_from_id: Option<String>,
+    /// The thread's model, if set.
+    pub model: Option<String>,
+    /// The model provider.
+    pub model_provider: String,
+    /// The version of the server that created the thread.
+    pub cli_version: String,
+    /// The thread's approval policy.
+    pub approval_policy: ApprovalPolicy,
+    /// The client's dynamic tools (`thread/start.dynamicTools`).
+    pub dynamic_tools: Vec<DynamicToolSpec>,
+    /// Per-thread configuration overrides under config-file keys (`thread/start.config`).
+    pub config: Map<String, Value>,
+}
+
+impl ThreadRecord {
+    /// The protocol [`Thread`] with the recorded status and the given turns; the caller
+    /// replaces `status` where the thread's live state differs (e.g. `notLoaded`).
+    pub fn to_thread(&self, turns: Vec<Turn>) -> Thread {
+        Thread {
+            id: self.id.clone(),
+            session_id: self.id.clone(),
+            name: self.name.clone(),
+            preview: self.preview.clone(),
+            ephemeral: self.ephemeral,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            status: self.status.clone(),
+            cwd: self.cwd.clone(),
+            source: self.source.clone(),
+            forked_from_id: self.forked_from_id.clone(),
+            model: self.model.clone(),
+            model_provider: self.model_provider.clone(),
+            cli_version: self.cli_version.clone(),
+            project_id: None,
+            turns,
+        }
+    }
+
+    /// A fork of this thread: id `id`, created and updated at `now`, `idle`,
+    /// `forked_from_id` = this thread, every other member copied. The caller then applies the
+    /// fork's overrides (source, ephemeral, settings).
+    pub fn forked(&self, id: String, now: i64) -> Self {
+        Self {
+            id,
+            created_at: now,
+            updated_at: now,
+            status: ThreadStatus::Idle,
+            forked_from_id: Some(self.id.clone()),
+            ..self.clone()
+        }
+    }
+}
+
+/// Changes to a thread's metadata; `None` members are left alone. For the `Option` members
+/// of [`ThreadRecord`], `Some(None)` clears the value.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ThreadUpdate {
+    /// New name (`Some(None)` removes it).
+    pub name: Option<Option<String>>,
+    /// New preview.
+    pub preview: Option<String>,
+    /// New update time, unix seconds.
+    pub updated_at: Option<i64>,
+    /// New last status.
+    pub status: Option<ThreadStatus>,
+    /// New working directory.
+    pub cwd: Option<String>,
+    /// New model (`Some(None)` removes it).
+    pub model: Option<Option<String>>,
+    /// New model provider.
+    pub model_provider: Option<String>,
+    /// New approval policy.
+    pub approval_policy: Option<ApprovalPolicy>,
+    /// New dynamic tools.
+    pub dynamic_tools: Option<Vec<DynamicToolSpec>>,
+    /// New per-thread configuration overrides (replacing the old ones).
+    pub config: Option<Map<String, Value>>,
+}
+
+impl ThreadUpdate {
+    /// Applies the set members to `record`.
+    pub fn apply(&self, record: &mut ThreadRecord) {
+        fn set<T: Clone>(target: &mut T, value: &Option<T>) {
+            if let Some(value) = value {
+                *target = value.clone();
+            }
+        }
+        set(&mut record.name, &self.name);
+        set(&mut record.preview, &self.preview);
+        set(&mut record.updated_at, &self.updated_at);
+        set(&mut record.status, &self.status);
+        set(&mut record.cwd, &self.cwd);
+        set(&mut record.model, &self.model);
+        set(&mut record.model_provider, &self.model_provider);
+        set(&mut record.approval_policy, &self.approval_policy);
+        set(&mut record.dynamic_tools, &self.dynamic_tools);
+        set(&mut record.config, &self.config);
+    }
+}
+
+/// One page of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page<T> {
+    /// The entries, in the requested order.
+    pub data: Vec<T>,
+    /// The cursor of the next page; `None` when this page is the last.
+    pub next_cursor: Option<String>,
+}
+
+/// A `thread/list` query, ordered by creation time (ties broken by id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadListQuery {
+    /// The `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Page size; 0 counts as 1.
+    pub limit: usize,
+    /// Oldest or newest first.
+    pub direction: SortDirection,
+    /// Only threads whose [`source_kind`] is one of these; empty means any.
+    pub source_kinds: Vec<String>,
+    /// Only threads whose `cwd` is one of these; empty means any.
+    pub cwds: Vec<String>,
+    /// Only threads whose name contains this substring (case-sensitive); `None` or empty
+    /// means any thread, named or not.
+    pub search_term: Option<String>,
+}
+
+impl Default for ThreadListQuery {
+    fn default() -> Self {
+        Self {
+            cursor: None,
+            limit: DEFAULT_PAGE_LIMIT,
+            direction: SortDirection::Desc,
+            source_kinds: Vec::new(),
+            cwds: Vec::new(),
+            search_term: None,
+        }
+    }
+}
+
+impl ThreadListQuery {
+    /// Whether `thread` passes the filters (the cursor and limit aside), so that a server can
+    /// filter threads it holds elsewhere by the same rules.
+    pub fn matches(&self, thread: &ThreadRecord) -> bool {
+        let kind_ok = self.source_kinds.is_empty()
+            || self
+                .source_kinds
+                .iter()
+                .any(|kind| kind == source_kind(&thread.source));
+        let cwd_ok = self.cwds.is_empty() || self.cwds.contains(&thread.cwd);
+        let name_ok = match self.search_term() {
+            None => true,
+            Some(term) => thread
+                .name
+                .as_deref()
+                .is_some_and(|name| name.contains(term)),
+        };
+        kind_ok && cwd_ok && name_ok
+    }
+
+    /// The search term, if it filters anything.
+    fn search_term(&self) -> Option<&str> {
+        self.search_term.as_deref().filter(|term| !term.is_empty())
+    }
+}
+
+/// A `thread/turns/list` query, in turn order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnListQuery {
+    /// The `next_cursor` of the previous page (the id of its last turn).
+    pub cursor: Option<String>,
+    /// Page size; 0 counts as 1.
+    pub limit: usize,
+    /// Oldest or newest first.
+    pub direction: SortDirection,
+}
+
+impl Default for TurnListQuery {
+    fn default() -> Self {
+        Self {
+            cursor: None,
+            limit: DEFAULT_PAGE_LIMIT,
+            direction: SortDirection::Desc,
+        }
+    }
+}
+
+/// The turns of `history` up to and including `last_turn_id` (all of them for `None`): what a
+/// fork copies. `thread_id` names the source in the error for an unknown turn.
+pub fn history_through(
+    thread_id: &str,
+    mut history: Vec<Turn>,
+    last_turn_id: Option<&str>,
+) -> Result<Vec<Turn>, StoreError> {
+    if let Some(last) = last_turn_id {
+        let position = history
+            .iter()
+            .position(|turn| turn.id == last)
+            .ok_or_else(|| StoreError::TurnNotFound {
+                thread_id: thread_id.to_owned(),
+                turn_id: last.to_owned(),
+            })?;
+        history.truncate(position + 1);
+    }
+    Ok(history)
+}
+
+/// Where threads, their turns (with items) and attachments are kept.
+///
+/// Every method that names a thread fails with [`StoreError::ThreadNotFound`] when the store
+/// does not hold it, except [`ThreadStore::get_thread`], [`ThreadStore::get_thread_with_turns`]
+/// and [`ThreadStore::delete_thread`], for which absence is an ordinary answer.
+#[async_trait]
+pub trait ThreadStore: Send + Sync {
+    /// Stores a new thread with an initial history (empty for a new thread, the copied turns
+    /// for a fork), all or nothing. Fails with [`StoreError::ThreadExists`] for a taken id.
+    async fn create_thread(
+        &self,
+        thread: &ThreadRecord,
+        history: &[Turn],
+    ) -> Result<(), StoreError>;
+
+    /// The thread's record, without turns.
+    async fn get_thread(&self, thread_id: &str) -> Result<Option<ThreadRecord>, StoreError>;
+
+    /// The thread's record and all its turns (oldest first), read as one snapshot.
+    async fn get_thread_with_turns(
+        &self,
+        thread_id: &str,
+    ) -> Result<Option<(ThreadRecord, Vec<Turn>)>, StoreError>;
+
+    /// Applies `update` to the thread's record and returns the result.
+    async fn update_thread(
+        &self,
+        thread_id: &str,
+        update: &ThreadUpdate,
+    ) -> Result<ThreadRecord, StoreError>;
+
+    /// One page of the threads that pass `query`'s filters. A cursor that is not a
+    /// `next_cursor` of this store fails with [`StoreError::InvalidCursor`].
+    async fn list_threads(&self, query: &ThreadListQuery)
+    -> Result<Page<ThreadRecord>, StoreError>;
+
+    /// Removes the thread with its turns, items and attachments. `false` when there was no
+    /// such thread.
+    async fn delete_thread(&self, thread_id: &str) -> Result<bool, StoreError>;
+
+    /// Stores `turn` with its items and applies `update` to the thread, all or nothing: after
+    /// a crash the thread holds either the whole turn and update or neither. A new turn goes
+    /// after the thread's other turns; a turn whose id is already stored is replaced in place.
+    /// Returns the updated record.
+    async fn commit_turn(
+        &self,
+        thread_id: &str,
+        turn: &Turn,
+        update: &ThreadUpdate,
+    ) -> Result<ThreadRecord, StoreError>;
+
+    /// One page of the thread's turns, with their items. A cursor that names no turn of the
+    /// thread fails with [`StoreError::InvalidCursor`].
+    async fn list_turns(
+        &self,
+        thread_id: &str,
+        query: &TurnListQuery,
+    ) -> Result<Page<Turn>, StoreError>;
+
+    /// Adds `attachment` unless the thread has one with the same `attachment_type` and
+    /// `identity_key`, in which case that one is returned unchanged with outcome `existing`.
+    async fn add_attachment(
+        &self,
+        thread_id: &str,
+        attachment: &ThreadAttachment,
+    ) -> Result<ThreadAttachmentAddResponse, StoreError>;
+
+    /// Removes the attachment with this type and key; returns it, or `None` if there was none.
+    async fn remove_attachment(
+        &self,
+        thread_id: &str,
+        attachment_type: &str,
+        identity_key: &str,
+    ) -> Result<Option<ThreadAttachment>, StoreError>;
+
+    /// The thread's attachments, oldest first.
+    async fn list_attachments(&self, thread_id: &str) -> Result<Vec<ThreadAttachment>, StoreError>;
+
+    /// Creates `fork` (see [`ThreadRecord::forked`]) holding the source's turns through
+    /// `last_turn_id` (inclusive; all for `None`) and returns the copied turns. Attachments
+    /// are not copied: they describe the source thread. An unknown turn fails with
+    /// [`StoreError::TurnNotFound`]. To fork across stores, read the source from one and use
+    /// [`history_through`] and [`ThreadStore::create_thread`] on the other.
+    async fn fork_thread(
+        &self,
+        source_id: &str,
+        last_turn_id: Option<&str>,
+        fork: &ThreadRecord,
+    ) -> Result<Vec<Turn>, StoreError> {
+        let (_, history) = self
+            .get_thread_with_turns(source_id)
+            .await?
+            .ok_or_else(|| StoreError::ThreadNotFound(source_id.to_owned()))?;
+        let history = history_through(source_id, history, last_turn_id)?;
+        self.create_thread(fork, &history).await?;
+        Ok(history)
+    }
+}
+
+/// Page size with 0 counted as 1, so that a page always makes progress.
+fn effective_limit(limit: usize) -> usize {
+    limit.max(1)
+}
+
+/// The `thread/list` cursor of `thread`: its position in creation order.
+fn thread_cursor(thread: &ThreadRecord) -> String {
+    format!("{}:{}", thread.created_at, thread.id)
+}
+
+/// The position a thread cursor names: `(created_at, id)`.
+fn parse_thread_cursor(cursor: &str) -> Result<(i64, String), StoreError> {
+    let invalid = || StoreError::InvalidCursor(cursor.to_owned());
+    let (created_at, id) = cursor.split_once(':').ok_or_else(invalid)?;
+    let created_at = created_at.parse::<i64>().map_err(|_| invalid())?;
+    if id.is_empty() {
+        return Err(invalid());
+    }
+    Ok((created_at, id.to_owned()))
+}

@@ -1,0 +1,870 @@
+//! [`SqliteThreadStore`]: the durable thread store, one SQLite database in `TANDEM_HOME`.
+//!
+//! Choices, and why:
+//! - WAL journal. A commit is an append to the log, and SQLite's recovery ignores a log tail
+//!   without a commit record, so a process killed at any point leaves each transaction whole
+//!   or absent. Readers in another process (a second server on the same home) never block it.
+//! - `synchronous = FULL`. Each commit fsyncs the log. Commits come once per turn, so this
+//!   costs one fsync per turn, and in exchange a turn the server reported as completed also
+//!   survives power loss and OS crashes; `NORMAL` would only survive the death of the process.
+//! - One connection behind a mutex, used from `spawn_blocking`. SQLite calls block, so they
+//!   stay off the async workers; the mutex serializes this process's transactions, and
+//!   `BEGIN IMMEDIATE` with a busy timeout serializes them against other processes.
+//! - The schema is versioned with `PRAGMA user_version` and created (or, in later versions,
+//!   migrated) inside one immediate transaction, so two servers starting on a fresh home do
+//!   not race. A file from a newer build is refused rather than misread.
+//! - Thread settings that are only ever read whole (status, source, tools, config) and items
+//!   are stored as the JSON of their protocol types, which round-trips them exactly; columns
+//!   that queries filter or sort on are plain columns.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params, params_from_iter};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tandem_protocol::{
+    SortDirection, ThreadAttachment, ThreadAttachmentAddOutcome, ThreadAttachmentAddResponse, Turn,
+};
+
+use super::{
+    Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore, ThreadUpdate, TurnListQuery,
+    effective_limit, parse_thread_cursor, source_kind, thread_cursor,
+};
+
+/// The schema version this build writes and reads.
+const SCHEMA_VERSION: i64 = 1;
+
+/// How long a transaction waits for another process's write lock before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Schema version 1.
+///
+/// Turns are ordered by `seq` (commit order), not by id, so that a fork's copied turns and a
+/// re-committed turn keep their places. Foreign keys cascade, so deleting a thread removes
+/// everything under it in one statement.
+const SCHEMA_V1: &str = "
+CREATE TABLE threads (
+    id              TEXT PRIMARY KEY NOT NULL,
+    name            TEXT,
+    preview         TEXT NOT NULL,
+    ephemeral       INTEGER NOT NULL,
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    status          TEXT NOT NULL,      -- JSON of ThreadStatus
+    cwd             TEXT NOT NULL,
+    source          TEXT NOT NULL,      -- JSON of SessionSource
+    source_kind     TEXT NOT NULL,      -- what thread/list sourceKinds matches
+    forked_from_id  TEXT,
+    model           TEXT,
+    model_provider  TEXT NOT NULL,
+    cli_version     TEXT NOT NULL,
+    approval_policy TEXT NOT NULL,      -- wire spelling
+    dynamic_tools   TEXT NOT NULL,      -- JSON array of DynamicToolSpec
+    config          TEXT NOT NULL       -- JSON object
+) STRICT;
+CREATE INDEX threads_by_creation ON threads (created_at, id);
+
+CREATE TABLE turns (
+    thread_id    TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
+    id           TEXT NOT NULL,
+    seq          INTEGER NOT NULL,
+    status       TEXT NOT NULL,         -- wire spelling
+    items_view   TEXT NOT NULL,         -- wire spelling
+    error        TEXT,                  -- JSON of TurnError
+    started_at   INTEGER,
+    completed_at INTEGER,
+    duration_ms  INTEGER,
+    PRIMARY KEY (thread_id, id),
+    UNIQUE (thread_id, seq)
+) STRICT;
+
+CREATE TABLE items (
+    thread_id TEXT NOT NULL,
+    turn_id   TEXT NOT NULL,
+    idx       INTEGER NOT NULL,
+    item      TEXT NOT NULL,            -- JSON of ThreadItem
+    PRIMARY KEY (thread_id, turn_id, idx),
+    FOREIGN KEY (thread_id, turn_id) REFERENCES turns (thread_id, id) ON DELETE CASCADE
+) STRICT;
+
+CREATE TABLE attachments (
+    thread_id       TEXT NOT NULL REFERENCES threads (id) ON DELETE CASCADE,
+    id              TEXT NOT NULL,
+    attachment_type TEXT NOT NULL,
+    identity_key    TEXT NOT NULL,
+    payload         TEXT NOT NULL,      -- JSON
+    created_at      INTEGER NOT NULL,
+    PRIMARY KEY (thread_id, attachment_type, identity_key),
+    UNIQUE (thread_id, id)
+) STRICT;
+";
+
+const THREAD_COLUMNS: &str = "id, name, preview, ephemeral, created_at, updated_at, status, \
+     cwd, source, forked_from_id, model, model_provider, cli_version, approval_policy, \
+     dynamic_tools, config";
+
+const TURN_COLUMNS: &str = "id, status, items_view, error, started_at, completed_at, duration_ms";
+
+const ATTACHMENT_COLUMNS: &str = "id, attachment_type, identity_key, payload, created_at";
+
+/// A [`ThreadStore`] in an SQLite database under `TANDEM_HOME`.
+#[derive(Debug, Clone)]
+pub struct SqliteThreadStore {
+    connection: Arc<Mutex<Connection>>,
+    path: PathBuf,
+}
+
+impl SqliteThreadStore {
+    /// The database's file name inside `TANDEM_HOME`.
+    pub const FILE_NAME: &'static str = "threads.sqlite";
+
+    /// Opens (creating if needed) the store in `tandem_home`, which is created if missing.
+    pub async fn open(tandem_home: impl Into<PathBuf>) -> Result<Self, StoreError> {
+        let home = tandem_home.into();
+        tokio::task::spawn_blocking(move || Self::open_blocking(&home)).await?
+    }
+
+    /// [`SqliteThreadStore::open`] for callers outside an async runtime; blocks.
+    pub fn open_blocking(tandem_home: &Path) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(tandem_home).map_err(|source| StoreError::CreateDir {
+            path: tandem_home.to_owned(),
+            source,
+        })?;
+        let path = tandem_home.join(Self::FILE_NAME);
+        let open_error = |source| StoreError::Open {
+            path: path.clone(),
+            source,
+        };
+        let mut connection = Connection::open(&path).map_err(open_error)?;
+        configure(&connection).map_err(open_error)?;
+        migrate(&mut connection, &path)?;
+        tracing::debug!(path = %path.display(), "thread store opened");
+        Ok(Self {
+            connection: Arc::new(Mutex::new(connection)),
+            path,
+        })
+    }
+
+    /// The database file.
+    pub fn database_path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `operation` on the connection on the blocking pool. The operation completes even
+    /// if the caller stops waiting, so a dropped request never leaves a write half done.
+    pub(super) async fn run<T, F>(&self, operation: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let connection = Arc::clone(&self.connection);
+        tokio::task::spawn_blocking(move || {
+            // A panicking operation drops its transaction, which rolls back, so the connection
+            // behind a poisoned lock is still in a clean state.
+            let mut connection = connection.lock().unwrap_or_else(PoisonError::into_inner);
+            operation(&mut connection)
+        })
+        .await?
+    }
+}
+
+fn configure(connection: &Connection) -> rusqlite::Result<()> {
+    connection.busy_timeout(BUSY_TIMEOUT)?;
+    let mode: String =
+        connection.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        // Some filesystems (network mounts) cannot hold a WAL; the rollback journal is still
+        // atomic, only slower and blocking readers during writes.
+        tracing::warn!(%mode, "thread database cannot use WAL; continuing with its journal mode");
+    }
+    connection.pragma_update(None, "synchronous", "FULL")?;
+    connection.pragma_update(None, "foreign_keys", true)?;
+    Ok(())
+}
+
+fn migrate(connection: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let open_error = |source| StoreError::Open {
+        path: path.to_owned(),
+        source,
+    };
+    let transaction = connection
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(open_error)?;
+    let found: i64 = transaction
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(open_error)?;
+    match found {
+        0 => {
+            transaction.execute_batch(SCHEMA_V1).map_err(open_error)?;
+            transaction
+                .pragma_update(None, "user_version", SCHEMA_VERSION)
+                .map_err(open_error)?;
+            tracing::info!(path = %path.display(), version = SCHEMA_VERSION, "created thread database");
+        }
+        SCHEMA_VERSION => {}
+        found => {
+            return Err(StoreError::UnsupportedSchema {
+                path: path.to_owned(),
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+    }
+    transaction.commit().map_err(open_error)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encoding.
+// ---------------------------------------------------------------------------------------------
+
+fn encode<T: Serialize>(value: &T, what: &'static str) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|source| StoreError::Encode { what, source })
+}
+
+fn decode<T: DeserializeOwned>(text: &str, what: impl FnOnce() -> String) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|source| StoreError::Corrupt {
+        what: what(),
+        source,
+    })
+}
+
+/// A unit enum's wire spelling, stored bare so that the column reads naturally in SQL.
+fn encode_word<T: Serialize>(value: &T, what: &'static str) -> Result<String, StoreError> {
+    match serde_json::to_value(value).map_err(|source| StoreError::Encode { what, source })? {
+        Value::String(word) => Ok(word),
+        other => Ok(other.to_string()),
+    }
+}
+
+fn decode_word<T: DeserializeOwned>(
+    word: String,
+    what: impl FnOnce() -> String,
+) -> Result<T, StoreError> {
+    serde_json::from_value(Value::String(word)).map_err(|source| StoreError::Corrupt {
+        what: what(),
+        source,
+    })
+}
+
+/// A `threads` row as stored, before its JSON members are decoded.
+struct RawThread {
+    id: String,
+    name: Option<String>,
+    preview: String,
+    ephemeral: bool,
+    created_at: i64,
+    updated_at: i64,
+    status: String,
+    cwd: String,
+    source: String,
+    forked_from_id: Option<String>,
+    model: Option<String>,
+    model_provider: String,
+    cli_version: String,
+    approval_policy: String,
+    dynamic_tools: String,
+    config: String,
+}
+
+impl RawThread {
+    /// Reads a row selected with [`THREAD_COLUMNS`].
+    fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: row.get(0)?,
+            name: row.get(1)?,
+            preview: row.get(2)?,
+            ephemeral: row.get(3)?,
+            created_at: row.get(4)?,
+            updated_at: row.get(5)?,
+            status: row.get(6)?,
+            cwd: row.get(7)?,
+            source: row.get(8)?,
+            forked_from_id: row.get(9)?,
+            model: row.get(10)?,
+            model_provider: row.get(11)?,
+            cli_version: row.get(12)?,
+            approval_policy: row.get(13)?,
+            dynamic_tools: row.get(14)?,
+            config: row.get(15)?,
+        })
+    }
+
+    fn decode(self) -> Result<ThreadRecord, StoreError> {
+        let id = self.id;
+        let what = |member: &str| format!("{member} of thread {id}");
+        Ok(ThreadRecord {
+            status: decode(&self.status, || what("status"))?,
+            source: decode(&self.source, || what("source"))?,
+            approval_policy: decode_word(self.approval_policy, || what("approval policy"))?,
+            dynamic_tools: decode(&self.dynamic_tools, || what("dynamic tools"))?,
+            config: decode(&self.config, || what("config"))?,
+            name: self.name,
+            preview: self.preview,
+            ephemeral: self.ephemeral,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            cwd: self.cwd,
+            forked_from_id: self.forked_from_id,
+            model: self.model,
+            model_provider: self.model_provider,
+            cli_version: self.cli_version,
+            id,
+        })
+    }
+}
+
+/// A `turns` row as stored, before its items are loaded.
+struct RawTurn {
+    id: String,
+    status: String,
+    items_view: String,
+    error: Option<String>,
+    started_at: Option<i64>,
+    completed_at: Option<i64>,
+    duration_ms: Option<i64>,
+}
+
+impl RawTurn {
+    /// Reads a row selected with [`TURN_COLUMNS`].
+    fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: row.get(0)?,
+            status: row.get(1)?,
+            items_view: row.get(2)?,
+            error: row.get(3)?,
+            started_at: row.get(4)?,
+            completed_at: row.get(5)?,
+            duration_ms: row.get(6)?,
+        })
+    }
+
+    /// Decodes the row and loads the turn's items.
+    fn load(self, connection: &Connection, thread_id: &str) -> Result<Turn, StoreError> {
+        let id = self.id;
+        let what = |member: &str| format!("{member} of turn {id} in thread {thread_id}");
+        let mut statement = connection.prepare_cached(
+            "SELECT idx, item FROM items WHERE thread_id = ?1 AND turn_id = ?2 ORDER BY idx",
+        )?;
+        let items = statement
+            .query_map(params![thread_id, id], |row| {
+                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+            })?
+            .map(|row| {
+                let (index, item) = row?;
+                decode(&item, || what(&format!("item {index}")))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        Ok(Turn {
+            items,
+            status: decode_word(self.status, || what("status"))?,
+            items_view: decode_word(self.items_view, || what("itemsView"))?,
+            error: self
+                .error
+                .map(|error| decode(&error, || what("error")))
+                .transpose()?,
+            started_at: self.started_at,
+            completed_at: self.completed_at,
+            duration_ms: self.duration_ms,
+            id,
+        })
+    }
+}
+
+fn attachment_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<(ThreadAttachment, String)> {
+    Ok((
+        ThreadAttachment {
+            id: row.get(0)?,
+            attachment_type: row.get(1)?,
+            identity_key: row.get(2)?,
+            payload: Value::Null,
+            created_at: row.get(4)?,
+        },
+        row.get(3)?,
+    ))
+}
+
+/// Fills in the payload read beside an attachment by [`attachment_from_row`].
+fn decode_attachment(
+    (mut attachment, payload): (ThreadAttachment, String),
+    thread_id: &str,
+) -> Result<ThreadAttachment, StoreError> {
+    attachment.payload = decode(&payload, || {
+        format!(
+            "payload of attachment {} in thread {thread_id}",
+            attachment.id
+        )
+    })?;
+    Ok(attachment)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statements, each run inside the caller's transaction.
+// ---------------------------------------------------------------------------------------------
+
+fn read_thread(
+    connection: &Connection,
+    thread_id: &str,
+) -> Result<Option<ThreadRecord>, StoreError> {
+    connection
+        .prepare_cached(&format!(
+            "SELECT {THREAD_COLUMNS} FROM threads WHERE id = ?1"
+        ))?
+        .query_row([thread_id], RawThread::from_row)
+        .optional()?
+        .map(RawThread::decode)
+        .transpose()
+}
+
+fn require_thread(connection: &Connection, thread_id: &str) -> Result<(), StoreError> {
+    connection
+        .prepare_cached("SELECT 1 FROM threads WHERE id = ?1")?
+        .query_row([thread_id], |_| Ok(()))
+        .optional()?
+        .ok_or_else(|| StoreError::ThreadNotFound(thread_id.to_owned()))
+}
+
+/// Inserts the thread, or overwrites every member of an existing one in place (an
+/// `INSERT OR REPLACE` would delete the row first and cascade to its turns).
+fn upsert_thread(connection: &Connection, record: &ThreadRecord) -> Result<(), StoreError> {
+    let sql = format!(
+        "INSERT INTO threads ({THREAD_COLUMNS}, source_kind) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17) \
+         ON CONFLICT (id) DO UPDATE SET name = excluded.name, preview = excluded.preview, \
+         ephemeral = excluded.ephemeral, created_at = excluded.created_at, \
+         updated_at = excluded.updated_at, status = excluded.status, cwd = excluded.cwd, \
+         source = excluded.source, forked_from_id = excluded.forked_from_id, \
+         model = excluded.model, model_provider = excluded.model_provider, \
+         cli_version = excluded.cli_version, approval_policy = excluded.approval_policy, \
+         dynamic_tools = excluded.dynamic_tools, config = excluded.config, \
+         source_kind = excluded.source_kind"
+    );
+    connection.prepare_cached(&sql)?.execute(params![
+        record.id,
+        record.name,
+        record.preview,
+        record.ephemeral,
+        record.created_at,
+        record.updated_at,
+        encode(&record.status, "thread status")?,
+        record.cwd,
+        encode(&record.source, "thread source")?,
+        record.forked_from_id,
+        record.model,
+        record.model_provider,
+        record.cli_version,
+        encode_word(&record.approval_policy, "approval policy")?,
+        encode(&record.dynamic_tools, "dynamic tools")?,
+        encode(&record.config, "thread config")?,
+        source_kind(&record.source),
+    ])?;
+    Ok(())
+}
+
+fn insert_turn(
+    connection: &Connection,
+    thread_id: &str,
+    seq: i64,
+    turn: &Turn,
+) -> Result<(), StoreError> {
+    connection
+        .prepare_cached(&format!(
+            "INSERT INTO turns (thread_id, seq, {TURN_COLUMNS}) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+        ))?
+        .execute(params![
+            thread_id,
+            seq,
+            turn.id,
+            encode_word(&turn.status, "turn status")?,
+            encode_word(&turn.items_view, "turn itemsView")?,
+            turn.error
+                .as_ref()
+                .map(|error| encode(error, "turn error"))
+                .transpose()?,
+            turn.started_at,
+            turn.completed_at,
+            turn.duration_ms,
+        ])?;
+    let mut statement = connection.prepare_cached(
+        "INSERT INTO items (thread_id, turn_id, idx, item) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for (index, item) in turn.items.iter().enumerate() {
+        let index = i64::try_from(index).expect("a turn holds fewer than i64::MAX items");
+        statement.execute(params![thread_id, turn.id, index, encode(item, "item")?])?;
+    }
+    Ok(())
+}
+
+/// The thread's turns after `after_seq` (exclusive) in `direction`, at most `limit` (negative:
+/// all of them).
+fn read_turns(
+    connection: &Connection,
+    thread_id: &str,
+    after_seq: Option<i64>,
+    direction: SortDirection,
+    limit: i64,
+) -> Result<Vec<Turn>, StoreError> {
+    let (comparison, order) = match direction {
+        SortDirection::Asc => (">", "ASC"),
+        SortDirection::Desc => ("<", "DESC"),
+    };
+    let sql = format!(
+        "SELECT {TURN_COLUMNS} FROM turns \
+         WHERE thread_id = ?1 AND (?2 IS NULL OR seq {comparison} ?2) \
+         ORDER BY seq {order} LIMIT ?3"
+    );
+    let raw = connection
+        .prepare_cached(&sql)?
+        .query_map(params![thread_id, after_seq, limit], RawTurn::from_row)?
+        .collect::<Result<Vec<_>, _>>()?;
+    raw.into_iter()
+        .map(|turn| turn.load(connection, thread_id))
+        .collect()
+}
+
+fn find_attachment(
+    connection: &Connection,
+    thread_id: &str,
+    attachment_type: &str,
+    identity_key: &str,
+) -> Result<Option<ThreadAttachment>, StoreError> {
+    connection
+        .prepare_cached(&format!(
+            "SELECT {ATTACHMENT_COLUMNS} FROM attachments \
+             WHERE thread_id = ?1 AND attachment_type = ?2 AND identity_key = ?3"
+        ))?
+        .query_row(
+            params![thread_id, attachment_type, identity_key],
+            attachment_from_row,
+        )
+        .optional()?
+        .map(|row| decode_attachment(row, thread_id))
+        .transpose()
+}
+
+/// A page size as SQLite's `LIMIT`, one more than asked so that the caller can tell whether a
+/// next page exists.
+fn limit_plus_one(limit: usize) -> i64 {
+    i64::try_from(effective_limit(limit))
+        .unwrap_or(i64::MAX)
+        .saturating_add(1)
+}
+
+/// Cuts the extra entry fetched by [`limit_plus_one`] and derives the next cursor.
+fn into_page<T>(mut data: Vec<T>, limit: usize, cursor_of: impl Fn(&T) -> String) -> Page<T> {
+    let limit = effective_limit(limit);
+    let more = data.len() > limit;
+    data.truncate(limit);
+    let next_cursor = if more {
+        data.last().map(cursor_of)
+    } else {
+        None
+    };
+    Page { data, next_cursor }
+}
+
+#[async_trait]
+impl ThreadStore for SqliteThreadStore {
+    async fn create_thread(
+        &self,
+        thread: &ThreadRecord,
+        history: &[Turn],
+    ) -> Result<(), StoreError> {
+        let thread = thread.clone();
+        let history = history.to_vec();
+        self.run(move |connection| {
+            let transaction =
+                connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            if read_thread(&transaction, &thread.id)?.is_some() {
+                return Err(StoreError::ThreadExists(thread.id));
+            }
+            upsert_thread(&transaction, &thread)?;
+            for (seq, turn) in (1..).zip(&history) {
+                insert_turn(&transaction, &thread.id, seq, turn)?;
+            }
+            transaction.commit()?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn get_thread(&self, thread_id: &str) -> Result<Option<ThreadRecord>, StoreError> {
+        let thread_id = thread_id.to_owned();
+        self.run(move |connection| read_thread(connection, &thread_id))
+            .await
+    }
+
+    async fn get_thread_with_turns(
+        &self,
+        thread_id: &str,
+    ) -> Result<Option<(ThreadRecord, Vec<Turn>)>, StoreError> {
+        let thread_id = thread_id.to_owned();
+        self.run(move |connection| {
+            // One read transaction, so a commit from another process cannot land between the
+            // record and its turns.
+            let transaction = connection.transaction()?;
+            let Some(record) = read_thread(&transaction, &thread_id)? else {
+                return Ok(None);
+            };
+            let turns = read_turns(&transaction, &thread_id, None, SortDirection::Asc, -1)?;
+            Ok(Some((record, turns)))
+        })
+        .await
+    }
+
+    async fn update_thread(
+        &self,
+        thread_id: &str,
+        update: &ThreadUpdate,
+    ) -> Result<ThreadRecord, StoreError> {
+        let thread_id = thread_id.to_owned();
+        let update = update.clone();
+        self.run(move |connection| {
+            let transaction =
+                connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut record = read_thread(&transaction, &thread_id)?
+                .ok_or_else(|| StoreError::ThreadNotFound(thread_id.clone()))?;
+            update.apply(&mut record);
+            upsert_thread(&transaction, &record)?;
+            transaction.commit()?;
+            Ok(record)
+        })
+        .await
+    }
+
+    async fn list_threads(
+        &self,
+        query: &ThreadListQuery,
+    ) -> Result<Page<ThreadRecord>, StoreError> {
+        let after = query
+            .cursor
+            .as_deref()
+            .map(parse_thread_cursor)
+            .transpose()?;
+        let (comparison, order) = match query.direction {
+            SortDirection::Asc => (">", "ASC"),
+            SortDirection::Desc => ("<", "DESC"),
+        };
+        let mut sql = format!("SELECT {THREAD_COLUMNS} FROM threads WHERE 1 = 1");
+        let mut values: Vec<rusqlite::types::Value> = Vec::new();
+        if let Some((created_at, id)) = after {
+            // A cursor is a position, not a row: the thread it named may be gone since.
+            sql.push_str(&format!(" AND (created_at, id) {comparison} (?, ?)"));
+            values.extend([created_at.into(), id.into()]);
+        }
+        for (column, accepted) in [("source_kind", &query.source_kinds), ("cwd", &query.cwds)] {
+            if !accepted.is_empty() {
+                let placeholders = vec!["?"; accepted.len()].join(", ");
+                sql.push_str(&format!(" AND {column} IN ({placeholders})"));
+                values.extend(accepted.iter().cloned().map(Into::into));
+            }
+        }
+        if let Some(term) = query.search_term() {
+            // instr is a case-sensitive substring test, like str::contains; a NULL name never
+            // matches.
+            sql.push_str(" AND instr(name, ?) > 0");
+            values.push(term.to_owned().into());
+        }
+        sql.push_str(&format!(" ORDER BY created_at {order}, id {order} LIMIT ?"));
+        values.push(limit_plus_one(query.limit).into());
+
+        let limit = query.limit;
+        let records = self
+            .run(move |connection| {
+                let raw = connection
+                    .prepare(&sql)?
+                    .query_map(params_from_iter(values), RawThread::from_row)?
+                    .collect::<Result<Vec<_>, _>>()?;
+                raw.into_iter().map(RawThread::decode).collect()
+            })
+            .await?;
+        Ok(into_page(records, limit, thread_cursor))
+    }
+
+    async fn delete_thread(&self, thread_id: &str) -> Result<bool, StoreError> {
+        let thread_id = thread_id.to_owned();
+        self.run(move |connection| {
+            // Turns, items and attachments go with it through ON DELETE CASCADE, in the same
+            // implicit transaction.
+            let deleted = connection.execute("DELETE FROM threads WHERE id = ?1", [&thread_id])?;
+            Ok(deleted > 0)
+        })
+        .await
+    }
+
+    async fn commit_turn(
+        &self,
+        thread_id: &str,
+        turn: &Turn,
+        update: &ThreadUpdate,
+    ) -> Result<ThreadRecord, StoreError> {
+        let thread_id = thread_id.to_owned();
+        let turn = turn.clone();
+        let update = update.clone();
+        self.run(move |connection| {
+            let transaction =
+                connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut record = read_thread(&transaction, &thread_id)?
+                .ok_or_else(|| StoreError::ThreadNotFound(thread_id.clone()))?;
+            let existing: Option<i64> = transaction
+                .prepare_cached("SELECT seq FROM turns WHERE thread_id = ?1 AND id = ?2")?
+                .query_row(params![thread_id, turn.id], |row| row.get(0))
+                .optional()?;
+            let seq = match existing {
+                Some(seq) => {
+                    // Replacing deletes the old items through the cascade; the turn keeps its
+                    // place.
+                    transaction.execute(
+                        "DELETE FROM turns WHERE thread_id = ?1 AND id = ?2",
+                        params![thread_id, turn.id],
+                    )?;
+                    seq
+                }
+                None => transaction.query_row(
+                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE thread_id = ?1",
+                    [&thread_id],
+                    |row| row.get(0),
+                )?,
+            };
+            insert_turn(&transaction, &thread_id, seq, &turn)?;
+            update.apply(&mut record);
+            upsert_thread(&transaction, &record)?;
+            transaction.commit()?;
+            Ok(record)
+        })
+        .await
+    }
+
+    async fn list_turns(
+        &self,
+        thread_id: &str,
+        query: &TurnListQuery,
+    ) -> Result<Page<Turn>, StoreError> {
+        let thread_id = thread_id.to_owned();
+        let query = query.clone();
+        let limit = query.limit;
+        let turns = self
+            .run(move |connection| {
+                let transaction = connection.transaction()?;
+                require_thread(&transaction, &thread_id)?;
+                let after_seq = match &query.cursor {
+                    None => None,
+                    Some(cursor) => Some(
+                        transaction
+                            .prepare_cached(
+                                "SELECT seq FROM turns WHERE thread_id = ?1 AND id = ?2",
+                            )?
+                            .query_row(params![thread_id, cursor], |row| row.get::<_, i64>(0))
+                            .optional()?
+                            .ok_or_else(|| StoreError::InvalidCursor(cursor.clone()))?,
+                    ),
+                };
+                read_turns(
+                    &transaction,
+                    &thread_id,
+                    after_seq,
+                    query.direction,
+                    limit_plus_one(query.limit),
+                )
+            })
+            .await?;
+        Ok(into_page(turns, limit, |turn| turn.id.clone()))
+    }
+
+    async fn add_attachment(
+        &self,
+        thread_id: &str,
+        attachment: &ThreadAttachment,
+    ) -> Result<ThreadAttachmentAddResponse, StoreError> {
+        let thread_id = thread_id.to_owned();
+        let attachment = attachment.clone();
+        self.run(move |connection| {
+            let transaction =
+                connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            require_thread(&transaction, &thread_id)?;
+            let existing = find_attachment(
+                &transaction,
+                &thread_id,
+                &attachment.attachment_type,
+                &attachment.identity_key,
+            )?;
+            if let Some(existing) = existing {
+                return Ok(ThreadAttachmentAddResponse {
+                    outcome: ThreadAttachmentAddOutcome::Existing,
+                    attachment: existing,
+                });
+            }
+            transaction
+                .prepare_cached(&format!(
+                    "INSERT INTO attachments (thread_id, {ATTACHMENT_COLUMNS}) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+                ))?
+                .execute(params![
+                    thread_id,
+                    attachment.id,
+                    attachment.attachment_type,
+                    attachment.identity_key,
+                    encode(&attachment.payload, "attachment payload")?,
+                    attachment.created_at,
+                ])?;
+            transaction.commit()?;
+            Ok(ThreadAttachmentAddResponse {
+                outcome: ThreadAttachmentAddOutcome::Created,
+                attachment,
+            })
+        })
+        .await
+    }
+
+    async fn remove_attachment(
+        &self,
+        thread_id: &str,
+        attachment_type: &str,
+        identity_key: &str,
+    ) -> Result<Option<ThreadAttachment>, StoreError> {
+        let thread_id = thread_id.to_owned();
+        let attachment_type = attachment_type.to_owned();
+        let identity_key = identity_key.to_owned();
+        self.run(move |connection| {
+            let transaction =
+                connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            require_thread(&transaction, &thread_id)?;
+            let removed =
+                find_attachment(&transaction, &thread_id, &attachment_type, &identity_key)?;
+            if removed.is_some() {
+                transaction.execute(
+                    "DELETE FROM attachments \
+                     WHERE thread_id = ?1 AND attachment_type = ?2 AND identity_key = ?3",
+                    params![thread_id, attachment_type, identity_key],
+                )?;
+            }
+            transaction.commit()?;
+            Ok(removed)
+        })
+        .await
+    }
+
+    async fn list_attachments(&self, thread_id: &str) -> Result<Vec<ThreadAttachment>, StoreError> {
+        let thread_id = thread_id.to_owned();
+        self.run(move |connection| {
+            let transaction = connection.transaction()?;
+            require_thread(&transaction, &thread_id)?;
+            // rowid follows insertion, which is the order clients added them in.
+            let rows = transaction
+                .prepare_cached(&format!(
+                    "SELECT {ATTACHMENT_COLUMNS} FROM attachments \
+                     WHERE thread_id = ?1 ORDER BY rowid"
+                ))?
+                .query_map([&thread_id], attachment_from_row)?
+                .collect::<Result<Vec<_>, _>>()?;
+            rows.into_iter()
+                .map(|row| decode_attachment(row, &thread_id))
+                .collect()
+        })
+        .await
+    }
+}
