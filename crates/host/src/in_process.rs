@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tandem_protocol::{
-    ClientNotification, ClientRequest, EmptyParams, InitializeParams, JSONRPCErrorError, RequestId,
-    ServerNotification, ServerRequest, SessionSource,
+    ClientNotification, ClientRequest, EmptyParams, InitializeParams, InitializeResponse,
+    JSONRPCErrorError, RequestId, ServerNotification, ServerRequest, SessionSource,
 };
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
@@ -193,6 +193,8 @@ pub struct InProcessClientHandle {
     runtime: Option<JoinHandle<()>>,
     ack_timeout: Duration,
     stage_timeout: Duration,
+    /// What the server answered to `initialize`; `None` only while `start` runs.
+    initialize_response: Option<InitializeResponse>,
 }
 
 /// Starts a host for `args.processor`, performs `initialize` and sends `initialized`.
@@ -247,6 +249,7 @@ pub async fn start(args: InProcessStartArgs) -> io::Result<InProcessClientHandle
         runtime: Some(tokio::spawn(runtime.run())),
         ack_timeout: args.shutdown_ack_timeout,
         stage_timeout: args.shutdown_stage_timeout,
+        initialize_response: None,
     };
 
     let initialize = ClientRequest::Initialize {
@@ -254,7 +257,12 @@ pub async fn start(args: InProcessStartArgs) -> io::Result<InProcessClientHandle
         params: args.initialize,
     };
     let handshake = match timeout(args.shutdown_ack_timeout, handle.request(initialize)).await {
-        Ok(Ok(Ok(_))) => Ok(()),
+        Ok(Ok(Ok(result))) => serde_json::from_value(result).map_err(|err| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("the processor's initialize result does not decode: {err}"),
+            )
+        }),
         Ok(Ok(Err(error))) => Err(io::Error::new(io::ErrorKind::InvalidData, error.message)),
         Ok(Err(err)) => Err(err),
         Err(_) => Err(io::Error::new(
@@ -262,9 +270,12 @@ pub async fn start(args: InProcessStartArgs) -> io::Result<InProcessClientHandle
             "the processor did not answer initialize in time",
         )),
     };
-    if let Err(err) = handshake {
-        let _ = handle.shutdown().await;
-        return Err(err);
+    match handshake {
+        Ok(response) => handle.initialize_response = Some(response),
+        Err(err) => {
+            let _ = handle.shutdown().await;
+            return Err(err);
+        }
     }
     // The queue may momentarily be full if capacity is 1; `initialized` must not be lost.
     let initialized = ClientCommand::Notify(ClientNotification::Initialized(EmptyParams {}));
@@ -278,6 +289,13 @@ pub async fn start(args: InProcessStartArgs) -> io::Result<InProcessClientHandle
 }
 
 impl InProcessClientHandle {
+    /// The server's `initialize` result (user agent, platform, home, server info).
+    pub fn initialize_response(&self) -> &InitializeResponse {
+        self.initialize_response
+            .as_ref()
+            .expect("start returns the handle only after a successful initialize")
+    }
+
     /// A cloneable sender for concurrent use from other tasks.
     pub fn sender(&self) -> InProcessClientSender {
         self.sender.clone()

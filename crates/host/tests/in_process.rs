@@ -16,7 +16,7 @@ use tandem_protocol::{
 };
 use tandem_test_support::{
     TestProcessor, custom_request, event_method, expect_no_event, initialize_params,
-    read_until_method, request_with_retry,
+    read_until_method, request_when_room, request_with_retry,
 };
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::{Instant, timeout};
@@ -169,7 +169,7 @@ async fn full_processor_queue_answers_overloaded() {
     timeout(PATIENCE, started.recv()).await.unwrap().unwrap();
     let queued_a = handle.request(custom_request(2, "echo", json!(2)));
     let queued_b = handle.request(custom_request(3, "echo", json!(3)));
-    let overflow = request_with_retry(&handle, custom_request(4, "echo", json!(4)), PATIENCE)
+    let overflow = request_when_room(&handle, custom_request(4, "echo", json!(4)), PATIENCE)
         .await
         .unwrap()
         .unwrap_err();
@@ -354,7 +354,7 @@ async fn server_request_answers_bypass_a_full_processor_queue() {
             handle.request(custom_request(id + 1, "echo", json!(1))),
             handle.request(custom_request(id + 2, "echo", json!(2))),
         ];
-        let full = request_with_retry(&handle, custom_request(id + 3, "echo", json!(3)), PATIENCE)
+        let full = request_when_room(&handle, custom_request(id + 3, "echo", json!(3)), PATIENCE)
             .await
             .unwrap()
             .unwrap_err();
@@ -708,7 +708,7 @@ async fn shutdown_with_full_queues_completes_within_budget_and_fails_pending() {
     timeout(PATIENCE, started.recv()).await.unwrap().unwrap();
     in_flight.push(handle.request(custom_request(3, "block", json!({}))));
     in_flight.push(handle.request(custom_request(4, "block", json!({}))));
-    let full = request_with_retry(&handle, custom_request(5, "block", json!({})), PATIENCE)
+    let full = request_when_room(&handle, custom_request(5, "block", json!({})), PATIENCE)
         .await
         .unwrap()
         .unwrap_err();
@@ -866,5 +866,13 @@ async fn sixty_four_tasks_issue_ten_thousand_requests_and_replies_match() {
             .unwrap();
     }
     assert_eq!(matched, TOTAL);
+    handle.shutdown().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn handle_exposes_the_initialize_result() {
+    let mut handle = echo().start_default().await.unwrap();
+    let expected = tandem_test_support::initialize_response();
+    assert_eq!(handle.initialize_response(), &expected);
     handle.shutdown().await.unwrap();
 }

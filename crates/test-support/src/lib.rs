@@ -336,9 +336,30 @@ pub async fn expect_no_event(
     }
 }
 
-/// Sends `request`, retrying while the client queue is full, and waits up to `within` for the
-/// reply.
+/// Sends `request`, retrying while the client queue is full (`WouldBlock`) or the processor
+/// queue is (-32001, "safe to retry later"), and waits up to `within` for the reply.
 pub async fn request_with_retry(
+    handle: &InProcessClientHandle,
+    request: ClientRequest,
+    within: Duration,
+) -> io::Result<Result<Value, JSONRPCErrorError>> {
+    tokio::time::timeout(within, async {
+        loop {
+            match handle.request(request.clone()).await {
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+                Ok(Err(error)) if error.code == tandem_protocol::error_codes::OVERLOADED => {}
+                other => return other,
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no reply in time"))?
+}
+
+/// Sends `request`, retrying only while the client queue is full (`WouldBlock`), and waits up
+/// to `within` for whatever the reply is, -32001 included: for tests of the overload answers.
+pub async fn request_when_room(
     handle: &InProcessClientHandle,
     request: ClientRequest,
     within: Duration,
