@@ -1,10 +1,17 @@
-//! tandem-server: the reference MessageProcessor (processes now; threads and turns later).
+//! tandem-server: the reference MessageProcessor: real processes, durable threads, turns run
+//! by a pluggable [`agent::Agent`], and idle unload.
 
+pub mod agent;
 pub mod config;
 pub mod options;
 pub mod process;
 pub mod server;
 pub mod store;
+mod threads;
+mod turn;
 
+pub use agent::{Agent, AgentError, ScriptedAgent, TurnDriver};
+pub use config::{ConfigError, ServerConfig, ServerConfigBuilder};
 pub use options::{ServerOptions, ServerOptionsError};
 pub use server::TandemServer;
+pub use threads::{DEFAULT_MODEL, MODEL_PROVIDER};

@@ -1,186 +1,125 @@
-//! [`ServerOptions`]: what a [`crate::TandemServer`] is started with, and where its home
-//! directory (`tandemHome`) is when the embedder does not say.
+//! [`ServerOptions`]: everything a [`crate::TandemServer`] is built from — the validated
+//! [`ServerConfig`] (home and `config.toml`, see [`crate::config`]), the thread store and the
+//! agent. It exists beside `ServerConfig` because the store and the agent are embedder choices
+//! that are not configuration values and have no place in `config/read`.
 //!
-//! The home is resolved once, up front, so that `initialize` reports one absolute path for the
-//! server's whole life; it is created on first use (the first `initialize`), not at resolution,
-//! so that merely building options never touches the filesystem.
+//! Home resolution and validation live only in [`crate::config`]; this module adds nothing to
+//! them, so an override given here is checked exactly like a value from the config file.
 
-use std::ffi::OsString;
+use std::fmt;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-/// The environment variable that overrides the home directory.
-pub const TANDEM_HOME_ENV: &str = "TANDEM_HOME";
-
-/// The directory name used under the platform data directory when `TANDEM_HOME` is unset.
-pub const HOME_DIR_NAME: &str = "tandem";
+use crate::agent::{Agent, ScriptedAgent};
+use crate::config::{ConfigError, ServerConfig, ServerConfigBuilder};
+use crate::store::ThreadStore;
 
 /// Why [`ServerOptions`] could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerOptionsError {
-    /// Neither `TANDEM_HOME` nor a platform data directory is available.
-    #[error(
-        "cannot choose a home directory for Tandem: set {TANDEM_HOME_ENV} to an absolute path \
-         (neither it nor a platform data directory such as $XDG_DATA_HOME or $HOME is set)"
-    )]
-    NoHome,
-    /// A relative home could not be made absolute because the working directory is unknown.
-    #[error("cannot make the Tandem home {path} absolute: {source}; give an absolute path")]
-    RelativeHome {
-        /// The home as given.
-        path: PathBuf,
-        /// Why the working directory could not be read.
-        #[source]
-        source: io::Error,
-    },
+    /// The home or the config file could not be resolved; the message says what to fix.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
 }
 
-/// How a [`crate::TandemServer`] is configured.
+impl From<ServerOptionsError> for io::Error {
+    fn from(error: ServerOptionsError) -> Self {
+        io::Error::new(io::ErrorKind::InvalidInput, error)
+    }
+}
+
+/// How a [`crate::TandemServer`] is built.
 ///
-/// Marked non-exhaustive so that settings can be added without breaking embedders: build it
-/// with [`ServerOptions::new`] or [`ServerOptions::from_env`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
+/// The durable thread store defaults to an SQLite database under the home, opened on the
+/// first thread request (so a server that only runs processes never creates it); replace it
+/// with [`ServerOptions::with_store`]. The agent defaults to [`ScriptedAgent`].
+#[derive(Clone)]
 pub struct ServerOptions {
-    /// The server's home directory (`tandemHome`): always absolute. Created by the server on
-    /// first use if it does not exist.
-    pub tandem_home: PathBuf,
+    /// The effective configuration (home, idle-unload delay).
+    pub config: ServerConfig,
+    /// The store for persisted threads; `None` selects SQLite under the home.
+    pub store: Option<Arc<dyn ThreadStore>>,
+    /// The agent that runs every turn.
+    pub agent: Arc<dyn Agent>,
+}
+
+impl fmt::Debug for ServerOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerOptions")
+            .field("config", &self.config)
+            .field("custom_store", &self.store.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ServerOptions {
-    /// Options with `tandem_home` as the home; a relative path is taken relative to the
-    /// working directory.
-    pub fn new(tandem_home: impl Into<PathBuf>) -> Result<Self, ServerOptionsError> {
-        Ok(Self {
-            tandem_home: make_absolute(tandem_home.into())?,
-        })
+    /// Options for an already loaded configuration, with the default store and agent.
+    pub fn from_config(config: ServerConfig) -> Self {
+        Self {
+            config,
+            store: None,
+            agent: Arc::new(ScriptedAgent),
+        }
+    }
+
+    /// Loads the configuration from `builder` (home created if missing, `config.toml` read,
+    /// overrides validated like file values). Blocking: it touches the filesystem.
+    pub fn load(builder: ServerConfigBuilder) -> Result<Self, ServerOptionsError> {
+        Ok(Self::from_config(builder.load()?))
     }
 
     /// Options with the home taken from `TANDEM_HOME`, else the platform data directory
-    /// joined with `tandem` (on Linux `$XDG_DATA_HOME/tandem`, else
-    /// `$HOME/.local/share/tandem`).
+    /// joined with `tandem`, and settings from its `config.toml`. Blocking.
     pub fn from_env() -> Result<Self, ServerOptionsError> {
-        Self::new(resolve_home(|name| std::env::var_os(name))?)
+        Self::load(ServerConfig::builder())
     }
-}
 
-/// The home named by `env` (a lookup, so tests need not mutate the process environment).
-fn resolve_home(env: impl Fn(&str) -> Option<OsString>) -> Result<PathBuf, ServerOptionsError> {
-    // An empty value is how shells spell "unset" (`TANDEM_HOME= cmd`); taking it as the working
-    // directory would scatter server state wherever the server happens to start.
-    if let Some(home) = env(TANDEM_HOME_ENV).filter(|value| !value.is_empty()) {
-        return Ok(PathBuf::from(home));
+    /// Options for the home `tandem_home` (relative paths are taken relative to the working
+    /// directory), settings from its `config.toml`. Blocking.
+    pub fn new(tandem_home: impl Into<std::path::PathBuf>) -> Result<Self, ServerOptionsError> {
+        Self::load(ServerConfig::builder().tandem_home(tandem_home))
     }
-    platform_data_dir(&env)
-        .map(|dir| dir.join(HOME_DIR_NAME))
-        .ok_or(ServerOptionsError::NoHome)
-}
 
-/// The per-user data directory of the platform, following each platform's convention.
-fn platform_data_dir(env: &impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
-    let absolute = |name: &str| {
-        env(name)
-            .map(PathBuf::from)
-            // The XDG spec says relative values are invalid and must be ignored.
-            .filter(|path| path.is_absolute())
-    };
-    if cfg!(windows) {
-        absolute("APPDATA")
-    } else if cfg!(target_os = "macos") {
-        absolute("HOME").map(|home| home.join("Library").join("Application Support"))
-    } else {
-        absolute("XDG_DATA_HOME")
-            .or_else(|| absolute("HOME").map(|home| home.join(".local").join("share")))
+    /// Uses `store` for persisted threads instead of SQLite under the home.
+    pub fn with_store(mut self, store: Arc<dyn ThreadStore>) -> Self {
+        self.store = Some(store);
+        self
     }
-}
 
-fn make_absolute(path: PathBuf) -> Result<PathBuf, ServerOptionsError> {
-    if path.is_absolute() {
-        return Ok(path);
+    /// Runs turns with `agent` instead of the [`ScriptedAgent`].
+    pub fn with_agent(mut self, agent: Arc<dyn Agent>) -> Self {
+        self.agent = agent;
+        self
     }
-    std::path::absolute(&path).map_err(|source| ServerOptionsError::RelativeHome { path, source })
-}
-
-/// Creates `home` (and its parents) if missing; the error names the path and what to do.
-pub(crate) async fn ensure_home(home: &Path) -> Result<(), String> {
-    tokio::fs::create_dir_all(home).await.map_err(|error| {
-        format!(
-            "cannot create the Tandem home {}: {error}; set {TANDEM_HOME_ENV} to a writable \
-             directory",
-            home.display()
-        )
-    })
 }
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
     use super::*;
 
-    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
-        let map: HashMap<String, OsString> = pairs
-            .iter()
-            .map(|(name, value)| ((*name).to_owned(), OsString::from(value)))
-            .collect();
-        move |name| map.get(name).cloned()
-    }
-
     #[test]
-    fn tandem_home_variable_wins() {
-        let home = resolve_home(env(&[
-            ("TANDEM_HOME", "/srv/tandem"),
-            ("HOME", "/home/ada"),
-        ]))
-        .unwrap();
-        assert_eq!(home, PathBuf::from("/srv/tandem"));
-    }
-
-    #[test]
-    fn empty_variable_falls_back_to_the_platform_directory() {
-        let home = resolve_home(env(&[("TANDEM_HOME", ""), ("HOME", "/home/ada")])).unwrap();
-        assert!(home.starts_with("/home/ada"), "{}", home.display());
-        assert!(home.ends_with(HOME_DIR_NAME));
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn linux_uses_xdg_data_home_then_home() {
-        let xdg = resolve_home(env(&[("XDG_DATA_HOME", "/data"), ("HOME", "/home/ada")]));
-        assert_eq!(xdg.unwrap(), PathBuf::from("/data/tandem"));
-        // A relative XDG_DATA_HOME is invalid per the spec and ignored.
-        let relative = resolve_home(env(&[("XDG_DATA_HOME", "data"), ("HOME", "/home/ada")]));
-        assert_eq!(
-            relative.unwrap(),
-            PathBuf::from("/home/ada/.local/share/tandem")
+    fn overrides_are_validated_like_the_file() {
+        let home = tempfile::tempdir().expect("temp dir");
+        let error = ServerOptions::load(
+            ServerConfig::builder()
+                .tandem_home(home.path())
+                .thread_unload_delay_secs(u64::MAX),
+        )
+        .expect_err("an overflowing delay is rejected");
+        let io_error = io::Error::from(error);
+        assert_eq!(io_error.kind(), io::ErrorKind::InvalidInput);
+        assert!(
+            io_error.to_string().contains("thread_unload_delay_secs"),
+            "{io_error}"
         );
     }
 
     #[test]
-    fn nothing_set_is_an_actionable_error() {
-        let error = resolve_home(env(&[])).unwrap_err();
-        assert!(matches!(error, ServerOptionsError::NoHome));
-        assert!(error.to_string().contains("set TANDEM_HOME"), "{error}");
-    }
-
-    #[test]
-    fn relative_homes_are_made_absolute() {
-        let options = ServerOptions::new("relative/home").unwrap();
-        assert!(options.tandem_home.is_absolute());
-        assert!(options.tandem_home.ends_with("relative/home"));
-    }
-
-    #[tokio::test]
-    async fn home_is_created_and_an_uncreatable_one_is_explained() {
-        let base = std::env::temp_dir().join(format!("tandem-options-test-{}", std::process::id()));
-        let home = base.join("nested").join("home");
-        ensure_home(&home).await.unwrap();
+    fn relative_homes_are_made_absolute_and_created() {
+        let base = tempfile::tempdir().expect("temp dir");
+        let home = base.path().join("nested").join("home");
+        let options = ServerOptions::new(&home).expect("load");
+        assert!(options.config.tandem_home.is_absolute());
         assert!(home.is_dir());
-        // A regular file where a parent directory should be cannot be created through.
-        let blocker = base.join("file");
-        std::fs::write(&blocker, b"x").unwrap();
-        let message = ensure_home(&blocker.join("home")).await.unwrap_err();
-        assert!(message.contains("set TANDEM_HOME"), "{message}");
-        let _ = std::fs::remove_dir_all(&base);
     }
 }

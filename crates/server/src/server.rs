@@ -1,7 +1,8 @@
 //! [`TandemServer`]: the reference [`MessageProcessor`]. It owns the connection-level glue
 //! between the host and the host-independent [`crate::process`] machinery: one
 //! [`ProcessManager`] per connection, whose events it delivers through the host's outgoing
-//! sender, and whose processes die with the connection or the host.
+//! sender, and whose processes die with the connection or the host. Thread, turn and
+//! `config/read` requests go to the thread service (`crate::threads`), which spawns them.
 //!
 //! The processor task must stay free to answer `process/kill` while a client is not reading
 //! events (protocol.md section 8), so nothing here awaits anything on that task that waits on
@@ -23,8 +24,9 @@ use tandem_protocol::{
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
-use crate::options::{ServerOptions, ensure_home};
+use crate::options::ServerOptions;
 use crate::process::{ProcessEventSink, ProcessManager};
+use crate::threads::ThreadService;
 
 /// The server name reported in `serverInfo` and `userAgent`.
 pub const SERVER_NAME: &str = "tandem";
@@ -32,8 +34,8 @@ pub const SERVER_NAME: &str = "tandem";
 /// The server version reported in `serverInfo` and `userAgent`.
 pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The reference Tandem server: processes today (protocol.md section 8); threads, turns and
-/// configuration answer -32601 until they arrive.
+/// The reference Tandem server: processes (protocol.md section 8), threads and turns
+/// (sections 4 to 7 and 9) and `config/read`. Every protocol method is implemented.
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -64,6 +66,7 @@ pub struct TandemServer {
     outgoing: OutgoingMessageSender,
     options: ServerOptions,
     connections: Mutex<HashMap<ConnectionId, Arc<ConnectionProcesses>>>,
+    threads: Arc<ThreadService>,
 }
 
 impl std::fmt::Debug for TandemServer {
@@ -129,10 +132,17 @@ impl TandemServer {
     /// A server that emits through `outgoing` (the sender the host hands its processor
     /// factory).
     pub fn new(outgoing: OutgoingMessageSender, options: ServerOptions) -> Self {
+        let threads = Arc::new(ThreadService::new(
+            outgoing.clone(),
+            options.config.clone(),
+            options.store.clone(),
+            Arc::clone(&options.agent),
+        ));
         Self {
             outgoing,
             options,
             connections: Mutex::new(HashMap::new()),
+            threads,
         }
     }
 
@@ -220,7 +230,7 @@ impl TandemServer {
         });
     }
 
-    /// Answers -32601 for a protocol method this server does not implement yet. The answer
+    /// Answers -32601 for a method this server does not know. The answer
     /// takes the ordinary lane, which waits while a guaranteed notification is parked, so it
     /// is sent from a task of its own: the processor must still reach a later `process/kill`.
     fn method_not_found(&self, method: &str, context: RequestContext) {
@@ -256,10 +266,8 @@ impl MessageProcessor for TandemServer {
         params: &InitializeParams,
         _session: &ConnectionSessionState,
     ) -> Result<InitializeResponse, JSONRPCErrorError> {
-        let home = &self.options.tandem_home;
-        ensure_home(home)
-            .await
-            .map_err(JSONRPCErrorError::internal)?;
+        // The home was created when the configuration was loaded.
+        let home = &self.options.config.tandem_home;
         let client = &params.client_info;
         tracing::debug!(%connection, client = %client.name, "initialize");
         Ok(InitializeResponse {
@@ -297,14 +305,18 @@ impl MessageProcessor for TandemServer {
                 let result = processes.manager.resize_pty(params).await;
                 self.reply(context.id, result).await;
             }
-            // Threads, turns and config/read arrive with later issues; until then they are
-            // "unavailable in this build" (protocol.md section 2). Custom methods never get
-            // here: the host answers them, since this server claims none.
-            other => self.method_not_found(other.method(), context),
+            other => {
+                // Custom methods never get here (the host answers them, since this server
+                // claims none), so whatever the thread service declines is unknown.
+                if let Some((other, context)) = self.threads.handle(other, context) {
+                    self.method_not_found(other.method(), context);
+                }
+            }
         }
     }
 
     async fn connection_closed(&self, connection: ConnectionId) {
+        self.threads.connection_closed(connection);
         let processes = self.lock().remove(&connection);
         if let Some(processes) = processes {
             tracing::debug!(%connection, "connection closed; killing its processes");
@@ -313,6 +325,7 @@ impl MessageProcessor for TandemServer {
     }
 
     async fn shutdown(&self) {
+        self.threads.shutdown();
         let all: Vec<Arc<ConnectionProcesses>> = self.lock().drain().map(|(_, p)| p).collect();
         // Concurrently, so that every connection's processes are signalled at once and the
         // reap waits overlap within the host's shutdown stage.

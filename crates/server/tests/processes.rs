@@ -23,7 +23,7 @@ use tandem_host::{
     InProcessClientHandle, InProcessClientSender, MessageProcessor, RequestResult,
 };
 use tandem_protocol::{
-    ClientRequest, JSONRPCErrorError, JSONRPCRequest, ProcessExitedNotification, ProcessKillParams,
+    ClientRequest, JSONRPCErrorError, ProcessExitedNotification, ProcessKillParams,
     ProcessOutputDeltaNotification, ProcessOutputStream, ProcessResizePtyParams,
     ProcessSpawnParams, ProcessWriteStdinParams, PtySize, RequestId, ServerNotification,
     error_codes,
@@ -1216,36 +1216,4 @@ async fn initialize_names_server_and_client_and_creates_the_home() {
     assert_eq!(PathBuf::from(&response.tandem_home), home);
     within(PROMPT, "shutdown", handle.shutdown()).await.unwrap();
     let _ = std::fs::remove_dir_all(&home);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn methods_of_later_issues_answer_method_not_found() {
-    let mut handle = start(DEFAULT_IN_PROCESS_CHANNEL_CAPACITY).await;
-    // One params object that decodes for every method (unknown members are ignored).
-    let params = json!({
-        "threadId": "t", "turnId": "u", "expectedTurnId": "u", "input": [], "name": "n",
-        "attachmentType": "a", "identityKey": "k", "payload": null,
-    });
-    let methods: Vec<&str> = ClientRequest::METHODS
-        .iter()
-        .copied()
-        .filter(|method| *method != "initialize" && !method.starts_with("process/"))
-        .collect();
-    assert!(methods.contains(&"config/read") && methods.contains(&"turn/start"));
-    for method in methods {
-        let wire = JSONRPCRequest {
-            id: next_id(),
-            method: method.to_owned(),
-            params: Some(params.clone()),
-        };
-        let request = ClientRequest::try_from(wire).unwrap_or_else(|error| {
-            panic!("{method} params: {error:?}");
-        });
-        assert_error(
-            call(&handle, request).await,
-            error_codes::METHOD_NOT_FOUND,
-            &format!("method not found: {method}"),
-        );
-    }
-    within(PROMPT, "shutdown", handle.shutdown()).await.unwrap();
 }

@@ -1,0 +1,129 @@
+//! `cargo bench -p tandem-server --bench turns`: turns per second through the in-process host
+//! with the scripted agent. One unit of work is `thread/start` plus one `hello` turn, timed
+//! until its `turn/completed` arrives, for 1 and for 16 threads driven concurrently over one
+//! host (one connection). The durable SQLite store is used, so every turn commits to disk, as
+//! it does for an embedder.
+//!
+//! Without `--bench` (as under `cargo test --benches`) it runs a handful of turns so it
+//! finishes in about a second.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tandem_host::MessageProcessor;
+use tandem_host::in_process::{
+    self, InProcessClientHandle, InProcessServerEvent, InProcessStartArgs,
+};
+use tandem_protocol::client_methods::{ThreadStart, TurnStart};
+use tandem_protocol::{ClientRequest, RequestId, RequestMethod, ServerNotification};
+use tandem_server::{ServerConfig, ServerOptions, TandemServer};
+use tandem_test_support::initialize_params;
+
+/// Upper bound for one batch, so a regression fails instead of hanging.
+const BATCH_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn main() {
+    let quick = !std::env::args().any(|arg| arg == "--bench");
+    let turns_per_run = if quick { 16 } else { 800 };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let home = tempfile::tempdir().expect("temp home");
+    println!("thread/start + one `hello` turn to turn/completed, scripted agent, SQLite store");
+    for concurrency in [1, 16] {
+        let rate = runtime.block_on(turns_per_second(home.path(), concurrency, turns_per_run));
+        println!("  {concurrency:>2} concurrent threads: {rate:>8.0} turns/s");
+    }
+}
+
+fn request<M: RequestMethod<Request = ClientRequest>>(
+    id: i64,
+    params: serde_json::Value,
+) -> ClientRequest {
+    M::into_request(
+        RequestId::Integer(id),
+        serde_json::from_value(params).expect("params"),
+    )
+}
+
+async fn turns_per_second(home: &std::path::Path, concurrency: usize, total: usize) -> f64 {
+    let options = ServerOptions::load(ServerConfig::builder().tandem_home(home)).expect("options");
+    let mut args = InProcessStartArgs::new(
+        move |outgoing| Arc::new(TandemServer::new(outgoing, options)) as Arc<dyn MessageProcessor>,
+        initialize_params(true),
+    );
+    // Room for every in-flight turn's notifications, so the measurement is the server's work
+    // rather than the consumer's drain pattern.
+    args.channel_capacity = 1024;
+    let mut handle = in_process::start(args).await.expect("host");
+    // Warm up: open the database and run one turn outside the timing.
+    run_batch(&mut handle, 1, 0).await;
+    let began = Instant::now();
+    let mut done = 0;
+    let mut next_id = 1_000;
+    while done < total {
+        let batch = concurrency.min(total - done);
+        run_batch(&mut handle, batch, next_id).await;
+        next_id += 10 * batch as i64;
+        done += batch;
+    }
+    let rate = total as f64 / began.elapsed().as_secs_f64();
+    handle.shutdown().await.expect("shutdown");
+    rate
+}
+
+/// Starts `count` threads with one `hello` turn each, concurrently, and waits for every
+/// `turn/completed`.
+async fn run_batch(handle: &mut InProcessClientHandle, count: usize, first_id: i64) {
+    let sender = handle.sender();
+    let mut starts = Vec::new();
+    for index in 0..count {
+        let sender = sender.clone();
+        let id = first_id + 2 * index as i64;
+        starts.push(tokio::spawn(async move {
+            let reply = sender
+                .request(request::<ThreadStart>(id, json!({})))
+                .await
+                .expect("host")
+                .expect("thread/start");
+            let thread_id = reply["thread"]["id"].as_str().expect("id").to_owned();
+            sender
+                .request(request::<TurnStart>(
+                    id + 1,
+                    json!({"threadId": thread_id, "input": [{"type": "text", "text": "hello"}]}),
+                ))
+                .await
+                .expect("host")
+                .expect("turn/start");
+            thread_id
+        }));
+    }
+    let mut completed_threads = HashSet::new();
+    let mut completed = 0;
+    let drain = async {
+        while completed < count {
+            // turn/completed is guaranteed, so no completion hides behind a `Lagged`.
+            if let InProcessServerEvent::ServerNotification(ServerNotification::TurnCompleted(
+                done,
+            )) = handle.next_event().await.expect("event stream")
+            {
+                completed_threads.insert(done.thread_id);
+                completed += 1;
+            }
+        }
+    };
+    tokio::time::timeout(BATCH_TIMEOUT, drain)
+        .await
+        .expect("batch completes");
+    for start in starts {
+        let thread_id = start.await.expect("start task");
+        assert!(
+            completed_threads.contains(&thread_id),
+            "turn of {thread_id} completed"
+        );
+    }
+}

@@ -1,0 +1,168 @@
+//! The embedder's model integration point: the [`Agent`] trait, which drives one turn through
+//! the narrow [`TurnDriver`] API, and the deterministic default [`ScriptedAgent`].
+//!
+//! The agent never touches the protocol: it asks the driver to stream a message, call a client
+//! tool, run a command or ask the user, and the driver emits the items, server requests,
+//! flags and notifications in the order protocol.md section 6 requires. That keeps every
+//! agent — scripted or model-backed — inside the same ordering and interruption rules.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tandem_protocol::{DynamicToolCallOutputContentItem, Turn, UserInput};
+
+pub use crate::turn::{CommandOutcome, ToolOutcome, TurnDriver};
+
+/// Why an agent stopped a turn early.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AgentError {
+    /// The turn was interrupted (`turn/interrupt`, or an approval answered `cancel`); return it
+    /// as soon as a driver call reports it.
+    #[error("turn interrupted")]
+    Interrupted,
+    /// The turn failed; the message becomes the turn's error and the `error` notification.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// The model behind a thread. One call per turn; it returns when the turn is done.
+#[async_trait]
+pub trait Agent: Send + Sync + 'static {
+    /// Runs one turn: `history` holds the thread's earlier turns (oldest first) and `input`
+    /// the turn's input. Input steered into the running turn arrives through
+    /// [`TurnDriver::take_steered_input`].
+    async fn run_turn(
+        &self,
+        history: &[Turn],
+        input: Vec<UserInput>,
+        driver: &mut TurnDriver,
+    ) -> Result<(), AgentError>;
+}
+
+/// The deterministic default agent. Each input line is a command:
+///
+/// - `/tool NAME JSON`: calls the dynamic tool `NAME` (registered at `thread/start`) with the
+///   JSON arguments, then reports the tool's text;
+/// - `/sh CMD`: runs `CMD` with `sh -c` (asking for approval unless the policy is `never`);
+/// - `/ask QUESTION`: asks the user and echoes the answer;
+/// - `/sleep MS`: waits MS milliseconds (interruptible);
+/// - `/fail MESSAGE`: fails the turn;
+/// - any other text: answered with a message quoting it, streamed in several deltas.
+///
+/// Steered input is executed the same way once the lines before it are done.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ScriptedAgent;
+
+#[async_trait]
+impl Agent for ScriptedAgent {
+    async fn run_turn(
+        &self,
+        _history: &[Turn],
+        input: Vec<UserInput>,
+        driver: &mut TurnDriver,
+    ) -> Result<(), AgentError> {
+        let mut pending = input;
+        while !pending.is_empty() {
+            for line in input_lines(&pending) {
+                run_line(&line, driver).await?;
+            }
+            pending = driver.take_steered_input().await?;
+        }
+        Ok(())
+    }
+}
+
+/// The non-empty lines of every text input, in order.
+fn input_lines(input: &[UserInput]) -> Vec<String> {
+    input
+        .iter()
+        .filter_map(|input| match input {
+            UserInput::Text { text } => Some(text.as_str()),
+            UserInput::Unsupported { .. } => None,
+        })
+        .flat_map(str::lines)
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+async fn run_line(line: &str, driver: &mut TurnDriver) -> Result<(), AgentError> {
+    let (command, rest) = match line.split_once(char::is_whitespace) {
+        Some((command, rest)) => (command, rest.trim()),
+        None => (line, ""),
+    };
+    match command {
+        "/tool" => {
+            let (name, arguments) = match rest.split_once(char::is_whitespace) {
+                Some((name, json)) => (name, json.trim()),
+                None => (rest, ""),
+            };
+            let arguments: Value = if arguments.is_empty() {
+                Value::Object(Default::default())
+            } else {
+                serde_json::from_str(arguments).map_err(|error| {
+                    AgentError::Failed(format!("/tool {name}: arguments are not JSON: {error}"))
+                })?
+            };
+            if !driver.has_tool(name) {
+                return Err(AgentError::Failed(format!(
+                    "/tool {name}: no dynamic tool named {name} was registered at thread/start"
+                )));
+            }
+            let outcome = driver.call_tool(None, name, arguments).await?;
+            let text: Vec<&str> = outcome
+                .content_items
+                .iter()
+                .map(|DynamicToolCallOutputContentItem::InputText { text }| text.as_str())
+                .collect();
+            let verdict = if outcome.success {
+                "returned"
+            } else {
+                "failed"
+            };
+            driver
+                .agent_message(&format!("tool {name} {verdict}: {}", text.join("\n")))
+                .await
+        }
+        "/sh" => {
+            if rest.is_empty() {
+                return Err(AgentError::Failed("/sh needs a command".into()));
+            }
+            driver.run_command(rest).await.map(|_| ())
+        }
+        "/ask" => {
+            let answers = driver.ask_user(rest).await?;
+            driver
+                .agent_message(&format!("you answered: {}", answers.join(", ")))
+                .await
+        }
+        "/sleep" => {
+            let millis: u64 = rest.parse().map_err(|_| {
+                AgentError::Failed(format!("/sleep needs milliseconds, got {rest:?}"))
+            })?;
+            driver.sleep(Duration::from_millis(millis)).await
+        }
+        "/fail" => Err(AgentError::Failed(if rest.is_empty() {
+            "the scripted agent was told to fail".into()
+        } else {
+            rest.to_owned()
+        })),
+        _ => driver.agent_message(&format!("You said: \"{line}\"")).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_come_from_every_text_input_in_order() {
+        let input = vec![
+            UserInput::text("hello\n\n  /sleep 5 "),
+            UserInput::text("/fail x"),
+        ];
+        assert_eq!(input_lines(&input), vec!["hello", "/sleep 5", "/fail x"]);
+    }
+}
