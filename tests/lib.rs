@@ -1,1 +1,1 @@
-//! End-to-end tests spanning Tandem crates live in `tests/`; this library is empty on purpose.
+//! End-to-end tests spanning Tandem crates live in `tests/tests/`; this library only anchors the package.
