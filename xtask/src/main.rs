@@ -1,7 +1,7 @@
 //! `cargo xtask`: project automation that would otherwise live in shell snippets.
 //!
 //! - `cargo xtask ci`: exactly what `.ci/run` runs (tests, clippy, rustfmt), in that order.
-//! - `cargo xtask bench [host]`: the benchmarks behind `docs/performance.md`.
+//! - `cargo xtask bench [host|server]`: the benchmarks behind `docs/performance.md`.
 
 use std::process::{Command, ExitCode};
 
@@ -24,9 +24,14 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let steps: Vec<Vec<&str>> = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["ci"] => CI_STEPS.iter().map(|step| step.to_vec()).collect(),
-        ["bench"] | ["bench", "host"] => vec![vec!["bench", "-p", "tandem-host"]],
+        ["bench"] => vec![
+            vec!["bench", "-p", "tandem-host"],
+            vec!["bench", "-p", "tandem-server"],
+        ],
+        ["bench", "host"] => vec![vec!["bench", "-p", "tandem-host"]],
+        ["bench", "server"] => vec![vec!["bench", "-p", "tandem-server"]],
         _ => {
-            eprintln!("usage: cargo xtask ci | cargo xtask bench [host]");
+            eprintln!("usage: cargo xtask ci | cargo xtask bench [host|server]");
             return ExitCode::from(2);
         }
     };
