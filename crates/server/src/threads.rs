@@ -111,14 +111,24 @@ pub(crate) struct ActiveTurn {
     /// unsubscribed), since that is the client driving the turn.
     pub(crate) connection: ConnectionId,
     pub(crate) cancel: CancellationToken,
-    /// Steered input not yet taken by the agent, with its `clientUserMessageId`.
-    pub(crate) steered: Mutex<Vec<(Vec<UserInput>, Option<String>)>>,
+    /// Steered input not yet taken by the agent.
+    pub(crate) steered: Mutex<SteerQueue>,
     /// Signalled when input is steered, so a waiting agent wakes up.
     pub(crate) steer_signal: tokio::sync::Notify,
     /// `turn/interrupt` requests to answer once the turn has stopped.
     pub(crate) interrupt_replies: Mutex<Vec<ConnectionRequestId>>,
     /// The turn as it stands (items so far), for `thread/read` and `thread/resume`.
     pub(crate) snapshot: Mutex<Turn>,
+}
+
+/// Input steered into a running turn, and whether the turn still takes any.
+#[derive(Default)]
+pub(crate) struct SteerQueue {
+    /// Each steered input with its `clientUserMessageId`, oldest first.
+    pub(crate) inputs: Vec<(Vec<UserInput>, Option<String>)>,
+    /// Set by the turn task, under this lock, once its agent is done and nothing is left
+    /// queued: from then on input is refused rather than accepted and silently dropped.
+    pub(crate) closed: bool,
 }
 
 impl LoadedThread {
@@ -412,12 +422,7 @@ impl ThreadService {
                     service.attachment_remove(params, id).await;
                 });
             }
-            ClientRequest::TurnStart { params, .. } => {
-                let thread_id = params.thread_id.clone();
-                self.sequenced(&thread_id, async move {
-                    service.turn_start(params, id).await;
-                });
-            }
+            ClientRequest::TurnStart { params, .. } => self.queue_turn_start(params, id),
             ClientRequest::TurnSteer { params, .. } => {
                 ordered!(params.thread_id, service.turn_steer(params))
             }
@@ -1057,26 +1062,52 @@ impl ThreadService {
     // turn/*
     // -----------------------------------------------------------------------------------------
 
-    async fn turn_start(self: &Arc<Self>, params: TurnStartParams, id: ConnectionRequestId) {
+    /// Queues `turn/start` in the thread's order; a start that meets a turn which is wrapping
+    /// up goes to the back of the queue again, so it runs once that turn has ended.
+    fn queue_turn_start(self: &Arc<Self>, params: TurnStartParams, id: ConnectionRequestId) {
+        let service = Arc::clone(self);
+        let thread_id = params.thread_id.clone();
+        self.sequenced(&thread_id, async move {
+            if let Some((params, id)) = service.turn_start(params, id).await {
+                tokio::task::yield_now().await;
+                service.queue_turn_start(params, id);
+            }
+        });
+    }
+
+    /// Starts a turn, or joins the input to the running one. Gives the request back when the
+    /// running turn no longer takes input.
+    async fn turn_start(
+        self: &Arc<Self>,
+        params: TurnStartParams,
+        id: ConnectionRequestId,
+    ) -> Option<(TurnStartParams, ConnectionRequestId)> {
         if let Err(error) = UserInput::ensure_all_supported(&params.input) {
-            return self.outgoing.send_error(id, error).await;
+            self.outgoing.send_error(id, error).await;
+            return None;
         }
         let Some(thread) = self.loaded(&params.thread_id) else {
             let error = JSONRPCErrorError::invalid_request(format!(
                 "thread not loaded: {}; resume it first",
                 params.thread_id
             ));
-            return self.outgoing.send_error(id, error).await;
+            self.outgoing.send_error(id, error).await;
+            return None;
         };
         // A turn is already running: the input joins it, as `turn/steer` without the id check.
         let running = thread.state().active.clone();
         if let Some(active) = running {
-            steer(&active, params.input, params.client_user_message_id);
-            let turn = active_turn_reply(&active);
-            return self
-                .outgoing
-                .send_response(id, TurnStartResponse { turn })
-                .await;
+            let (input, client_id) = (params.input.clone(), params.client_user_message_id.clone());
+            if steer(&active, input, client_id) {
+                let turn = active_turn_reply(&active);
+                self.outgoing
+                    .send_response(id, TurnStartResponse { turn })
+                    .await;
+                return None;
+            }
+            // The running turn is wrapping up and takes no more input: the caller queues this
+            // request again, behind the end of that turn.
+            return Some((params, id));
         }
         let settings = ThreadUpdate {
             approval_policy: params
@@ -1095,7 +1126,10 @@ impl ThreadService {
             };
             match result {
                 Ok(record) => thread.state().record = record,
-                Err(error) => return self.outgoing.send_error(id, error).await,
+                Err(error) => {
+                    self.outgoing.send_error(id, error).await;
+                    return None;
+                }
             }
         }
         let now = now_secs();
@@ -1113,7 +1147,7 @@ impl ThreadService {
             id: turn.id.clone(),
             connection: id.connection_id,
             cancel: CancellationToken::new(),
-            steered: Mutex::new(Vec::new()),
+            steered: Mutex::new(SteerQueue::default()),
             steer_signal: tokio::sync::Notify::new(),
             interrupt_replies: Mutex::new(Vec::new()),
             snapshot: Mutex::new(Turn {
@@ -1137,6 +1171,7 @@ impl ThreadService {
             params.input,
             params.client_user_message_id,
         );
+        None
     }
 
     fn turn_steer(&self, params: TurnSteerParams) -> Result<TurnSteerResponse, JSONRPCErrorError> {
@@ -1161,7 +1196,11 @@ impl ThreadService {
                 params.expected_turn_id, active.id
             )));
         }
-        steer(&active, params.input, params.client_user_message_id);
+        if !steer(&active, params.input, params.client_user_message_id) {
+            return Err(JSONRPCErrorError::invalid_request(
+                "no active turn to steer",
+            ));
+        }
         Ok(TurnSteerResponse {
             turn_id: active.id.clone(),
         })
@@ -1230,9 +1269,16 @@ impl ThreadService {
     }
 }
 
-fn steer(active: &ActiveTurn, input: Vec<UserInput>, client_id: Option<String>) {
-    lock(&active.steered).push((input, client_id));
+/// Queues `input` for the running turn; `false` when the turn has stopped taking input.
+fn steer(active: &ActiveTurn, input: Vec<UserInput>, client_id: Option<String>) -> bool {
+    let mut queue = lock(&active.steered);
+    if queue.closed {
+        return false;
+    }
+    queue.inputs.push((input, client_id));
+    drop(queue);
     active.steer_signal.notify_one();
+    true
 }
 
 fn active_turn_reply(active: &ActiveTurn) -> Turn {

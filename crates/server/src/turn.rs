@@ -215,11 +215,12 @@ impl TurnDriver {
             return Err(AgentError::Interrupted);
         }
         let steered: Vec<_> = std::mem::take(
-            &mut *self
+            &mut self
                 .active
                 .steered
                 .lock()
-                .unwrap_or_else(PoisonError::into_inner),
+                .unwrap_or_else(PoisonError::into_inner)
+                .inputs,
         );
         let mut input = Vec::new();
         for (content, client_id) in steered {
@@ -666,6 +667,32 @@ async fn run(
     driver.user_message(input.clone(), client_id).await;
     let agent = Arc::clone(&service.agent);
     let mut result = agent.run_turn(&history, input, &mut driver).await;
+    // Input steered after the agent last looked still belongs to this turn: hand it to the
+    // agent again until none is left, then refuse more, atomically with that last look.
+    while result.is_ok() && !active.cancel.is_cancelled() {
+        let leftover = {
+            let mut queue = active
+                .steered
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if queue.inputs.is_empty() {
+                queue.closed = true;
+                break;
+            }
+            std::mem::take(&mut queue.inputs)
+        };
+        let mut input = Vec::new();
+        for (content, client_id) in leftover {
+            driver.user_message(content.clone(), client_id).await;
+            input.extend(content);
+        }
+        result = agent.run_turn(&history, input, &mut driver).await;
+    }
+    active
+        .steered
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .closed = true;
     if active.cancel.is_cancelled() {
         result = Err(AgentError::Interrupted);
     }

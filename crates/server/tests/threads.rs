@@ -807,3 +807,71 @@ async fn store_survives_sigkill_in_the_middle_of_a_turn() {
     assert_eq!(resumed.thread.status, ThreadStatus::Idle);
     shutdown(handle).await;
 }
+
+/// Answers each input it is given, then parks before returning until the test releases it:
+/// the window in which input steered into the turn used to be accepted and then lost.
+struct ParkingAgent {
+    parked: tokio::sync::mpsc::UnboundedSender<()>,
+    release: Arc<tokio::sync::Semaphore>,
+}
+
+#[async_trait::async_trait]
+impl tandem_server::Agent for ParkingAgent {
+    async fn run_turn(
+        &self,
+        _history: &[tandem_protocol::Turn],
+        input: Vec<tandem_protocol::UserInput>,
+        driver: &mut tandem_server::TurnDriver,
+    ) -> Result<(), tandem_server::AgentError> {
+        for text in input.iter().filter_map(|input| match input {
+            tandem_protocol::UserInput::Text { text, .. } => Some(text.clone()),
+            _ => None,
+        }) {
+            driver.agent_message(&format!("got {text}")).await?;
+        }
+        let _ = self.parked.send(());
+        self.release.acquire().await.expect("open").forget();
+        Ok(())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn input_steered_while_the_agent_returns_still_reaches_the_turn() {
+    let home = home();
+    let (parked_tx, mut parked) = tokio::sync::mpsc::unbounded_channel();
+    let release = Arc::new(tokio::sync::Semaphore::new(0));
+    let agent = ParkingAgent {
+        parked: parked_tx,
+        release: Arc::clone(&release),
+    };
+    let mut handle = start(options(home.path(), 60, true).with_agent(Arc::new(agent))).await;
+    let id = start_thread(&handle, json!({})).await;
+    let turn_id = start_turn(&handle, &id, "first").await;
+    within("agent parks", parked.recv()).await.expect("parked");
+
+    // The agent has looked at its input for the last time; this arrives before it returns.
+    call::<TurnSteer>(
+        &handle,
+        json!({"threadId": id, "expectedTurnId": turn_id,
+               "input": [{"type": "text", "text": "late"}]}),
+    )
+    .await;
+    release.add_permits(1);
+    within("agent runs again for the late input", parked.recv())
+        .await
+        .expect("parked again");
+    release.add_permits(1);
+
+    let turn = turn_completed(&mut handle).await;
+    assert_eq!(turn.id, turn_id);
+    let said: Vec<_> = turn
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            ThreadItem::AgentMessage { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(said, vec!["got first", "got late"]);
+    shutdown(handle).await;
+}
