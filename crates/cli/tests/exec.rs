@@ -18,7 +18,8 @@ const DEADLINE: Duration = Duration::from_secs(60);
 const MARKER_VAR: &str = "TANDEM_CLI_TEST_MARK";
 
 fn home() -> PathBuf {
-    std::env::temp_dir().join(format!("tandem-cli-tests-{}", std::process::id()))
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("tandem-cli-tests-{}", std::process::id()))
 }
 
 /// The binary under test, with a throwaway home, no logging and a marker for its processes.

@@ -195,7 +195,8 @@ fn direct_read(command: &[String], expected: u64, encode: bool) -> f64 {
 }
 
 fn start_args() -> InProcessStartArgs {
-    let home = std::env::temp_dir().join(format!("tandem-bench-{}", std::process::id()));
+    let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("tandem-bench-{}", std::process::id()));
     let options = ServerOptions::new(home).expect("home");
     InProcessStartArgs::new(
         move |outgoing| Arc::new(TandemServer::new(outgoing, options)) as Arc<dyn MessageProcessor>,

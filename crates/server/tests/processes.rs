@@ -49,7 +49,8 @@ const PROBE_WINDOW: Duration = Duration::from_millis(500);
 
 /// A home directory shared by the tests of this binary (the server creates it on initialize).
 fn test_home() -> PathBuf {
-    std::env::temp_dir().join(format!("tandem-server-tests-{}", std::process::id()))
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("tandem-server-tests-{}", std::process::id()))
 }
 
 fn start_args(capacity: usize, experimental_api: bool) -> InProcessStartArgs {
