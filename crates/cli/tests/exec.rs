@@ -43,26 +43,9 @@ fn new_marker(test: &str) -> String {
 
 /// Live (non-zombie) processes carrying `marker`, excluding the tandem binary itself.
 fn live_marked(marker: &str, except: u32) -> Vec<u32> {
-    let needle = format!("{MARKER_VAR}={marker}");
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|entry| {
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-            let (_, rest) = stat.rsplit_once(')')?;
-            if pid == except || rest.split_whitespace().next()? == "Z" {
-                return None;
-            }
-            let environ = std::fs::read(entry.path().join("environ")).ok()?;
-            environ
-                .split(|byte| *byte == 0)
-                .any(|entry| entry == needle.as_bytes())
-                .then_some(pid)
-        })
-        .collect()
+    let mut pids = tandem_test_support::live_pids_with_env(MARKER_VAR, marker);
+    pids.retain(|pid| *pid != except);
+    pids
 }
 
 fn eventually(limit: Duration, what: &str, mut condition: impl FnMut() -> bool) {

@@ -7,7 +7,6 @@
 //! `/proc` by an environment variable unique to each test, which every descendant inherits.
 
 use std::collections::{BTreeMap, HashMap};
-use std::future::Future;
 use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -29,9 +28,8 @@ use tandem_protocol::{
     error_codes,
 };
 use tandem_server::{ServerOptions, TandemServer};
-use tandem_test_support::initialize_params;
+use tandem_test_support::{eventually, initialize_params, live_pids_with_env, within};
 use tokio::task::JoinHandle;
-use tokio::time::timeout;
 
 /// Upper bound for anything that should happen "promptly" (the "within 10 s").
 const PROMPT: Duration = Duration::from_secs(10);
@@ -71,24 +69,6 @@ async fn start(capacity: usize) -> InProcessClientHandle {
     )
     .await
     .expect("host starts")
-}
-
-/// Awaits `future`, failing the test if it takes longer than `limit`.
-async fn within<F: Future>(limit: Duration, what: &str, future: F) -> F::Output {
-    match timeout(limit, future).await {
-        Ok(output) => output,
-        Err(_) => panic!("timed out after {limit:?}: {what}"),
-    }
-}
-
-/// Polls `condition` every 10 ms for at most `limit`.
-async fn eventually(limit: Duration, what: &str, mut condition: impl FnMut() -> bool) {
-    within(limit, what, async {
-        while !condition() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
 }
 
 fn next_id() -> RequestId {
@@ -197,26 +177,7 @@ impl Marker {
 
     /// Pids of live (non-zombie) processes carrying the marker.
     fn live_pids(&self) -> Vec<u32> {
-        let needle = format!("{MARKER_VAR}={}", self.value);
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return Vec::new();
-        };
-        entries
-            .flatten()
-            .filter_map(|entry| {
-                let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-                let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-                let (_, rest) = stat.rsplit_once(')')?;
-                if rest.split_whitespace().next()? == "Z" {
-                    return None;
-                }
-                let environ = std::fs::read(entry.path().join("environ")).ok()?;
-                environ
-                    .split(|byte| *byte == 0)
-                    .any(|entry| entry == needle.as_bytes())
-                    .then_some(pid)
-            })
-            .collect()
+        live_pids_with_env(MARKER_VAR, &self.value)
     }
 
     /// Live marked processes whose command name is `comm`.

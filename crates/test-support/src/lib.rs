@@ -377,3 +377,48 @@ pub async fn request_when_room(
     .await
     .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no reply in time"))?
 }
+
+/// Awaits `future`, failing the test with `what` if it takes longer than `limit`.
+pub async fn within<F: Future>(limit: Duration, what: &str, future: F) -> F::Output {
+    match tokio::time::timeout(limit, future).await {
+        Ok(output) => output,
+        Err(_) => panic!("timed out after {limit:?}: {what}"),
+    }
+}
+
+/// Polls `condition` every 10 ms for at most `limit`: for outside state with nothing to wait
+/// on, such as whether a process still exists.
+pub async fn eventually(limit: Duration, what: &str, mut condition: impl FnMut() -> bool) {
+    within(limit, what, async {
+        while !condition() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+}
+
+/// Pids of live (non-zombie) processes whose environment holds `variable=value`: how tests
+/// find every process a child started, grandchildren included, since they inherit it. Reads
+/// `/proc`, so it finds nothing where there is none.
+pub fn live_pids_with_env(variable: &str, value: &str) -> Vec<u32> {
+    let needle = format!("{variable}={value}");
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            let (_, rest) = stat.rsplit_once(')')?;
+            if rest.split_whitespace().next()? == "Z" {
+                return None;
+            }
+            let environ = std::fs::read(entry.path().join("environ")).ok()?;
+            environ
+                .split(|byte| *byte == 0)
+                .any(|entry| entry == needle.as_bytes())
+                .then_some(pid)
+        })
+        .collect()
+}

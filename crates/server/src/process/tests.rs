@@ -18,8 +18,8 @@ use tandem_protocol::{
     ProcessOutputDeltaNotification, ProcessOutputStream, ProcessResizePtyParams,
     ProcessSpawnParams, ProcessWriteStdinParams, PtySize,
 };
+use tandem_test_support::{eventually, within};
 use tokio::sync::watch;
-use tokio::time::timeout;
 
 use super::{DELTA_MERGE_BYTES, ProcessEventSink, ProcessManager};
 
@@ -146,24 +146,6 @@ impl ProcessEventSink for TestSink {
         self.pass_gate().await;
         self.events.lock().unwrap().push(Event::Exited(exited));
     }
-}
-
-/// Awaits `future`, failing the test if it takes longer than `limit`.
-async fn within<F: Future>(limit: Duration, what: &str, future: F) -> F::Output {
-    match timeout(limit, future).await {
-        Ok(output) => output,
-        Err(_) => panic!("timed out after {limit:?}: {what}"),
-    }
-}
-
-/// Polls `condition` every 10 ms for at most `limit`.
-async fn eventually(limit: Duration, what: &str, mut condition: impl FnMut() -> bool) {
-    within(limit, what, async {
-        while !condition() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
 }
 
 async fn wait_exited(sink: &TestSink, limit: Duration) -> ProcessExitedNotification {

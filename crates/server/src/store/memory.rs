@@ -55,24 +55,6 @@ fn entry_mut<'a>(
         .ok_or_else(|| StoreError::ThreadNotFound(thread_id.to_owned()))
 }
 
-/// The first `limit` (at least 1) of `remaining`, which is already filtered, past the cursor
-/// and in the requested order.
-fn paginate<T: Clone>(
-    remaining: Vec<&T>,
-    limit: usize,
-    cursor_of: impl Fn(&T) -> String,
-) -> Page<T> {
-    let limit = effective_limit(limit);
-    let more = remaining.len() > limit;
-    let data: Vec<T> = remaining.into_iter().take(limit).cloned().collect();
-    let next_cursor = if more {
-        data.last().map(cursor_of)
-    } else {
-        None
-    };
-    Page { data, next_cursor }
-}
-
 #[async_trait]
 impl ThreadStore for InMemoryThreadStore {
     async fn create_thread(
@@ -149,7 +131,15 @@ impl ThreadStore for InMemoryThreadStore {
         if query.direction == SortDirection::Desc {
             remaining.reverse();
         }
-        Ok(paginate(remaining, query.limit, thread_cursor))
+        Ok(Page::from_candidates(
+            remaining
+                .into_iter()
+                .take(effective_limit(query.limit) + 1)
+                .cloned()
+                .collect(),
+            query.limit,
+            thread_cursor,
+        ))
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<bool, StoreError> {
@@ -198,7 +188,15 @@ impl ThreadStore for InMemoryThreadStore {
             (SortDirection::Desc, None) => entry.turns.iter().rev().collect(),
             (SortDirection::Desc, Some(index)) => entry.turns[..index].iter().rev().collect(),
         };
-        Ok(paginate(remaining, query.limit, |turn| turn.id.clone()))
+        Ok(Page::from_candidates(
+            remaining
+                .into_iter()
+                .take(effective_limit(query.limit) + 1)
+                .cloned()
+                .collect(),
+            query.limit,
+            |turn| turn.id.clone(),
+        ))
     }
 
     async fn add_attachment(

@@ -186,6 +186,30 @@ pub struct Page<T> {
     pub next_cursor: Option<String>,
 }
 
+impl<T> Page<T> {
+    /// The first `limit` (at least 1) of `candidates`, which are already filtered, past the
+    /// cursor and in the requested order; any candidate beyond the page only says that another
+    /// page follows.
+    pub(crate) fn from_candidates(
+        mut candidates: Vec<T>,
+        limit: usize,
+        cursor_of: impl Fn(&T) -> String,
+    ) -> Self {
+        let limit = effective_limit(limit);
+        let more = candidates.len() > limit;
+        candidates.truncate(limit);
+        let next_cursor = if more {
+            candidates.last().map(cursor_of)
+        } else {
+            None
+        };
+        Page {
+            data: candidates,
+            next_cursor,
+        }
+    }
+}
+
 /// A `thread/list` query, ordered by creation time (ties broken by id).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ThreadListQuery {

@@ -554,19 +554,6 @@ fn limit_plus_one(limit: usize) -> i64 {
         .saturating_add(1)
 }
 
-/// Cuts the extra entry fetched by [`limit_plus_one`] and derives the next cursor.
-fn into_page<T>(mut data: Vec<T>, limit: usize, cursor_of: impl Fn(&T) -> String) -> Page<T> {
-    let limit = effective_limit(limit);
-    let more = data.len() > limit;
-    data.truncate(limit);
-    let next_cursor = if more {
-        data.last().map(cursor_of)
-    } else {
-        None
-    };
-    Page { data, next_cursor }
-}
-
 #[async_trait]
 impl ThreadStore for SqliteThreadStore {
     async fn create_thread(
@@ -682,7 +669,7 @@ impl ThreadStore for SqliteThreadStore {
                 raw.into_iter().map(RawThread::decode).collect()
             })
             .await?;
-        Ok(into_page(records, limit, thread_cursor))
+        Ok(Page::from_candidates(records, limit, thread_cursor))
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<bool, StoreError> {
@@ -772,7 +759,7 @@ impl ThreadStore for SqliteThreadStore {
                 )
             })
             .await?;
-        Ok(into_page(turns, limit, |turn| turn.id.clone()))
+        Ok(Page::from_candidates(turns, limit, |turn| turn.id.clone()))
     }
 
     async fn add_attachment(
