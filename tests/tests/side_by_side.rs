@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine as _;
 use serde_json::json;
 use tandem_host::in_process::{self, InProcessServerEvent, InProcessStartArgs};
 use tandem_host::{InProcessClientHandle, MessageProcessor};
@@ -104,10 +103,7 @@ async fn a_turn_and_a_client_process_share_one_connection() {
         match notification {
             ServerNotification::ProcessOutputDelta(delta) => {
                 assert_eq!(delta.stream, ProcessOutputStream::Stdout);
-                let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(delta.delta_base64)
-                    .expect("base64");
-                process_output.extend(bytes);
+                process_output.extend_from_slice(&delta.delta);
             }
             ServerNotification::ProcessExited(exited) => exit_code = Some(exited.exit_code),
             ServerNotification::TurnCompleted(completed) => turn = Some(completed.turn),

@@ -1,9 +1,11 @@
 //! `cargo xtask`: project automation that would otherwise live in shell snippets.
 //!
 //! - `cargo xtask ci`: exactly what `.ci/run` runs (tests, clippy, rustfmt), in that order.
-//! - `cargo xtask bench [host|server]`: the benchmarks behind `docs/performance.md`.
+//! - `cargo xtask bench [host|server|exec]`: the benchmarks behind `docs/performance.md`.
 
 use std::process::{Command, ExitCode};
+
+mod exec_bench;
 
 /// The CI steps, shared by `cargo xtask ci` and mirrored by `.ci/run`.
 const CI_STEPS: &[&[&str]] = &[
@@ -30,8 +32,9 @@ fn main() -> ExitCode {
         ],
         ["bench", "host"] => vec![vec!["bench", "-p", "tandem-host"]],
         ["bench", "server"] => vec![vec!["bench", "-p", "tandem-server"]],
+        ["bench", "exec"] => return exec_bench::run(),
         _ => {
-            eprintln!("usage: cargo xtask ci | cargo xtask bench [host|server]");
+            eprintln!("usage: cargo xtask ci | cargo xtask bench [host|server|exec]");
             return ExitCode::from(2);
         }
     };
@@ -49,6 +52,9 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         }
+    }
+    if args.len() == 1 && args[0] == "bench" {
+        return exec_bench::run();
     }
     ExitCode::SUCCESS
 }

@@ -13,8 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
+use bytes::Bytes;
 use clap::Args;
 use tandem_host::in_process::{self, InProcessServerEvent, InProcessStartArgs};
 use tandem_host::{InProcessClientHandle, InProcessClientSender, MessageProcessor, RequestResult};
@@ -331,19 +330,13 @@ async fn relay_output(
                 if output_closed {
                     continue;
                 }
-                let bytes = match BASE64.decode(&delta.delta_base64) {
-                    Ok(bytes) => bytes,
-                    Err(error) => {
-                        tracing::error!(%error, "undecodable process/outputDelta dropped");
-                        continue;
-                    }
-                };
+                // The bytes are the chunk the pump read from the command's pipe.
                 let written = match delta.stream {
                     ProcessOutputStream::Stdout => {
-                        write_all_flush(&mut io::stdout().lock(), &bytes)
+                        write_all_flush(&mut io::stdout().lock(), &delta.delta)
                     }
                     ProcessOutputStream::Stderr => {
-                        write_all_flush(&mut io::stderr().lock(), &bytes)
+                        write_all_flush(&mut io::stderr().lock(), &delta.delta)
                     }
                 };
                 if let Err(error) = written {
@@ -426,13 +419,13 @@ async fn relay_stdin(client: Client) {
                 break;
             }
         };
-        let delta = BASE64.encode(&buf[..n]);
+        let delta = Bytes::copy_from_slice(&buf[..n]);
         let written = client
             .call(|request_id| ClientRequest::ProcessWriteStdin {
                 request_id,
                 params: ProcessWriteStdinParams {
                     process_handle: HANDLE.into(),
-                    delta_base64: Some(delta),
+                    delta: Some(delta),
                     close_stdin: None,
                 },
             })
@@ -452,7 +445,7 @@ async fn relay_stdin(client: Client) {
             request_id,
             params: ProcessWriteStdinParams {
                 process_handle: HANDLE.into(),
-                delta_base64: None,
+                delta: None,
                 close_stdin: Some(true),
             },
         })

@@ -20,11 +20,15 @@
 
 #[macro_use]
 mod macros;
+pub mod bytes_base64;
 pub mod error_codes;
 pub mod jsonrpc;
 pub mod messages;
 pub mod types;
 
+/// The byte buffer of process output and stdin deltas, re-exported so that embedders need no
+/// direct dependency on `bytes`.
+pub use bytes::Bytes;
 pub use jsonrpc::{
     JSONRPCError, JSONRPCErrorError, JSONRPCMessage, JSONRPCNotification, JSONRPCRequest,
     JSONRPCResponse, RequestId,

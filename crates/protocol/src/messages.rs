@@ -9,9 +9,18 @@ use crate::JSONRPCErrorError;
 use crate::types::*;
 
 /// Decodes params into `T`, mapping a failure to -32600 ``Invalid request: <serde message>``.
+///
+/// The exception is a base64 member that is a string but not base64: the shape is right and the
+/// value is bad, so it is -32602 `invalid deltaBase64: ...` (protocol.md section 8).
 pub(crate) fn decode_params<T: DeserializeOwned>(params: Value) -> Result<T, JSONRPCErrorError> {
-    serde_json::from_value(params)
-        .map_err(|err| JSONRPCErrorError::invalid_request(format!("Invalid request: {err}")))
+    serde_json::from_value(params).map_err(|err| {
+        let message = err.to_string();
+        if message.starts_with(crate::bytes_base64::INVALID_BASE64) {
+            JSONRPCErrorError::invalid_params(message)
+        } else {
+            JSONRPCErrorError::invalid_request(format!("Invalid request: {message}"))
+        }
+    })
 }
 
 /// Ties a method name to its params, its result and the enum that carries it. Each method has a

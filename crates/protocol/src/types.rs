@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use bytes::Bytes;
+
 use serde::de::Error as _;
 use serde::ser::SerializeMap as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -200,9 +202,14 @@ pub struct ProcessSpawnParams {
 pub struct ProcessWriteStdinParams {
     /// The process.
     pub process_handle: String,
-    /// Bytes to write, base64.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delta_base64: Option<String>,
+    /// Bytes to write; `deltaBase64` on the wire.
+    #[serde(
+        rename = "deltaBase64",
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::bytes_base64::option"
+    )]
+    pub delta: Option<Bytes>,
     /// Close stdin after writing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub close_stdin: Option<bool>,
@@ -244,8 +251,10 @@ pub struct ProcessOutputDeltaNotification {
     pub process_handle: String,
     /// The stream.
     pub stream: ProcessOutputStream,
-    /// The bytes, base64.
-    pub delta_base64: String,
+    /// The bytes; `deltaBase64` on the wire. In-process they are the chunk read from the pipe,
+    /// shared, never encoded.
+    #[serde(rename = "deltaBase64", with = "crate::bytes_base64")]
+    pub delta: Bytes,
     /// This delta reached the stream's cap.
     pub cap_reached: bool,
 }

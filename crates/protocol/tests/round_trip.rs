@@ -504,6 +504,99 @@ fn exited_without_drain_flag_reads_as_complete() {
     assert_eq!(out["outputDrainTimedOut"], json!(false));
 }
 
+/// The exact JSON of a delta: `deltaBase64` is standard padded base64 of the bytes, and the
+/// bytes come back unchanged, for every byte value and for no bytes at all.
+#[test]
+fn process_bytes_are_base64_on_the_wire_and_unchanged_in_between() {
+    let all_bytes: Vec<u8> = (0..=255).collect();
+    // Standard alphabet with padding, computed independently of the codec under test.
+    let expected_all = standard_base64(&all_bytes);
+    for (bytes, expected) in [
+        (all_bytes.clone(), expected_all),
+        (Vec::new(), String::new()),
+    ] {
+        let delta = ProcessOutputDeltaNotification {
+            process_handle: s("build"),
+            stream: ProcessOutputStream::Stderr,
+            delta: Bytes::from(bytes.clone()),
+            cap_reached: false,
+        };
+        let notification = ServerNotification::ProcessOutputDelta(delta.clone());
+        let wire = serde_json::to_value(notification.clone().into_jsonrpc().unwrap()).unwrap();
+        assert_eq!(
+            wire,
+            json!({"method": "process/outputDelta", "params": {
+                "processHandle": "build", "stream": "stderr",
+                "deltaBase64": expected, "capReached": false}})
+        );
+        let text = serde_json::to_string(&wire).unwrap();
+        let back: JSONRPCNotification = serde_json::from_str(&text).unwrap();
+        assert_eq!(ServerNotification::try_from(back).unwrap(), notification);
+
+        let write = ClientRequest::ProcessWriteStdin {
+            request_id: RequestId::Integer(3),
+            params: ProcessWriteStdinParams {
+                process_handle: s("build"),
+                delta: Some(Bytes::from(bytes.clone())),
+                close_stdin: None,
+            },
+        };
+        let wire = serde_json::to_value(write.clone().into_jsonrpc().unwrap()).unwrap();
+        assert_eq!(
+            wire,
+            json!({"id": 3, "method": "process/writeStdin",
+                   "params": {"processHandle": "build", "deltaBase64": expected}})
+        );
+        let back: JSONRPCRequest = serde_json::from_value(wire).unwrap();
+        assert_eq!(ClientRequest::try_from(back).unwrap(), write);
+    }
+}
+
+#[test]
+fn bad_base64_is_invalid_params_and_null_is_no_bytes() {
+    let error = decode_client(json!({"id": 1, "method": "process/writeStdin",
+        "params": {"processHandle": "p", "deltaBase64": "not base64!"}}))
+    .unwrap_err();
+    assert_eq!(error.code, error_codes::INVALID_PARAMS);
+    assert!(
+        error.message.starts_with("invalid deltaBase64: "),
+        "{}",
+        error.message
+    );
+    // The wrong type is a shape error, like any other member's.
+    let error = decode_client(json!({"id": 1, "method": "process/writeStdin",
+        "params": {"processHandle": "p", "deltaBase64": 7}}))
+    .unwrap_err();
+    assert_eq!(error.code, error_codes::INVALID_REQUEST);
+    let request = decode_client(json!({"id": 1, "method": "process/writeStdin",
+        "params": {"processHandle": "p", "deltaBase64": null, "closeStdin": true}}))
+    .unwrap();
+    let ClientRequest::ProcessWriteStdin { params, .. } = request else {
+        panic!("not writeStdin")
+    };
+    assert_eq!(params.delta, None);
+}
+
+/// RFC 4648 base64 with padding, written out here so the test does not trust the codec.
+fn standard_base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for group in bytes.chunks(3) {
+        let n = group
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, byte)| n | u32::from(*byte) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= group.len() {
+                out.push(char::from(ALPHABET[(n >> (18 - 6 * i) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 #[test]
 fn approval_policy_input_spellings_map_to_canonical() {
     for (input, expected) in [

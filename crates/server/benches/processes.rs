@@ -2,10 +2,11 @@
 //! the same child's pipe directly, in one run; and the host's memory while a consumer stalls.
 //!
 //! Throughput: a child writes N bytes (`head -c N /dev/zero`, no cap, no timeout). The host
-//! side is the whole path a client sees (pipe read, base64 encoding, one guaranteed delta per
-//! stream in flight through the router and the event queue) to a consumer that drains events
-//! and counts the bytes they carry. The baseline reads the same command's pipe directly in
-//! 64 KiB reads and base64-encodes each read, the least any JSON-carrying relay must do.
+//! side is the whole path a client sees (pipe read, one guaranteed delta per stream in flight
+//! through the router and the event queue) to a consumer that drains events and counts the
+//! bytes they carry. The baseline reads the same command's pipe directly in 64 KiB reads. A
+//! second reference row also base64-encodes each read: the baseline of the days when the
+//! in-process deltas were base64 strings, kept to compare with the old figures.
 //!
 //! Memory: a child writes 1 GiB while nobody reads events for 10 s; the peak resident set of
 //! this process (the host and its pumps) is sampled against its idle resident set.
@@ -143,16 +144,17 @@ fn report_throughput(runtime: &tokio::runtime::Runtime, scale: &Scale) {
         scale.stream_bytes / MIB,
         scale.runs
     );
-    println!("  {:<44} {:>9.0} MB/s", "direct pipe read (raw)", raw);
+    println!("  {:<44} {:>9.0} MB/s", "direct pipe read (baseline)", raw);
     println!(
         "  {:<44} {:>9.0} MB/s",
-        "direct pipe read + base64 (baseline)", encoded
+        "direct pipe read + base64 (old baseline)", encoded
     );
     println!("  {:<44} {:>9.0} MB/s", "through the in-process host", host);
     println!(
-        "  ratio host / baseline: {:.2}x (target: at least 0.60x)",
-        host / encoded
+        "  ratio host / baseline: {:.2}x (target: at least 0.80x)",
+        host / raw
     );
+    println!("  ratio host / old baseline: {:.2}x", host / encoded);
 }
 
 fn mib(bytes: u64) -> f64 {
@@ -220,12 +222,6 @@ fn spawn_request(handle: &str, command: &[String]) -> ClientRequest {
     }
 }
 
-/// Bytes a base64 string decodes to, without decoding it.
-fn decoded_len(text: &str) -> u64 {
-    let padding = text.bytes().rev().take_while(|byte| *byte == b'=').count();
-    (text.len() / 4 * 3 - padding) as u64
-}
-
 /// Reads events until `process/exited`, returning the stdout bytes the deltas carried.
 async fn drain(handle: &mut InProcessClientHandle) -> u64 {
     let mut total = 0;
@@ -233,7 +229,7 @@ async fn drain(handle: &mut InProcessClientHandle) -> u64 {
         match handle.next_event().await.expect("host running") {
             InProcessServerEvent::ServerNotification(ServerNotification::ProcessOutputDelta(
                 delta,
-            )) => total += decoded_len(&delta.delta_base64),
+            )) => total += delta.delta.len() as u64,
             InProcessServerEvent::ServerNotification(ServerNotification::ProcessExited(exited)) => {
                 assert_eq!(exited.exit_code, 0);
                 return total;

@@ -12,8 +12,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::Value;
 use tandem_host::{OutgoingMessageSender, PendingServerRequest, RequestResult};
 use tandem_protocol::server_methods::{
@@ -568,13 +566,7 @@ struct CommandSink {
 #[async_trait]
 impl ProcessEventSink for CommandSink {
     async fn output_delta(&self, delta: ProcessOutputDeltaNotification) {
-        let bytes = match BASE64.decode(&delta.delta_base64) {
-            Ok(bytes) => bytes,
-            Err(error) => {
-                tracing::warn!(%error, "process delta is not base64");
-                return;
-            }
-        };
+        let bytes = delta.delta;
         self.output
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -13,8 +13,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
+use bytes::Bytes;
 use serde_json::json;
 use tandem_host::in_process::{self, InProcessServerEvent, InProcessStartArgs};
 use tandem_host::{
@@ -22,7 +21,7 @@ use tandem_host::{
     InProcessClientHandle, InProcessClientSender, MessageProcessor, RequestResult,
 };
 use tandem_protocol::{
-    ClientRequest, JSONRPCErrorError, ProcessExitedNotification, ProcessKillParams,
+    ClientRequest, JSONRPCErrorError, JSONRPCRequest, ProcessExitedNotification, ProcessKillParams,
     ProcessOutputDeltaNotification, ProcessOutputStream, ProcessResizePtyParams,
     ProcessSpawnParams, ProcessWriteStdinParams, PtySize, RequestId, ServerNotification,
     error_codes,
@@ -98,6 +97,15 @@ async fn call(handle: &InProcessClientHandle, request: ClientRequest) -> Request
     within(PROMPT, &what, send(handle.sender(), request)).await
 }
 
+/// What the base64 decoder says of `text`, as protocol.md's `invalid deltaBase64: ...` quotes it.
+fn base64_decode_error(text: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .expect_err("not base64")
+        .to_string()
+}
+
 fn assert_error(result: RequestResult, code: i64, message: &str) {
     let error = result.expect_err("request should fail");
     assert_eq!(
@@ -138,7 +146,7 @@ fn write_request(handle: &str, bytes: Option<&[u8]>, close: Option<bool>) -> Cli
         request_id: next_id(),
         params: ProcessWriteStdinParams {
             process_handle: handle.to_owned(),
-            delta_base64: bytes.map(|bytes| BASE64.encode(bytes)),
+            delta: bytes.map(Bytes::copy_from_slice),
             close_stdin: close,
         },
     }
@@ -257,7 +265,7 @@ impl Events {
                     self.violations
                         .push(format!("delta after exited: {}", delta.process_handle));
                 }
-                let bytes = BASE64.decode(&delta.delta_base64).expect("valid base64");
+                let bytes = delta.delta.clone();
                 if bytes.len() > DELTA_MERGE_BYTES {
                     self.violations
                         .push(format!("delta of {} bytes", bytes.len()));
@@ -604,6 +612,42 @@ async fn slow_client_gets_every_byte_of_8_mib_without_drain_timeout() {
     let _ = std::fs::remove_file(file);
 }
 
+/// Output is bytes end to end in-process: 16 MiB of random bytes (every byte value, no UTF-8
+/// structure) come out of a streamed `cat` exactly as they went in, on both streams.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixteen_mib_of_random_bytes_arrive_unaltered_on_both_streams() {
+    let (file, expected) = random_file("random-bytes", 16 * MIB);
+    let mut handle = start(DEFAULT_IN_PROCESS_CHANNEL_CAPACITY).await;
+    let marker = Marker::new("random");
+    let file_arg = file.to_string_lossy().into_owned();
+    let script = format!("cat '{file_arg}'; cat '{file_arg}' >&2");
+    let mut params = marker.params("random", &["sh", "-c", &script]);
+    params.output_bytes_cap = Some(None);
+    params.timeout_ms = Some(None);
+    spawn_ok(&handle, params).await;
+
+    let mut events = Events::default();
+    events
+        .read_until(
+            &mut handle,
+            Duration::from_secs(60),
+            "random bytes",
+            None,
+            |events| events.has_exited("random"),
+        )
+        .await;
+    let run = events.run("random");
+    assert_eq!(run.exited().exit_code, 0);
+    for (stream, bytes) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+        assert_eq!(bytes.len(), expected.len(), "{stream} length");
+        let first_difference = bytes.iter().zip(&expected).position(|(a, b)| a != b);
+        assert_eq!(first_difference, None, "{stream} differs");
+    }
+    assert!(events.violations.is_empty(), "{:?}", events.violations);
+    within(PROMPT, "shutdown", handle.shutdown()).await.unwrap();
+    let _ = std::fs::remove_file(file);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Acceptance 5 and 6: cap and timeout
 // ---------------------------------------------------------------------------------------------
@@ -875,17 +919,16 @@ async fn control_errors_have_the_exact_code_and_message() {
         INVALID_PARAMS,
         "process/writeStdin requires deltaBase64 or closeStdin",
     );
-    let bad = ClientRequest::ProcessWriteStdin {
-        request_id: next_id(),
-        params: ProcessWriteStdinParams {
-            process_handle: "ghost".into(),
-            delta_base64: Some("not base64!".into()),
-            close_stdin: None,
-        },
+    // Typed in-process requests carry bytes; bad base64 can only arrive on a wire, where the
+    // request fails to decode with the bad value's code, before it reaches any processor.
+    let bad = JSONRPCRequest {
+        id: next_id(),
+        method: "process/writeStdin".into(),
+        params: Some(json!({"processHandle": "ghost", "deltaBase64": "not base64!"})),
     };
-    let decode_error = BASE64.decode("not base64!").unwrap_err();
+    let decode_error = base64_decode_error("not base64!");
     assert_error(
-        call(&handle, bad).await,
+        ClientRequest::try_from(bad).map(|_| json!({})),
         INVALID_PARAMS,
         &format!("invalid deltaBase64: {decode_error}"),
     );

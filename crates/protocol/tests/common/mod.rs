@@ -485,7 +485,7 @@ pub(crate) fn process_spawn_params() -> ProcessSpawnParams {
 pub(crate) fn process_write_stdin_params() -> ProcessWriteStdinParams {
     ProcessWriteStdinParams {
         process_handle: s("build"),
-        delta_base64: Some(s("aGVsbG8K")),
+        delta: Some(Bytes::from_static(b"hello\n")),
         close_stdin: Some(true),
     }
 }
@@ -732,7 +732,7 @@ pub(crate) fn process_output_delta() -> ServerNotification {
     ServerNotification::ProcessOutputDelta(ProcessOutputDeltaNotification {
         process_handle: s("build"),
         stream: ProcessOutputStream::Stderr,
-        delta_base64: s("d2FybmluZwo="),
+        delta: Bytes::from_static(b"warning\n"),
         cap_reached: true,
     })
 }

@@ -37,8 +37,6 @@ pub(crate) enum ProcessError {
     StdinClosed,
     #[error("process/writeStdin requires deltaBase64 or closeStdin")]
     WriteStdinNeedsInput,
-    #[error("invalid deltaBase64: {0}")]
-    InvalidBase64(String),
     #[error("failed to write stdin: {0}")]
     StdinWriteFailed(String),
     #[error("failed to resize PTY: process is not attached to a PTY")]
@@ -52,8 +50,9 @@ impl ProcessError {
     pub(crate) fn code(&self) -> i64 {
         use ProcessError::*;
         match self {
-            SizeRequiresTty | ZeroSize | NegativeTimeout(_) | WriteStdinNeedsInput
-            | InvalidBase64(_) => INVALID_PARAMS,
+            SizeRequiresTty | ZeroSize | NegativeTimeout(_) | WriteStdinNeedsInput => {
+                INVALID_PARAMS
+            }
             SpawnFailed(_) | StdinWriteFailed(_) | ResizeFailed(_) => INTERNAL_ERROR,
             EmptyCommand | EmptyHandle | MissingCwd | RelativeCwd(_) | DuplicateHandle(_)
             | NoActiveProcess(_) | NoLongerRunning(_) | StdinNotStreamed | StdinClosed

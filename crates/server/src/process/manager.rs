@@ -12,8 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
+use bytes::Bytes;
 use nix::unistd::Pid;
 use tandem_protocol::{
     JSONRPCErrorError, ProcessKillParams, ProcessOutputStream, ProcessResizePtyParams,
@@ -335,12 +334,10 @@ impl ProcessManager {
 
     async fn write_stdin_inner(&self, params: ProcessWriteStdinParams) -> Result<(), ProcessError> {
         let close = params.close_stdin.unwrap_or(false);
-        let bytes = match params.delta_base64 {
+        let bytes = match params.delta {
             None if !close => return Err(ProcessError::WriteStdinNeedsInput),
-            None => Vec::new(),
-            Some(text) => BASE64
-                .decode(text)
-                .map_err(|error| ProcessError::InvalidBase64(error.to_string()))?,
+            None => Bytes::new(),
+            Some(bytes) => bytes,
         };
         let handle = params.process_handle;
         let entry = self.running_entry(&handle)?;

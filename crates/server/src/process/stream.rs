@@ -1,14 +1,14 @@
 //! The output pump of one child stream: read-ahead, merging, cap, backpressure and drain budget.
 //!
 //! One task per stream owns the pipe. It reads while a delivery is in flight (so a slow consumer
-//! costs at most [`READ_AHEAD_LIMIT`] of memory, plus the next delta already encoded), keeps at
-//! most one delta in flight, and stops reading when the read-ahead is full so that the child
-//! blocks on its own pipe instead of the server buffering without bound. The post-exit drain
-//! budget only runs while the pump is waiting on the pipe, never while it waits for the consumer.
+//! costs at most [`READ_AHEAD_LIMIT`] of memory), keeps at most one delta in flight, and stops
+//! reading when the read-ahead is full so that the child blocks on its own pipe instead of the
+//! server buffering without bound. The post-exit drain budget only runs while the pump is
+//! waiting on the pipe, never while it waits for the consumer.
 //!
-//! Throughput is bounded by one delivery round trip per delta (one in flight), so the pump
-//! encodes the next delta while the current one is delivered, and reads straight into the
-//! chunks that become deltas, without copying.
+//! The pump reads straight into the buffers that become deltas and freezes them into
+//! [`Bytes`]: nothing is copied or encoded on the way to the consumer. Base64 exists only in a
+//! wire transport's writer.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -16,8 +16,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
+use bytes::{Bytes, BytesMut};
 use tandem_protocol::{ProcessOutputDeltaNotification, ProcessOutputStream};
 use tokio::io::AsyncReadExt as _;
 use tokio::sync::watch;
@@ -69,16 +68,13 @@ pub(crate) struct StreamSignals {
 ///
 /// A chunk is filled completely before the next one starts, so queued bytes are always merged
 /// into deltas of the full [`DELTA_MERGE_BYTES`] (the two sizes are equal), and a delta is one
-/// whole chunk handed over without copying: the hot path of a fast writer costs one read and one
-/// encode per byte, nothing more.
+/// whole chunk frozen and handed over without copying: the hot path of a fast writer costs one
+/// read per byte, nothing more.
 #[derive(Default)]
 struct ChunkQueue {
-    chunks: VecDeque<Vec<u8>>,
+    chunks: VecDeque<BytesMut>,
     /// Bytes queued (excluding the unused capacity of the last chunk).
     len: usize,
-    /// A delivered chunk kept for the next read, saving an allocation (and its page faults)
-    /// per delta.
-    spare: Option<Vec<u8>>,
 }
 
 // Deltas are whole chunks; see `ChunkQueue`.
@@ -87,17 +83,14 @@ const _: () = assert!(READ_CHUNK_BYTES == DELTA_MERGE_BYTES);
 impl ChunkQueue {
     /// The chunk to read into: the last one while it has room, else a fresh one. Reading into
     /// its spare capacity (`read_buf`) appends at most the room left.
-    fn tail_for_read(&mut self) -> &mut Vec<u8> {
+    fn tail_for_read(&mut self) -> &mut BytesMut {
         if self
             .chunks
             .back()
             .is_none_or(|last| last.len() >= READ_CHUNK_BYTES)
         {
-            let chunk = self
-                .spare
-                .take()
-                .unwrap_or_else(|| Vec::with_capacity(READ_CHUNK_BYTES));
-            self.chunks.push_back(chunk);
+            self.chunks
+                .push_back(BytesMut::with_capacity(READ_CHUNK_BYTES));
         }
         self.chunks.back_mut().expect("a chunk was just ensured")
     }
@@ -116,22 +109,13 @@ impl ChunkQueue {
     }
 
     /// Removes the next delta's bytes: the first chunk, which is full unless it is the last.
-    fn pop_delta(&mut self) -> Option<Vec<u8>> {
+    fn pop_delta(&mut self) -> Option<Bytes> {
         if self.len == 0 {
             return None;
         }
         let chunk = self.chunks.pop_front()?;
         self.len -= chunk.len();
-        Some(chunk)
-    }
-
-    /// Takes back a chunk from [`Self::pop_delta`] once its bytes were encoded.
-    fn recycle(&mut self, mut chunk: Vec<u8>) {
-        // Only a chunk of the usual capacity: a read must never get more room than that.
-        if chunk.capacity() == READ_CHUNK_BYTES {
-            chunk.clear();
-            self.spare = Some(chunk);
-        }
+        Some(chunk.freeze())
     }
 
     fn into_bytes(self) -> Vec<u8> {
@@ -175,24 +159,21 @@ impl DrainBudget {
 
 type Delivery = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// Takes the next delta (at most [`DELTA_MERGE_BYTES`]) off `pending` and encodes it.
+/// Takes the next delta (at most [`DELTA_MERGE_BYTES`]) off `pending`.
 fn next_delta(
     config: &StreamConfig,
     pending: &mut ChunkQueue,
     cap_reached: bool,
 ) -> Option<ProcessOutputDeltaNotification> {
-    let bytes = pending.pop_delta()?;
+    let delta = pending.pop_delta()?;
     // Once the cap is hit nothing more is queued, so the delta that empties the queue is the
-    // one holding the cap-th byte. (A delta encoded before the cap was hit leaves the bytes
-    // that hit it in the queue, so a later delta carries the flag.)
-    let delta = ProcessOutputDeltaNotification {
+    // one holding the cap-th byte.
+    Some(ProcessOutputDeltaNotification {
         process_handle: config.handle.clone(),
         stream: config.stream,
-        delta_base64: BASE64.encode(&bytes),
+        delta,
         cap_reached: cap_reached && pending.is_empty(),
-    };
-    pending.recycle(bytes);
-    Some(delta)
+    })
 }
 
 /// Pumps `reader` until EOF, the cap after exit, or the drain budget runs out.
@@ -209,8 +190,6 @@ pub(crate) async fn pump(
     let mut reader = Some(reader);
     let mut pending = ChunkQueue::default();
     let mut in_flight: Option<Delivery> = None;
-    // The next delta, already encoded while `in_flight` was being delivered.
-    let mut ready: Option<ProcessOutputDeltaNotification> = None;
     let mut accepted: u64 = 0;
     let mut cap_reached = false;
     let mut drain_timed_out = false;
@@ -223,20 +202,11 @@ pub(crate) async fn pump(
             && is_started
         {
             // Keep exactly one delta in flight while there is something to send.
-            if in_flight.is_none() {
-                let next = ready
-                    .take()
-                    .or_else(|| next_delta(&config, &mut pending, cap_reached));
-                if let Some(delta) = next {
-                    let sink = Arc::clone(sink);
-                    in_flight = Some(Box::pin(async move { sink.output_delta(delta).await }));
-                }
-            }
-            // While the consumer takes that one, encode the next full delta, so that encoding
-            // overlaps delivery instead of adding to it. Only a full one: a partial delta could
-            // still grow by merging, which the protocol asks for.
-            if in_flight.is_some() && ready.is_none() && pending.len >= DELTA_MERGE_BYTES {
-                ready = next_delta(&config, &mut pending, cap_reached);
+            if in_flight.is_none()
+                && let Some(delta) = next_delta(&config, &mut pending, cap_reached)
+            {
+                let sink = Arc::clone(sink);
+                in_flight = Some(Box::pin(async move { sink.output_delta(delta).await }));
             }
         }
 
@@ -354,14 +324,14 @@ mod unit_tests {
         read_into(&mut queue, b"de", 2);
         assert_eq!(queue.len, 5);
         // Small reads merge into one chunk, which is the whole next delta.
-        assert_eq!(queue.pop_delta().unwrap(), b"abcde");
+        assert_eq!(queue.pop_delta().unwrap(), &b"abcde"[..]);
         assert!(queue.is_empty());
 
         // A read only ever gets the room left in the current chunk; the rest starts the next.
         read_into(&mut queue, &[1u8; 1000], 1000);
-        let room = {
+        let (room, address) = {
             let tail = queue.tail_for_read();
-            tail.capacity() - tail.len()
+            (tail.capacity() - tail.len(), tail.as_ptr())
         };
         assert_eq!(room, READ_CHUNK_BYTES - 1000);
         read_into(&mut queue, &vec![2u8; room], room);
@@ -369,16 +339,11 @@ mod unit_tests {
         let first = queue.pop_delta().unwrap();
         assert_eq!(first.len(), DELTA_MERGE_BYTES);
         assert_eq!((first[0], first[1000]), (1, 2));
+        // The delta is the very buffer the reads went into: frozen, not copied.
+        assert_eq!(first.as_ptr(), address);
         let last = queue.pop_delta().unwrap();
         assert_eq!(last, vec![3u8; 7]);
         assert_eq!(queue.pop_delta(), None);
-
-        // A delivered chunk is reused, empty, for the next read.
-        let address = last.as_ptr();
-        queue.recycle(last);
-        let tail = queue.tail_for_read();
-        assert!(tail.is_empty());
-        assert_eq!(tail.as_ptr(), address);
     }
 
     #[test]
