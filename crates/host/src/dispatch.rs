@@ -32,6 +32,9 @@ pub(crate) enum ProcessorMessage {
     ConnectionOpened {
         connection: ConnectionId,
         source: SessionSource,
+        /// Told once the session exists, so the transport reads the first frame only when
+        /// this message no longer takes a place in the processor queue.
+        opened: tokio::sync::oneshot::Sender<()>,
     },
     /// A transport lost a connection. Sent after its last message.
     ConnectionClosed { connection: ConnectionId },
@@ -88,8 +91,13 @@ impl Dispatcher {
                     connection,
                     notification,
                 } => self.notification(connection, notification).await,
-                ProcessorMessage::ConnectionOpened { connection, source } => {
+                ProcessorMessage::ConnectionOpened {
+                    connection,
+                    source,
+                    opened,
+                } => {
                     self.open_connection(connection, source);
+                    let _ = opened.send(());
                 }
                 ProcessorMessage::ConnectionClosed { connection } => {
                     if self.sessions.remove(&connection).is_some() {

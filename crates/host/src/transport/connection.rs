@@ -306,11 +306,20 @@ impl Outbound {
                     continue;
                 }
             }
-            // A peer that stopped reading must not keep a close waiting forever.
+            // A peer that stopped reading must not keep a close, or shutdown, waiting forever.
             let written = tokio::select! {
                 biased;
                 reason = self.close.closed() => {
                     sink.close(reason).await;
+                    return;
+                }
+                () = async {
+                    self.stop.cancelled().await;
+                    let until = *drain_until
+                        .get_or_insert_with(|| tokio::time::Instant::now() + SHUTDOWN_DRAIN);
+                    tokio::time::sleep_until(until).await;
+                } => {
+                    sink.close(CloseReason::ShuttingDown).await;
                     return;
                 }
                 written = sink.send(&mut frame) => written,

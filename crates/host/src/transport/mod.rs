@@ -189,11 +189,15 @@ impl TransportHost {
                 flow,
             })
             .await;
-        let opened = ProcessorMessage::ConnectionOpened {
+        let (opened_tx, opened) = tokio::sync::oneshot::channel();
+        let message = ProcessorMessage::ConnectionOpened {
             connection: id,
             source: self.options.session_source.clone(),
+            opened: opened_tx,
         };
-        if processor.send(opened).await.is_err() {
+        // Waiting for the dispatcher (not just for room) keeps the connection's first request
+        // from meeting a queue this message still fills (-32001 at capacity 1).
+        if processor.send(message).await.is_err() || opened.await.is_err() {
             self.outgoing.remove_reply_lane(id);
             return Err(io::Error::new(
                 io::ErrorKind::BrokenPipe,

@@ -1,0 +1,578 @@
+//! The wire transports' lane rules, with a test processor behind them: host-made answers that
+//! are never dropped, process-control replies that pass queued notifications, the stdio line
+//! rules, and websocket connections that do not wait for each other.
+
+use std::io::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures::{SinkExt as _, StreamExt as _};
+use serde_json::{Value, json};
+use tandem_host::transport::websocket::{self, BearerToken, WebSocketOptions};
+use tandem_host::transport::{TransportHost, TransportHostOptions, stdio};
+use tandem_test_support::{TestProcessor, within};
+use tokio::io::{AsyncBufReadExt as _, BufReader, DuplexStream};
+use tokio::sync::Notify;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+
+const LIMIT: Duration = Duration::from_secs(10);
+
+fn initialize(id: i64, experimental: bool) -> String {
+    json!({"id": id, "method": "initialize", "params": {
+        "clientInfo": {"name": "t", "version": "1"},
+        "capabilities": {"experimentalApi": experimental}}})
+    .to_string()
+}
+
+/// A client of a stdio session served by [`stdio::serve_io`] on pipes.
+struct StdioClient {
+    input: Option<std::io::PipeWriter>,
+    output: tokio::io::Lines<BufReader<DuplexStream>>,
+    served: tokio::task::JoinHandle<std::io::Result<()>>,
+    host: Arc<TransportHost>,
+}
+
+impl StdioClient {
+    /// `output_buffer` is how many bytes the server can write before the client reads.
+    fn start(
+        processor: TestProcessor,
+        options: TransportHostOptions,
+        stdio_options: stdio::StdioOptions,
+        output_buffer: usize,
+    ) -> Self {
+        let host = TransportHost::start(processor.factory(), options);
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        let (server_side, client_side) = tokio::io::duplex(output_buffer);
+        let served = {
+            let host = host.clone();
+            tokio::spawn(
+                async move { stdio::serve_io(&host, reader, server_side, stdio_options).await },
+            )
+        };
+        Self {
+            input: Some(writer),
+            output: BufReader::new(client_side).lines(),
+            served,
+            host,
+        }
+    }
+
+    fn send_raw(&mut self, bytes: &[u8]) {
+        let input = self.input.as_mut().expect("input open");
+        input.write_all(bytes).expect("write");
+        input.flush().expect("flush");
+    }
+
+    fn send(&mut self, line: &str) {
+        self.send_raw(format!("{line}\n").as_bytes());
+    }
+
+    async fn next(&mut self) -> Value {
+        let line = within(LIMIT, "a line from the server", self.output.next_line())
+            .await
+            .expect("read")
+            .expect("server output open");
+        serde_json::from_str(&line).expect("the server writes JSON lines")
+    }
+
+    async fn finish(mut self) {
+        self.input = None;
+        within(LIMIT, "serve_io to return", self.served)
+            .await
+            .expect("join")
+            .expect("served");
+        within(LIMIT, "host shutdown", self.host.shutdown()).await;
+    }
+}
+
+fn echo_processor() -> TestProcessor {
+    TestProcessor::builder().on("echo", |call| async move {
+        let params = call.params();
+        call.reply(params).await;
+    })
+}
+
+#[tokio::test]
+async fn stdio_answers_bad_lines_and_keeps_the_session() {
+    let options = stdio::StdioOptions {
+        max_line_bytes: 200,
+    };
+    let mut client = StdioClient::start(
+        echo_processor(),
+        TransportHostOptions::default(),
+        options,
+        1 << 20,
+    );
+    client.send(&initialize(0, false));
+    assert_eq!(client.next().await["id"], 0);
+
+    // Over the limit: -32600 with a null id, and the line is skipped.
+    client.send(&format!(
+        r#"{{"id":1,"method":"echo","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(300)
+    ));
+    let answer = client.next().await;
+    assert_eq!(
+        (answer["id"].clone(), answer["error"]["code"].clone()),
+        (Value::Null, json!(-32600))
+    );
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("200 bytes")
+    );
+
+    // Invalid UTF-8: -32700 with a null id.
+    client.send_raw(b"{\"id\":2,\"method\":\"echo\",\"params\":{\"a\":\"\xff\xfe\"}}\n");
+    let answer = client.next().await;
+    assert_eq!(
+        (answer["id"].clone(), answer["error"]["code"].clone()),
+        (Value::Null, json!(-32700))
+    );
+
+    // Blank and CRLF lines are fine, and the session goes on.
+    client.send_raw(b"\n\r\n{\"id\":3,\"method\":\"echo\",\"params\":{\"ok\":true}}\r\n");
+    assert_eq!(
+        client.next().await,
+        json!({"id": 3, "result": {"ok": true}})
+    );
+    client.finish().await;
+}
+
+#[tokio::test]
+async fn stdio_end_of_input_answers_what_was_already_sent() {
+    let processor = TestProcessor::builder().on("slow", |call| async move {
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            call.reply(json!({"done": true})).await;
+        });
+    });
+    let mut client = StdioClient::start(
+        processor,
+        TransportHostOptions::default(),
+        stdio::StdioOptions::default(),
+        1 << 20,
+    );
+    client.send(&initialize(0, false));
+    client.send(r#"{"id":1,"method":"slow"}"#);
+    // End of input right away: the answer still comes before the session ends.
+    client.input = None;
+    assert_eq!(client.next().await["id"], 0);
+    assert_eq!(
+        client.next().await,
+        json!({"id": 1, "result": {"done": true}})
+    );
+    client.finish().await;
+}
+
+/// The processor is stuck writing notifications to a client that does not read, its queue
+/// (capacity 1) is full, and every further request is answered -32001 — none of those answers
+/// is lost, and they come before the notifications that were queued first.
+#[tokio::test]
+async fn overload_answers_are_never_dropped_and_pass_queued_notifications() {
+    let stuck = Arc::new(Notify::new());
+    let flooding = {
+        let stuck = stuck.clone();
+        TestProcessor::builder().on("flood", move |call| {
+            let stuck = stuck.clone();
+            async move {
+                call.reply(json!({})).await;
+                stuck.notify_one();
+                // Runs on the processor task: while these wait for the client, nothing else
+                // is taken from the processor queue.
+                for n in 0..200 {
+                    call.notify("tick", json!({"n": n})).await;
+                }
+            }
+        })
+    };
+    let options = TransportHostOptions {
+        channel_capacity: 1,
+        ..TransportHostOptions::default()
+    };
+    let mut client = StdioClient::start(flooding, options, stdio::StdioOptions::default(), 256);
+    client.send(&initialize(0, false));
+    assert_eq!(client.next().await["id"], 0);
+    client.send(r#"{"id":1,"method":"flood"}"#);
+    assert_eq!(client.next().await, json!({"id": 1, "result": {}}));
+    within(LIMIT, "the flood to start", stuck.notified()).await;
+    for id in 2..12 {
+        client.send(&format!(r#"{{"id":{id},"method":"flood"}}"#));
+    }
+    // Only now does the client read.
+    let mut answers = std::collections::BTreeMap::new();
+    let mut ticks = 0;
+    let mut ticks_before_first_overload = None;
+    while answers.len() < 10 {
+        let message = client.next().await;
+        if message["method"] == "tick" {
+            ticks += 1;
+            continue;
+        }
+        let id = message["id"].as_i64().expect("an answer");
+        if message["error"]["code"] == -32001 && ticks_before_first_overload.is_none() {
+            ticks_before_first_overload = Some(ticks);
+        }
+        assert!(
+            answers.insert(id, message).is_none(),
+            "answered twice: {id}"
+        );
+    }
+    assert_eq!(
+        answers.keys().copied().collect::<Vec<_>>(),
+        (2..12).collect::<Vec<_>>()
+    );
+    let overloaded = answers
+        .values()
+        .filter(|answer| answer["error"]["code"] == -32001)
+        .count();
+    // One request fits the queue behind the running flood; the rest bounce.
+    assert!(
+        overloaded >= 8,
+        "expected most requests overloaded, got {overloaded}"
+    );
+    // Host-made answers jump ahead of the notifications that were already waiting.
+    assert!(
+        ticks_before_first_overload.is_some_and(|ticks| ticks < 200),
+        "overload answers waited behind the whole first flood"
+    );
+    client.finish().await;
+}
+
+/// On the wire too, a process-control reply passes notifications queued before it.
+#[tokio::test]
+async fn process_control_replies_pass_queued_notifications_on_the_wire() {
+    let queued = Arc::new(Notify::new());
+    let replied = Arc::new(Notify::new());
+    let processor = {
+        let queued = queued.clone();
+        TestProcessor::builder()
+            .on("flood", move |call| {
+                let queued = queued.clone();
+                async move {
+                    call.reply(json!({})).await;
+                    // Off the processor task, so the kill below is processed meanwhile.
+                    tokio::spawn(async move {
+                        for n in 0..50 {
+                            call.notify("tick", json!({"n": n})).await;
+                        }
+                        queued.notify_one();
+                    });
+                }
+            })
+            .on("process/kill", {
+                let replied = replied.clone();
+                move |call| {
+                    let replied = replied.clone();
+                    async move {
+                        call.reply(json!({"killed": true})).await;
+                        replied.notify_one();
+                    }
+                }
+            })
+    };
+    let mut client = StdioClient::start(
+        processor,
+        TransportHostOptions::default(),
+        stdio::StdioOptions::default(),
+        256,
+    );
+    client.send(&initialize(0, true));
+    assert_eq!(client.next().await["id"], 0);
+    client.send(r#"{"id":1,"method":"flood"}"#);
+    assert_eq!(client.next().await["id"], 1);
+    within(LIMIT, "the ticks to be queued", queued.notified()).await;
+    client.send(r#"{"id":2,"method":"process/kill","params":{"processHandle":"p"}}"#);
+    // The reply is on the reply lane before the client reads anything more.
+    within(LIMIT, "the kill reply", replied.notified()).await;
+    let mut ticks_before_reply = None;
+    let mut ticks = 0;
+    while ticks_before_reply.is_none() || ticks < 50 {
+        let message = client.next().await;
+        if message["method"] == "tick" {
+            ticks += 1;
+        } else {
+            assert_eq!(message, json!({"id": 2, "result": {"killed": true}}));
+            ticks_before_reply = Some(ticks);
+        }
+    }
+    let ticks_before_reply = ticks_before_reply.unwrap();
+    assert!(
+        ticks_before_reply < 50,
+        "the kill reply waited behind all {ticks_before_reply} queued notifications"
+    );
+    client.finish().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// websocket
+// ---------------------------------------------------------------------------------------------
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn start_websocket(
+    processor: TestProcessor,
+    options: WebSocketOptions,
+) -> (Arc<TransportHost>, std::net::SocketAddr) {
+    let host = TransportHost::start(processor.factory(), TransportHostOptions::default());
+    let (listener, address) = websocket::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("bind");
+    tokio::spawn(websocket::serve(host.clone(), listener, options));
+    (host, address)
+}
+
+async fn connect(address: std::net::SocketAddr, token: Option<&str>) -> Result<Socket, String> {
+    let mut request = format!("ws://{address}/")
+        .into_client_request()
+        .expect("request");
+    if let Some(token) = token {
+        request
+            .headers_mut()
+            .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    }
+    match within(LIMIT, "connect", tokio_tungstenite::connect_async(request)).await {
+        Ok((socket, _)) => Ok(socket),
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            let body = response
+                .body()
+                .as_ref()
+                .map(|body| String::from_utf8_lossy(body).into_owned())
+                .unwrap_or_default();
+            Err(format!("{} {}", response.status().as_u16(), body.trim()))
+        }
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+async fn next_json(socket: &mut Socket) -> Value {
+    loop {
+        let message = within(LIMIT, "a websocket message", socket.next())
+            .await
+            .expect("socket open")
+            .expect("read");
+        match message {
+            Message::Text(text) => return serde_json::from_str(&text).expect("JSON"),
+            Message::Ping(_) | Message::Pong(_) => continue,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn websocket_checks_the_bearer_token_and_refuses_origins() {
+    let options = WebSocketOptions {
+        auth: Some(BearerToken::from_token("open sesame").unwrap()),
+        ..WebSocketOptions::default()
+    };
+    let (host, address) = start_websocket(echo_processor(), options).await;
+    assert_eq!(
+        connect(address, None).await.err().as_deref(),
+        Some("401 missing Authorization: Bearer <token> header")
+    );
+    assert_eq!(
+        connect(address, Some("open sesam")).await.err().as_deref(),
+        Some("401 invalid bearer token")
+    );
+    let mut socket = connect(address, Some("open sesame"))
+        .await
+        .expect("right token");
+    socket
+        .send(Message::text(initialize(0, false)))
+        .await
+        .unwrap();
+    assert_eq!(next_json(&mut socket).await["id"], 0);
+    // Pings are answered.
+    socket
+        .send(Message::Ping(b"are you there".to_vec().into()))
+        .await
+        .unwrap();
+    let pong = within(LIMIT, "pong", socket.next()).await.unwrap().unwrap();
+    assert_eq!(pong, Message::Pong(b"are you there".to_vec().into()));
+
+    let mut request = format!("ws://{address}/").into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("origin", "https://evil.example".parse().unwrap());
+    request
+        .headers_mut()
+        .insert("authorization", "Bearer open sesame".parse().unwrap());
+    match tokio_tungstenite::connect_async(request).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status().as_u16(), 403);
+        }
+        other => panic!("expected 403, got {other:?}"),
+    }
+    within(LIMIT, "shutdown", host.shutdown()).await;
+}
+
+#[tokio::test]
+async fn an_oversized_message_closes_only_its_connection_with_1009() {
+    let options = WebSocketOptions {
+        max_message_bytes: 1024,
+        ..WebSocketOptions::default()
+    };
+    let (host, address) = start_websocket(echo_processor(), options).await;
+    let mut bystander = connect(address, None).await.unwrap();
+    bystander
+        .send(Message::text(initialize(0, false)))
+        .await
+        .unwrap();
+    assert_eq!(next_json(&mut bystander).await["id"], 0);
+
+    let mut offender = connect(address, None).await.unwrap();
+    offender
+        .send(Message::text(initialize(0, false)))
+        .await
+        .unwrap();
+    assert_eq!(next_json(&mut offender).await["id"], 0);
+    let big = format!(
+        r#"{{"id":1,"method":"echo","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(4096)
+    );
+    offender.send(Message::text(big)).await.unwrap();
+    let closed = within(LIMIT, "close frame", offender.next()).await;
+    match closed {
+        Some(Ok(Message::Close(Some(frame)))) => assert_eq!(u16::from(frame.code), 1009),
+        other => panic!("expected a 1009 close, got {other:?}"),
+    }
+    bystander
+        .send(Message::text(
+            r#"{"id":2,"method":"echo","params":{"still":"here"}}"#,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        next_json(&mut bystander).await,
+        json!({"id": 2, "result": {"still": "here"}})
+    );
+    within(LIMIT, "shutdown", host.shutdown()).await;
+}
+
+/// A processor whose `flood {count, bytes, pace_ms}` sends `count` notifications of `bytes`
+/// to the caller off the processor task, `pace_ms` apart; `sent` counts those handed over.
+fn flooding_processor(sent: Arc<AtomicUsize>) -> TestProcessor {
+    TestProcessor::builder()
+        .on("echo", |call| async move {
+            let params = call.params();
+            call.reply(params).await;
+        })
+        .on("flood", move |call| {
+            let sent = sent.clone();
+            async move {
+                let params = call.params();
+                let count = params["count"].as_u64().unwrap_or(0);
+                let pad = "y".repeat(params["bytes"].as_u64().unwrap_or(0) as usize);
+                let pace = Duration::from_millis(params["pace_ms"].as_u64().unwrap_or(0));
+                call.reply(json!({})).await;
+                tokio::spawn(async move {
+                    for n in 0..count {
+                        call.notify("tick", json!({"n": n, "pad": pad})).await;
+                        sent.fetch_add(1, Ordering::Relaxed);
+                        if !pace.is_zero() {
+                            tokio::time::sleep(pace).await;
+                        }
+                    }
+                });
+            }
+        })
+}
+
+/// Connects, initializes, and starts a flood that this client does not read.
+async fn stalled_reader(address: std::net::SocketAddr, flood: Value) -> Socket {
+    let mut slow = connect(address, None).await.unwrap();
+    slow.send(Message::text(initialize(0, false)))
+        .await
+        .unwrap();
+    assert_eq!(next_json(&mut slow).await["id"], 0);
+    let request = json!({"id": 1, "method": "flood", "params": flood});
+    slow.send(Message::text(request.to_string())).await.unwrap();
+    assert_eq!(next_json(&mut slow).await["id"], 1);
+    slow
+}
+
+/// While one connection's writer is stuck (38 MiB queued for it, far more than loopback socket
+/// buffers hold), another connection's requests are answered; and the stuck one, once it
+/// reads, gets every message in order: nothing was dropped while it lived.
+#[tokio::test]
+async fn a_connection_that_never_reads_delays_nobody_and_loses_nothing() {
+    let sent = Arc::new(AtomicUsize::new(0));
+    let options = WebSocketOptions {
+        writer_queue_capacity: 1000,
+        // Never closed during this test: only independence is checked here.
+        slow_connection_grace: Duration::from_secs(3600),
+        ..WebSocketOptions::default()
+    };
+    let (host, address) = start_websocket(flooding_processor(sent.clone()), options).await;
+    let flood = json!({"count": 600, "bytes": 64 * 1024});
+    let mut slow = stalled_reader(address, flood).await;
+    within(LIMIT, "the router to take the whole flood", async {
+        while sent.load(Ordering::Relaxed) < 600 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+
+    let mut other = connect(address, None).await.unwrap();
+    other
+        .send(Message::text(initialize(0, false)))
+        .await
+        .unwrap();
+    assert_eq!(next_json(&mut other).await["id"], 0);
+    for id in 1..=20 {
+        other
+            .send(Message::text(
+                json!({"id": id, "method": "echo", "params": {}}).to_string(),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(next_json(&mut other).await["id"], id);
+    }
+    for n in 0..600 {
+        let tick = next_json(&mut slow).await;
+        assert_eq!(tick["params"]["n"], n);
+    }
+    within(LIMIT, "shutdown", host.shutdown()).await;
+}
+
+/// A connection whose writer queue stays full for the grace period is closed; reading it then
+/// drains what its socket buffered and ends.
+#[tokio::test]
+async fn a_connection_that_never_reads_is_closed_after_the_grace_period() {
+    let sent = Arc::new(AtomicUsize::new(0));
+    let options = WebSocketOptions {
+        writer_queue_capacity: 64,
+        slow_connection_grace: Duration::from_secs(1),
+        ..WebSocketOptions::default()
+    };
+    let (host, address) = start_websocket(flooding_processor(sent.clone()), options).await;
+    // Paced so the backlog grows by at most 50 during the grace period: the close comes from
+    // the grace period, not from the backlog outgrowing the queue.
+    let flood = json!({"count": 100_000, "bytes": 256 * 1024, "pace_ms": 20});
+    let mut slow = stalled_reader(address, flood).await;
+    // Reading earlier would let the writer make progress and restart the grace period. At
+    // 12.8 MB/s the socket buffers fill within a second, the queue of 64 within 1.3 s more,
+    // and the grace period is 1 s: by 5 s the server has given up.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let received = within(
+        Duration::from_secs(30),
+        "the slow connection to end",
+        async {
+            let mut received = 0;
+            loop {
+                match slow.next().await {
+                    Some(Ok(Message::Text(_))) => received += 1,
+                    Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return received,
+                    Some(Ok(_)) => {}
+                }
+            }
+        },
+    )
+    .await;
+    assert!(received < 100_000, "the connection was never closed");
+    within(LIMIT, "shutdown", host.shutdown()).await;
+}
