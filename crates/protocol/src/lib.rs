@@ -20,10 +20,14 @@
 
 #[macro_use]
 mod macros;
+#[macro_use]
+mod schema_macros;
 pub mod bytes_base64;
 pub mod error_codes;
 pub mod jsonrpc;
 pub mod messages;
+#[cfg(feature = "schema")]
+pub mod schema;
 pub mod types;
 
 /// The byte buffer of process output and stdin deltas, re-exported so that embedders need no
