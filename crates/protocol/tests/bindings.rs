@@ -353,3 +353,56 @@ fn every_import_and_reference_resolves_within_its_set() {
         }
     }
 }
+
+#[test]
+fn message_enums_implement_both_traits_with_every_method() {
+    use ts_rs::TS as _;
+
+    fn schema_methods(schema: &Value) -> Vec<String> {
+        schema["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|variant| {
+                variant["properties"]["method"]["const"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    }
+
+    let config = ts_rs::Config::new();
+    let cases: [(Value, String, &[&str]); 4] = [
+        (
+            schemars::schema_for!(tandem_protocol::ClientRequest).to_value(),
+            tandem_protocol::ClientRequest::decl(&config),
+            tandem_protocol::ClientRequest::METHODS,
+        ),
+        (
+            schemars::schema_for!(tandem_protocol::ServerRequest).to_value(),
+            tandem_protocol::ServerRequest::decl(&config),
+            tandem_protocol::ServerRequest::METHODS,
+        ),
+        (
+            schemars::schema_for!(tandem_protocol::ClientNotification).to_value(),
+            tandem_protocol::ClientNotification::decl(&config),
+            tandem_protocol::ClientNotification::METHODS,
+        ),
+        (
+            schemars::schema_for!(tandem_protocol::ServerNotification).to_value(),
+            tandem_protocol::ServerNotification::decl(&config),
+            tandem_protocol::ServerNotification::METHODS,
+        ),
+    ];
+    for (schema, declaration, methods) in cases {
+        // The traits describe the Rust enums, so the experimental methods are always there.
+        assert_eq!(schema_methods(&schema), methods);
+        for method in methods {
+            assert!(
+                declaration.contains(&format!("method: \"{method}\"")),
+                "{method}"
+            );
+        }
+    }
+}
