@@ -6,7 +6,7 @@
 //! client should send (schemars' serialize contract). Every member that Tandem always sends is
 //! required, nullable ones included; members that may be omitted are optional. Where the server
 //! accepts more on input than it sends, the type's description says so; `docs/protocol/README.md`
-//! lists those places.
+//! lists those places and the layout of the output.
 //!
 //! Without `experimental`, the experimental methods, fields and notifications of
 //! [`crate::EXPERIMENTAL_CLIENT_METHODS`], [`crate::EXPERIMENTAL_FIELDS`] and
@@ -53,7 +53,7 @@ pub struct GeneratedFile {
 #[derive(Debug, thiserror::Error)]
 pub enum GenerateError {
     /// Creating, listing, writing or removing a file of the output failed.
-    #[error("could not write {}: {source}", path.display())]
+    #[error("could not update {}: {source}", path.display())]
     Io {
         /// The file or directory concerned.
         path: PathBuf,
@@ -346,8 +346,9 @@ impl MessageUnion {
     }
 }
 
-/// The JSON Schema of a message enum with every method: a `oneOf` of one object per method.
-/// Experimental methods are removed later, by [`json_schema_files`].
+/// The JSON Schema of a message enum with every method, experimental ones included, for its
+/// `JsonSchema` impl (the enums describe the Rust types, which have them all). The generators
+/// build the unions themselves, filtered.
 pub(crate) fn union_json_schema(generator: &mut SchemaGenerator, name: &str) -> Schema {
     let union = MessageUnion::all()
         .into_iter()

@@ -18,7 +18,7 @@ const HEADER: &str = "// Generated from tandem-protocol (ts-rs); do not edit. Re
 
 /// The ts-rs configuration of every declaration: integers are `number`, as `JSON.parse`
 /// yields them.
-pub(crate) fn config() -> Config {
+fn config() -> Config {
     Config::new().with_large_int("number")
 }
 
