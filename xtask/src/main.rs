@@ -2,9 +2,12 @@
 //!
 //! - `cargo xtask ci`: exactly what `.ci/run` runs (tests, clippy, rustfmt), in that order.
 //! - `cargo xtask bench [host|server|exec]`: the benchmarks behind `docs/performance.md`.
+//! - `cargo xtask codegen`: regenerates the protocol bindings under `docs/protocol/`.
+//! - `cargo xtask check-ts`: compiles those TypeScript bindings with `tsc` (needs node).
 
 use std::process::{Command, ExitCode};
 
+mod codegen;
 mod exec_bench;
 
 /// The CI steps, shared by `cargo xtask ci` and mirrored by `.ci/run`.
@@ -33,8 +36,13 @@ fn main() -> ExitCode {
         ["bench", "host"] => vec![vec!["bench", "-p", "tandem-host"]],
         ["bench", "server"] => vec![vec!["bench", "-p", "tandem-server"]],
         ["bench", "exec"] => return exec_bench::run(),
+        ["codegen"] => return codegen::regenerate(),
+        ["check-ts"] => return codegen::check_typescript(),
         _ => {
-            eprintln!("usage: cargo xtask ci | cargo xtask bench [host|server|exec]");
+            eprintln!(
+                "usage: cargo xtask ci | cargo xtask bench [host|server|exec] | \
+                 cargo xtask codegen | cargo xtask check-ts"
+            );
             return ExitCode::from(2);
         }
     };

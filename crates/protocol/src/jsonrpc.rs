@@ -15,6 +15,7 @@ pub const JSONRPC_VERSION: &str = "2.0";
 
 /// A request id: an `i64` or a string. `1` and `"1"` are different ids.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(untagged)]
 pub enum RequestId {
     /// A numeric id.
@@ -52,6 +53,7 @@ impl From<String> for RequestId {
 
 /// `{id, method, params?}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 pub struct JSONRPCRequest {
     /// Correlates the response with this request.
     pub id: RequestId,
@@ -64,6 +66,7 @@ pub struct JSONRPCRequest {
 
 /// `{method, params?}`; server notifications also carry `emittedAtMs`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 pub struct JSONRPCNotification {
     /// The notification method, e.g. `turn/completed`.
     pub method: String,
@@ -81,6 +84,7 @@ pub struct JSONRPCNotification {
 
 /// `{id, result}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 pub struct JSONRPCResponse {
     /// The id of the request this answers.
     pub id: RequestId,
@@ -90,6 +94,7 @@ pub struct JSONRPCResponse {
 
 /// `{id, error: {code, message, data?}}`; `id` is `null` only for a parse error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 pub struct JSONRPCError {
     /// The id of the request this answers, or `None` when the request could not be read.
     pub id: Option<RequestId>,
@@ -99,6 +104,7 @@ pub struct JSONRPCError {
 
 /// The `error` member of an error response.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[error("JSON-RPC error {code}: {message}")]
 pub struct JSONRPCErrorError {
     /// One of the codes in [`crate::error_codes`].
@@ -151,6 +157,7 @@ impl JSONRPCErrorError {
 
 /// Any one message on the wire.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(untagged)]
 pub enum JSONRPCMessage {
     /// A request expecting a response.

@@ -39,10 +39,14 @@
 
 #[macro_use]
 mod macros;
+#[macro_use]
+mod schema_macros;
 pub mod bytes_base64;
 pub mod error_codes;
 pub mod jsonrpc;
 pub mod messages;
+#[cfg(feature = "schema")]
+pub mod schema;
 pub mod types;
 pub mod wire;
 

@@ -101,6 +101,8 @@ macro_rules! request_enum {
             }
         }
 
+        request_bindings!($enum; $( $variant => $method ($params) -> $response; )*);
+
         /// One marker type per method, tying its name to its params and result types.
         pub mod $markers {
             #[allow(unused_imports)]
@@ -195,5 +197,7 @@ macro_rules! notification_enum {
                 }
             }
         }
+
+        notification_bindings!($enum; $( $variant => $method ($params); )*);
     };
 }

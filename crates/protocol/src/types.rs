@@ -52,14 +52,17 @@ where
 
 /// Params with no members (`{}`); unknown members are ignored.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 pub struct EmptyParams {}
 
 /// A result with no members (`{}`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 pub struct EmptyResponse {}
 
 /// Where a connection comes from; stamped on threads as `source`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub enum SessionSource {
     /// The tandem CLI in interactive use.
@@ -79,6 +82,7 @@ pub enum SessionSource {
 
 /// `clientInfo` of `initialize`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ClientInfo {
     /// Machine-readable client name.
@@ -92,6 +96,7 @@ pub struct ClientInfo {
 
 /// `capabilities` of `initialize`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeCapabilities {
     /// Opt in to experimental methods, fields and notifications.
@@ -104,6 +109,7 @@ pub struct InitializeCapabilities {
 
 /// `initialize` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeParams {
     /// Who the client is.
@@ -115,6 +121,7 @@ pub struct InitializeParams {
 
 /// `serverInfo` of the `initialize` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ServerInfo {
     /// Server name.
@@ -125,6 +132,7 @@ pub struct ServerInfo {
 
 /// `initialize` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeResponse {
     /// Names the server and the client.
@@ -141,6 +149,7 @@ pub struct InitializeResponse {
 
 /// `config/read` params (both members may be ignored by the server).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ConfigReadParams {
     /// Directory to resolve configuration for.
@@ -153,6 +162,7 @@ pub struct ConfigReadParams {
 
 /// `config/read` result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ConfigReadResponse {
     /// Effective configuration under its config-file (snake_case) keys.
@@ -165,6 +175,7 @@ pub struct ConfigReadResponse {
 
 /// A PTY size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 pub struct PtySize {
     /// Rows (greater than 0).
     pub rows: u16,
@@ -174,6 +185,7 @@ pub struct PtySize {
 
 /// `process/spawn` params.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessSpawnParams {
     /// Caller-chosen handle naming the process in later requests and notifications.
@@ -195,9 +207,19 @@ pub struct ProcessSpawnParams {
     pub stream_stdout_stderr: Option<bool>,
     /// Per-stream cap: omitted = 1 MiB, `null` = none.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "three_state")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "Option<Option<u64>>"),
+        ts(as = "Option<u64>")
+    )]
     pub output_bytes_cap: Option<Option<u64>>,
     /// Timeout: omitted = 10 000 ms, `null` = none.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "three_state")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "Option<Option<i64>>"),
+        ts(as = "Option<i64>")
+    )]
     pub timeout_ms: Option<Option<i64>>,
     /// Variables merged over the server's environment; `null` removes one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -209,6 +231,7 @@ pub struct ProcessSpawnParams {
 
 /// `process/writeStdin` params.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessWriteStdinParams {
     /// The process.
@@ -220,6 +243,11 @@ pub struct ProcessWriteStdinParams {
         skip_serializing_if = "Option::is_none",
         with = "crate::bytes_base64::option"
     )]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "Option<String>", extend("contentEncoding" = "base64")),
+        ts(as = "Option<String>")
+    )]
     pub delta: Option<Bytes>,
     /// Close stdin after writing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -228,6 +256,7 @@ pub struct ProcessWriteStdinParams {
 
 /// `process/kill` params.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessKillParams {
     /// The process.
@@ -236,6 +265,7 @@ pub struct ProcessKillParams {
 
 /// `process/resizePty` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessResizePtyParams {
     /// The process.
@@ -246,6 +276,7 @@ pub struct ProcessResizePtyParams {
 
 /// Which output stream a delta belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub enum ProcessOutputStream {
     /// Standard output (and all PTY output).
@@ -256,6 +287,7 @@ pub enum ProcessOutputStream {
 
 /// `process/outputDelta` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessOutputDeltaNotification {
     /// The process.
@@ -265,6 +297,11 @@ pub struct ProcessOutputDeltaNotification {
     /// The bytes; `deltaBase64` on the wire. In-process they are the chunk read from the pipe,
     /// shared, never encoded.
     #[serde(rename = "deltaBase64", with = "crate::bytes_base64")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "String", extend("contentEncoding" = "base64")),
+        ts(type = "string")
+    )]
     pub delta: Bytes,
     /// This delta reached the stream's cap.
     pub cap_reached: bool,
@@ -272,6 +309,7 @@ pub struct ProcessOutputDeltaNotification {
 
 /// `process/exited` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessExitedNotification {
     /// The process.
@@ -302,6 +340,7 @@ pub struct ProcessExitedNotification {
 /// clients, all of which mean [`ApprovalPolicy::OnRequest`] because Tandem has no finer
 /// policy: `"untrusted"`, `"on-failure"`, `"onRequest"` and `{"granular": {...}}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 pub enum ApprovalPolicy {
     /// Never ask; commands run unapproved.
     #[serde(rename = "never")]
@@ -353,6 +392,7 @@ impl<'de> Deserialize<'de> for ApprovalPolicy {
 
 /// `approvalsReviewer` of the session settings: who answers approvals. Always `"user"`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub enum ApprovalsReviewer {
     /// The client's user.
@@ -363,6 +403,7 @@ pub enum ApprovalsReviewer {
 /// `sandbox` of the session settings. Tandem does not sandbox commands, so the only value is
 /// `{"type": "dangerFullAccess"}`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum SandboxPolicy {
     /// Commands run with the server's full access.
@@ -373,6 +414,7 @@ pub enum SandboxPolicy {
 /// The `...session` members sent beside `thread` in the `thread/start`, `thread/resume` and
 /// `thread/fork` results; flattened into those results.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct SessionSettings {
     /// The model the thread uses.
@@ -417,6 +459,7 @@ impl SessionSettings {
 
 /// A flag of an `active` thread: what the active turn waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub enum ThreadActiveFlag {
     /// A `item/commandExecution/requestApproval` request awaits the client's answer.
@@ -427,6 +470,7 @@ pub enum ThreadActiveFlag {
 
 /// A thread's status, tagged on `type`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(
     tag = "type",
     rename_all = "camelCase",
@@ -448,6 +492,7 @@ pub enum ThreadStatus {
 
 /// A thread (protocol.md section 7).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct Thread {
     /// UUIDv7 thread id.
@@ -486,6 +531,7 @@ pub struct Thread {
 
 /// `itemsView` of a turn: how complete its `items` are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub enum TurnItemsView {
     /// `items` is deliberately empty (the `turn/start` reply, `turn/started`).
@@ -498,6 +544,7 @@ pub enum TurnItemsView {
 
 /// A turn's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub enum TurnStatus {
     /// Running.
@@ -513,6 +560,7 @@ pub enum TurnStatus {
 /// `{message, additionalDetails}`: why a turn failed; also the `error` of the `error`
 /// notification.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct TurnError {
     /// What went wrong.
@@ -523,6 +571,7 @@ pub struct TurnError {
 
 /// A turn: one user input and everything the agent did in response.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct Turn {
     /// UUIDv7 turn id.
@@ -545,6 +594,7 @@ pub struct Turn {
 
 /// Status of a `commandExecution` item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub enum CommandExecutionStatus {
     /// Waiting for approval or running.
@@ -559,6 +609,7 @@ pub enum CommandExecutionStatus {
 
 /// Status of a `dynamicToolCall` item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub enum DynamicToolCallStatus {
     /// The `item/tool/call` request awaits the client's answer.
@@ -571,6 +622,7 @@ pub enum DynamicToolCallStatus {
 
 /// One content item of a dynamic tool call's output: `{type: "inputText", text}`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum DynamicToolCallOutputContentItem {
     /// Text returned to the model.
@@ -583,6 +635,7 @@ pub enum DynamicToolCallOutputContentItem {
 /// What a command does. Tandem does not parse commands: there is one `unknown` entry holding
 /// the command text.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum CommandAction {
     /// An unparsed command.
@@ -594,6 +647,7 @@ pub enum CommandAction {
 
 /// One item of a turn, tagged on `type`. These four variants only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(
     tag = "type",
     rename_all = "camelCase",
@@ -838,6 +892,7 @@ impl<'de> Deserialize<'de> for UserInput {
 
 /// The `type` of a [`DynamicToolSpec`]; only `"function"`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub enum DynamicToolType {
     /// A function the model can call.
@@ -848,6 +903,7 @@ pub enum DynamicToolType {
 /// A tool the client provides for a thread (`thread/start.dynamicTools`, experimental). Calls
 /// arrive at the client as `item/tool/call`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct DynamicToolSpec {
     /// Always `function`. Existing clients omit `type`, so it defaults on input.
@@ -866,6 +922,7 @@ pub struct DynamicToolSpec {
 
 /// A piece of client data attached to a thread, unique per (`attachmentType`, `identityKey`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadAttachment {
     /// Opaque attachment id.
@@ -890,27 +947,54 @@ pub struct ThreadAttachment {
 /// Every member is three-state: omitted keeps the current value (the server default on
 /// `thread/start`), `null` asks for the server default (no name, for `name`), a value sets it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadOverrides {
     /// Working directory (absolute).
     #[serde(default, skip_serializing_if = "Option::is_none", with = "three_state")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "Option<Option<String>>"),
+        ts(as = "Option<String>")
+    )]
     pub cwd: Option<Option<String>>,
     /// Model.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "three_state")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "Option<Option<String>>"),
+        ts(as = "Option<String>")
+    )]
     pub model: Option<Option<String>>,
     /// Approval policy (any input spelling).
     #[serde(default, skip_serializing_if = "Option::is_none", with = "three_state")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "Option<Option<ApprovalPolicy>>"),
+        ts(as = "Option<ApprovalPolicy>")
+    )]
     pub approval_policy: Option<Option<ApprovalPolicy>>,
     /// Thread name.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "three_state")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "Option<Option<String>>"),
+        ts(as = "Option<String>")
+    )]
     pub name: Option<Option<String>>,
     /// Configuration overrides under config-file (snake_case) keys.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "three_state")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "Option<Option<Map<String, Value>>>"),
+        ts(as = "Option<Map<String, Value>>")
+    )]
     pub config: Option<Option<Map<String, Value>>>,
 }
 
 /// `thread/start` params; every member is optional.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadStartParams {
     /// Initial settings.
@@ -927,6 +1011,7 @@ pub struct ThreadStartParams {
 
 /// `thread/start` result; the caller is subscribed to the thread.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadStartResponse {
     /// The new thread.
@@ -938,6 +1023,7 @@ pub struct ThreadStartResponse {
 
 /// `thread/resume` params.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadResumeParams {
     /// The thread.
@@ -952,6 +1038,7 @@ pub struct ThreadResumeParams {
 
 /// `thread/resume` result; the caller is subscribed to the thread.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadResumeResponse {
     /// The thread, with its turns unless excluded.
@@ -963,6 +1050,7 @@ pub struct ThreadResumeResponse {
 
 /// `thread/read` params.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadReadParams {
     /// The thread.
@@ -974,6 +1062,7 @@ pub struct ThreadReadParams {
 
 /// `thread/read` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadReadResponse {
     /// The thread; status `notLoaded` when not loaded.
@@ -982,6 +1071,7 @@ pub struct ThreadReadResponse {
 
 /// `sortDirection` of list requests, by creation time.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub enum SortDirection {
     /// Oldest first.
@@ -993,6 +1083,7 @@ pub enum SortDirection {
 
 /// The `cwd` filter of `thread/list`: one path or several.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(untagged)]
 pub enum CwdFilter {
     /// Threads in this directory.
@@ -1013,6 +1104,7 @@ impl CwdFilter {
 
 /// `thread/list` params; every member is optional.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadListParams {
     /// `nextCursor` of the previous page.
@@ -1046,6 +1138,7 @@ pub struct ThreadListParams {
 
 /// `thread/list` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadListResponse {
     /// One page of threads.
@@ -1058,6 +1151,7 @@ pub struct ThreadListResponse {
 
 /// `thread/loaded/list` params.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadLoadedListParams {
     /// The last id of the previous page.
@@ -1070,6 +1164,7 @@ pub struct ThreadLoadedListParams {
 
 /// `thread/loaded/list` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadLoadedListResponse {
     /// Ids of loaded threads, sorted.
@@ -1080,6 +1175,7 @@ pub struct ThreadLoadedListResponse {
 
 /// `thread/turns/list` params.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadTurnsListParams {
     /// The thread.
@@ -1100,6 +1196,7 @@ pub struct ThreadTurnsListParams {
 
 /// `thread/turns/list` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadTurnsListResponse {
     /// One page of turns.
@@ -1112,6 +1209,7 @@ pub struct ThreadTurnsListResponse {
 
 /// `thread/unsubscribe` params.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadUnsubscribeParams {
     /// The thread.
@@ -1120,6 +1218,7 @@ pub struct ThreadUnsubscribeParams {
 
 /// What `thread/unsubscribe` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub enum ThreadUnsubscribeStatus {
     /// The caller was subscribed and no longer is.
@@ -1132,6 +1231,7 @@ pub enum ThreadUnsubscribeStatus {
 
 /// `thread/unsubscribe` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadUnsubscribeResponse {
     /// What happened.
@@ -1140,6 +1240,7 @@ pub struct ThreadUnsubscribeResponse {
 
 /// `thread/name/set` params.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadNameSetParams {
     /// The thread.
@@ -1150,6 +1251,7 @@ pub struct ThreadNameSetParams {
 
 /// `thread/fork` params.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadForkParams {
     /// The source thread.
@@ -1170,6 +1272,7 @@ pub struct ThreadForkParams {
 
 /// `thread/fork` result; the caller is subscribed to the new thread.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadForkResponse {
     /// The new thread (`forkedFromId` = the source).
@@ -1181,6 +1284,7 @@ pub struct ThreadForkResponse {
 
 /// `thread/delete` params.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadDeleteParams {
     /// The thread.
@@ -1189,6 +1293,7 @@ pub struct ThreadDeleteParams {
 
 /// `thread/attachment/add` params.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadAttachmentAddParams {
     /// The thread.
@@ -1203,6 +1308,7 @@ pub struct ThreadAttachmentAddParams {
 
 /// Whether `thread/attachment/add` created the attachment or found it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub enum ThreadAttachmentAddOutcome {
     /// A new attachment; `thread/attachment/updated` follows the reply.
@@ -1213,6 +1319,7 @@ pub enum ThreadAttachmentAddOutcome {
 
 /// `thread/attachment/add` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadAttachmentAddResponse {
     /// Created or existing.
@@ -1223,6 +1330,7 @@ pub struct ThreadAttachmentAddResponse {
 
 /// `thread/attachment/remove` params.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadAttachmentRemoveParams {
     /// The thread.
@@ -1235,6 +1343,7 @@ pub struct ThreadAttachmentRemoveParams {
 
 /// `turn/start` params.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct TurnStartParams {
     /// The thread.
@@ -1247,14 +1356,25 @@ pub struct TurnStartParams {
     /// Approval policy from this turn on: omitted keeps the thread's, `null` asks for the
     /// server default.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "three_state")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "Option<Option<ApprovalPolicy>>"),
+        ts(as = "Option<ApprovalPolicy>")
+    )]
     pub approval_policy: Option<Option<ApprovalPolicy>>,
     /// Model from this turn on: omitted keeps the thread's, `null` asks for the server default.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "three_state")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "Option<Option<String>>"),
+        ts(as = "Option<String>")
+    )]
     pub model: Option<Option<String>>,
 }
 
 /// `turn/start` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct TurnStartResponse {
     /// The new turn (`inProgress`, no items, `itemsView: notLoaded`), or the active turn the
@@ -1264,6 +1384,7 @@ pub struct TurnStartResponse {
 
 /// `turn/steer` params.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct TurnSteerParams {
     /// The thread.
@@ -1279,6 +1400,7 @@ pub struct TurnSteerParams {
 
 /// `turn/steer` result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct TurnSteerResponse {
     /// The active turn the input was added to.
@@ -1287,6 +1409,7 @@ pub struct TurnSteerResponse {
 
 /// `turn/interrupt` params.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct TurnInterruptParams {
     /// The thread.
@@ -1301,6 +1424,7 @@ pub struct TurnInterruptParams {
 
 /// `item/tool/call` params: call a dynamic tool the client provided.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallParams {
     /// The thread.
@@ -1319,6 +1443,7 @@ pub struct ToolCallParams {
 
 /// The client's result for `item/tool/call`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallResponse {
     /// Output for the model.
@@ -1333,6 +1458,7 @@ pub struct ToolCallResponse {
 /// [`CommandExecutionApprovalDecision::Decline`], because protocol.md counts any other answer
 /// as a refusal rather than as an invalid reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub enum CommandExecutionApprovalDecision {
     /// Run this command.
@@ -1368,6 +1494,7 @@ impl<'de> Deserialize<'de> for CommandExecutionApprovalDecision {
 
 /// `item/commandExecution/requestApproval` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct CommandExecutionRequestApprovalParams {
     /// The thread.
@@ -1392,6 +1519,7 @@ pub struct CommandExecutionRequestApprovalParams {
 
 /// The client's result for `item/commandExecution/requestApproval`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct CommandExecutionRequestApprovalResponse {
     /// The decision; unknown values read as `decline`.
@@ -1400,6 +1528,7 @@ pub struct CommandExecutionRequestApprovalResponse {
 
 /// One option of a user-input question.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct UserInputQuestionOption {
     /// Short label.
@@ -1410,6 +1539,7 @@ pub struct UserInputQuestionOption {
 
 /// One question of `item/tool/requestUserInput`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct UserInputQuestion {
     /// Key of the answer in the result.
@@ -1428,6 +1558,7 @@ pub struct UserInputQuestion {
 
 /// `item/tool/requestUserInput` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ToolRequestUserInputParams {
     /// The thread.
@@ -1444,6 +1575,7 @@ pub struct ToolRequestUserInputParams {
 
 /// The answer to one question.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct UserInputAnswer {
     /// The chosen labels or typed text.
@@ -1452,6 +1584,7 @@ pub struct UserInputAnswer {
 
 /// The client's result for `item/tool/requestUserInput`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ToolRequestUserInputResponse {
     /// Answers by question id.
@@ -1464,6 +1597,7 @@ pub struct ToolRequestUserInputResponse {
 
 /// `thread/started` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadStartedNotification {
     /// The new thread.
@@ -1472,6 +1606,7 @@ pub struct ThreadStartedNotification {
 
 /// `thread/status/changed` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadStatusChangedNotification {
     /// The thread.
@@ -1482,6 +1617,7 @@ pub struct ThreadStatusChangedNotification {
 
 /// `thread/closed` params: the thread was unloaded or deleted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadClosedNotification {
     /// The thread.
@@ -1490,6 +1626,7 @@ pub struct ThreadClosedNotification {
 
 /// `thread/deleted` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadDeletedNotification {
     /// The thread.
@@ -1498,6 +1635,7 @@ pub struct ThreadDeletedNotification {
 
 /// `thread/name/updated` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadNameUpdatedNotification {
     /// The thread.
@@ -1508,6 +1646,7 @@ pub struct ThreadNameUpdatedNotification {
 
 /// What happened to an attachment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub enum ThreadAttachmentOperation {
     /// Added.
@@ -1518,6 +1657,7 @@ pub enum ThreadAttachmentOperation {
 
 /// `thread/attachment/updated` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadAttachmentUpdatedNotification {
     /// The thread.
@@ -1534,6 +1674,7 @@ pub struct ThreadAttachmentUpdatedNotification {
 
 /// `turn/started` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct TurnStartedNotification {
     /// The thread.
@@ -1544,6 +1685,7 @@ pub struct TurnStartedNotification {
 
 /// `turn/completed` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct TurnCompletedNotification {
     /// The thread.
@@ -1554,6 +1696,7 @@ pub struct TurnCompletedNotification {
 
 /// `item/started` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ItemStartedNotification {
     /// The thread.
@@ -1568,6 +1711,7 @@ pub struct ItemStartedNotification {
 
 /// `item/completed` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ItemCompletedNotification {
     /// The thread.
@@ -1582,6 +1726,7 @@ pub struct ItemCompletedNotification {
 
 /// `item/agentMessage/delta` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct AgentMessageDeltaNotification {
     /// The thread.
@@ -1596,6 +1741,7 @@ pub struct AgentMessageDeltaNotification {
 
 /// `item/commandExecution/outputDelta` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct CommandExecutionOutputDeltaNotification {
     /// The thread.
@@ -1610,6 +1756,7 @@ pub struct CommandExecutionOutputDeltaNotification {
 
 /// `serverRequest/resolved` params: a server request was answered or cancelled.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ServerRequestResolvedNotification {
     /// The thread.
@@ -1622,6 +1769,7 @@ pub struct ServerRequestResolvedNotification {
 
 /// `error` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ErrorNotification {
     /// The thread.

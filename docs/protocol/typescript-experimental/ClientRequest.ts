@@ -1,0 +1,49 @@
+// Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
+import type { ConfigReadParams } from "./ConfigReadParams";
+import type { InitializeParams } from "./InitializeParams";
+import type { ProcessKillParams } from "./ProcessKillParams";
+import type { ProcessResizePtyParams } from "./ProcessResizePtyParams";
+import type { ProcessSpawnParams } from "./ProcessSpawnParams";
+import type { ProcessWriteStdinParams } from "./ProcessWriteStdinParams";
+import type { RequestId } from "./RequestId";
+import type { ThreadAttachmentAddParams } from "./ThreadAttachmentAddParams";
+import type { ThreadAttachmentRemoveParams } from "./ThreadAttachmentRemoveParams";
+import type { ThreadDeleteParams } from "./ThreadDeleteParams";
+import type { ThreadForkParams } from "./ThreadForkParams";
+import type { ThreadListParams } from "./ThreadListParams";
+import type { ThreadLoadedListParams } from "./ThreadLoadedListParams";
+import type { ThreadNameSetParams } from "./ThreadNameSetParams";
+import type { ThreadReadParams } from "./ThreadReadParams";
+import type { ThreadResumeParams } from "./ThreadResumeParams";
+import type { ThreadStartParams } from "./ThreadStartParams";
+import type { ThreadTurnsListParams } from "./ThreadTurnsListParams";
+import type { ThreadUnsubscribeParams } from "./ThreadUnsubscribeParams";
+import type { TurnInterruptParams } from "./TurnInterruptParams";
+import type { TurnStartParams } from "./TurnStartParams";
+import type { TurnSteerParams } from "./TurnSteerParams";
+
+/**
+ * A request from client to server: one object per method, discriminated by `method`.
+ */
+export type ClientRequest =
+  | { id: RequestId, method: "initialize", params: InitializeParams, }
+  | { id: RequestId, method: "config/read", params: ConfigReadParams, }
+  | { id: RequestId, method: "thread/start", params: ThreadStartParams, }
+  | { id: RequestId, method: "thread/resume", params: ThreadResumeParams, }
+  | { id: RequestId, method: "thread/read", params: ThreadReadParams, }
+  | { id: RequestId, method: "thread/list", params: ThreadListParams, }
+  | { id: RequestId, method: "thread/loaded/list", params: ThreadLoadedListParams, }
+  | { id: RequestId, method: "thread/turns/list", params: ThreadTurnsListParams, }
+  | { id: RequestId, method: "thread/unsubscribe", params: ThreadUnsubscribeParams, }
+  | { id: RequestId, method: "thread/name/set", params: ThreadNameSetParams, }
+  | { id: RequestId, method: "thread/fork", params: ThreadForkParams, }
+  | { id: RequestId, method: "thread/delete", params: ThreadDeleteParams, }
+  | { id: RequestId, method: "thread/attachment/add", params: ThreadAttachmentAddParams, }
+  | { id: RequestId, method: "thread/attachment/remove", params: ThreadAttachmentRemoveParams, }
+  | { id: RequestId, method: "turn/start", params: TurnStartParams, }
+  | { id: RequestId, method: "turn/steer", params: TurnSteerParams, }
+  | { id: RequestId, method: "turn/interrupt", params: TurnInterruptParams, }
+  | { id: RequestId, method: "process/spawn", params: ProcessSpawnParams, }
+  | { id: RequestId, method: "process/writeStdin", params: ProcessWriteStdinParams, }
+  | { id: RequestId, method: "process/kill", params: ProcessKillParams, }
+  | { id: RequestId, method: "process/resizePty", params: ProcessResizePtyParams, };

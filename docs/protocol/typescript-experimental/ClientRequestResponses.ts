@@ -1,0 +1,42 @@
+// Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
+import type { ConfigReadResponse } from "./ConfigReadResponse";
+import type { EmptyResponse } from "./EmptyResponse";
+import type { InitializeResponse } from "./InitializeResponse";
+import type { ThreadAttachmentAddResponse } from "./ThreadAttachmentAddResponse";
+import type { ThreadForkResponse } from "./ThreadForkResponse";
+import type { ThreadListResponse } from "./ThreadListResponse";
+import type { ThreadLoadedListResponse } from "./ThreadLoadedListResponse";
+import type { ThreadReadResponse } from "./ThreadReadResponse";
+import type { ThreadResumeResponse } from "./ThreadResumeResponse";
+import type { ThreadStartResponse } from "./ThreadStartResponse";
+import type { ThreadTurnsListResponse } from "./ThreadTurnsListResponse";
+import type { ThreadUnsubscribeResponse } from "./ThreadUnsubscribeResponse";
+import type { TurnStartResponse } from "./TurnStartResponse";
+import type { TurnSteerResponse } from "./TurnSteerResponse";
+
+/**
+ * The result type of each ClientRequest method, by method name: the `result` of a successful response to that request. A lookup table, not a message.
+ */
+export type ClientRequestResponses = {
+  "initialize": InitializeResponse,
+  "config/read": ConfigReadResponse,
+  "thread/start": ThreadStartResponse,
+  "thread/resume": ThreadResumeResponse,
+  "thread/read": ThreadReadResponse,
+  "thread/list": ThreadListResponse,
+  "thread/loaded/list": ThreadLoadedListResponse,
+  "thread/turns/list": ThreadTurnsListResponse,
+  "thread/unsubscribe": ThreadUnsubscribeResponse,
+  "thread/name/set": EmptyResponse,
+  "thread/fork": ThreadForkResponse,
+  "thread/delete": EmptyResponse,
+  "thread/attachment/add": ThreadAttachmentAddResponse,
+  "thread/attachment/remove": EmptyResponse,
+  "turn/start": TurnStartResponse,
+  "turn/steer": TurnSteerResponse,
+  "turn/interrupt": EmptyResponse,
+  "process/spawn": EmptyResponse,
+  "process/writeStdin": EmptyResponse,
+  "process/kill": EmptyResponse,
+  "process/resizePty": EmptyResponse,
+};

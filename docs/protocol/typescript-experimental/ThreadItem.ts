@@ -1,0 +1,100 @@
+// Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
+import type { CommandAction } from "./CommandAction";
+import type { CommandExecutionStatus } from "./CommandExecutionStatus";
+import type { DynamicToolCallOutputContentItem } from "./DynamicToolCallOutputContentItem";
+import type { DynamicToolCallStatus } from "./DynamicToolCallStatus";
+import type { JsonValue } from "./JsonValue";
+import type { UserInput } from "./UserInput";
+
+/**
+ * One item of a turn, tagged on `type`. These four variants only.
+ */
+export type ThreadItem = { "type": "userMessage",
+/**
+ * Item id.
+ */
+id: string,
+/**
+ * The input, as given.
+ */
+content: Array<UserInput>,
+/**
+ * Echoes the `clientUserMessageId` of `turn/start` or `turn/steer`.
+ */
+clientId: string | null, } | { "type": "agentMessage",
+/**
+ * Item id.
+ */
+id: string,
+/**
+ * The message text.
+ */
+text: string, } | { "type": "commandExecution",
+/**
+ * Item id; also the `itemId` of its approval request.
+ */
+id: string,
+/**
+ * The command, shell-quoted.
+ */
+command: string,
+/**
+ * Working directory.
+ */
+cwd: string,
+/**
+ * Current status.
+ */
+status: CommandExecutionStatus,
+/**
+ * One `unknown` action holding the command.
+ */
+commandActions: Array<CommandAction>,
+/**
+ * The process id, once running.
+ */
+processId: string | null,
+/**
+ * Exit code, once exited.
+ */
+exitCode: number | null,
+/**
+ * Combined output, once available.
+ */
+aggregatedOutput: string | null,
+/**
+ * Run time in milliseconds, once finished.
+ */
+durationMs: number | null, } | { "type": "dynamicToolCall",
+/**
+ * Item id; also the `callId` of its `item/tool/call` request.
+ */
+id: string,
+/**
+ * Tool name.
+ */
+tool: string,
+/**
+ * Tool namespace, if any.
+ */
+namespace: string | null,
+/**
+ * Arguments chosen by the model.
+ */
+arguments: JsonValue,
+/**
+ * Current status.
+ */
+status: DynamicToolCallStatus,
+/**
+ * The client's output, once answered.
+ */
+contentItems: Array<DynamicToolCallOutputContentItem> | null,
+/**
+ * Whether the call succeeded, once finished.
+ */
+success: boolean | null,
+/**
+ * Duration in milliseconds, once finished.
+ */
+durationMs: number | null, };

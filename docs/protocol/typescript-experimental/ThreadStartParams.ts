@@ -1,0 +1,38 @@
+// Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
+import type { ApprovalPolicy } from "./ApprovalPolicy";
+import type { DynamicToolSpec } from "./DynamicToolSpec";
+import type { JsonValue } from "./JsonValue";
+
+/**
+ * `thread/start` params; every member is optional.
+ */
+export type ThreadStartParams = {
+/**
+ * Discard the thread instead of persisting it.
+ */
+ephemeral?: boolean | null,
+/**
+ * Tools the client serves (experimental: `thread/start.dynamicTools`). `null` counts as
+ * omitted, so it does not require the capability.
+ */
+dynamicTools?: Array<DynamicToolSpec> | null,
+/**
+ * Working directory (absolute).
+ */
+cwd?: string | null,
+/**
+ * Model.
+ */
+model?: string | null,
+/**
+ * Approval policy (any input spelling).
+ */
+approvalPolicy?: ApprovalPolicy | null,
+/**
+ * Thread name.
+ */
+name?: string | null,
+/**
+ * Configuration overrides under config-file (snake_case) keys.
+ */
+config?: { [key in string]: JsonValue } | null, };

@@ -1,0 +1,29 @@
+// Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
+import type { ApprovalPolicy } from "./ApprovalPolicy";
+import type { UserInput } from "./UserInput";
+
+/**
+ * `turn/start` params.
+ */
+export type TurnStartParams = {
+/**
+ * The thread.
+ */
+threadId: string,
+/**
+ * The user's input.
+ */
+input: Array<UserInput>,
+/**
+ * Echoed as `clientId` of the `userMessage` item.
+ */
+clientUserMessageId?: string | null,
+/**
+ * Approval policy from this turn on: omitted keeps the thread's, `null` asks for the
+ * server default.
+ */
+approvalPolicy?: ApprovalPolicy | null,
+/**
+ * Model from this turn on: omitted keeps the thread's, `null` asks for the server default.
+ */
+model?: string | null, };

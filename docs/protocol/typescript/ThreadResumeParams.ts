@@ -1,0 +1,36 @@
+// Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
+import type { ApprovalPolicy } from "./ApprovalPolicy";
+import type { JsonValue } from "./JsonValue";
+
+/**
+ * `thread/resume` params.
+ */
+export type ThreadResumeParams = {
+/**
+ * The thread.
+ */
+threadId: string,
+/**
+ * Leave `thread.turns` empty.
+ */
+excludeTurns?: boolean | null,
+/**
+ * Working directory (absolute).
+ */
+cwd?: string | null,
+/**
+ * Model.
+ */
+model?: string | null,
+/**
+ * Approval policy (any input spelling).
+ */
+approvalPolicy?: ApprovalPolicy | null,
+/**
+ * Thread name.
+ */
+name?: string | null,
+/**
+ * Configuration overrides under config-file (snake_case) keys.
+ */
+config?: { [key in string]: JsonValue } | null, };

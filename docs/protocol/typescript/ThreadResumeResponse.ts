@@ -1,0 +1,46 @@
+// Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
+import type { ApprovalPolicy } from "./ApprovalPolicy";
+import type { ApprovalsReviewer } from "./ApprovalsReviewer";
+import type { SandboxPolicy } from "./SandboxPolicy";
+import type { Thread } from "./Thread";
+
+/**
+ * `thread/resume` result; the caller is subscribed to the thread.
+ */
+export type ThreadResumeResponse = {
+/**
+ * The thread, with its turns unless excluded.
+ */
+thread: Thread,
+/**
+ * The model the thread uses.
+ */
+model: string,
+/**
+ * The provider of that model.
+ */
+modelProvider: string,
+/**
+ * The thread's working directory (absolute).
+ */
+cwd: string,
+/**
+ * The thread's approval policy.
+ */
+approvalPolicy: ApprovalPolicy,
+/**
+ * Always `"user"`.
+ */
+approvalsReviewer: ApprovalsReviewer,
+/**
+ * Always `{"type": "dangerFullAccess"}`.
+ */
+sandbox: SandboxPolicy,
+/**
+ * Always `null`: Tandem has no reasoning-effort setting.
+ */
+reasoningEffort: string | null,
+/**
+ * Always `null`: Tandem has no service tiers.
+ */
+serviceTier: string | null, };
