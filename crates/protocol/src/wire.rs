@@ -6,7 +6,18 @@
 //! members present (`method` with `id` is a request, `method` alone a notification, then
 //! `error`, then `result`) and hands the parts to the typed conversions of [`crate::messages`],
 //! so the method tables exist once. What cannot become a message is a [`DecodeError`]: either
-//! the error the peer must be sent, or a reason to log and move on.
+//! the error the peer must be sent, or a reason to log and move on:
+//!
+//! | frame | outcome |
+//! |---|---|
+//! | not JSON (invalid UTF-8 included) | `Reply` -32700 `Parse error: ...`, id `null` |
+//! | JSON, but not an object, or an object with none of `method`, `result`, `error` | `Reply` -32600, with the object's `id` if it is an integer or a string, else `null` |
+//! | request whose `id` is not an integer or a string | `Reply` -32600, id `null` |
+//! | request with another `jsonrpc` than `"2.0"`, a non-string `method`, or params that do not decode | `Reply` -32600 with its id (-32602 for bad base64, as `ClientRequest::try_from` says) |
+//! | notification that does not decode, or with another `jsonrpc` | `Ignore` |
+//! | response or error without an integer or string id, or with a malformed `error` | `Ignore` (a server's error may have a `null` id) |
+//!
+//! Absent `jsonrpc`, absent or `null` params, and unknown members are accepted everywhere.
 //!
 //! Encoding serializes the typed params by reference straight into the caller's buffer: a
 //! 64 KiB `process/outputDelta` is base64-encoded once, into `out`, with no intermediate
@@ -117,7 +128,7 @@ impl EncodeError {
 /// Decodes one frame a client sent.
 ///
 /// A request whose params do not decode is [`DecodeError::Reply`] with its own id and the
-/// error of `ClientRequest::try_from`; see the module docs for the other cases.
+/// error of `ClientRequest::try_from`; the module docs list every other case.
 pub fn decode_client_message(frame: &[u8]) -> Result<ClientMessage, DecodeError> {
     match classify(frame)? {
         Frame::Request(request) => decode_request(request).map(ClientMessage::Request),
