@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::{Args, Subcommand, ValueEnum};
 use tandem_host::MessageProcessor;
 use tandem_host::transport::websocket::{self, BearerToken, WebSocketOptions};
 use tandem_host::transport::{TransportHost, TransportHostOptions, stdio};
@@ -52,6 +52,8 @@ Examples:
 /// Options of `tandem app-server`.
 #[derive(Debug, Args)]
 pub(crate) struct AppServerArgs {
+    #[command(subcommand)]
+    command: Option<AppServerCommand>,
     /// Where to serve: `stdio://` or `ws://IP:PORT`.
     #[arg(long, value_name = "URL", default_value = "stdio://", value_parser = parse_listen)]
     listen: Listen,
@@ -76,6 +78,26 @@ pub(crate) struct AppServerArgs {
     /// Seconds a websocket connection's writer queue may stay full before it is closed.
     #[arg(long, value_name = "SECS", default_value_t = websocket::DEFAULT_SLOW_CONNECTION_GRACE.as_secs_f64())]
     ws_slow_grace_secs: f64,
+}
+
+#[derive(Debug, Subcommand)]
+enum AppServerCommand {
+    /// Write the JSON Schema (draft-07) of every protocol message and type into DIR: one
+    /// bundle, `tandem_protocol.schema.json`, and one self-contained file per type.
+    GenerateJsonSchema(GenerateArgs),
+    /// Write TypeScript types of every protocol message and type into DIR: one file per type
+    /// and an `index.ts`.
+    GenerateTs(GenerateArgs),
+}
+
+#[derive(Debug, Args)]
+struct GenerateArgs {
+    /// The directory to write into (created if missing).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Include the experimental methods, fields and notifications.
+    #[arg(long)]
+    experimental: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -109,6 +131,9 @@ fn parse_listen(text: &str) -> Result<Listen, String> {
 }
 
 pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
+    if let Some(command) = args.command {
+        return generate(command);
+    }
     global.warn_unknown_features();
     let auth = match websocket_auth(&args) {
         Ok(auth) => auth,
@@ -233,6 +258,28 @@ fn websocket_auth(args: &AppServerArgs) -> Result<Option<BearerToken>, String> {
                 Err("--ws-auth capability-token needs --ws-token-file PATH or --ws-token-sha256 HEX"
                     .to_owned())
             }
+        }
+    }
+}
+
+/// Writes the bindings generated from the tandem-protocol types; deterministic output.
+fn generate(command: AppServerCommand) -> i32 {
+    let written = match &command {
+        AppServerCommand::GenerateJsonSchema(args) => {
+            tandem_protocol::schema::write_json_schema(&args.out, args.experimental)
+        }
+        AppServerCommand::GenerateTs(args) => {
+            tandem_protocol::schema::write_typescript(&args.out, args.experimental)
+        }
+    };
+    match written {
+        Ok(files) => {
+            eprintln!("wrote {} files", files.len());
+            0
+        }
+        Err(error) => {
+            eprintln!("tandem app-server: {error}");
+            1
         }
     }
 }

@@ -39,15 +39,26 @@ pub mod three_state {
     }
 }
 
-/// Deserializes an explicit `null` as the type's default, for members that have a default but
-/// no `null` state of their own: clients that send every optional member as `null` for "unset"
-/// must not fail to decode. Pair with `default`.
-fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
+/// Serde helpers for members that have a default but no `null` state of their own: an explicit
+/// `null` on input reads as the default (clients that send every optional member as `null` for
+/// "unset" must not fail to decode); output is the plain value. Pair with `default`.
+mod null_as_default {
+    use super::*;
+
+    pub(super) fn deserialize<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+    where
+        D: Deserializer<'de>,
+        T: Deserialize<'de> + Default,
+    {
+        Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
+    }
+
+    pub(super) fn serialize<S: Serializer, T: Serialize>(
+        value: &T,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        value.serialize(serializer)
+    }
 }
 
 /// Params with no members (`{}`); unknown members are ignored.
@@ -100,7 +111,8 @@ pub struct ClientInfo {
 #[serde(rename_all = "camelCase")]
 pub struct InitializeCapabilities {
     /// Opt in to experimental methods, fields and notifications.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default, with = "null_as_default")]
+    #[cfg_attr(feature = "schema", schemars(with = "bool"), ts(as = "bool"))]
     pub experimental_api: bool,
     /// Notification methods never to send to this connection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -326,7 +338,8 @@ pub struct ProcessExitedNotification {
     pub stderr_cap_reached: bool,
     /// A stream did not reach EOF within the drain budget. Absent or `null` on input means
     /// `false`.
-    #[serde(default, deserialize_with = "null_as_default")]
+    #[serde(default, with = "null_as_default")]
+    #[cfg_attr(feature = "schema", schemars(with = "bool"), ts(as = "bool"))]
     pub output_drain_timed_out: bool,
 }
 
@@ -907,7 +920,12 @@ pub enum DynamicToolType {
 #[serde(rename_all = "camelCase")]
 pub struct DynamicToolSpec {
     /// Always `function`. Existing clients omit `type`, so it defaults on input.
-    #[serde(rename = "type", default, deserialize_with = "null_as_default")]
+    #[serde(rename = "type", default, with = "null_as_default")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "DynamicToolType"),
+        ts(as = "DynamicToolType")
+    )]
     pub kind: DynamicToolType,
     /// Tool name.
     pub name: String,

@@ -29,6 +29,7 @@ stderr: string,
  */
 stderrCapReached: boolean,
 /**
- * A stream did not reach EOF within the drain budget. Absent on input means `false`.
+ * A stream did not reach EOF within the drain budget. Absent or `null` on input means
+ * `false`.
  */
 outputDrainTimedOut: boolean, };
