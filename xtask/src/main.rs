@@ -1,6 +1,7 @@
 //! `cargo xtask`: project automation that would otherwise live in shell snippets.
 //!
-//! - `cargo xtask ci`: exactly what `.ci/run` runs (tests, clippy, rustfmt), in that order.
+//! - `cargo xtask ci`: exactly what `.ci/run` runs (tests, clippy, rustfmt, rustdoc with
+//!   warnings denied), in that order.
 //! - `cargo xtask bench [host|server|exec]`: the benchmarks behind `docs/performance.md`.
 //! - `cargo xtask codegen`: regenerates the protocol bindings under `docs/protocol/`.
 //! - `cargo xtask check-ts`: compiles those TypeScript bindings with `tsc` (needs node).
@@ -23,7 +24,12 @@ const CI_STEPS: &[&[&str]] = &[
         "warnings",
     ],
     &["fmt", "--all", "--", "--check"],
+    // Run with RUSTDOCFLAGS="-D warnings" (see `RUSTDOC_DENY_WARNINGS`).
+    &["doc", "--workspace", "--no-deps", "--locked"],
 ];
+
+/// The rustdoc flags of the `doc` CI step: broken or private intra-doc links fail CI.
+const RUSTDOC_DENY_WARNINGS: &str = "-D warnings";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -48,7 +54,12 @@ fn main() -> ExitCode {
     };
     for step in steps {
         eprintln!("xtask: cargo {}", step.join(" "));
-        let status = Command::new(env!("CARGO")).args(&step).status();
+        let mut cargo = Command::new(env!("CARGO"));
+        cargo.args(&step);
+        if step.first() == Some(&"doc") {
+            cargo.env("RUSTDOCFLAGS", RUSTDOC_DENY_WARNINGS);
+        }
+        let status = cargo.status();
         match status {
             Ok(status) if status.success() => {}
             Ok(status) => {

@@ -1,6 +1,6 @@
 //! The in-process host: runs a [`MessageProcessor`] on Tokio tasks in the caller's process and
 //! hands the caller an [`InProcessClientHandle`]. Lane priorities, backpressure and the bounded
-//! shutdown of host.md are decided here, in [`Runtime::run`].
+//! shutdown of host.md are decided here, in `Runtime::run`.
 
 use foldhash::HashMap;
 use std::future::Future;

@@ -87,8 +87,3 @@ pub use processor::{
     ConnectionId, ConnectionRequestId, ConnectionSessionState, MessageProcessor, RequestContext,
 };
 pub use tandem_protocol::SessionSource;
-
-/// The README's embedding example, compiled and run as a doctest.
-#[doc = include_str!("../../../README.md")]
-#[cfg(doctest)]
-pub struct ReadmeDoctests;

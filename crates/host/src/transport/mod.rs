@@ -7,7 +7,7 @@
 //! connections on it. Every connection has its own session state, its own writer task and its
 //! own queues: a host-made answer queue (parse errors, -32001 for a full processor queue),
 //! the reply lane, and the writer queue the router fills. What happens when a writer queue is
-//! full is decided per transport in [`crate::router`]: stdio, the single connection, applies
+//! full is decided per transport in the outbound router: stdio, the single connection, applies
 //! backpressure; websocket connections never delay each other and are closed when they stop
 //! reading.
 //!

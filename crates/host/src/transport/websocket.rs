@@ -10,7 +10,7 @@
 //! - A message over the size limit closes that connection with code 1009.
 //! - Every connection has its own bounded writer queue; one that stays full for the grace
 //!   period closes that connection (code 1008, and a log line naming it). No other connection
-//!   waits for it (see [`crate::router`]).
+//!   waits for it (the outbound router never waits on a websocket writer).
 
 use std::io;
 use std::net::SocketAddr;
