@@ -83,10 +83,23 @@ impl NotificationFilter {
 #[derive(Debug, Clone)]
 pub(crate) struct DeliveryAck(Arc<AckState>);
 
-#[derive(Debug)]
 struct AckState {
     delivered: AtomicBool,
     notify: std::sync::Mutex<Option<oneshot::Sender<bool>>>,
+    /// Runs at the moment of hand-over, on the thread that hands over, before the consumer can
+    /// act on the message (see [`DeliveryAck::with_callback`]).
+    on_delivered: std::sync::Mutex<Option<DeliveryCallback>>,
+}
+
+/// What [`DeliveryAck::with_callback`] runs, with whether any recipient took the message.
+pub(crate) type DeliveryCallback = Box<dyn FnOnce(bool) + Send>;
+
+impl std::fmt::Debug for AckState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AckState")
+            .field("delivered", &self.delivered)
+            .finish_non_exhaustive()
+    }
 }
 
 impl DeliveryAck {
@@ -95,8 +108,22 @@ impl DeliveryAck {
         let state = AckState {
             delivered: AtomicBool::new(false),
             notify: std::sync::Mutex::new(Some(tx)),
+            on_delivered: std::sync::Mutex::new(None),
         };
         (Self(Arc::new(state)), rx)
+    }
+
+    /// Like [`DeliveryAck::new`], and `callback` runs synchronously where the last clone is
+    /// dropped: in the host's loop that hands the message to the consumer, before that loop
+    /// takes the consumer's next request. A producer uses it for state that the consumer's
+    /// reaction must already see (a released process handle).
+    pub(crate) fn with_callback(callback: DeliveryCallback) -> (Self, oneshot::Receiver<bool>) {
+        let (ack, rx) = Self::new();
+        *ack.0
+            .on_delivered
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(callback);
+        (ack, rx)
     }
 
     /// Records delivery; the producer is told once every clone is dropped.
@@ -108,6 +135,14 @@ impl DeliveryAck {
 impl Drop for AckState {
     fn drop(&mut self) {
         let delivered = self.delivered.load(Ordering::Acquire);
+        let callback = self
+            .on_delivered
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(callback) = callback {
+            callback(delivered);
+        }
         let sender = self
             .notify
             .get_mut()

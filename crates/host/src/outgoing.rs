@@ -365,6 +365,30 @@ impl OutgoingMessageSender {
         delivered.await.unwrap_or(false)
     }
 
+    /// Sends a notification to one connection, runs `on_delivered` at the moment it is handed
+    /// over (with whether it was), and waits like [`Self::send_notification_and_wait`].
+    ///
+    /// `on_delivered` runs synchronously in the host's delivery path, before the host takes the
+    /// consumer's next request, so state it changes is visible to anything the consumer does
+    /// in reaction (a process handle released once its `process/exited` is delivered: a
+    /// request that follows the notification never finds it still held). Keep it short and
+    /// non-blocking.
+    pub async fn send_notification_then(
+        &self,
+        connection: ConnectionId,
+        notification: ServerNotification,
+        on_delivered: impl FnOnce(bool) + Send + 'static,
+    ) -> bool {
+        let (ack, delivered) = DeliveryAck::with_callback(Box::new(on_delivered));
+        self.route(
+            Target::Connection(connection),
+            OutgoingMessage::Notification(notification),
+            Some(ack),
+        )
+        .await;
+        delivered.await.unwrap_or(false)
+    }
+
     /// Sends a notification to every initialized connection.
     pub async fn broadcast_notification(&self, notification: ServerNotification) {
         self.route(

@@ -25,7 +25,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
 use crate::options::ServerOptions;
-use crate::process::{ProcessEventSink, ProcessManager};
+use crate::process::{HandleRelease, ProcessEventSink, ProcessManager};
 use crate::threads::ThreadService;
 
 /// The server name reported in `serverInfo` and `userAgent`.
@@ -123,6 +123,19 @@ impl ProcessEventSink for ConnectionSink {
             .send_notification_and_wait(self.connection, note)
             .await
         {
+            tracing::debug!(connection = %self.connection, %handle, "process/exited not delivered");
+        }
+    }
+
+    async fn exited_then(&self, exited: ProcessExitedNotification, release: HandleRelease) {
+        let handle = exited.process_handle.clone();
+        let note = ServerNotification::ProcessExited(exited);
+        // Released in the host's delivery path, before the client's next request is taken.
+        let delivered = self
+            .outgoing
+            .send_notification_then(self.connection, note, move |_| release.run())
+            .await;
+        if !delivered {
             tracing::debug!(connection = %self.connection, %handle, "process/exited not delivered");
         }
     }

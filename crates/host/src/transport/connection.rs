@@ -36,6 +36,8 @@ pub(crate) enum CloseReason {
     MessageTooBig,
     /// The host is shutting down.
     ShuttingDown,
+    /// The peer closed, or the connection ended: nothing more to say.
+    Finished,
 }
 
 impl CloseReason {
@@ -46,6 +48,7 @@ impl CloseReason {
             Self::SlowConsumer => (1008, "connection too slow: writer queue stayed full"),
             Self::MessageTooBig => (1009, "message too big"),
             Self::ShuttingDown => (1001, "server shutting down"),
+            Self::Finished => (1000, "closed"),
         }
     }
 }
@@ -246,7 +249,13 @@ impl Outbound {
     pub(crate) async fn run(mut self, mut sink: impl FrameSink) {
         let mut frame = Vec::with_capacity(4096);
         let mut drain_until: Option<tokio::time::Instant> = None;
+        let (mut answers_open, mut replies_open, mut writer_open) = (true, true, true);
         loop {
+            if !(answers_open || replies_open || writer_open) {
+                // Every queue is closed: the connection is finished.
+                sink.close(CloseReason::Finished).await;
+                return;
+            }
             let pick = tokio::select! {
                 // Checked in this order on every message:
                 biased;
@@ -264,33 +273,46 @@ impl Outbound {
                     return;
                 }
                 // 1. Host-made answers: nothing else will ever answer these requests.
-                Some(error) = self.answers.recv() => Pick {
-                    answers: None,
-                    message: ServerMessage::Error { id: error.id, error: error.error },
-                    ack: None,
+                error = self.answers.recv(), if answers_open => match error {
+                    Some(error) => Pick {
+                        answers: None,
+                        message: ServerMessage::Error { id: error.id, error: error.error },
+                        ack: None,
+                    },
+                    None => {
+                        answers_open = false;
+                        continue;
+                    }
                 },
                 // 2. The reply lane: process-control replies pass queued notifications.
-                Some(reply) = self.replies.recv() => {
-                    let LaneReply { id, result, ack } = reply;
-                    let message = match result {
-                        Ok(result) => ServerMessage::Response { id: id.clone(), result },
-                        Err(error) => ServerMessage::Error { id: Some(id.clone()), error },
-                    };
-                    Pick { message, ack, answers: Some(id) }
-                }
+                reply = self.replies.recv(), if replies_open => match reply {
+                    Some(LaneReply { id, result, ack }) => {
+                        let message = match result {
+                            Ok(result) => ServerMessage::Response { id: id.clone(), result },
+                            Err(error) => ServerMessage::Error { id: Some(id.clone()), error },
+                        };
+                        Pick { message, ack, answers: Some(id) }
+                    }
+                    None => {
+                        replies_open = false;
+                        continue;
+                    }
+                },
                 // 3. Everything else, in the order the processor emitted it.
-                Some(envelope) = self.writer.recv() => pick_envelope(*envelope),
-                // Every queue is closed: the connection is finished.
-                else => {
-                    sink.close(CloseReason::ShuttingDown).await;
-                    return;
-                }
+                envelope = self.writer.recv(), if writer_open => match envelope {
+                    Some(envelope) => pick_envelope(*envelope),
+                    None => {
+                        writer_open = false;
+                        continue;
+                    }
+                },
             };
             if drain_until.is_some_and(|until| tokio::time::Instant::now() >= until) {
                 sink.close(CloseReason::ShuttingDown).await;
                 return;
             }
 
+            let mut pick = pick;
             if let Err(error) = encode(&pick.message, &mut frame) {
                 tracing::error!(connection = %self.id, "{error}");
                 let Some(id) = pick.answers.clone() else {
@@ -305,6 +327,13 @@ impl Outbound {
                 if encode(&failed, &mut frame).is_err() {
                     continue;
                 }
+            }
+            // "Delivered" on the wire means taken for writing, acknowledged before the bytes
+            // leave: whatever the producer does on delivery (a process handle released) is
+            // then done before the peer can react. Only one message is written at a time, so
+            // a producer waiting on this still moves at the connection's pace.
+            if let Some(ack) = pick.ack.take() {
+                ack.delivered();
             }
             // A peer that stopped reading must not keep a close, or shutdown, waiting forever.
             let written = tokio::select! {
@@ -328,16 +357,9 @@ impl Outbound {
             if let Some(id) = &pick.answers {
                 self.in_flight.answered(id);
             }
-            match written {
-                Ok(()) => {
-                    if let Some(ack) = pick.ack {
-                        ack.delivered();
-                    }
-                }
-                Err(error) => {
-                    tracing::debug!(connection = %self.id, %error, "writing to the connection failed");
-                    return;
-                }
+            if let Err(error) = written {
+                tracing::debug!(connection = %self.id, %error, "writing to the connection failed");
+                return;
             }
         }
     }

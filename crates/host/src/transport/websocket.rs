@@ -261,7 +261,11 @@ async fn read_frames(
                 Some(Ok(Message::Binary(bytes))) => inbound.frame(&bytes).await,
                 // Pings are answered by the websocket layer itself.
                 Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
-                Some(Ok(Message::Close(_))) | None => return false,
+                // The peer is done: the writer answers its close and the socket goes.
+                Some(Ok(Message::Close(_))) | None => {
+                    close.close(CloseReason::Finished);
+                    return false;
+                }
                 Some(Err(error)) => {
                     if is_message_too_big(&error) {
                         tracing::warn!(connection = %inbound.id, "closing: {error}");

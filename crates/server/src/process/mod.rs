@@ -79,4 +79,45 @@ pub trait ProcessEventSink: Send + Sync + 'static {
     async fn output_delta(&self, delta: ProcessOutputDeltaNotification);
     /// Hands the exit notification to the consumer; resolves once delivered (or consumer gone).
     async fn exited(&self, exited: ProcessExitedNotification);
+
+    /// [`Self::exited`], plus `release`, which frees the process handle. A sink that can run
+    /// code at the very moment of hand-over runs `release` there, so that a request the
+    /// consumer sends in reaction to the notification finds the handle already free (protocol:
+    /// a handle is released once its `process/exited` was sent). By default it is released
+    /// once `exited` returns.
+    async fn exited_then(&self, exited: ProcessExitedNotification, release: HandleRelease) {
+        self.exited(exited).await;
+        release.run();
+    }
+}
+
+/// Frees one finished process's handle; see [`ProcessEventSink::exited_then`]. Dropping it
+/// without running it frees the handle too.
+pub struct HandleRelease(Option<Box<dyn FnOnce() + Send>>);
+
+impl HandleRelease {
+    pub(crate) fn new(release: impl FnOnce() + Send + 'static) -> Self {
+        Self(Some(Box::new(release)))
+    }
+
+    /// Frees the handle now.
+    pub fn run(mut self) {
+        if let Some(release) = self.0.take() {
+            release();
+        }
+    }
+}
+
+impl Drop for HandleRelease {
+    fn drop(&mut self) {
+        if let Some(release) = self.0.take() {
+            release();
+        }
+    }
+}
+
+impl std::fmt::Debug for HandleRelease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HandleRelease")
+    }
 }

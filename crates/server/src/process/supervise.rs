@@ -2,8 +2,10 @@
 //! last delta of both streams and releases the handle.
 //!
 //! The order matters: the handle is marked exited as soon as the child is reaped (control
-//! requests then answer `is no longer running`), but released only after the exit notification
-//! was delivered, so a reused handle can never interleave with the old run's output.
+//! requests then answer `is no longer running`), but released only when the exit notification
+//! is delivered (at the moment of hand-over, where the sink can: see
+//! [`ProcessEventSink::exited_then`]), so a reused handle can never interleave with the old
+//! run's output, and a request sent after the notification never finds the handle held.
 
 use std::os::unix::process::ExitStatusExt as _;
 use std::sync::{Arc, Weak};
@@ -17,7 +19,7 @@ use tokio::task::JoinHandle;
 use super::group::ProcessScope;
 use super::manager::Inner;
 use super::stream::StreamOutcome;
-use super::{ProcessEventSink, SIGNAL_EXIT_CODE_BASE, TIMEOUT_EXIT_CODE};
+use super::{HandleRelease, ProcessEventSink, SIGNAL_EXIT_CODE_BASE, TIMEOUT_EXIT_CODE};
 
 /// Everything the supervisor of one child needs.
 pub(crate) struct Supervision {
@@ -73,11 +75,12 @@ pub(crate) async fn supervise(supervision: Supervision) {
         stderr_cap_reached: stderr.cap_reached,
         output_drain_timed_out: stdout.drain_timed_out || stderr.drain_timed_out,
     };
-    sink.exited(notification).await;
-
-    if let Some(manager) = manager.upgrade() {
-        manager.release(&handle, id);
-    }
+    let release = HandleRelease::new(move || {
+        if let Some(manager) = manager.upgrade() {
+            manager.release(&handle, id);
+        }
+    });
+    sink.exited_then(notification, release).await;
 }
 
 /// Waits for the child, killing its group when the timeout fires, and returns the exit code.
