@@ -23,11 +23,12 @@ use tandem_protocol::{
     ProcessKillParams, ProcessOutputStream, ProcessResizePtyParams, ProcessSpawnParams,
     ProcessWriteStdinParams, RequestId, ServerNotification, SessionSource,
 };
-use tandem_server::{ServerOptions, ServerOptionsError, TandemServer};
+use tandem_server::TandemServer;
 use tokio::io::AsyncReadExt as _;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::task::JoinSet;
 
+use crate::settings::{GlobalOptions, SettingsError};
 use crate::terminal::{self, RawMode};
 
 /// The process handle of the one command `exec` runs.
@@ -143,9 +144,9 @@ fn parse_timeout(text: &str) -> Result<Limit, String> {
 /// Why `tandem exec` could not run the command to completion.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ExecError {
-    /// No home directory could be chosen for the server.
+    /// The server's home, config file or a `-c` override is invalid.
     #[error(transparent)]
-    Home(#[from] ServerOptionsError),
+    Settings(#[from] SettingsError),
     /// The working directory could not be determined.
     #[error("cannot determine the current directory: {0}; pass --cwd DIR")]
     CurrentDir(io::Error),
@@ -183,8 +184,9 @@ impl ExecError {
 }
 
 /// Runs `tandem exec` and returns the process exit code; errors are reported on stderr.
-pub(crate) async fn run(args: ExecArgs) -> i32 {
-    match execute(args).await {
+pub(crate) async fn run(args: ExecArgs, global: GlobalOptions) -> i32 {
+    global.warn_unknown_features();
+    match execute(args, global).await {
         Ok(code) => code,
         Err(error) => {
             eprintln!("tandem: {error}");
@@ -193,9 +195,9 @@ pub(crate) async fn run(args: ExecArgs) -> i32 {
     }
 }
 
-async fn execute(args: ExecArgs) -> Result<i32, ExecError> {
+async fn execute(args: ExecArgs, global: GlobalOptions) -> Result<i32, ExecError> {
     let cwd = working_dir(args.cwd.as_deref())?;
-    let options = ServerOptions::from_env()?;
+    let options = global.server_options()?;
     let mut start = InProcessStartArgs::new(
         move |outgoing| Arc::new(TandemServer::new(outgoing, options)) as Arc<dyn MessageProcessor>,
         initialize_params(),

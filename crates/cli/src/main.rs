@@ -4,7 +4,9 @@
 
 use clap::{Parser, Subcommand};
 
+mod app_server;
 mod exec;
+mod settings;
 mod terminal;
 
 /// Tandem: an agent app-server hosted inside the process that uses it.
@@ -13,6 +15,8 @@ mod terminal;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    global: settings::GlobalOptions,
 }
 
 #[derive(Debug, Subcommand)]
@@ -23,6 +27,13 @@ enum Command {
     /// byte, as it is produced; tandem exits with the command's exit code. Unlike the protocol's
     /// defaults, output is not capped and the command does not time out unless asked.
     Exec(exec::ExecArgs),
+    /// Serve the Tandem app-server protocol to clients over stdio or websocket.
+    ///
+    /// A drop-in for clients written for other app-servers: they launch
+    /// `tandem app-server --listen stdio://` as a child process, or connect to
+    /// `tandem app-server --listen ws://IP:PORT`.
+    #[command(after_help = app_server::AFTER_HELP)]
+    AppServer(app_server::AppServerArgs),
 }
 
 /// The environment variable holding a `tracing` filter for tandem's own logs (e.g. `debug`).
@@ -31,7 +42,11 @@ const LOG_ENV: &str = "TANDEM_LOG";
 fn main() {
     // Usage errors and --help/--version exit here, with clap's codes (2 for usage errors).
     let cli = Cli::parse();
-    init_logging();
+    // A server's stderr is often a pipe nobody reads: keep it to warnings unless asked.
+    init_logging(match cli.command {
+        Command::AppServer(_) => "warn",
+        Command::Exec(_) => "off",
+    });
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -43,20 +58,22 @@ fn main() {
         }
     };
     let code = match cli.command {
-        Command::Exec(args) => runtime.block_on(exec::run(args)),
+        Command::Exec(args) => runtime.block_on(exec::run(args, cli.global)),
+        Command::AppServer(args) => runtime.block_on(app_server::run(args, cli.global)),
     };
     // Exit without dropping the runtime: a task blocked reading a terminal (stdin forwarding)
     // would otherwise hold the exit until the user pressed a key.
     std::process::exit(code);
 }
 
-/// Logs go to stderr, filtered by `TANDEM_LOG`; without it nothing is logged, so the command's
-/// stderr is not mixed with tandem's diagnostics.
-fn init_logging() {
+/// Logs go to stderr, filtered by `TANDEM_LOG`; without it the command's `default` filter
+/// applies (`off` for `exec`, so the command's stderr is not mixed with tandem's diagnostics).
+fn init_logging(default: &str) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new("off"));
+    let filter = EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 }

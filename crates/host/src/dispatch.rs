@@ -27,6 +27,14 @@ pub(crate) enum ProcessorMessage {
         connection: ConnectionId,
         notification: ClientNotification,
     },
+    /// A transport accepted a connection. Sent (waiting for room, never dropped) before the
+    /// connection's first message, so its session exists when its requests arrive.
+    ConnectionOpened {
+        connection: ConnectionId,
+        source: SessionSource,
+    },
+    /// A transport lost a connection. Sent after its last message.
+    ConnectionClosed { connection: ConnectionId },
 }
 
 pub(crate) struct Dispatcher {
@@ -53,8 +61,23 @@ impl Dispatcher {
     }
 
     /// Runs until the processor queue closes, then lets the processor shut down.
-    pub(crate) async fn run(mut self, mut queue: mpsc::Receiver<ProcessorMessage>) {
-        while let Some(message) = queue.recv().await {
+    pub(crate) async fn run(self, queue: mpsc::Receiver<ProcessorMessage>) {
+        self.run_until(queue, CancellationToken::new()).await;
+    }
+
+    /// [`Self::run`], but also ends when `stop` is cancelled, even while senders live on (a
+    /// wire connection stuck on a peer that does not read must not keep the processor, and the
+    /// processes it owns, alive).
+    pub(crate) async fn run_until(
+        mut self,
+        mut queue: mpsc::Receiver<ProcessorMessage>,
+        stop: CancellationToken,
+    ) {
+        while let Some(message) = tokio::select! {
+            biased;
+            () = stop.cancelled() => None,
+            message = queue.recv() => message,
+        } {
             match message {
                 ProcessorMessage::Request {
                     connection,
@@ -65,18 +88,38 @@ impl Dispatcher {
                     connection,
                     notification,
                 } => self.notification(connection, notification).await,
+                ProcessorMessage::ConnectionOpened { connection, source } => {
+                    self.open_connection(connection, source);
+                }
+                ProcessorMessage::ConnectionClosed { connection } => {
+                    if self.sessions.remove(&connection).is_some() {
+                        self.close_connection(connection).await;
+                    }
+                }
             }
         }
         // The queue closed: the host is shutting down and every connection goes with it, so
         // the processor releases what each one owned before its own shutdown.
         let connections: Vec<ConnectionId> = self.sessions.drain().map(|(id, _)| id).collect();
         for connection in connections {
-            self.outgoing
-                .route_control(RouterInput::ConnectionClosed(connection))
-                .await;
-            self.processor.connection_closed(connection).await;
+            self.close_connection(connection).await;
         }
         self.processor.shutdown().await;
+    }
+
+    /// Forgets everything routed to `connection`, fails the server requests it will never
+    /// answer (so no turn waits on a client that is gone), and lets the processor release what
+    /// the connection owned.
+    async fn close_connection(&mut self, connection: ConnectionId) {
+        self.outgoing
+            .route_control(RouterInput::ConnectionClosed(connection))
+            .await;
+        self.outgoing.remove_reply_lane(connection);
+        self.outgoing.cancel_connection_requests(
+            connection,
+            JSONRPCErrorError::internal(format!("{connection} closed")),
+        );
+        self.processor.connection_closed(connection).await;
     }
 
     async fn request(

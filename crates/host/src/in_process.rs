@@ -27,7 +27,7 @@ use crate::outgoing::{
     RequestResult, SHUTTING_DOWN, WriterMessage,
 };
 use crate::processor::{ConnectionId, MessageProcessor};
-use crate::router::OutboundRouter;
+use crate::router::{OutboundRouter, WriterFlow};
 
 /// Capacity of every bounded queue of the host unless the start args say otherwise.
 pub const DEFAULT_IN_PROCESS_CHANNEL_CAPACITY: usize = 128;
@@ -217,7 +217,12 @@ pub async fn start(args: InProcessStartArgs) -> io::Result<InProcessClientHandle
     let processor = (args.processor)(outgoing.clone());
 
     let mut router = OutboundRouter::new();
-    router.add_connection(ConnectionId::IN_PROCESS, writer_tx);
+    // One connection: waiting for its writer delays nobody, and it is the backpressure chain.
+    router.add_connection(
+        ConnectionId::IN_PROCESS,
+        writer_tx,
+        WriterFlow::Backpressure,
+    );
     let router_shutdown = CancellationToken::new();
     let router_task = tokio::spawn(router.run(router_rx, router_shutdown.clone()));
 

@@ -75,6 +75,7 @@ pub mod in_process;
 mod outgoing;
 mod processor;
 mod router;
+pub mod transport;
 
 pub use delivery::DeliveryPolicy;
 pub use in_process::{

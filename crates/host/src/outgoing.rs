@@ -18,6 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::delivery::{DeliveryAck, NotificationFilter};
 use crate::processor::{ConnectionId, ConnectionRequestId};
+use crate::router::WriterFlow;
 
 /// The result a client (or the host, on its behalf) gives to a request.
 pub type RequestResult = Result<Value, JSONRPCErrorError>;
@@ -77,6 +78,12 @@ pub(crate) enum RouterInput {
         target: Target,
         message: WriterMessage,
     },
+    /// A transport accepted a connection; everything routed to it goes to `writer`.
+    ConnectionOpened {
+        connection: ConnectionId,
+        writer: mpsc::Sender<WriterMessage>,
+        flow: WriterFlow,
+    },
     ConnectionInitialized {
         connection: ConnectionId,
         filter: NotificationFilter,
@@ -132,6 +139,26 @@ impl PendingServerRequests {
                 true
             }
             None => false,
+        }
+    }
+
+    /// Resolves one request if `connection` is the one it was sent to: a client may answer only
+    /// its own server requests (ids come from one counter shared by every connection).
+    pub(crate) fn resolve_from(
+        &self,
+        connection: ConnectionId,
+        id: &RequestId,
+        result: RequestResult,
+    ) -> bool {
+        let mut waiting = self.lock();
+        match waiting.get(id) {
+            Some((owner, _)) if *owner == connection => {
+                let (_, tx) = waiting.remove(id).expect("present under the same lock");
+                drop(waiting);
+                let _ = tx.send(result);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -233,6 +260,14 @@ impl OutgoingMessageSender {
         if self.shared.router.send(input).await.is_err() {
             tracing::debug!("outbound router has stopped; message discarded");
         }
+    }
+
+    pub(crate) fn remove_reply_lane(&self, connection: ConnectionId) {
+        self.shared
+            .reply_lanes
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remove(&connection);
     }
 
     pub(crate) async fn route_control(&self, input: RouterInput) {

@@ -137,6 +137,16 @@ impl TestProcessor {
         self
     }
 
+    /// The processor factory a host takes (in-process or [`tandem_host::transport`]).
+    pub fn factory(self) -> impl FnOnce(OutgoingMessageSender) -> Arc<dyn MessageProcessor> {
+        move |outgoing| {
+            Arc::new(RunningTestProcessor {
+                config: self,
+                outgoing,
+            }) as Arc<dyn MessageProcessor>
+        }
+    }
+
     /// Start args for this processor with [`initialize_params`]`(experimental_api)`.
     pub fn start_args(self, experimental_api: bool) -> InProcessStartArgs {
         InProcessStartArgs::new(

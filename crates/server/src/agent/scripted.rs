@@ -1,10 +1,5 @@
-//! The embedder's model integration point: the [`Agent`] trait, which drives one turn through
-//! the narrow [`TurnDriver`] API, and the deterministic default [`ScriptedAgent`].
-//!
-//! The agent never touches the protocol: it asks the driver to stream a message, call a client
-//! tool, run a command or ask the user, and the driver emits the items, server requests,
-//! flags and notifications in the order protocol.md section 6 requires. That keeps every
-//! agent — scripted or model-backed — inside the same ordering and interruption rules.
+//! [`ScriptedAgent`]: the deterministic default agent, whose input lines are commands. Tests
+//! and benchmarks use it to drive every [`TurnDriver`] path without a model.
 
 use std::time::Duration;
 
@@ -12,33 +7,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tandem_protocol::{DynamicToolCallOutputContentItem, Turn, UserInput};
 
-pub use crate::turn::{CommandOutcome, ToolOutcome, TurnDriver};
-
-/// Why an agent stopped a turn early.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AgentError {
-    /// The turn was interrupted (`turn/interrupt`, or an approval answered `cancel`); return it
-    /// as soon as a driver call reports it.
-    #[error("turn interrupted")]
-    Interrupted,
-    /// The turn failed; the message becomes the turn's error and the `error` notification.
-    #[error("{0}")]
-    Failed(String),
-}
-
-/// The model behind a thread. One call per turn; it returns when the turn is done.
-#[async_trait]
-pub trait Agent: Send + Sync + 'static {
-    /// Runs one turn: `history` holds the thread's earlier turns (oldest first) and `input`
-    /// the turn's input. Input steered into the running turn arrives through
-    /// [`TurnDriver::take_steered_input`].
-    async fn run_turn(
-        &self,
-        history: &[Turn],
-        input: Vec<UserInput>,
-        driver: &mut TurnDriver,
-    ) -> Result<(), AgentError>;
-}
+use super::{Agent, AgentError, TurnDriver};
 
 /// The deterministic default agent. Each input line is a command:
 ///

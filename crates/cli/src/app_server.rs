@@ -1,0 +1,238 @@
+//! `tandem app-server`: the reference server out of process, launched the way clients of other
+//! app-servers launch theirs: `--listen stdio://` (the default) serves one client on
+//! stdin/stdout, `--listen ws://IP:PORT` serves websocket clients.
+//!
+//! The end of stdin, SIGTERM and SIGINT all shut down the same way: connections close, every
+//! process group the server started is killed, and the binary exits 0 within a few seconds
+//! (completed turns are already durable; each commits as it completes).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use tandem_host::MessageProcessor;
+use tandem_host::transport::websocket::{self, BearerToken, WebSocketOptions};
+use tandem_host::transport::{TransportHost, TransportHostOptions, stdio};
+use tandem_server::TandemServer;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::settings::GlobalOptions;
+
+/// Each shutdown stage of the host may take this long; three stages plus the writer's last
+/// flush stay within the 5 s a client (or a service manager) waits.
+const SHUTDOWN_STAGE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Reported for usage errors found after parsing (clap uses the same code for its own).
+const USAGE_EXIT_CODE: i32 = 2;
+
+pub(crate) const AFTER_HELP: &str = "\
+Transports:
+  stdio://       one client on stdin/stdout, one JSON object per line (the default). The end
+                 of stdin shuts the server down.
+  ws://IP:PORT   websocket clients, one JSON object per text frame; port 0 picks a free port.
+                 The bound address is printed on stderr as `listening on: ws://ADDR`.
+                 GET /readyz and /healthz answer 200; requests with an Origin header get 403.
+                 A non-loopback address requires --ws-auth.
+
+Shutdown:
+  End of stdin (stdio), SIGTERM or SIGINT: every process the server started is killed and
+  tandem exits 0 within 5 s.
+
+Environment:
+  TANDEM_HOME  the server's home directory (threads database, config.toml)
+  TANDEM_LOG   a tracing filter for tandem's logs on stderr (default: warn)
+
+Examples:
+  tandem app-server
+  tandem app-server --listen ws://127.0.0.1:4500 --ws-auth capability-token --ws-token-file ~/.tandem-token
+  tandem -c thread_unload_delay_secs=5 app-server";
+
+/// Options of `tandem app-server`.
+#[derive(Debug, Args)]
+pub(crate) struct AppServerArgs {
+    /// Where to serve: `stdio://` or `ws://IP:PORT`.
+    #[arg(long, value_name = "URL", default_value = "stdio://", value_parser = parse_listen)]
+    listen: Listen,
+    /// Websocket authentication.
+    #[arg(long, value_enum, value_name = "MODE")]
+    ws_auth: Option<WsAuth>,
+    /// File holding the capability token (with --ws-auth capability-token).
+    #[arg(long, value_name = "PATH", conflicts_with = "ws_token_sha256")]
+    ws_token_file: Option<PathBuf>,
+    /// Hex SHA-256 digest of the capability token (with --ws-auth capability-token).
+    #[arg(long, value_name = "HEX")]
+    ws_token_sha256: Option<String>,
+    /// Largest accepted stdio line or websocket message, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = stdio::DEFAULT_MAX_LINE_BYTES)]
+    max_message_bytes: usize,
+    /// Capacity of the server's bounded queues (processor, outgoing, reply lanes).
+    #[arg(long, value_name = "N", default_value_t = tandem_host::DEFAULT_IN_PROCESS_CHANNEL_CAPACITY)]
+    channel_capacity: usize,
+    /// Messages queued for one websocket connection's writer.
+    #[arg(long, value_name = "N", default_value_t = websocket::DEFAULT_WRITER_QUEUE_CAPACITY)]
+    ws_writer_queue: usize,
+    /// Seconds a websocket connection's writer queue may stay full before it is closed.
+    #[arg(long, value_name = "SECS", default_value_t = websocket::DEFAULT_SLOW_CONNECTION_GRACE.as_secs_f64())]
+    ws_slow_grace_secs: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum WsAuth {
+    /// `Authorization: Bearer <token>` at the upgrade.
+    CapabilityToken,
+}
+
+#[derive(Debug, Clone)]
+enum Listen {
+    Stdio,
+    WebSocket(SocketAddr),
+}
+
+fn parse_listen(text: &str) -> Result<Listen, String> {
+    if matches!(text, "stdio://" | "stdio") {
+        return Ok(Listen::Stdio);
+    }
+    let Some(address) = text.strip_prefix("ws://") else {
+        return Err("expected stdio:// or ws://IP:PORT".to_owned());
+    };
+    address
+        .trim_end_matches('/')
+        .parse()
+        .map(Listen::WebSocket)
+        .map_err(|_| {
+            format!(
+                "expected ws://IP:PORT with an IP literal (e.g. ws://127.0.0.1:4500), got {text}"
+            )
+        })
+}
+
+pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
+    global.warn_unknown_features();
+    let auth = match websocket_auth(&args) {
+        Ok(auth) => auth,
+        Err(message) => {
+            eprintln!("tandem app-server: {message}");
+            return USAGE_EXIT_CODE;
+        }
+    };
+    if let Listen::WebSocket(address) = &args.listen
+        && auth.is_none()
+        && !address.ip().is_loopback()
+    {
+        eprintln!(
+            "tandem app-server: refusing to listen on ws://{address} without authentication: \
+             pass --ws-auth capability-token with --ws-token-file PATH or --ws-token-sha256 HEX, \
+             or listen on a loopback address"
+        );
+        return USAGE_EXIT_CODE;
+    }
+    let options = match tokio::task::spawn_blocking(move || global.server_options()).await {
+        Ok(Ok(options)) => options,
+        Ok(Err(error)) => {
+            eprintln!("tandem app-server: {error}");
+            return 1;
+        }
+        Err(error) => {
+            eprintln!("tandem app-server: loading the configuration failed: {error}");
+            return 1;
+        }
+    };
+    let host_options = TransportHostOptions {
+        channel_capacity: args.channel_capacity,
+        shutdown_stage_timeout: SHUTDOWN_STAGE_TIMEOUT,
+        ..TransportHostOptions::default()
+    };
+    let host = TransportHost::start(
+        move |outgoing| Arc::new(TandemServer::new(outgoing, options)) as Arc<dyn MessageProcessor>,
+        host_options,
+    );
+    let served = match args.listen {
+        Listen::Stdio => {
+            let options = stdio::StdioOptions {
+                max_line_bytes: args.max_message_bytes,
+            };
+            until_signal(&host, stdio::serve(&host, options)).await
+        }
+        Listen::WebSocket(address) => {
+            let options = WebSocketOptions {
+                auth,
+                max_message_bytes: args.max_message_bytes,
+                writer_queue_capacity: args.ws_writer_queue,
+                slow_connection_grace: Duration::from_secs_f64(args.ws_slow_grace_secs.max(0.0)),
+            };
+            match websocket::bind(address).await {
+                Ok((listener, bound)) => {
+                    eprintln!("listening on: ws://{bound}");
+                    until_signal(&host, websocket::serve(host.clone(), listener, options)).await
+                }
+                Err(error) => Err(std::io::Error::new(
+                    error.kind(),
+                    format!("cannot listen on ws://{address}: {error}"),
+                )),
+            }
+        }
+    };
+    host.shutdown().await;
+    match served {
+        Ok(()) => 0,
+        Err(error) => {
+            eprintln!("tandem app-server: {error}");
+            1
+        }
+    }
+}
+
+/// Runs `serve` until it returns or SIGTERM/SIGINT arrives; a signal stops the host, which
+/// ends `serve` too.
+async fn until_signal(
+    host: &TransportHost,
+    serve: impl Future<Output = std::io::Result<()>>,
+) -> std::io::Result<()> {
+    let (mut terminate, mut interrupt) = (
+        signal(SignalKind::terminate())?,
+        signal(SignalKind::interrupt())?,
+    );
+    tokio::pin!(serve);
+    tokio::select! {
+        served = &mut serve => served,
+        _ = terminate.recv() => {
+            tracing::info!("SIGTERM: shutting down");
+            host.shutdown().await;
+            Ok(())
+        }
+        _ = interrupt.recv() => {
+            tracing::info!("SIGINT: shutting down");
+            host.shutdown().await;
+            Ok(())
+        }
+    }
+}
+
+fn websocket_auth(args: &AppServerArgs) -> Result<Option<BearerToken>, String> {
+    let token_given = args.ws_token_file.is_some() || args.ws_token_sha256.is_some();
+    match args.ws_auth {
+        None if token_given => {
+            Err("--ws-token-file and --ws-token-sha256 need --ws-auth capability-token".to_owned())
+        }
+        None => Ok(None),
+        Some(WsAuth::CapabilityToken) => {
+            if let Some(path) = &args.ws_token_file {
+                let text = std::fs::read_to_string(path).map_err(|error| {
+                    format!("cannot read --ws-token-file {}: {error}", path.display())
+                })?;
+                BearerToken::from_token(&text)
+                    .map(Some)
+                    .map_err(|error| format!("--ws-token-file {}: {error}", path.display()))
+            } else if let Some(hex) = &args.ws_token_sha256 {
+                BearerToken::from_sha256_hex(hex)
+                    .map(Some)
+                    .map_err(|error| format!("--ws-token-sha256: {error}"))
+            } else {
+                Err("--ws-auth capability-token needs --ws-token-file PATH or --ws-token-sha256 HEX"
+                    .to_owned())
+            }
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! The global options every `tandem` command accepts (before or after the subcommand), and how
+//! they become the server's configuration: `-c key=value` overrides, `--profile`, and the
+//! `--enable`/`--disable` feature switches that clients of other app-servers pass.
+
+use clap::Args;
+use tandem_server::{ServerConfig, ServerConfigBuilder, ServerOptions, ServerOptionsError};
+
+/// Feature names `--enable`/`--disable` know. Tandem has no optional features yet, so every
+/// name is unknown: that is a warning, not an error, because SDKs written for other app-servers
+/// pass their own defaults (one enables `guardian_approval`).
+const KNOWN_FEATURES: &[&str] = &[];
+
+/// Options shared by every command.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct GlobalOptions {
+    /// Override a config key for this run: `-c key=value`, repeatable. The value is parsed as
+    /// TOML and taken as a plain string if it is not TOML; dotted keys address nested tables
+    /// (`-c model_providers.local.base_url="http://127.0.0.1:8080/v1"`).
+    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE", global = true)]
+    pub(crate) config: Vec<String>,
+    /// Turn a feature on (repeatable). Unknown features are ignored with a warning.
+    #[arg(long, value_name = "FEATURE", global = true)]
+    pub(crate) enable: Vec<String>,
+    /// Turn a feature off (repeatable). Unknown features are ignored with a warning.
+    #[arg(long, value_name = "FEATURE", global = true)]
+    pub(crate) disable: Vec<String>,
+    /// Use `[profiles.NAME]` of config.toml over its top-level settings.
+    #[arg(long, value_name = "NAME", global = true)]
+    pub(crate) profile: Option<String>,
+}
+
+/// A `-c` that is not `key=value`.
+#[derive(Debug, thiserror::Error)]
+#[error("-c expects KEY=VALUE (e.g. -c thread_unload_delay_secs=5), got `{0}`")]
+pub(crate) struct OverrideSyntaxError(String);
+
+impl GlobalOptions {
+    /// Warns about feature names Tandem does not know.
+    pub(crate) fn warn_unknown_features(&self) {
+        for feature in self.enable.iter().chain(&self.disable) {
+            if !KNOWN_FEATURES.contains(&feature.as_str()) {
+                eprintln!("tandem: warning: unknown feature `{feature}` ignored");
+            }
+        }
+    }
+
+    /// The config builder these options describe (home from `TANDEM_HOME` or the default).
+    pub(crate) fn config_builder(&self) -> Result<ServerConfigBuilder, OverrideSyntaxError> {
+        let mut builder = ServerConfig::builder();
+        for item in &self.config {
+            let (key, value) = parse_override(item)?;
+            builder = builder.config_override(&key, value);
+        }
+        if let Some(profile) = &self.profile {
+            builder = builder.profile(profile.clone());
+        }
+        Ok(builder)
+    }
+
+    /// Loads the server options (blocking: it reads config.toml).
+    pub(crate) fn server_options(&self) -> Result<ServerOptions, SettingsError> {
+        Ok(ServerOptions::load(self.config_builder()?)?)
+    }
+}
+
+/// Why the server's settings could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SettingsError {
+    /// A malformed `-c`.
+    #[error(transparent)]
+    Syntax(#[from] OverrideSyntaxError),
+    /// The home, config file or an override is invalid.
+    #[error(transparent)]
+    Options(#[from] ServerOptionsError),
+}
+
+/// Splits `key=value` and parses the value as TOML, falling back to a plain string, as
+/// clients of other app-servers expect (`-c model=gpt-5` and `-c model="gpt-5"` agree).
+fn parse_override(item: &str) -> Result<(String, toml::Value), OverrideSyntaxError> {
+    let (key, raw) = item
+        .split_once('=')
+        .ok_or_else(|| OverrideSyntaxError(item.to_owned()))?;
+    let key = key.trim();
+    if key.is_empty() {
+        return Err(OverrideSyntaxError(item.to_owned()));
+    }
+    let raw = raw.trim();
+    let value = toml::from_str::<toml::Table>(&format!("value = {raw}"))
+        .ok()
+        .and_then(|mut table| table.remove("value"))
+        .unwrap_or_else(|| toml::Value::String(raw.to_owned()));
+    Ok((key.to_owned(), value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_toml_or_plain_strings() {
+        let (key, value) = parse_override("thread_unload_delay_secs=5").unwrap();
+        assert_eq!(
+            (key.as_str(), value),
+            ("thread_unload_delay_secs", 5.into())
+        );
+        let (_, value) = parse_override("model=gpt-5").unwrap();
+        assert_eq!(value, toml::Value::String("gpt-5".into()));
+        let (_, value) = parse_override(r#"model="gpt-5""#).unwrap();
+        assert_eq!(value, toml::Value::String("gpt-5".into()));
+        let (key, value) =
+            parse_override(r#"model_providers.mock.base_url="http://127.0.0.1:9/v1""#).unwrap();
+        assert_eq!(key, "model_providers.mock.base_url");
+        assert_eq!(value, toml::Value::String("http://127.0.0.1:9/v1".into()));
+        let (_, value) = parse_override("flags=[1, 2]").unwrap();
+        assert_eq!(value, toml::Value::Array(vec![1.into(), 2.into()]));
+        // `=` inside the value belongs to the value.
+        let (_, value) = parse_override("note=a=b").unwrap();
+        assert_eq!(value, toml::Value::String("a=b".into()));
+        assert!(parse_override("no-equals").is_err());
+        assert!(parse_override("=5").is_err());
+    }
+}

@@ -1,0 +1,387 @@
+//! One wire connection, whatever carries its frames: the inbound half that turns decoded frames
+//! into processor messages (and answers on its own what never reaches the processor), and the
+//! writer that puts every outbound message on the wire in lane order.
+//!
+//! Three queues feed the writer, and [`Outbound::run`] decides their priority:
+//! 1. host-made answers (parse errors, -32001 for a full processor queue, duplicate ids): the
+//!    client is waiting on them and nothing else will answer, so nothing goes before them;
+//! 2. the reply lane: process-control replies, which must pass queued notifications;
+//! 3. the writer queue from the outbound router: ordinary replies, notifications and server
+//!    requests, in the order the processor emitted them.
+
+use std::io;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use foldhash::HashMap;
+use tandem_protocol::wire::{self, ClientMessage, DecodeError, ServerMessage};
+use tandem_protocol::{JSONRPCError, JSONRPCErrorError, RequestId};
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::{Notify, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::delivery::DeliveryAck;
+use crate::dispatch::ProcessorMessage;
+use crate::outgoing::{Envelope, LaneReply, OutgoingMessage, PendingServerRequests, WriterMessage};
+use crate::processor::ConnectionId;
+
+/// Why a connection is being closed by the server; websocket transports turn it into a close
+/// frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CloseReason {
+    /// The writer queue stayed full (or overflowed): the peer does not read.
+    SlowConsumer,
+    /// The peer sent a message over the size limit.
+    MessageTooBig,
+    /// The host is shutting down.
+    ShuttingDown,
+}
+
+impl CloseReason {
+    /// The websocket close code and reason text.
+    pub(crate) fn close_frame(self) -> (u16, &'static str) {
+        match self {
+            // 1008: policy violation; the peer must read what it is sent.
+            Self::SlowConsumer => (1008, "connection too slow: writer queue stayed full"),
+            Self::MessageTooBig => (1009, "message too big"),
+            Self::ShuttingDown => (1001, "server shutting down"),
+        }
+    }
+}
+
+/// Asks a connection's transport to close it, once, with a reason.
+#[derive(Debug, Default)]
+pub(crate) struct CloseSignal {
+    token: CancellationToken,
+    reason: OnceLock<CloseReason>,
+}
+
+impl CloseSignal {
+    /// Closes with `reason`, unless a close was already asked for (the first reason stands).
+    pub(crate) fn close(&self, reason: CloseReason) {
+        let _ = self.reason.set(reason);
+        self.token.cancel();
+    }
+
+    pub(crate) async fn closed(&self) -> CloseReason {
+        self.token.cancelled().await;
+        self.reason().unwrap_or(CloseReason::ShuttingDown)
+    }
+
+    pub(crate) fn reason(&self) -> Option<CloseReason> {
+        self.reason.get().copied()
+    }
+}
+
+/// Requests of one connection that the processor has not answered yet, with the token that
+/// tells the processor its caller is gone.
+#[derive(Debug, Default)]
+pub(crate) struct InFlight {
+    requests: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// Signalled whenever an answer was written, for [`Inbound::finish_in_flight`].
+    answered: Notify,
+}
+
+fn lock(in_flight: &InFlight) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
+    in_flight
+        .requests
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl InFlight {
+    fn answered(&self, id: &RequestId) {
+        lock(self).remove(id);
+        self.answered.notify_waiters();
+    }
+}
+
+/// The reading side of a connection: hand it every frame the transport reads.
+pub(crate) struct Inbound {
+    pub(crate) id: ConnectionId,
+    pub(crate) processor: mpsc::Sender<ProcessorMessage>,
+    pub(crate) answers: mpsc::Sender<JSONRPCError>,
+    pub(crate) in_flight: Arc<InFlight>,
+    pub(crate) server_requests: Arc<PendingServerRequests>,
+}
+
+impl Inbound {
+    /// Decodes and dispatches one frame. Waits only for room in the host-made answer queue,
+    /// which is how a peer that does not read its answers stops being read.
+    pub(crate) async fn frame(&self, frame: &[u8]) {
+        match wire::decode_client_message(frame) {
+            Ok(ClientMessage::Request(request)) => self.request(request).await,
+            Ok(ClientMessage::Notification(notification)) => {
+                let method = notification.method().to_owned();
+                let message = ProcessorMessage::Notification {
+                    connection: self.id,
+                    notification,
+                };
+                // host.md: a notification that does not fit is dropped with a warning.
+                if let Err(error) = self.processor.try_send(message) {
+                    tracing::warn!(connection = %self.id, %method, "client notification dropped: {error}");
+                }
+            }
+            Ok(ClientMessage::Response { id, result }) => {
+                self.answer_server_request(id, Ok(result))
+            }
+            Ok(ClientMessage::Error { id, error }) => self.answer_server_request(id, Err(error)),
+            Err(DecodeError::Reply(error)) => self.answer(error).await,
+            Err(DecodeError::Ignore(why)) => {
+                tracing::warn!(connection = %self.id, "ignored a malformed message: {why}");
+            }
+        }
+    }
+
+    async fn request(&self, request: tandem_protocol::ClientRequest) {
+        let id = request.id().clone();
+        let cancel = CancellationToken::new();
+        let duplicate = {
+            let mut in_flight = lock(&self.in_flight);
+            let duplicate = in_flight.contains_key(&id);
+            if !duplicate {
+                in_flight.insert(id.clone(), cancel.clone());
+            }
+            duplicate
+        };
+        if duplicate {
+            let error = JSONRPCErrorError::invalid_request(format!("duplicate request id: {id}"));
+            return self.answer(error_for(Some(id), error)).await;
+        }
+        let message = ProcessorMessage::Request {
+            connection: self.id,
+            request: Box::new(request),
+            cancel,
+        };
+        let error = match self.processor.try_send(message) {
+            Ok(()) => return,
+            Err(TrySendError::Full(_)) => JSONRPCErrorError::overloaded("request queue is full"),
+            Err(TrySendError::Closed(_)) => JSONRPCErrorError::internal("server is shutting down"),
+        };
+        lock(&self.in_flight).remove(&id);
+        self.answer(error_for(Some(id), error)).await;
+    }
+
+    fn answer_server_request(&self, id: RequestId, result: crate::RequestResult) {
+        if !self.server_requests.resolve_from(self.id, &id, result) {
+            tracing::warn!(connection = %self.id, %id, "answer to an unknown server request dropped");
+        }
+    }
+
+    /// Queues a host-made answer (never dropped: waits for room).
+    pub(crate) async fn answer(&self, error: JSONRPCError) {
+        let _ = self.answers.send(error).await;
+    }
+
+    /// Waits, at most `limit`, until every request read so far has been answered: at the end
+    /// of its input a client still reads the answers to what it sent.
+    pub(crate) async fn finish_in_flight(&self, limit: Duration) {
+        let drained = async {
+            loop {
+                let answered = self.in_flight.answered.notified();
+                if lock(&self.in_flight).is_empty() {
+                    return;
+                }
+                answered.await;
+            }
+        };
+        let _ = tokio::time::timeout(limit, drained).await;
+    }
+
+    /// The transport stopped reading: the processor forgets the connection (killing what it
+    /// owned), and requests still running see their caller gone.
+    pub(crate) async fn close(self) {
+        for (_, cancel) in lock(&self.in_flight).drain() {
+            cancel.cancel();
+        }
+        let closed = ProcessorMessage::ConnectionClosed {
+            connection: self.id,
+        };
+        // Waits for room: a lost close would leave the connection's processes running.
+        let _ = self.processor.send(closed).await;
+    }
+}
+
+pub(crate) fn error_for(id: Option<RequestId>, error: JSONRPCErrorError) -> JSONRPCError {
+    JSONRPCError { id, error }
+}
+
+/// Where a writer puts encoded frames.
+#[async_trait]
+pub(crate) trait FrameSink: Send {
+    /// Writes one encoded message (no framing in `frame`; the sink adds it) and flushes it.
+    /// The sink may take the buffer's contents; the writer clears it afterwards.
+    async fn send(&mut self, frame: &mut Vec<u8>) -> io::Result<()>;
+    /// Ends the connection, telling the peer why where the transport can.
+    async fn close(&mut self, reason: CloseReason);
+}
+
+/// The writing side of a connection.
+pub(crate) struct Outbound {
+    pub(crate) id: ConnectionId,
+    pub(crate) answers: mpsc::Receiver<JSONRPCError>,
+    pub(crate) replies: mpsc::Receiver<LaneReply>,
+    pub(crate) writer: mpsc::Receiver<WriterMessage>,
+    pub(crate) in_flight: Arc<InFlight>,
+    pub(crate) close: Arc<CloseSignal>,
+    /// Cancelled when the host shuts down.
+    pub(crate) stop: CancellationToken,
+}
+
+/// How long a writer keeps writing what is queued once the host shuts down.
+const SHUTDOWN_DRAIN: Duration = Duration::from_millis(250);
+
+/// One message picked for the wire, with the acknowledgement its producer waits for.
+struct Pick {
+    message: ServerMessage,
+    ack: Option<DeliveryAck>,
+    /// The request this answers, to forget once it is written.
+    answers: Option<RequestId>,
+}
+
+impl Outbound {
+    /// Writes until every queue is closed, the connection is asked to close, or the host stops
+    /// (after a short drain of what is queued).
+    pub(crate) async fn run(mut self, mut sink: impl FrameSink) {
+        let mut frame = Vec::with_capacity(4096);
+        let mut drain_until: Option<tokio::time::Instant> = None;
+        loop {
+            let pick = tokio::select! {
+                // Checked in this order on every message:
+                biased;
+                reason = self.close.closed() => {
+                    sink.close(reason).await;
+                    return;
+                }
+                // Shutdown: keep writing what is queued for a moment, then say goodbye.
+                () = self.stop.cancelled(), if drain_until.is_none() => {
+                    drain_until = Some(tokio::time::Instant::now() + SHUTDOWN_DRAIN);
+                    continue;
+                }
+                () = sleep_until(drain_until), if drain_until.is_some() => {
+                    sink.close(CloseReason::ShuttingDown).await;
+                    return;
+                }
+                // 1. Host-made answers: nothing else will ever answer these requests.
+                Some(error) = self.answers.recv() => Pick {
+                    answers: None,
+                    message: ServerMessage::Error { id: error.id, error: error.error },
+                    ack: None,
+                },
+                // 2. The reply lane: process-control replies pass queued notifications.
+                Some(reply) = self.replies.recv() => {
+                    let LaneReply { id, result, ack } = reply;
+                    let message = match result {
+                        Ok(result) => ServerMessage::Response { id: id.clone(), result },
+                        Err(error) => ServerMessage::Error { id: Some(id.clone()), error },
+                    };
+                    Pick { message, ack, answers: Some(id) }
+                }
+                // 3. Everything else, in the order the processor emitted it.
+                Some(envelope) = self.writer.recv() => pick_envelope(*envelope),
+                // Every queue is closed: the connection is finished.
+                else => {
+                    sink.close(CloseReason::ShuttingDown).await;
+                    return;
+                }
+            };
+            if drain_until.is_some_and(|until| tokio::time::Instant::now() >= until) {
+                sink.close(CloseReason::ShuttingDown).await;
+                return;
+            }
+
+            if let Err(error) = encode(&pick.message, &mut frame) {
+                tracing::error!(connection = %self.id, "{error}");
+                let Some(id) = pick.answers.clone() else {
+                    continue;
+                };
+                // The caller is still owed an answer.
+                let failed = ServerMessage::Error {
+                    id: Some(id),
+                    error: JSONRPCErrorError::internal(error.to_string()),
+                };
+                frame.clear();
+                if encode(&failed, &mut frame).is_err() {
+                    continue;
+                }
+            }
+            // A peer that stopped reading must not keep a close waiting forever.
+            let written = tokio::select! {
+                biased;
+                reason = self.close.closed() => {
+                    sink.close(reason).await;
+                    return;
+                }
+                written = sink.send(&mut frame) => written,
+            };
+            frame.clear();
+            if let Some(id) = &pick.answers {
+                self.in_flight.answered(id);
+            }
+            match written {
+                Ok(()) => {
+                    if let Some(ack) = pick.ack {
+                        ack.delivered();
+                    }
+                }
+                Err(error) => {
+                    tracing::debug!(connection = %self.id, %error, "writing to the connection failed");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn pick_envelope(envelope: Envelope) -> Pick {
+    let Envelope { message, ack } = envelope;
+    let (message, answers) = match message {
+        OutgoingMessage::Response { id, result } => (
+            ServerMessage::Response {
+                id: id.clone(),
+                result,
+            },
+            Some(id),
+        ),
+        OutgoingMessage::Error { id, error } => (
+            ServerMessage::Error {
+                id: Some(id.clone()),
+                error,
+            },
+            Some(id),
+        ),
+        OutgoingMessage::Notification(notification) => (
+            ServerMessage::Notification {
+                notification,
+                emitted_at_ms: Some(unix_millis()),
+            },
+            None,
+        ),
+        OutgoingMessage::Request(request) => (ServerMessage::Request(request), None),
+    };
+    Pick {
+        message,
+        ack,
+        answers,
+    }
+}
+
+fn encode(message: &ServerMessage, frame: &mut Vec<u8>) -> Result<(), wire::EncodeError> {
+    wire::encode_server_message(message, frame)
+}
+
+fn unix_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX)
+        })
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,256 @@
+//! The stdio transport: one client on a byte stream pair, one JSON object per line in each
+//! direction. This is how clients launch an app-server as a child process.
+//!
+//! Reading happens on a dedicated thread (a blocking read of stdin must never hold a runtime
+//! worker), which splits lines with a length limit: a longer line is answered with -32600 and
+//! skipped, and the connection stays open. Invalid UTF-8 is a parse error of that line only.
+//! One writer task writes each message followed by a newline and flushes it. The end of the
+//! input is the end of the session: [`serve`] returns, and the caller shuts the host down.
+
+use std::io::{self, BufRead, BufReader, Read};
+
+use async_trait::async_trait;
+use tandem_protocol::JSONRPCErrorError;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+use super::connection::{CloseReason, FrameSink, error_for};
+use super::{TransportHost, WriterPolicy};
+
+/// Default [`StdioOptions::max_line_bytes`]: 64 MiB.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Lines read ahead of the connection: the reader thread blocks once this many wait.
+const LINES_AHEAD: usize = 16;
+
+/// How long the end of input waits for the requests already read to be answered.
+const IN_FLIGHT_FINISH: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How long the end of input waits for the writer to flush what is still owed.
+const WRITER_FINISH: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Settings of the stdio transport.
+#[derive(Debug, Clone)]
+pub struct StdioOptions {
+    /// Longest accepted line, in bytes, without its newline. Default 64 MiB.
+    pub max_line_bytes: usize,
+}
+
+impl Default for StdioOptions {
+    fn default() -> Self {
+        Self {
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+        }
+    }
+}
+
+/// Serves one client on this process's stdin and stdout until stdin ends or the host stops.
+pub async fn serve(host: &TransportHost, options: StdioOptions) -> io::Result<()> {
+    serve_io(host, io::stdin(), tokio::io::stdout(), options).await
+}
+
+/// Serves one client that writes lines to `input` and reads lines from `output`, until
+/// `input` ends or the host stops. `input` is read on a thread of its own.
+pub async fn serve_io<R, W>(
+    host: &TransportHost,
+    input: R,
+    output: W,
+    options: StdioOptions,
+) -> io::Result<()>
+where
+    R: Read + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    // A single connection: a full writer queue holds the producers back (the backpressure
+    // chain of host.md) instead of closing the session.
+    let connection = host
+        .open_connection(WriterPolicy::Backpressure, host.options.channel_capacity)
+        .await?;
+    let writer = host.spawn_connection_task(connection.outbound.run(LineSink { output }));
+    let lines = spawn_reader(input, options.max_line_bytes)?;
+    let stop = host.stopping();
+    let inbound = connection.inbound;
+    let mut lines = lines;
+    loop {
+        let line = tokio::select! {
+            biased;
+            () = stop.cancelled() => break,
+            line = lines.recv() => line,
+        };
+        let work = async {
+            match line {
+                Some(Line::Frame(frame)) => inbound.frame(&frame).await,
+                Some(Line::TooLong) => {
+                    let error = JSONRPCErrorError::invalid_request(format!(
+                        "Invalid request: line exceeds the limit of {} bytes",
+                        options.max_line_bytes
+                    ));
+                    inbound.answer(error_for(None, error)).await;
+                }
+                Some(Line::Failed(error)) => {
+                    tracing::warn!(%error, "reading stdin failed; ending the session");
+                    return false;
+                }
+                None => return false,
+            }
+            true
+        };
+        // Handing a frame over may wait for room; shutdown must still be able to end it.
+        let go_on = tokio::select! {
+            biased;
+            () = stop.cancelled() => false,
+            go_on = work => go_on,
+        };
+        if !go_on {
+            break;
+        }
+    }
+    if !stop.is_cancelled() {
+        inbound.finish_in_flight(IN_FLIGHT_FINISH).await;
+    }
+    inbound.close().await;
+    // The writer finishes once the processor has let go of the connection (answers still
+    // queued, the exits of processes it killed); a client that no longer reads must not hold
+    // the session open, so this wait is bounded.
+    let _ = tokio::time::timeout(WRITER_FINISH, writer).await;
+    Ok(())
+}
+
+/// What the reader thread hands over.
+enum Line {
+    /// One line, without its newline (and without a `\r` before it).
+    Frame(Vec<u8>),
+    /// A line longer than the limit; its bytes were skipped.
+    TooLong,
+    /// Reading failed; nothing more will come.
+    Failed(io::Error),
+}
+
+fn spawn_reader<R: Read + Send + 'static>(
+    input: R,
+    max_line_bytes: usize,
+) -> io::Result<mpsc::Receiver<Line>> {
+    let (tx, rx) = mpsc::channel(LINES_AHEAD);
+    std::thread::Builder::new()
+        .name("tandem-stdin".into())
+        .spawn(move || {
+            let mut reader = BufReader::with_capacity(64 * 1024, input);
+            loop {
+                let line = match read_line(&mut reader, max_line_bytes) {
+                    Ok(Some(line)) => line,
+                    Ok(None) => return,
+                    Err(error) => Line::Failed(error),
+                };
+                let failed = matches!(line, Line::Failed(_));
+                // The session is gone when nobody receives any more.
+                if tx.blocking_send(line).is_err() || failed {
+                    return;
+                }
+            }
+        })?;
+    Ok(rx)
+}
+
+/// Reads the next non-empty line, or `None` at end of input. A line over `max` bytes is read
+/// to its end and reported as [`Line::TooLong`] without keeping its bytes.
+fn read_line(reader: &mut impl BufRead, max: usize) -> io::Result<Option<Line>> {
+    let mut line = Vec::new();
+    let mut too_long = false;
+    loop {
+        let buffer = match reader.fill_buf() {
+            Ok(buffer) => buffer,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        if buffer.is_empty() {
+            // End of input; a last line without a newline still counts.
+            return Ok(finish(line, too_long));
+        }
+        let (chunk, found_newline) = match buffer.iter().position(|byte| *byte == b'\n') {
+            Some(end) => (&buffer[..end], true),
+            None => (buffer, false),
+        };
+        if !too_long {
+            if line.len() + chunk.len() > max {
+                too_long = true;
+                line = Vec::new();
+            } else {
+                line.extend_from_slice(chunk);
+            }
+        }
+        let used = chunk.len() + usize::from(found_newline);
+        reader.consume(used);
+        if found_newline {
+            match finish(std::mem::take(&mut line), too_long) {
+                Some(line) => return Ok(Some(line)),
+                // A blank line: keep reading.
+                None => too_long = false,
+            }
+        }
+    }
+}
+
+fn finish(mut line: Vec<u8>, too_long: bool) -> Option<Line> {
+    if too_long {
+        return Some(Line::TooLong);
+    }
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    Some(Line::Frame(line))
+}
+
+/// Writes frames as lines and flushes each one.
+struct LineSink<W> {
+    output: W,
+}
+
+#[async_trait]
+impl<W: AsyncWrite + Unpin + Send> FrameSink for LineSink<W> {
+    async fn send(&mut self, frame: &mut Vec<u8>) -> io::Result<()> {
+        frame.push(b'\n');
+        self.output.write_all(frame).await?;
+        self.output.flush().await
+    }
+
+    async fn close(&mut self, _reason: CloseReason) {
+        let _ = self.output.flush().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(input: &[u8], max: usize) -> Vec<String> {
+        let mut reader = BufReader::with_capacity(4, input);
+        let mut out = Vec::new();
+        while let Some(line) = read_line(&mut reader, max).unwrap() {
+            out.push(match line {
+                Line::Frame(bytes) => String::from_utf8(bytes).unwrap(),
+                Line::TooLong => "<too long>".to_owned(),
+                Line::Failed(error) => panic!("{error}"),
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn splits_lines_skips_blanks_and_strips_carriage_returns() {
+        assert_eq!(
+            lines(b"{\"a\":1}\r\n\n  \n{\"b\":2}\n{\"c\":3}", 100),
+            ["{\"a\":1}", "{\"b\":2}", "{\"c\":3}"]
+        );
+    }
+
+    #[test]
+    fn a_line_over_the_limit_is_reported_once_and_the_next_one_is_read() {
+        let input = b"0123456789abcdef\nshort\n0123456789abcdef";
+        assert_eq!(lines(input, 8), ["<too long>", "short", "<too long>"]);
+        // Exactly at the limit is accepted.
+        assert_eq!(lines(b"12345678\n", 8), ["12345678"]);
+    }
+}

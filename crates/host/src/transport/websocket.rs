@@ -1,0 +1,362 @@
+//! The websocket transport: many clients on one listening socket, one JSON object per text
+//! frame. Built on axum, which also serves the health routes beside the upgrade.
+//!
+//! - `GET /readyz` and `GET /healthz` answer 200; any other path accepts the upgrade.
+//! - Any request carrying an `Origin` header is refused with 403: browsers always send one,
+//!   and a page must not be able to drive a local agent server.
+//! - With [`BearerToken`] authentication, the upgrade needs `Authorization: Bearer <token>`;
+//!   the token is compared as a SHA-256 digest in constant time, and a failure is a 401 with a
+//!   one-line reason.
+//! - A message over the size limit closes that connection with code 1009.
+//! - Every connection has its own bounded writer queue; one that stays full for the grace
+//!   period closes that connection (code 1008, and a log line naming it). No other connection
+//!   waits for it (see [`crate::router`]).
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::stream::{SplitSink, SplitStream};
+use futures::{SinkExt as _, StreamExt as _};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use tokio::net::TcpListener;
+
+use super::connection::{CloseReason, FrameSink, Inbound};
+use super::{TransportHost, WriterPolicy};
+
+/// Default [`WebSocketOptions::max_message_bytes`]: 64 MiB.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+/// Default [`WebSocketOptions::writer_queue_capacity`].
+pub const DEFAULT_WRITER_QUEUE_CAPACITY: usize = 32_768;
+/// Default [`WebSocketOptions::slow_connection_grace`].
+pub const DEFAULT_SLOW_CONNECTION_GRACE: Duration = Duration::from_secs(10);
+
+/// How long a close frame may take to leave before the socket is dropped anyway.
+const CLOSE_FRAME_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Settings of the websocket transport.
+#[derive(Debug, Clone)]
+pub struct WebSocketOptions {
+    /// Required bearer token; `None` accepts every connection (only sensible on loopback).
+    pub auth: Option<BearerToken>,
+    /// Largest message and frame accepted, in bytes. Default 64 MiB.
+    pub max_message_bytes: usize,
+    /// Messages queued for one connection's writer. Default 32 768.
+    pub writer_queue_capacity: usize,
+    /// How long a connection's writer queue may stay full before the connection is closed.
+    /// Default 10 s.
+    pub slow_connection_grace: Duration,
+}
+
+impl Default for WebSocketOptions {
+    fn default() -> Self {
+        Self {
+            auth: None,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            writer_queue_capacity: DEFAULT_WRITER_QUEUE_CAPACITY,
+            slow_connection_grace: DEFAULT_SLOW_CONNECTION_GRACE,
+        }
+    }
+}
+
+/// Why a bearer token setting was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// The digest is not 64 hexadecimal digits.
+    #[error("a SHA-256 digest is 64 hexadecimal digits, got {length} characters")]
+    BadDigest {
+        /// How many characters were given.
+        length: usize,
+    },
+    /// The token is empty.
+    #[error("the token is empty")]
+    Empty,
+}
+
+/// The capability token a client must present as `Authorization: Bearer <token>`. Only its
+/// SHA-256 digest is kept.
+#[derive(Clone)]
+pub struct BearerToken {
+    digest: [u8; 32],
+}
+
+impl std::fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BearerToken(..)")
+    }
+}
+
+impl BearerToken {
+    /// A token given in clear (as read from a token file; surrounding whitespace is ignored).
+    pub fn from_token(token: &str) -> Result<Self, TokenError> {
+        let token = token.trim();
+        if token.is_empty() {
+            return Err(TokenError::Empty);
+        }
+        Ok(Self {
+            digest: Sha256::digest(token.as_bytes()).into(),
+        })
+    }
+
+    /// A token given as the hexadecimal SHA-256 digest of its text.
+    pub fn from_sha256_hex(hex: &str) -> Result<Self, TokenError> {
+        let hex = hex.trim();
+        let bad = || TokenError::BadDigest { length: hex.len() };
+        if hex.len() != 64 {
+            return Err(bad());
+        }
+        let mut digest = [0u8; 32];
+        for (byte, pair) in digest.iter_mut().zip(hex.as_bytes().chunks(2)) {
+            let pair = std::str::from_utf8(pair).map_err(|_| bad())?;
+            *byte = u8::from_str_radix(pair, 16).map_err(|_| bad())?;
+        }
+        Ok(Self { digest })
+    }
+
+    /// Whether `candidate` is the token, in time independent of where they differ.
+    pub fn verify(&self, candidate: &str) -> bool {
+        let digest: [u8; 32] = Sha256::digest(candidate.as_bytes()).into();
+        digest.ct_eq(&self.digest).into()
+    }
+}
+
+struct Shared {
+    host: Arc<TransportHost>,
+    options: WebSocketOptions,
+}
+
+/// Serves websocket clients on `listener` until the host stops.
+pub async fn serve(
+    host: Arc<TransportHost>,
+    listener: TcpListener,
+    options: WebSocketOptions,
+) -> io::Result<()> {
+    let stop = host.stopping();
+    let shared = Arc::new(Shared { host, options });
+    let app = Router::new().fallback(route).with_state(shared);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move { stop.cancelled().await })
+        .await
+}
+
+/// Binds `address` and reports the bound address (port 0 picks a free port).
+pub async fn bind(address: SocketAddr) -> io::Result<(TcpListener, SocketAddr)> {
+    let listener = TcpListener::bind(address).await?;
+    let bound = listener.local_addr()?;
+    Ok((listener, bound))
+}
+
+/// Every request comes here: the origin check first, then health, then auth and upgrade.
+async fn route(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let (mut parts, _body) = request.into_parts();
+    if parts.headers.contains_key(header::ORIGIN) {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            "requests with an Origin header are refused",
+        );
+    }
+    if matches!(parts.uri.path(), "/readyz" | "/healthz") {
+        return (StatusCode::OK, "ok\n").into_response();
+    }
+    if let Some(token) = &shared.options.auth
+        && let Err(reason) = check_bearer(&parts.headers, token)
+    {
+        return refuse(StatusCode::UNAUTHORIZED, reason);
+    }
+    let upgrade = match WebSocketUpgrade::from_request_parts(&mut parts, &shared).await {
+        Ok(upgrade) => upgrade,
+        Err(rejection) => return rejection.into_response(),
+    };
+    let limit = shared.options.max_message_bytes;
+    upgrade
+        .max_message_size(limit)
+        .max_frame_size(limit)
+        .on_upgrade(move |socket| async move {
+            let host = shared.host.clone();
+            let connection = host.spawn_connection_task(connection(shared, socket));
+            let _ = connection.await;
+        })
+}
+
+fn check_bearer(headers: &HeaderMap, token: &BearerToken) -> Result<(), &'static str> {
+    let value = headers
+        .get(header::AUTHORIZATION)
+        .ok_or("missing Authorization: Bearer <token> header")?;
+    let value = value
+        .to_str()
+        .map_err(|_| "the Authorization header is not text")?;
+    let candidate = value
+        .strip_prefix("Bearer ")
+        .ok_or("the Authorization header is not a Bearer token")?;
+    if token.verify(candidate.trim()) {
+        Ok(())
+    } else {
+        Err("invalid bearer token")
+    }
+}
+
+fn refuse(status: StatusCode, reason: &str) -> Response {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
+        .body(Body::from(format!("{reason}\n")))
+        .unwrap_or_else(|_| status.into_response())
+}
+
+/// One upgraded socket, from its first frame to its close.
+async fn connection(shared: Arc<Shared>, socket: WebSocket) {
+    let policy = WriterPolicy::CloseWhenStalled {
+        grace: shared.options.slow_connection_grace,
+    };
+    let opened = match shared
+        .host
+        .open_connection(policy, shared.options.writer_queue_capacity)
+        .await
+    {
+        Ok(opened) => opened,
+        Err(error) => {
+            tracing::debug!(%error, "websocket connection refused");
+            return;
+        }
+    };
+    let (sink, stream) = socket.split();
+    let writer = shared
+        .host
+        .spawn_connection_task(opened.outbound.run(SocketSink { sink }));
+    let close = opened.close.clone();
+    read_frames(&shared, &opened.inbound, stream, &close).await;
+    let id = opened.inbound.id;
+    opened.inbound.close().await;
+    let _ = writer.await;
+    tracing::debug!(connection = %id, "websocket connection closed");
+}
+
+async fn read_frames(
+    shared: &Shared,
+    inbound: &Inbound,
+    mut stream: SplitStream<WebSocket>,
+    close: &super::connection::CloseSignal,
+) {
+    let stop = shared.host.stopping();
+    loop {
+        let message = tokio::select! {
+            biased;
+            _ = close.closed() => return,
+            () = stop.cancelled() => return close.close(CloseReason::ShuttingDown),
+            message = stream.next() => message,
+        };
+        let handled = async {
+            match message {
+                Some(Ok(Message::Text(text))) => inbound.frame(text.as_bytes()).await,
+                // Lenient: a binary frame holding JSON is read like a text frame.
+                Some(Ok(Message::Binary(bytes))) => inbound.frame(&bytes).await,
+                // Pings are answered by the websocket layer itself.
+                Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+                Some(Ok(Message::Close(_))) | None => return false,
+                Some(Err(error)) => {
+                    if is_message_too_big(&error) {
+                        tracing::warn!(connection = %inbound.id, "closing: {error}");
+                        close.close(CloseReason::MessageTooBig);
+                    } else {
+                        tracing::debug!(connection = %inbound.id, %error, "websocket read failed");
+                    }
+                    return false;
+                }
+            }
+            true
+        };
+        // Handing a frame over may wait for room; a close or shutdown must still end it.
+        let go_on = tokio::select! {
+            biased;
+            _ = close.closed() => false,
+            () = stop.cancelled() => false,
+            go_on = handled => go_on,
+        };
+        if !go_on {
+            return;
+        }
+    }
+}
+
+fn is_message_too_big(error: &axum::Error) -> bool {
+    use std::error::Error as _;
+    let mut source = error.source();
+    while let Some(cause) = source {
+        if let Some(tungstenite::Error::Capacity(_)) = cause.downcast_ref::<tungstenite::Error>() {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
+}
+
+/// Writes frames as text messages.
+struct SocketSink {
+    sink: SplitSink<WebSocket, Message>,
+}
+
+#[async_trait]
+impl FrameSink for SocketSink {
+    async fn send(&mut self, frame: &mut Vec<u8>) -> io::Result<()> {
+        let text = String::from_utf8(std::mem::take(frame))
+            .map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error))?;
+        self.sink
+            .send(Message::Text(Utf8Bytes::from(text)))
+            .await
+            .map_err(io::Error::other)
+    }
+
+    async fn close(&mut self, reason: CloseReason) {
+        let (code, text) = reason.close_frame();
+        let frame = CloseFrame {
+            code,
+            reason: Utf8Bytes::from_static(text),
+        };
+        // A peer that stopped reading cannot take a close frame either; the socket goes anyway.
+        let _ = tokio::time::timeout(CLOSE_FRAME_TIMEOUT, async {
+            let _ = self.sink.send(Message::Close(Some(frame))).await;
+            let _ = self.sink.close().await;
+        })
+        .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_verify_by_digest_only() {
+        let token = BearerToken::from_token("s3cret\n").unwrap();
+        assert!(token.verify("s3cret"));
+        assert!(!token.verify("s3cre"));
+        assert!(!token.verify(""));
+        let computed: String = Sha256::digest(b"s3cret")
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        assert!(
+            BearerToken::from_sha256_hex(&computed)
+                .unwrap()
+                .verify("s3cret")
+        );
+        assert!(matches!(
+            BearerToken::from_sha256_hex("abc"),
+            Err(TokenError::BadDigest { length: 3 })
+        ));
+        assert!(BearerToken::from_sha256_hex(&"zz".repeat(32)).is_err());
+        assert!(matches!(
+            BearerToken::from_token("  "),
+            Err(TokenError::Empty)
+        ));
+    }
+}

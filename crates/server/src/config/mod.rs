@@ -1,0 +1,523 @@
+//! Server configuration: where `TANDEM_HOME` is, what `TANDEM_HOME/config.toml` says, and the
+//! overrides of whoever builds the server, resolved once into a validated [`ServerConfig`] so
+//! that nothing later has to re-check a value (protocol.md sections 4 and 9).
+//!
+//! Precedence, highest first: the builder's typed setters, its `config_override`s (the CLI's
+//! `-c key=value`, later ones winning), the selected `[profiles.<name>]` of the config file,
+//! the config file's top level, the defaults. Every layer is validated the same way, and an
+//! invalid value is reported against the layer that set it. The home itself comes from the
+//! builder, else the `TANDEM_HOME` environment variable, else the platform data directory
+//! joined with `tandem`.
+//!
+//! Files: `layers` merges the layers and remembers origins, `providers` holds the model
+//! provider settings, `tests` the tests.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tandem_protocol::ConfigReadResponse;
+
+mod layers;
+mod providers;
+
+use layers::{Layered, Origin};
+pub use providers::{
+    DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_STREAM_MAX_RETRIES, MAX_STREAM_MAX_RETRIES,
+    MODEL_PROVIDER_KEY, MODEL_PROVIDERS_KEY, ModelProviderConfig, WireApi,
+};
+
+/// The environment variable naming the server's home directory.
+pub const TANDEM_HOME_ENV: &str = "TANDEM_HOME";
+
+/// The config file's name inside `TANDEM_HOME`.
+pub const CONFIG_FILE_NAME: &str = "config.toml";
+
+/// The directory under the platform data directory used when `TANDEM_HOME` is not set.
+pub const DEFAULT_HOME_DIR_NAME: &str = "tandem";
+
+/// Config key of the idle-unload delay, in seconds.
+pub const THREAD_UNLOAD_DELAY_KEY: &str = "thread_unload_delay_secs";
+
+/// Default idle-unload delay (protocol.md section 10).
+pub const DEFAULT_THREAD_UNLOAD_DELAY: Duration = Duration::from_secs(60);
+
+/// How long a server may run and still compute an unload deadline from a validated delay.
+///
+/// Validation adds this to "now" because deadlines are computed later than the config is
+/// loaded: a delay that only just fits today would overflow after some uptime. A century
+/// rejects nothing anyone would configure on purpose.
+const UPTIME_HEADROOM: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
+
+/// Config key of the default model.
+pub const MODEL_KEY: &str = "model";
+
+/// Config key selecting a profile of the config file.
+pub const PROFILE_KEY: &str = "profile";
+
+/// Config key of the profile tables.
+pub const PROFILES_KEY: &str = "profiles";
+
+/// Every key the config file may hold; any other key is ignored with a warning.
+const KNOWN_KEYS: &[&str] = &[
+    THREAD_UNLOAD_DELAY_KEY,
+    MODEL_KEY,
+    MODEL_PROVIDER_KEY,
+    MODEL_PROVIDERS_KEY,
+    PROFILE_KEY,
+    PROFILES_KEY,
+];
+
+/// Why a configuration could not be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// No `TANDEM_HOME`, and the platform has no data directory to default to.
+    #[error(
+        "cannot find a home directory for Tandem: set the {TANDEM_HOME_ENV} environment variable \
+         to an absolute path (this platform reports no data directory)"
+    )]
+    NoHome,
+    /// A relative home could not be made absolute (the working directory is unreadable).
+    #[error("cannot make TANDEM_HOME {path} absolute: {source}; set it to an absolute path")]
+    RelativeHome {
+        /// The home as given.
+        path: PathBuf,
+        /// Why the working directory could not be read.
+        #[source]
+        source: io::Error,
+    },
+    /// The home directory does not exist and could not be created.
+    #[error("cannot create TANDEM_HOME directory {path}: {source}")]
+    CreateHome {
+        /// The home directory.
+        path: PathBuf,
+        /// The filesystem error.
+        #[source]
+        source: io::Error,
+    },
+    /// The config file exists but could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    ReadFile {
+        /// The config file.
+        path: PathBuf,
+        /// The filesystem error.
+        #[source]
+        source: io::Error,
+    },
+    /// The config file is not valid TOML.
+    #[error("config file {path} is not valid TOML: {source}")]
+    ParseFile {
+        /// The config file.
+        path: PathBuf,
+        /// The parser's error, with line and column.
+        #[source]
+        source: Box<toml::de::Error>,
+    },
+    /// A profile was selected that the config file does not define.
+    #[error(
+        "no profile named {name}: define [profiles.{name}] in {path}{}",
+        if known.is_empty() { String::new() } else { format!(", or use one of: {}", known.join(", ")) }
+    )]
+    UnknownProfile {
+        /// The profile asked for.
+        name: String,
+        /// The config file.
+        path: PathBuf,
+        /// The profiles the file defines.
+        known: Vec<String>,
+    },
+    /// A key holds a value the server cannot use.
+    #[error("invalid {key} = {value} in {origin}: {reason}")]
+    InvalidValue {
+        /// The config key, dotted for nested tables (`model_providers.mock.base_url`).
+        key: String,
+        /// The offending value, as written.
+        value: String,
+        /// Where it came from: the config file's path, a profile of it, a `-c` override or
+        /// the server's start arguments.
+        origin: String,
+        /// What is wrong and what would be accepted.
+        reason: String,
+    },
+}
+
+/// The effective, validated server configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// The server's home directory: absolute, and existing once [`ServerConfigBuilder::load`]
+    /// returned.
+    pub tandem_home: PathBuf,
+    /// How long a loaded thread with no subscribers and no active turn stays loaded.
+    pub thread_unload_delay: Duration,
+    /// The model a thread uses unless `thread/start` or `turn/start` chose one.
+    pub model: Option<String>,
+    /// The selected provider's key in [`ServerConfig::model_providers`]; `None` runs turns
+    /// with the scripted agent.
+    pub model_provider: Option<String>,
+    /// Every known provider: the built-in `openai` and `ollama`, and those of the config.
+    pub model_providers: BTreeMap<String, ModelProviderConfig>,
+    /// The profile of the config file that was applied, if any.
+    pub profile: Option<String>,
+}
+
+impl ServerConfig {
+    /// A builder with no overrides: home from the environment, settings from the config file.
+    pub fn builder() -> ServerConfigBuilder {
+        ServerConfigBuilder::default()
+    }
+
+    /// The path of the config file inside the home (it need not exist).
+    pub fn config_file(&self) -> PathBuf {
+        self.tandem_home.join(CONFIG_FILE_NAME)
+    }
+
+    /// The selected model provider; `None` when turns run with the scripted agent.
+    pub fn selected_provider(&self) -> Option<&ModelProviderConfig> {
+        self.model_provider
+            .as_ref()
+            .and_then(|id| self.model_providers.get(id))
+    }
+
+    /// The effective configuration under its config-file keys, the `config` object of
+    /// `config/read`. It holds no secret: API keys are never read into the configuration
+    /// (only the name of their variable), and header values are redacted.
+    pub fn to_config_object(&self) -> Value {
+        let providers: serde_json::Map<String, Value> = self
+            .model_providers
+            .iter()
+            .map(|(id, provider)| (id.clone(), provider.to_config_object()))
+            .collect();
+        json!({
+            "tandem_home": self.tandem_home.display().to_string(),
+            THREAD_UNLOAD_DELAY_KEY: self.thread_unload_delay.as_secs(),
+            MODEL_KEY: self.model,
+            MODEL_PROVIDER_KEY: self.model_provider,
+            MODEL_PROVIDERS_KEY: providers,
+            PROFILE_KEY: self.profile,
+        })
+    }
+
+    /// The `config/read` result: the effective configuration, `origins: {}`, `layers: null`.
+    pub fn config_read_response(&self) -> ConfigReadResponse {
+        ConfigReadResponse {
+            config: self.to_config_object(),
+            origins: json!({}),
+            layers: None,
+        }
+    }
+}
+
+/// Resolves a [`ServerConfig`]; explicit settings here win over the config file.
+#[derive(Debug, Clone, Default)]
+pub struct ServerConfigBuilder {
+    tandem_home: Option<PathBuf>,
+    thread_unload_delay_secs: Option<u64>,
+    profile: Option<String>,
+    overrides: Vec<(String, toml::Value)>,
+}
+
+impl ServerConfigBuilder {
+    /// Uses this home instead of `TANDEM_HOME` or the platform default. A relative path is
+    /// taken relative to the working directory.
+    pub fn tandem_home(mut self, path: impl Into<PathBuf>) -> Self {
+        self.tandem_home = Some(path.into());
+        self
+    }
+
+    /// Sets `thread_unload_delay_secs`, overriding the config file and any
+    /// [`ServerConfigBuilder::config_override`] of it. Checked by
+    /// [`ServerConfigBuilder::load`] like a value from the file.
+    pub fn thread_unload_delay_secs(mut self, secs: u64) -> Self {
+        self.thread_unload_delay_secs = Some(secs);
+        self
+    }
+
+    /// Sets the config key `dotted_key` to `value` over the config file and its profile: what
+    /// the CLI's `-c key=value` does. Repeatable; a later override of the same key wins.
+    /// Dotted keys address nested tables (`model_providers.mock.base_url`; quote a segment
+    /// that holds a dot: `model_providers."my.host".base_url`). The value is validated at
+    /// [`ServerConfigBuilder::load`] exactly like one from the file, and an invalid one is a
+    /// [`ConfigError`] naming the key and saying it came from a `-c` override.
+    ///
+    /// ```
+    /// # let home = tempfile::tempdir().unwrap();
+    /// use tandem_server::ServerConfig;
+    /// let config = ServerConfig::builder()
+    ///     .tandem_home(home.path())
+    ///     .config_override("model_provider", "local".into())
+    ///     .config_override("model_providers.local.base_url", "http://127.0.0.1:8080/v1".into())
+    ///     .config_override("model", "qwen3".into())
+    ///     .load()
+    ///     .unwrap();
+    /// assert_eq!(config.selected_provider().unwrap().base_url, "http://127.0.0.1:8080/v1");
+    /// ```
+    pub fn config_override(mut self, dotted_key: &str, value: toml::Value) -> Self {
+        self.overrides.push((dotted_key.to_owned(), value));
+        self
+    }
+
+    /// Applies `[profiles.<name>]` of the config file over its top level (below any
+    /// [`ServerConfigBuilder::config_override`]). Wins over a `profile` key of the file or of
+    /// an override. A profile the file does not define is a [`ConfigError::UnknownProfile`].
+    pub fn profile(mut self, name: impl Into<String>) -> Self {
+        self.profile = Some(name.into());
+        self
+    }
+
+    /// Resolves the home (creating it if missing), reads its config file if present, applies
+    /// the profile and the overrides and validates the result. A config file that is
+    /// unreadable, not TOML or holds a value of the wrong kind is an error even where an
+    /// override replaces that value.
+    ///
+    /// Blocking: it touches the filesystem. Call it before starting the server, or from
+    /// `spawn_blocking`.
+    pub fn load(self) -> Result<ServerConfig, ConfigError> {
+        let home = match self.tandem_home {
+            Some(path) => make_absolute(path)?,
+            None => resolve_tandem_home(
+                std::env::var_os(TANDEM_HOME_ENV),
+                dirs::data_dir().map(|dir| dir.join(DEFAULT_HOME_DIR_NAME)),
+            )?,
+        };
+        std::fs::create_dir_all(&home).map_err(|source| ConfigError::CreateHome {
+            path: home.clone(),
+            source,
+        })?;
+        let path = home.join(CONFIG_FILE_NAME);
+        let mut file = read_file(&path)?;
+        let file_origin = Origin::File(path.clone());
+        let profiles = match file.remove(PROFILES_KEY) {
+            None => toml::Table::new(),
+            Some(toml::Value::Table(profiles)) => profiles,
+            Some(other) => {
+                return Err(ConfigError::InvalidValue {
+                    key: PROFILES_KEY.to_owned(),
+                    value: other.to_string(),
+                    origin: file_origin.to_string(),
+                    reason: "expected tables of settings, [profiles.NAME]".to_owned(),
+                });
+            }
+        };
+        for key in file
+            .keys()
+            .filter(|key| !KNOWN_KEYS.contains(&key.as_str()))
+        {
+            // Ignored rather than rejected so that a file shared with a newer server, or
+            // holding keys of other tools, still loads.
+            tracing::warn!(key = %key, file = %path.display(), "ignoring unknown config key");
+        }
+        // The file on its own must be well-formed, even where a later layer replaces a value.
+        let mut file_only = Layered::default();
+        file_only.merge(file.clone(), &file_origin);
+        Settings::parse(&file_only, false)?;
+
+        let mut overrides = Layered::default();
+        for (key, value) in self.overrides {
+            overrides.set(&key, value, &Origin::Override)?;
+        }
+        let profile = match self.profile {
+            Some(name) => Some(name),
+            None => match overrides.table.get(PROFILE_KEY).or(file.get(PROFILE_KEY)) {
+                None => None,
+                Some(toml::Value::String(name)) => Some(name.clone()),
+                Some(other) => {
+                    let origin = if overrides.table.contains_key(PROFILE_KEY) {
+                        Origin::Override
+                    } else {
+                        file_origin.clone()
+                    };
+                    return Err(ConfigError::InvalidValue {
+                        key: PROFILE_KEY.to_owned(),
+                        value: other.to_string(),
+                        origin: origin.to_string(),
+                        reason: "expected the name of a [profiles.NAME] table".to_owned(),
+                    });
+                }
+            },
+        };
+
+        let mut layered = Layered::default();
+        layered.merge(providers::builtin_providers(), &Origin::Default);
+        layered.merge(file, &file_origin);
+        if let Some(name) = &profile {
+            let origin = Origin::Profile {
+                name: name.clone(),
+                path: path.clone(),
+            };
+            match profiles.get(name) {
+                Some(toml::Value::Table(table)) => layered.merge(table.clone(), &origin),
+                Some(other) => {
+                    return Err(ConfigError::InvalidValue {
+                        key: format!("{PROFILES_KEY}.{name}"),
+                        value: other.to_string(),
+                        origin: file_origin.to_string(),
+                        reason: "a profile is a table of settings".to_owned(),
+                    });
+                }
+                None => {
+                    return Err(ConfigError::UnknownProfile {
+                        name: name.clone(),
+                        path,
+                        known: profiles.keys().cloned().collect(),
+                    });
+                }
+            }
+        }
+        layered.merge(overrides.table, &Origin::Override);
+        let mut settings = Settings::parse(&layered, true)?;
+        if let Some(secs) = self.thread_unload_delay_secs {
+            settings.thread_unload_delay = Some(validate_thread_unload_delay(
+                secs,
+                &Origin::StartArguments.to_string(),
+            )?);
+        }
+        Ok(ServerConfig {
+            tandem_home: home,
+            thread_unload_delay: settings
+                .thread_unload_delay
+                .unwrap_or(DEFAULT_THREAD_UNLOAD_DELAY),
+            model: settings.model,
+            model_provider: settings.model_provider,
+            model_providers: settings.model_providers,
+            profile,
+        })
+    }
+}
+
+/// Checks that an unload deadline computed from `secs` fits the monotonic clock, now and over
+/// any realistic uptime; `origin` names where the value came from for the error.
+pub fn validate_thread_unload_delay(secs: u64, origin: &str) -> Result<Duration, ConfigError> {
+    let delay = Duration::from_secs(secs);
+    let fits = Instant::now()
+        .checked_add(delay)
+        .and_then(|deadline| deadline.checked_add(UPTIME_HEADROOM))
+        .is_some();
+    if fits {
+        Ok(delay)
+    } else {
+        Err(ConfigError::InvalidValue {
+            key: THREAD_UNLOAD_DELAY_KEY.to_owned(),
+            value: secs.to_string(),
+            origin: origin.to_owned(),
+            reason: "the unload deadline would overflow the monotonic clock; use a smaller \
+                     number of seconds (0 unloads as soon as idle)"
+                .to_owned(),
+        })
+    }
+}
+
+/// The home from the `TANDEM_HOME` value if set and non-empty, else the platform default;
+/// made absolute. Split from the environment so that tests need not mutate it.
+fn resolve_tandem_home(
+    env_value: Option<OsString>,
+    platform_default: Option<PathBuf>,
+) -> Result<PathBuf, ConfigError> {
+    // An empty variable is how shells spell "unset" in `TANDEM_HOME= cmd`; treating it as the
+    // working directory would scatter databases wherever the server happens to start.
+    let chosen = env_value
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from)
+        .or(platform_default)
+        .ok_or(ConfigError::NoHome)?;
+    make_absolute(chosen)
+}
+
+fn make_absolute(path: PathBuf) -> Result<PathBuf, ConfigError> {
+    if path.is_absolute() {
+        return Ok(path);
+    }
+    std::path::absolute(&path).map_err(|source| ConfigError::RelativeHome { path, source })
+}
+
+/// Reads and parses the config file at `path`; a missing file is an empty table.
+fn read_file(path: &Path) -> Result<toml::Table, ConfigError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(toml::Table::new()),
+        Err(source) => {
+            return Err(ConfigError::ReadFile {
+                path: path.to_owned(),
+                source,
+            });
+        }
+    };
+    toml::from_str(&text).map_err(|source| ConfigError::ParseFile {
+        path: path.to_owned(),
+        source: Box::new(source),
+    })
+}
+
+/// The settings of a merged table; `None` for keys no layer set.
+#[derive(Debug, Default)]
+struct Settings {
+    thread_unload_delay: Option<Duration>,
+    model: Option<String>,
+    model_provider: Option<String>,
+    model_providers: BTreeMap<String, ModelProviderConfig>,
+}
+
+impl Settings {
+    /// Validates `layered`; with `complete` false (one layer on its own) only the kinds of
+    /// values are checked, not what other layers may still supply.
+    fn parse(layered: &Layered, complete: bool) -> Result<Self, ConfigError> {
+        let table = &layered.table;
+        let thread_unload_delay = table
+            .get(THREAD_UNLOAD_DELAY_KEY)
+            .map(|value| {
+                parse_delay(
+                    value,
+                    &layered.origin_of(THREAD_UNLOAD_DELAY_KEY).to_string(),
+                )
+            })
+            .transpose()?;
+        let model = match table.get(MODEL_KEY) {
+            None => None,
+            Some(toml::Value::String(model)) if !model.trim().is_empty() => {
+                Some(model.trim().to_owned())
+            }
+            Some(other) => {
+                return Err(ConfigError::InvalidValue {
+                    key: MODEL_KEY.to_owned(),
+                    value: other.to_string(),
+                    origin: layered.origin_of(MODEL_KEY).to_string(),
+                    reason: "expected a model name such as \"gpt-4.1\" or \"qwen3:8b\"".to_owned(),
+                });
+            }
+        };
+        let (model_provider, model_providers) = providers::parse_providers(layered, complete)?;
+        Ok(Self {
+            thread_unload_delay,
+            model,
+            model_provider,
+            model_providers,
+        })
+    }
+}
+
+fn parse_delay(value: &toml::Value, origin: &str) -> Result<Duration, ConfigError> {
+    let invalid = |reason: String| ConfigError::InvalidValue {
+        key: THREAD_UNLOAD_DELAY_KEY.to_owned(),
+        value: value.to_string(),
+        origin: origin.to_owned(),
+        reason,
+    };
+    match value {
+        toml::Value::Integer(secs) => {
+            let secs = u64::try_from(*secs).map_err(|_| {
+                invalid("the delay must not be negative; use 0 to unload as soon as idle".into())
+            })?;
+            validate_thread_unload_delay(secs, origin)
+        }
+        other => Err(invalid(format!(
+            "expected a whole number of seconds (e.g. {}), found a {}",
+            DEFAULT_THREAD_UNLOAD_DELAY.as_secs(),
+            other.type_str()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests;

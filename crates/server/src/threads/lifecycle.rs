@@ -1,0 +1,167 @@
+//! Loading, subscribing and unloading threads: the subscriber set and the idle-unload
+//! countdown of protocol.md section 9.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use tandem_host::ConnectionId;
+use tandem_protocol::{
+    ThreadClosedNotification, ThreadStatus, ThreadStatusChangedNotification,
+    ThreadUnsubscribeResponse, ThreadUnsubscribeStatus, Turn,
+};
+
+use crate::store::{ThreadRecord, ThreadStore};
+
+use super::{LoadedThread, ThreadService, ThreadState, lock};
+
+impl ThreadService {
+    // -----------------------------------------------------------------------------------------
+    // Loading, subscribing, unloading
+    // -----------------------------------------------------------------------------------------
+
+    /// Makes `record` a loaded thread with `history` and `status`.
+    pub(super) fn insert_loaded(
+        &self,
+        record: ThreadRecord,
+        history: Vec<Turn>,
+        status: ThreadStatus,
+    ) -> Arc<LoadedThread> {
+        let thread = Arc::new(LoadedThread {
+            id: record.id.clone(),
+            ephemeral: record.ephemeral,
+            state: Mutex::new(ThreadState {
+                record,
+                history,
+                status,
+                subscribers: BTreeSet::new(),
+                active: None,
+                unload_generation: 0,
+                counting_down: false,
+            }),
+        });
+        lock(&self.loaded).insert(thread.id.clone(), Arc::clone(&thread));
+        thread
+    }
+
+    pub(super) fn subscribe(
+        self: &Arc<Self>,
+        thread: &Arc<LoadedThread>,
+        connection: ConnectionId,
+    ) {
+        let mut state = thread.state();
+        state.subscribers.insert(connection);
+        self.update_unload(thread, &mut state);
+    }
+
+    pub(super) fn unsubscribe(
+        self: &Arc<Self>,
+        thread_id: &str,
+        connection: ConnectionId,
+    ) -> ThreadUnsubscribeResponse {
+        let status = match self.loaded(thread_id) {
+            None => ThreadUnsubscribeStatus::NotLoaded,
+            Some(thread) => {
+                let mut state = thread.state();
+                if state.subscribers.remove(&connection) {
+                    self.update_unload(&thread, &mut state);
+                    ThreadUnsubscribeStatus::Unsubscribed
+                } else {
+                    ThreadUnsubscribeStatus::NotSubscribed
+                }
+            }
+        };
+        ThreadUnsubscribeResponse { status }
+    }
+
+    /// Drops `connection` from every thread it subscribed to (the connection is gone).
+    pub(crate) fn connection_closed(self: &Arc<Self>, connection: ConnectionId) {
+        let threads: Vec<Arc<LoadedThread>> = lock(&self.loaded).values().cloned().collect();
+        for thread in threads {
+            let mut state = thread.state();
+            if state.subscribers.remove(&connection) {
+                self.update_unload(&thread, &mut state);
+            }
+        }
+    }
+
+    /// Starts or cancels the idle-unload countdown after a change of subscribers or of the
+    /// active turn (protocol.md section 9): it runs exactly while the thread has neither, and
+    /// each start is a fresh countdown.
+    pub(crate) fn update_unload(
+        self: &Arc<Self>,
+        thread: &Arc<LoadedThread>,
+        state: &mut ThreadState,
+    ) {
+        let idle = state.subscribers.is_empty() && state.active.is_none();
+        if idle == state.counting_down {
+            return;
+        }
+        state.counting_down = idle;
+        state.unload_generation += 1;
+        if !idle {
+            return;
+        }
+        let generation = state.unload_generation;
+        let delay = self.config.thread_unload_delay;
+        let service = Arc::clone(self);
+        let thread = Arc::clone(thread);
+        tokio::spawn(async move {
+            // The delay was validated at config load, so the deadline cannot overflow.
+            tokio::time::sleep(delay).await;
+            let id = thread.id.clone();
+            let unload = Arc::clone(&service);
+            service.sequenced(&id, async move {
+                unload.unload_if_current(&thread, generation).await;
+            });
+        });
+    }
+
+    pub(super) async fn unload_if_current(&self, thread: &Arc<LoadedThread>, generation: u64) {
+        {
+            let state = thread.state();
+            if !state.counting_down || state.unload_generation != generation {
+                return;
+            }
+            let mut loaded = lock(&self.loaded);
+            if !loaded
+                .get(&thread.id)
+                .is_some_and(|current| Arc::ptr_eq(current, thread))
+            {
+                return;
+            }
+            loaded.remove(&thread.id);
+        }
+        tracing::debug!(thread = %thread.id, "unloading idle thread");
+        self.after_unload(thread).await;
+    }
+
+    /// Discards an ephemeral thread's state and announces the unload to every connection.
+    pub(super) async fn after_unload(&self, thread: &LoadedThread) {
+        if thread.ephemeral
+            && let Err(error) = self.ephemeral.delete_thread(&thread.id).await
+        {
+            tracing::warn!(thread = %thread.id, %error, "cannot discard ephemeral thread");
+        }
+        thread.state().status = ThreadStatus::NotLoaded;
+        let status = tandem_protocol::ServerNotification::ThreadStatusChanged(
+            ThreadStatusChangedNotification {
+                thread_id: thread.id.clone(),
+                status: ThreadStatus::NotLoaded,
+            },
+        );
+        self.outgoing.broadcast_notification(status).await;
+        let closed = tandem_protocol::ServerNotification::ThreadClosed(ThreadClosedNotification {
+            thread_id: thread.id.clone(),
+        });
+        self.outgoing.broadcast_notification(closed).await;
+    }
+
+    /// Stops every running turn (the host is shutting down).
+    pub(crate) fn shutdown(&self) {
+        for thread in lock(&self.loaded).values() {
+            if let Some(active) = &thread.state().active {
+                active.cancel.cancel();
+            }
+        }
+    }
+}

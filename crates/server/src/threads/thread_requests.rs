@@ -1,0 +1,424 @@
+//! The `thread/*` request handlers other than attachments (protocol.md section 4).
+
+use std::sync::Arc;
+
+use tandem_host::{ConnectionRequestId, RequestContext};
+use tandem_protocol::{
+    ApprovalPolicy, CwdFilter, EmptyResponse, JSONRPCErrorError, SortDirection, ThreadDeleteParams,
+    ThreadDeletedNotification, ThreadForkParams, ThreadForkResponse, ThreadListParams,
+    ThreadListResponse, ThreadLoadedListParams, ThreadLoadedListResponse, ThreadNameSetParams,
+    ThreadNameUpdatedNotification, ThreadOverrides, ThreadReadParams, ThreadReadResponse,
+    ThreadResumeParams, ThreadResumeResponse, ThreadStartParams, ThreadStartResponse,
+    ThreadStartedNotification, ThreadStatus, ThreadTurnsListParams, ThreadTurnsListResponse,
+};
+
+use crate::server::SERVER_VERSION;
+use crate::store::{self, ThreadListQuery, ThreadRecord, ThreadUpdate, TurnListQuery};
+
+use super::{LoadedThread, MODEL_PROVIDER, ThreadService, lock, not_found, now_secs, store_error};
+
+impl ThreadService {
+    // -----------------------------------------------------------------------------------------
+    // thread/*
+    // -----------------------------------------------------------------------------------------
+
+    pub(super) async fn start(
+        self: &Arc<Self>,
+        params: ThreadStartParams,
+        context: &RequestContext,
+    ) -> Result<ThreadStartResponse, JSONRPCErrorError> {
+        let now = now_secs();
+        let ephemeral = params.ephemeral.unwrap_or(false);
+        let mut record = ThreadRecord {
+            id: store::new_id(),
+            name: None,
+            preview: String::new(),
+            ephemeral,
+            created_at: now,
+            updated_at: now,
+            status: ThreadStatus::Idle,
+            cwd: default_cwd()?,
+            source: context.session.session_source.clone(),
+            forked_from_id: None,
+            model: None,
+            model_provider: MODEL_PROVIDER.to_owned(),
+            cli_version: SERVER_VERSION.to_owned(),
+            approval_policy: ApprovalPolicy::OnRequest,
+            dynamic_tools: params.dynamic_tools.unwrap_or_default(),
+            config: Default::default(),
+        };
+        overrides_update(&params.overrides)?.apply(&mut record);
+        let store = self.store_for(ephemeral).await?;
+        store
+            .create_thread(&record, &[])
+            .await
+            .map_err(store_error)?;
+        let thread = self.insert_loaded(record, Vec::new(), ThreadStatus::Idle);
+        self.subscribe(&thread, context.id.connection_id);
+        Ok(self.announce_started(&thread).await)
+    }
+
+    /// Broadcasts `thread/started` and returns the start/fork response; the notification is
+    /// sent from a task of its own after the caller's reply was queued (the reply is sent by
+    /// the caller right after this returns, and the router keeps that order).
+    pub(super) async fn announce_started(&self, thread: &Arc<LoadedThread>) -> ThreadStartResponse {
+        let response = ThreadStartResponse {
+            thread: thread.to_thread(true),
+            session: thread.session(),
+        };
+        let note = tandem_protocol::ServerNotification::ThreadStarted(ThreadStartedNotification {
+            thread: thread.to_thread(false),
+        });
+        let outgoing = self.outgoing.clone();
+        // Spawned so that the reply, queued by the caller right after this returns, is not
+        // held behind a notification for every connection; best-effort ordering is enough
+        // for `thread/started` (it is best effort itself).
+        tokio::spawn(async move { outgoing.broadcast_notification(note).await });
+        response
+    }
+
+    pub(super) async fn resume(
+        self: &Arc<Self>,
+        params: ThreadResumeParams,
+        context: &RequestContext,
+    ) -> Result<ThreadResumeResponse, JSONRPCErrorError> {
+        let thread = match self.loaded(&params.thread_id) {
+            Some(thread) => thread,
+            None => {
+                let (store, _) = self
+                    .find(&params.thread_id)
+                    .await?
+                    .ok_or_else(|| not_found(&params.thread_id))?;
+                let (record, turns) = store
+                    .get_thread_with_turns(&params.thread_id)
+                    .await
+                    .map_err(store_error)?
+                    .ok_or_else(|| not_found(&params.thread_id))?;
+                let status = match record.status {
+                    ThreadStatus::SystemError => ThreadStatus::SystemError,
+                    _ => ThreadStatus::Idle,
+                };
+                self.insert_loaded(record, turns, status)
+            }
+        };
+        let update = overrides_update(&params.overrides)?;
+        if update != ThreadUpdate::default() {
+            let store = self.store_for(thread.ephemeral).await?;
+            let record = store
+                .update_thread(&thread.id, &update)
+                .await
+                .map_err(store_error)?;
+            thread.state().record = record;
+        }
+        self.subscribe(&thread, context.id.connection_id);
+        Ok(ThreadResumeResponse {
+            thread: thread.to_thread(!params.exclude_turns.unwrap_or(false)),
+            session: thread.session(),
+        })
+    }
+
+    pub(super) async fn read(
+        &self,
+        params: ThreadReadParams,
+    ) -> Result<ThreadReadResponse, JSONRPCErrorError> {
+        let include_turns = params.include_turns.unwrap_or(false);
+        if let Some(thread) = self.loaded(&params.thread_id) {
+            return Ok(ThreadReadResponse {
+                thread: thread.to_thread(include_turns),
+            });
+        }
+        let (store, record) = self
+            .find(&params.thread_id)
+            .await?
+            .ok_or_else(|| not_found(&params.thread_id))?;
+        let turns = if include_turns {
+            store
+                .get_thread_with_turns(&record.id)
+                .await
+                .map_err(store_error)?
+                .map(|(_, turns)| turns)
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let mut thread = record.to_thread(turns);
+        thread.status = ThreadStatus::NotLoaded;
+        Ok(ThreadReadResponse { thread })
+    }
+
+    pub(super) async fn list(
+        &self,
+        params: ThreadListParams,
+    ) -> Result<ThreadListResponse, JSONRPCErrorError> {
+        // Tandem has no archive and no thread hierarchy: those filters match nothing.
+        if params.archived == Some(true)
+            || params.parent_thread_id.is_some()
+            || params.ancestor_thread_id.is_some()
+        {
+            return Ok(ThreadListResponse {
+                data: Vec::new(),
+                next_cursor: None,
+                backwards_cursor: None,
+            });
+        }
+        let query = ThreadListQuery {
+            cursor: params.cursor,
+            limit: params
+                .limit
+                .map_or(store::DEFAULT_PAGE_LIMIT, |limit| limit as usize),
+            direction: params.sort_direction.unwrap_or(SortDirection::Desc),
+            source_kinds: params.source_kinds.unwrap_or_default(),
+            cwds: match params.cwd {
+                None => Vec::new(),
+                Some(CwdFilter::One(cwd)) => vec![cwd],
+                Some(CwdFilter::Many(cwds)) => cwds,
+            },
+            search_term: params.search_term,
+        };
+        let page = self
+            .durable()
+            .await?
+            .list_threads(&query)
+            .await
+            .map_err(store_error)?;
+        let data = page
+            .data
+            .into_iter()
+            .map(|record| match self.loaded(&record.id) {
+                Some(thread) => thread.to_thread(false),
+                None => {
+                    let mut thread = record.to_thread(Vec::new());
+                    thread.status = ThreadStatus::NotLoaded;
+                    thread
+                }
+            })
+            .collect();
+        Ok(ThreadListResponse {
+            data,
+            next_cursor: page.next_cursor,
+            backwards_cursor: None,
+        })
+    }
+
+    pub(super) fn loaded_list(
+        &self,
+        params: ThreadLoadedListParams,
+    ) -> Result<ThreadLoadedListResponse, JSONRPCErrorError> {
+        if let Some(cursor) = &params.cursor
+            && uuid::Uuid::parse_str(cursor).is_err()
+        {
+            return Err(JSONRPCErrorError::invalid_request(format!(
+                "invalid cursor: {cursor}"
+            )));
+        }
+        let limit = params
+            .limit
+            .map_or(store::DEFAULT_PAGE_LIMIT, |limit| limit as usize)
+            .max(1);
+        let loaded = lock(&self.loaded);
+        let mut ids = loaded
+            .keys()
+            .filter(|id| params.cursor.as_ref().is_none_or(|cursor| *id > cursor))
+            .cloned();
+        let data: Vec<String> = ids.by_ref().take(limit).collect();
+        let next_cursor = if ids.next().is_some() {
+            data.last().cloned()
+        } else {
+            None
+        };
+        Ok(ThreadLoadedListResponse { data, next_cursor })
+    }
+
+    pub(super) async fn turns_list(
+        &self,
+        params: ThreadTurnsListParams,
+    ) -> Result<ThreadTurnsListResponse, JSONRPCErrorError> {
+        let (store, _) = self
+            .find(&params.thread_id)
+            .await?
+            .ok_or_else(|| not_found(&params.thread_id))?;
+        let query = TurnListQuery {
+            cursor: params.cursor,
+            limit: params
+                .limit
+                .map_or(store::DEFAULT_PAGE_LIMIT, |limit| limit as usize),
+            direction: params.sort_direction.unwrap_or(SortDirection::Desc),
+        };
+        let page = store
+            .list_turns(&params.thread_id, &query)
+            .await
+            .map_err(store_error)?;
+        Ok(ThreadTurnsListResponse {
+            data: page.data,
+            next_cursor: page.next_cursor,
+            backwards_cursor: None,
+        })
+    }
+
+    pub(super) async fn name_set(&self, params: ThreadNameSetParams, id: ConnectionRequestId) {
+        let name = params.name.trim().to_owned();
+        let caller = id.connection_id;
+        let result = async {
+            if name.is_empty() {
+                return Err(JSONRPCErrorError::invalid_request(
+                    "thread name must not be empty",
+                ));
+            }
+            let (store, _) = self
+                .find(&params.thread_id)
+                .await?
+                .ok_or_else(|| not_found(&params.thread_id))?;
+            let update = ThreadUpdate {
+                name: Some(Some(name.clone())),
+                updated_at: Some(now_secs()),
+                ..ThreadUpdate::default()
+            };
+            store
+                .update_thread(&params.thread_id, &update)
+                .await
+                .map_err(store_error)
+        }
+        .await;
+        let record = match result {
+            Ok(record) => record,
+            Err(error) => return self.outgoing.send_error(id, error).await,
+        };
+        let thread = self.loaded(&params.thread_id);
+        if let Some(thread) = &thread {
+            thread.state().record = record;
+        }
+        self.outgoing.send_response(id, EmptyResponse {}).await;
+        let note =
+            tandem_protocol::ServerNotification::ThreadNameUpdated(ThreadNameUpdatedNotification {
+                thread_id: params.thread_id.clone(),
+                thread_name: Some(name),
+            });
+        match thread {
+            Some(thread) => thread.notify(&self.outgoing, note, Some(caller)).await,
+            None => self.outgoing.send_notification(caller, note).await,
+        }
+    }
+
+    pub(super) async fn fork(
+        self: &Arc<Self>,
+        params: ThreadForkParams,
+        context: &RequestContext,
+    ) -> Result<ThreadForkResponse, JSONRPCErrorError> {
+        let (source_store, source) = self
+            .find(&params.thread_id)
+            .await?
+            .ok_or_else(|| not_found(&params.thread_id))?;
+        if let (Some(last), Some(thread)) = (&params.last_turn_id, self.loaded(&source.id))
+            && thread
+                .state()
+                .active
+                .as_ref()
+                .is_some_and(|active| &active.id == last)
+        {
+            return Err(JSONRPCErrorError::invalid_request(format!(
+                "turn {last} of thread {} is still running",
+                source.id
+            )));
+        }
+        let (_, history) = source_store
+            .get_thread_with_turns(&source.id)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| not_found(&source.id))?;
+        let history = store::history_through(&source.id, history, params.last_turn_id.as_deref())
+            .map_err(store_error)?;
+        let ephemeral = params.ephemeral.unwrap_or(source.ephemeral);
+        let mut record = source.forked(store::new_id(), now_secs());
+        record.ephemeral = ephemeral;
+        record.source = context.session.session_source.clone();
+        overrides_update(&params.overrides)?.apply(&mut record);
+        // The fork starts from a clean slate: the source's failure is not the fork's.
+        record.status = ThreadStatus::Idle;
+        self.store_for(ephemeral)
+            .await?
+            .create_thread(&record, &history)
+            .await
+            .map_err(store_error)?;
+        let thread = self.insert_loaded(record, history, ThreadStatus::Idle);
+        self.subscribe(&thread, context.id.connection_id);
+        let mut response = self.announce_started(&thread).await;
+        if params.exclude_turns.unwrap_or(false) {
+            response.thread.turns.clear();
+        }
+        Ok(ThreadForkResponse {
+            thread: response.thread,
+            session: response.session,
+        })
+    }
+
+    pub(super) async fn delete(&self, params: ThreadDeleteParams, id: ConnectionRequestId) {
+        let thread_id = params.thread_id;
+        let found = match self.find(&thread_id).await {
+            Ok(found) => found,
+            Err(error) => return self.outgoing.send_error(id, error).await,
+        };
+        let loaded = lock(&self.loaded).remove(&thread_id);
+        let Some((store, _)) = found else {
+            return self.outgoing.send_error(id, not_found(&thread_id)).await;
+        };
+        if let Some(thread) = &loaded {
+            if let Some(active) = &thread.state().active {
+                active.cancel.cancel();
+            }
+            self.after_unload(thread).await;
+        }
+        if let Err(error) = store.delete_thread(&thread_id).await {
+            return self.outgoing.send_error(id, store_error(error)).await;
+        }
+        self.outgoing.send_response(id, EmptyResponse {}).await;
+        let note = tandem_protocol::ServerNotification::ThreadDeleted(ThreadDeletedNotification {
+            thread_id,
+        });
+        self.outgoing.broadcast_notification(note).await;
+    }
+}
+
+/// The server's working directory, the default `cwd` of a thread.
+fn default_cwd() -> Result<String, JSONRPCErrorError> {
+    std::env::current_dir()
+        .map(|dir| dir.display().to_string())
+        .map_err(|error| {
+            JSONRPCErrorError::internal(format!(
+                "cannot determine the server's working directory: {error}; pass cwd"
+            ))
+        })
+}
+
+/// The record changes that `thread/start`, `resume` and `fork` overrides ask for.
+fn overrides_update(overrides: &ThreadOverrides) -> Result<ThreadUpdate, JSONRPCErrorError> {
+    let cwd = match &overrides.cwd {
+        Some(Some(cwd)) => {
+            let path = std::path::Path::new(cwd);
+            if !path.is_absolute() {
+                return Err(JSONRPCErrorError::invalid_params(format!(
+                    "cwd must be an absolute path, got {cwd}"
+                )));
+            }
+            Some(cwd.clone())
+        }
+        Some(None) => Some(default_cwd()?),
+        None => None,
+    };
+    Ok(ThreadUpdate {
+        name: overrides.name.as_ref().map(|name| {
+            name.as_ref()
+                .map(|name| name.trim().to_owned())
+                .filter(|name| !name.is_empty())
+        }),
+        cwd,
+        model: overrides.model.clone(),
+        approval_policy: overrides
+            .approval_policy
+            .map(|policy| policy.unwrap_or(ApprovalPolicy::OnRequest)),
+        config: overrides
+            .config
+            .clone()
+            .map(|config| config.unwrap_or_default()),
+        ..ThreadUpdate::default()
+    })
+}
