@@ -1,7 +1,8 @@
 //! The in-process transport: `tandem_host::in_process::start` with a `TandemServer`, driven at
-//! the JSON level. Frames are decoded into typed messages with the protocol crate's
-//! conversions, and whatever the host hands back is encoded into the JSON a wire client would
-//! read, so a scenario cannot tell this transport from the others except where the host's API
+//! the JSON level. Frames go through the wire codec (`tandem_protocol::wire`) exactly as a
+//! transport's reader would pass them, including the errors it answers for undecodable input,
+//! and whatever the host hands back is encoded by the same codec into the bytes a wire client
+//! reads. A scenario cannot tell this transport from the others except where the host's API
 //! itself differs (see [`crate::session::Transport::has_uninitialized_state`]).
 //!
 //! The host performs `initialize` inside `start`, so the host is started lazily, by the first
@@ -26,10 +27,8 @@ use futures::{FutureExt as _, StreamExt as _};
 use serde_json::Value;
 use tandem_host::in_process::{self, InProcessServerEvent, InProcessStartArgs};
 use tandem_host::{InProcessClientHandle, MessageProcessor, RequestResult};
-use tandem_protocol::{
-    ClientNotification, ClientRequest, JSONRPCError, JSONRPCErrorError, JSONRPCMessage,
-    JSONRPCResponse, RequestId,
-};
+use tandem_protocol::wire::{self, ClientMessage, DecodeError, ServerMessage};
+use tandem_protocol::{ClientRequest, RequestId};
 use tandem_server::{ServerConfig, ServerOptions, TandemServer};
 
 use crate::driver::{Driver, DriverError};
@@ -93,10 +92,7 @@ impl InProcessDriver {
         let result =
             serde_json::to_value(handle.initialize_response()).expect("the result serializes");
         self.answered
-            .push_back(encode(JSONRPCMessage::Response(JSONRPCResponse {
-                id,
-                result,
-            })));
+            .push_back(encode(&ServerMessage::Response { id, result }));
         self.handle = Some(handle);
         Ok(())
     }
@@ -147,39 +143,36 @@ impl InProcessDriver {
     }
 }
 
-/// The JSON a wire client reads for `message`.
-fn encode(message: JSONRPCMessage) -> Value {
-    serde_json::to_value(message).expect("a protocol message serializes")
+/// The JSON a wire client reads for `message`: the codec's bytes, parsed back.
+fn encode(message: &ServerMessage) -> Value {
+    let mut frame = Vec::new();
+    wire::encode_server_message(message, &mut frame).expect("a server message encodes");
+    serde_json::from_slice(&frame).expect("the codec writes JSON")
 }
 
 fn reply_json(id: RequestId, outcome: io::Result<RequestResult>) -> Result<Value, DriverError> {
     match outcome {
-        Ok(Ok(result)) => Ok(encode(JSONRPCMessage::Response(JSONRPCResponse {
-            id,
-            result,
-        }))),
-        Ok(Err(error)) => Ok(error_json(Some(id), error)),
+        Ok(Ok(result)) => Ok(encode(&ServerMessage::Response { id, result })),
+        Ok(Err(error)) => Ok(encode(&ServerMessage::Error {
+            id: Some(id),
+            error,
+        })),
         Err(error) => Err(DriverError::Closed(format!(
             "request {id} got no reply: {error}"
         ))),
     }
 }
 
-fn error_json(id: Option<RequestId>, error: JSONRPCErrorError) -> Value {
-    encode(JSONRPCMessage::Error(JSONRPCError { id, error }))
-}
-
 fn event_json(event: InProcessServerEvent) -> Result<Value, DriverError> {
     match event {
         InProcessServerEvent::ServerNotification(notification) => {
-            let wire = notification
-                .into_jsonrpc()
-                .expect("a notification serializes");
-            Ok(encode(JSONRPCMessage::Notification(wire)))
+            Ok(encode(&ServerMessage::Notification {
+                notification,
+                emitted_at_ms: None,
+            }))
         }
         InProcessServerEvent::ServerRequest(request) => {
-            let wire = request.into_jsonrpc().expect("a server request serializes");
-            Ok(encode(JSONRPCMessage::Request(wire)))
+            Ok(encode(&ServerMessage::Request(request)))
         }
         InProcessServerEvent::Lagged { skipped } => Err(DriverError::Lagged { skipped }),
     }
@@ -188,48 +181,42 @@ fn event_json(event: InProcessServerEvent) -> Result<Value, DriverError> {
 #[async_trait]
 impl Driver for InProcessDriver {
     async fn send_raw(&mut self, frame: &[u8]) -> Result<(), DriverError> {
-        let message: JSONRPCMessage = serde_json::from_slice(frame).map_err(|_| {
-            DriverError::Unsupported("undecodable frames in-process need the wire codec")
-        })?;
+        let message = match wire::decode_client_message(frame) {
+            Ok(message) => message,
+            Err(DecodeError::Reply(error)) => {
+                self.answered.push_back(encode(&ServerMessage::from(error)));
+                return Ok(());
+            }
+            // Logged and dropped on the wire; nothing reaches the host.
+            Err(DecodeError::Ignore(_)) => return Ok(()),
+        };
         match message {
-            JSONRPCMessage::Request(wire) => {
-                let id = wire.id.clone();
-                let request = match ClientRequest::try_from(wire) {
-                    Ok(request) => request,
-                    Err(error) => {
-                        self.answered.push_back(error_json(Some(id), error));
-                        return Ok(());
-                    }
-                };
-                match (&self.handle, &request) {
-                    (None, ClientRequest::Initialize { .. }) => self.start(id, request).await,
-                    _ => self.request(request).await,
+            ClientMessage::Request(request) => match (&self.handle, &request) {
+                (None, ClientRequest::Initialize { .. }) => {
+                    let id = request.id().clone();
+                    self.start(id, request).await
                 }
-            }
-            JSONRPCMessage::Notification(wire) => {
-                // Malformed notifications are ignored, as protocol.md section 2 says, and
-                // before the host exists there is no connection to hand them to.
-                match ClientNotification::try_from(wire) {
-                    Ok(notification) if self.handle.is_some() => {
-                        self.when_room(|handle| handle.notify(notification.clone()))
-                            .await
-                    }
-                    _ => Ok(()),
+                _ => self.request(request).await,
+            },
+            // Before the host exists there is no connection to hand a notification to, and
+            // notifications before `initialize` are ignored anyway (protocol.md section 3).
+            ClientMessage::Notification(notification) => match self.handle {
+                Some(_) => {
+                    self.when_room(|handle| handle.notify(notification.clone()))
+                        .await
                 }
-            }
-            JSONRPCMessage::Response(JSONRPCResponse { id, result }) => {
+                None => Ok(()),
+            },
+            ClientMessage::Response { id, result } => {
                 self.when_room(|handle| {
                     handle.respond_to_server_request(id.clone(), result.clone())
                 })
                 .await
             }
-            JSONRPCMessage::Error(JSONRPCError { id, error }) => match id {
-                Some(id) => {
-                    self.when_room(|handle| handle.fail_server_request(id.clone(), error.clone()))
-                        .await
-                }
-                None => Ok(()),
-            },
+            ClientMessage::Error { id, error } => {
+                self.when_room(|handle| handle.fail_server_request(id.clone(), error.clone()))
+                    .await
+            }
         }
     }
 

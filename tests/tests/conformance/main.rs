@@ -62,8 +62,8 @@ macro_rules! with_attributes {
 conformance_suite! {
     transports {
         in_process => InProcess {};
-        stdio => Stdio { #[ignore = "needs `tandem app-server` (issue 8 transports, not on main yet)"] };
-        websocket => WebSocket { #[ignore = "needs `tandem app-server` (issue 8 transports, not on main yet)"] };
+        stdio => Stdio {};
+        websocket => WebSocket {};
     }
     scenarios {
         crate::scenarios::handshake::initialize_rules => initialize_rules,
@@ -71,6 +71,7 @@ conformance_suite! {
         crate::scenarios::handshake::opted_out_notifications_are_not_sent => opted_out_notifications_are_not_sent,
         crate::scenarios::handshake::experimental_api_is_gated => experimental_api_is_gated,
         crate::scenarios::errors::error_codes_and_messages => error_codes_and_messages,
+        crate::scenarios::errors::malformed_frames_are_answered => malformed_frames_are_answered,
         crate::scenarios::errors::overload_is_answered_while_the_writer_is_full => overload_is_answered_while_the_writer_is_full,
         crate::scenarios::turns::turn_streams_an_agent_message => turn_streams_an_agent_message,
         crate::scenarios::turns::dynamic_tool_call_answered_by_the_client => dynamic_tool_call_answered_by_the_client,

@@ -23,6 +23,9 @@ use crate::wire::{StdioDriver, WebSocketDriver};
 /// scenarios wait for real processes on a loaded 2-core machine.
 pub(crate) const PATIENCE: Duration = Duration::from_secs(20);
 
+/// How long [`Session::reply_when_not_overloaded`] waits before trying again.
+const OVERLOAD_RETRY: Duration = Duration::from_millis(10);
+
 /// How many of the latest messages a failure message shows.
 const RECENT: usize = 12;
 
@@ -42,6 +45,14 @@ impl Transport {
     /// in-process host performs `initialize` inside `start`, so no uninitialized in-process
     /// connection exists and the steps that need one are skipped there.
     pub(crate) fn has_uninitialized_state(self) -> bool {
+        self != Transport::InProcess
+    }
+}
+
+impl Transport {
+    /// Whether server notifications carry the envelope's `emittedAtMs` (protocol.md section
+    /// 1). In-process events are typed values with no envelope to carry it.
+    fn stamps_notifications(self) -> bool {
         self != Transport::InProcess
     }
 }
@@ -149,6 +160,16 @@ impl Session {
         );
     }
 
+    /// Sends exactly `frame` as one line (stdio) or frame (websocket), not denormalized.
+    pub(crate) async fn send_raw(&mut self, frame: &[u8]) {
+        let sent = tokio::time::timeout(PATIENCE, self.driver().send_raw(frame)).await;
+        match sent {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => self.fail(format!("send failed: {error}")),
+            Err(_) => self.fail(format!("send did not complete within {PATIENCE:?}")),
+        }
+    }
+
     /// Sends one JSON message, with placeholders replaced by what they stand for.
     pub(crate) async fn send(&mut self, message: Value) {
         let message = self.normalizer.denormalize(&message);
@@ -192,6 +213,15 @@ impl Session {
             self.recent.pop_front();
         }
         self.recent.push_back(summary(&message));
+        let is_notification = message.get("method").is_some() && message.get("id").is_none();
+        if is_notification
+            && self.transport.stamps_notifications()
+            && !message["emittedAtMs"].is_i64()
+        {
+            self.fail(format!(
+                "a notification without an integer emittedAtMs: {message}"
+            ));
+        }
         message
     }
 
@@ -219,6 +249,23 @@ impl Session {
         match reply.get_mut("result") {
             Some(result) => result.take(),
             None => self.fail(format!("{method} failed: {reply}")),
+        }
+    }
+
+    /// Sends a request until it is not refused with -32001 ("safe to retry later": with tiny
+    /// queues even a handshake can meet a full one) and returns the reply, normalized.
+    pub(crate) async fn reply_when_not_overloaded(&mut self, method: &str, params: Value) -> Value {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            let id = self.request(method, params.clone()).await;
+            let reply = self.reply(id).await;
+            if reply["error"]["code"] != json!(tandem_protocol::error_codes::OVERLOADED) {
+                return reply;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                self.fail(format!("{method} still overloaded after {PATIENCE:?}"));
+            }
+            tokio::time::sleep(OVERLOAD_RETRY).await;
         }
     }
 

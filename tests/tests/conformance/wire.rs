@@ -68,12 +68,18 @@ impl StderrLog {
     }
 }
 
-/// The options of `setup` as `tandem` command-line flags.
-fn setup_flags(setup: &ServerSetup) -> Vec<String> {
+/// The global options of `setup` (`-c key=value`), valid before or after the subcommand.
+fn global_flags(setup: &ServerSetup) -> Vec<String> {
     let mut flags = Vec::new();
     if let Some(delay) = setup.thread_unload_delay_secs {
         flags.extend(["-c".to_owned(), format!("thread_unload_delay_secs={delay}")]);
     }
+    flags
+}
+
+/// The `app-server` options of `setup`.
+fn app_server_flags(setup: &ServerSetup) -> Vec<String> {
+    let mut flags = Vec::new();
     if let Some(capacity) = setup.channel_capacity {
         flags.extend(["--channel-capacity".to_owned(), capacity.to_string()]);
     }
@@ -117,8 +123,9 @@ impl StdioDriver {
     pub(crate) async fn start(setup: &ServerSetup) -> Result<Self, DriverError> {
         // Global options before the subcommand here and after it for the websocket driver:
         // both placements must work.
-        let mut args = setup_flags(setup);
+        let mut args = global_flags(setup);
         args.extend(["app-server", "--listen", "stdio://"].map(str::to_owned));
+        args.extend(app_server_flags(setup));
         let (mut server, log, _) = spawn_server(&setup.home, args).await?;
         let child = server.child_mut();
         let stdin = child.stdin.take().expect("stdin is piped");
@@ -213,7 +220,8 @@ impl WebSocketDriver {
         let mut args: Vec<String> = ["app-server", "--listen", "ws://127.0.0.1:0"]
             .map(str::to_owned)
             .into();
-        args.extend(setup_flags(setup));
+        args.extend(app_server_flags(setup));
+        args.extend(global_flags(setup));
         let (server, log, address) = spawn_server(&setup.home, args).await?;
         let address = match tokio::time::timeout(LISTEN_LIMIT, address).await {
             Ok(Ok(address)) => address,

@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
-use crate::session::{Config, Session, Transport};
+use crate::session::{Config, Session, Transport, client_info};
 
 /// How many requests the overload scenario sends while the client is not reading: more than
-/// the one-slot queues and the processor task can hold.
+/// the one-slot queues and the processor task can hold, whichever lane holds them up.
 const BURST: usize = 16;
 
 /// How long the overload scenario lets a flooding child fill the connection's pipeline.
@@ -182,29 +182,117 @@ pub(crate) async fn error_codes_and_messages(transport: Transport) {
     s.close().await;
 }
 
+/// Frames that are not JSON (-32700) or not a message (-32600) are answered with a `null` id,
+/// or with their own id where one can be read; malformed notifications are dropped; the
+/// connection keeps serving throughout.
+pub(crate) async fn malformed_frames_are_answered(transport: Transport) {
+    let mut s = Session::open(transport).await;
+    s.initialize(false).await;
+    let cases: [(&[u8], Value); 7] = [
+        (br#"{"id": 1, "method": "thread/loaded/list""#, json!(null)),
+        (b"[1, 2]", json!(null)),
+        (b"42", json!(null)),
+        (b"\"initialize\"", json!(null)),
+        (br#"{"id": 3, "params": {}}"#, json!(3)),
+        (br#"{"id": 4, "method": 5}"#, json!(4)),
+        (
+            br#"{"jsonrpc": "1.0", "id": 5, "method": "thread/loaded/list"}"#,
+            json!(5),
+        ),
+    ];
+    let mut answers = Vec::new();
+    for (frame, id) in cases {
+        s.send_raw(frame).await;
+        answers.push(s.reply(id).await);
+        // Dropped without an answer: the reply above would otherwise be followed by one.
+        s.send_raw(br#"{"method": 5}"#).await;
+        s.send_raw(br#"{"method": "initialized", "params": 7}"#)
+            .await;
+        expect_serving_on(&mut s).await;
+    }
+    let answer =
+        |id: Value, code: i64, message: &str| json!({"id": id, "error": rpc_error(code, message)});
+    let expected = [
+        answer(
+            json!(null),
+            -32700,
+            "Parse error: EOF while parsing an object at line 1 column 40",
+        ),
+        answer(
+            json!(null),
+            -32600,
+            "Invalid request: expected a JSON-RPC message object, got an array",
+        ),
+        answer(
+            json!(null),
+            -32600,
+            "Invalid request: expected a JSON-RPC message object, got the number 42",
+        ),
+        answer(
+            json!(null),
+            -32600,
+            "Invalid request: expected a JSON-RPC message object, got a string",
+        ),
+        answer(
+            json!(3),
+            -32600,
+            "Invalid request: expected a JSON-RPC message object with `method`, `result` or `error`",
+        ),
+        answer(
+            json!(4),
+            -32600,
+            "Invalid request: `method` must be a string, got the number 5",
+        ),
+        answer(
+            json!(5),
+            -32600,
+            "Invalid request: unsupported jsonrpc version \"1.0\", expected \"2.0\" or none",
+        ),
+    ];
+    for (got, want) in answers.iter().zip(&expected) {
+        assert_json(&s, got, want);
+    }
+    s.close().await;
+}
+
+/// A cheap request answered as usual.
+async fn expect_serving_on(s: &mut Session) {
+    expect_result(
+        s,
+        "thread/loaded/list",
+        json!({}),
+        json!({"data": [], "nextCursor": null}),
+    )
+    .await;
+}
+
 /// -32001 while the connection's writer is full: with one-slot queues and a client that has
-/// stopped reading while a child floods it, the answers of the first requests cannot be
-/// written, the processor task waits to hand one over, and the requests behind it meet a full
-/// processor queue. Every request is answered exactly once once the client reads again, the
-/// overloaded ones with -32001 `request queue is full` (openai/codex #19608 drops these).
+/// stopped reading while a child floods it, the processor task soon waits to hand over an
+/// answer (an ordinary one where the writer applies backpressure, a process-control one on
+/// the reply lane where a stalled writer holds it up), and the requests behind it meet a full
+/// processor queue. Once the client reads again every request has exactly one answer, the
+/// overloaded ones -32001 `request queue is full` (openai/codex #19608 drops these).
 pub(crate) async fn overload_is_answered_while_the_writer_is_full(transport: Transport) {
     let config = Config {
         channel_capacity: Some(1),
         ..Config::default()
     };
     let mut s = Session::open_with(transport, config).await;
-    s.initialize(true).await;
-    expect_result(
-        &mut s,
-        "process/spawn",
-        json!({
-            "processHandle": "flood", "command": ["yes", "tandem conformance"],
-            "cwd": "<home>", "streamStdoutStderr": true, "outputBytesCap": null,
-            "timeoutMs": null,
-        }),
-        json!({}),
-    )
-    .await;
+    // With one-slot queues anything may meet a full one (the connection's own bookkeeping
+    // sits in the processor queue too), so the steps around the burst retry on -32001.
+    let initialize =
+        json!({"clientInfo": client_info(), "capabilities": {"experimentalApi": true}});
+    let reply = s.reply_when_not_overloaded("initialize", initialize).await;
+    if reply.get("result").is_none() {
+        s.fail(format!("initialize failed: {reply}"));
+    }
+    s.notify("initialized", json!({})).await;
+    let spawn = json!({
+        "processHandle": "flood", "command": ["yes", "tandem conformance"],
+        "cwd": "<home>", "streamStdoutStderr": true, "outputBytesCap": null, "timeoutMs": null,
+    });
+    let reply = s.reply_when_not_overloaded("process/spawn", spawn).await;
+    assert_json(&s, &reply["result"], &json!({}));
 
     s.pause();
     // Nothing observable says when the flood has filled the pipeline, short of reading it;
@@ -212,22 +300,32 @@ pub(crate) async fn overload_is_answered_while_the_writer_is_full(transport: Tra
     // that takes (more over a websocket, whose socket buffers hold more).
     tokio::time::sleep(FLOOD_FILL).await;
     let mut burst = Vec::with_capacity(BURST);
-    for _ in 0..BURST {
-        burst.push(s.request("foo/bar", json!({})).await);
+    for index in 0..BURST {
+        let id = if index % 2 == 0 {
+            s.request("process/kill", json!({"processHandle": "ghost"}))
+                .await
+        } else {
+            s.request("foo/bar", json!({})).await
+        };
+        burst.push((id, index % 2 == 0));
     }
     s.resume();
 
+    let overloaded = rpc_error(-32001, "request queue is full");
     let mut answers: BTreeMap<&str, usize> = BTreeMap::new();
-    for id in &burst {
+    for (id, is_kill) in &burst {
         let reply = s.reply(*id).await;
-        let kind = if reply
-            == json!({"id": id, "error": rpc_error(-32601, "method not found: foo/bar")})
-        {
+        let served = if *is_kill {
+            rpc_error(-32600, "no active process for process handle \"ghost\"")
+        } else {
+            rpc_error(-32601, "method not found: foo/bar")
+        };
+        let kind = if reply == json!({"id": id, "error": served}) {
             "answered"
-        } else if reply == json!({"id": id, "error": rpc_error(-32001, "request queue is full")}) {
+        } else if reply == json!({"id": id, "error": overloaded}) {
             "overloaded"
         } else {
-            s.fail(format!("neither -32601 nor -32001: {reply}"))
+            s.fail(format!("neither its answer nor -32001: {reply}"))
         };
         *answers.entry(kind).or_default() += 1;
     }
@@ -235,13 +333,10 @@ pub(crate) async fn overload_is_answered_while_the_writer_is_full(transport: Tra
         s.fail(format!("no request met the full queue: {answers:?}"));
     }
 
-    expect_result(
-        &mut s,
-        "process/kill",
-        json!({"processHandle": "flood"}),
-        json!({}),
-    )
-    .await;
+    let reply = s
+        .reply_when_not_overloaded("process/kill", json!({"processHandle": "flood"}))
+        .await;
+    assert_json(&s, &reply["result"], &json!({}));
     let (output, exited) = s.read_until("process/exited").await;
     if let Some(other) = output
         .iter()
@@ -258,13 +353,11 @@ pub(crate) async fn overload_is_answered_while_the_writer_is_full(transport: Tra
         }),
     );
     // A retry is served normally.
-    expect_error(
-        &mut s,
-        "foo/bar",
-        json!({}),
-        -32601,
-        "method not found: foo/bar",
-    )
-    .await;
+    let reply = s.reply_when_not_overloaded("foo/bar", json!({})).await;
+    assert_json(
+        &s,
+        &reply["error"],
+        &rpc_error(-32601, "method not found: foo/bar"),
+    );
     s.close().await;
 }
