@@ -1,6 +1,7 @@
 //! Test harness for embedders of the Tandem in-process host: a small configurable
 //! [`TestProcessor`] and helpers for reading events with a deadline, so tests fail with a
-//! message instead of hanging.
+//! message instead of hanging; [`binary`] builds and guards the `tandem` binary for tests that
+//! drive it from outside.
 //!
 //! ```
 //! use std::time::Duration;
@@ -20,6 +21,8 @@
 //! handle.shutdown().await.unwrap();
 //! # }
 //! ```
+
+pub mod binary;
 
 use std::collections::HashMap;
 use std::future::Future;

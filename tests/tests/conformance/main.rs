@@ -1,0 +1,85 @@
+//! The conformance suite (issue 8): one list of scenarios with one set of expected results,
+//! run against every transport — the in-process host, the `tandem` binary over stdio and over
+//! a websocket — so that "the same behaviour everywhere" is a test.
+//!
+//! Each scenario is an `async fn(Transport)` in `scenarios/`, written once against the JSON
+//! level [`driver::Driver`]. [`conformance_suite!`] turns the list below into one test per
+//! scenario and transport, named `<transport>::<scenario>`, so a failure names both:
+//!
+//! ```text
+//! cargo test -p tandem-e2e --test conformance                  # everything
+//! cargo test -p tandem-e2e --test conformance in_process::     # one transport
+//! cargo test -p tandem-e2e --test conformance idle_unload      # one scenario, all transports
+//! ```
+//!
+//! The stdio and websocket tests build the `tandem` binary themselves (see
+//! `tandem_test_support::binary`).
+
+mod driver;
+mod in_process_driver;
+mod normalize;
+mod scenarios;
+mod session;
+mod wire;
+
+/// One `#[tokio::test]` per scenario in each transport's module. Real processes run in most
+/// scenarios, so time is never paused.
+macro_rules! conformance_suite {
+    (
+        transports { $( $transport:ident => $variant:ident $attrs:tt; )* }
+        scenarios $scenarios:tt
+    ) => {
+        $( transport_tests!($transport, $variant, $attrs, $scenarios); )*
+    };
+}
+
+/// The tests of one transport: a module named after it, one test per scenario, each carrying
+/// the transport's attributes.
+macro_rules! transport_tests {
+    ($transport:ident, $variant:ident, $attrs:tt, { $( $scenario:path => $name:ident, )* }) => {
+        mod $transport {
+            $(
+                with_attributes! {
+                    $attrs
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn $name() {
+                        $scenario(crate::session::Transport::$variant).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+/// `item` with the attributes of the braced list in front of it.
+macro_rules! with_attributes {
+    ({ $( #[$attribute:meta] )* } $item:item) => {
+        $( #[$attribute] )*
+        $item
+    };
+}
+
+conformance_suite! {
+    transports {
+        in_process => InProcess {};
+        stdio => Stdio {};
+        websocket => WebSocket {};
+    }
+    scenarios {
+        crate::scenarios::handshake::initialize_rules => initialize_rules,
+        crate::scenarios::handshake::initialized_in_every_form => initialized_in_every_form,
+        crate::scenarios::handshake::opted_out_notifications_are_not_sent => opted_out_notifications_are_not_sent,
+        crate::scenarios::handshake::experimental_api_is_gated => experimental_api_is_gated,
+        crate::scenarios::errors::error_codes_and_messages => error_codes_and_messages,
+        crate::scenarios::errors::malformed_frames_are_answered => malformed_frames_are_answered,
+        crate::scenarios::errors::overload_is_answered_while_the_writer_is_full => overload_is_answered_while_the_writer_is_full,
+        crate::scenarios::turns::turn_streams_an_agent_message => turn_streams_an_agent_message,
+        crate::scenarios::turns::dynamic_tool_call_answered_by_the_client => dynamic_tool_call_answered_by_the_client,
+        crate::scenarios::turns::approval_declined_and_question_answered => approval_declined_and_question_answered,
+        crate::scenarios::threads::thread_list_read_fork_name_delete => thread_list_read_fork_name_delete,
+        crate::scenarios::threads::attachment_replies_arrive_before_their_updates => attachment_replies_arrive_before_their_updates,
+        crate::scenarios::threads::idle_unload_then_resume => idle_unload_then_resume,
+        crate::scenarios::processes::streamed_process_with_stdin_resize_kill_and_exit => streamed_process_with_stdin_resize_kill_and_exit,
+        crate::scenarios::processes::paused_reader_still_gets_every_byte => paused_reader_still_gets_every_byte,
+    }
+}
