@@ -1,6 +1,7 @@
 //! Test harness for embedders of the Tandem in-process host: a small configurable
-//! [`TestProcessor`] and helpers for reading events with a deadline, so tests fail with a
-//! message instead of hanging.
+//! [`TestProcessor`], helpers for reading events with a deadline, so tests fail with a
+//! message instead of hanging, and [`mock_http`], a loopback HTTP server for gated, slow,
+//! truncated and reset streams (model providers under test).
 //!
 //! ```
 //! use std::time::Duration;
@@ -20,6 +21,8 @@
 //! handle.shutdown().await.unwrap();
 //! # }
 //! ```
+
+pub mod mock_http;
 
 use std::collections::HashMap;
 use std::future::Future;
