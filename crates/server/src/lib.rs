@@ -10,7 +10,10 @@ pub mod store;
 mod threads;
 mod turn;
 
-pub use agent::{Agent, AgentError, ScriptedAgent, TurnDriver};
+pub use agent::{
+    Agent, AgentBuildError, AgentError, CommandOptions, CommandOutcome, OpenAiCompatibleAgent,
+    ScriptedAgent, StreamingMessage, ToolOutcome, TurnDriver,
+};
 pub use config::{ConfigError, ServerConfig, ServerConfigBuilder};
 pub use options::{ServerOptions, ServerOptionsError};
 pub use server::TandemServer;

@@ -48,6 +48,39 @@ pub struct ToolOutcome {
     pub success: bool,
 }
 
+/// How [`TurnDriver::run_command`] runs a command, beyond the command text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommandOptions {
+    /// The working directory; a relative path is taken relative to the thread's cwd.
+    /// `None` runs in the thread's cwd.
+    pub workdir: Option<String>,
+    /// Kill the command's process group after this long (it then reports exit code 124).
+    /// `None` lets it run until it exits or the turn is interrupted.
+    pub timeout: Option<Duration>,
+}
+
+/// An agent message being streamed: begun by [`TurnDriver::begin_agent_message`], fed by
+/// [`TurnDriver::agent_message_delta`] and finished by
+/// [`TurnDriver::complete_agent_message`].
+#[derive(Debug)]
+#[must_use = "an agent message must be completed, or its item never completes"]
+pub struct StreamingMessage {
+    id: String,
+    text: String,
+}
+
+impl StreamingMessage {
+    /// The id of the message's `agentMessage` item.
+    pub fn item_id(&self) -> &str {
+        &self.id
+    }
+
+    /// The text streamed so far.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+}
+
 /// What became of a command the agent asked to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommandOutcome {
@@ -70,6 +103,7 @@ pub struct TurnDriver {
     outgoing: OutgoingMessageSender,
     turn_id: String,
     cwd: String,
+    model: Option<String>,
     approval_policy: ApprovalPolicy,
     tools: Vec<DynamicToolSpec>,
     processes: ProcessManager,
@@ -112,8 +146,53 @@ impl TurnDriver {
         self.tools.iter().any(|tool| tool.name == name)
     }
 
-    fn interrupted(&self) -> bool {
+    /// The model this turn uses: `turn/start`'s, else the thread's, else the server's
+    /// `model`; `None` when none of them names one.
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
+    /// The items of this turn completed so far, oldest first: the user's input (and input
+    /// steered in since), messages, commands and tool calls.
+    pub fn items(&self) -> &[ThreadItem] {
+        &self.items
+    }
+
+    /// Whether the turn was interrupted. Agents that wait on something the driver does not
+    /// know (a model's stream) check it between steps, or wait through
+    /// [`TurnDriver::or_interrupted`].
+    pub fn is_interrupted(&self) -> bool {
         self.active.cancel.is_cancelled()
+    }
+
+    /// Awaits `work` unless the turn is interrupted first, in which case `work` is dropped at
+    /// once (an HTTP request in it is abandoned and its connection closed) and
+    /// [`AgentError::Interrupted`] is returned.
+    pub async fn or_interrupted<F: std::future::Future>(
+        &self,
+        work: F,
+    ) -> Result<F::Output, AgentError> {
+        tokio::select! {
+            biased;
+            () = self.active.cancel.cancelled() => Err(AgentError::Interrupted),
+            output = work => Ok(output),
+        }
+    }
+
+    /// Tells the turn's subscribers that something failed and will be retried: an `error`
+    /// notification with `willRetry: true` (for example `Reconnecting... 2/5`). A failure that
+    /// ends the turn is reported by returning [`AgentError::Failed`] instead.
+    pub async fn report_retry(&self, message: &str, additional_details: Option<String>) {
+        self.notify(ServerNotification::Error(ErrorNotification {
+            thread_id: self.thread.id.clone(),
+            turn_id: self.turn_id.clone(),
+            error: TurnError {
+                message: message.to_owned(),
+                additional_details,
+            },
+            will_retry: true,
+        }))
+        .await;
     }
 
     async fn notify(&self, note: ServerNotification) {
@@ -170,32 +249,71 @@ impl TurnDriver {
 
     /// Streams an agent message, in several `item/agentMessage/delta` chunks (one per word).
     pub async fn agent_message(&mut self, text: &str) -> Result<(), AgentError> {
-        if self.interrupted() {
+        let mut message = self.begin_agent_message().await?;
+        for chunk in text.split_inclusive(' ') {
+            self.push_delta(&mut message, chunk).await;
+        }
+        self.complete_agent_message(message).await;
+        Ok(())
+    }
+
+    /// Starts an agent message whose text arrives piece by piece (`item/started` with empty
+    /// text); feed it with [`TurnDriver::agent_message_delta`] and finish it with
+    /// [`TurnDriver::complete_agent_message`].
+    pub async fn begin_agent_message(&mut self) -> Result<StreamingMessage, AgentError> {
+        if self.is_interrupted() {
             return Err(AgentError::Interrupted);
         }
-        let id = store::new_id();
+        let message = StreamingMessage {
+            id: store::new_id(),
+            text: String::new(),
+        };
         self.item_started(&ThreadItem::AgentMessage {
-            id: id.clone(),
+            id: message.id.clone(),
             text: String::new(),
         })
         .await;
-        for chunk in text.split_inclusive(' ') {
-            self.notify(ServerNotification::AgentMessageDelta(
-                AgentMessageDeltaNotification {
-                    thread_id: self.thread.id.clone(),
-                    turn_id: self.turn_id.clone(),
-                    item_id: id.clone(),
-                    delta: chunk.to_owned(),
-                },
-            ))
-            .await;
+        Ok(message)
+    }
+
+    /// Sends `delta` of `message` to the subscribers at once (`item/agentMessage/delta`).
+    /// Fails with [`AgentError::Interrupted`], sending nothing, once the turn is interrupted;
+    /// the message should still be completed with what it has.
+    pub async fn agent_message_delta(
+        &mut self,
+        message: &mut StreamingMessage,
+        delta: &str,
+    ) -> Result<(), AgentError> {
+        if self.is_interrupted() {
+            return Err(AgentError::Interrupted);
         }
+        if !delta.is_empty() {
+            self.push_delta(message, delta).await;
+        }
+        Ok(())
+    }
+
+    async fn push_delta(&self, message: &mut StreamingMessage, delta: &str) {
+        message.text.push_str(delta);
+        self.notify(ServerNotification::AgentMessageDelta(
+            AgentMessageDeltaNotification {
+                thread_id: self.thread.id.clone(),
+                turn_id: self.turn_id.clone(),
+                item_id: message.id.clone(),
+                delta: delta.to_owned(),
+            },
+        ))
+        .await;
+    }
+
+    /// Completes `message` with the text streamed into it (`item/completed`). Works after an
+    /// interruption too, so a message cut short still completes with what the client saw.
+    pub async fn complete_agent_message(&mut self, message: StreamingMessage) {
         self.item_completed(ThreadItem::AgentMessage {
-            id,
-            text: text.to_owned(),
+            id: message.id,
+            text: message.text,
         })
         .await;
-        Ok(())
     }
 
     /// Waits for `duration`, or until the turn is interrupted.
@@ -209,7 +327,7 @@ impl TurnDriver {
     /// Input steered into the turn since the last call (each recorded as a `userMessage`
     /// item); empty when there is none.
     pub async fn take_steered_input(&mut self) -> Result<Vec<UserInput>, AgentError> {
-        if self.interrupted() {
+        if self.is_interrupted() {
             return Err(AgentError::Interrupted);
         }
         let steered: Vec<_> = std::mem::take(
@@ -284,7 +402,7 @@ impl TurnDriver {
         tool: &str,
         arguments: Value,
     ) -> Result<ToolOutcome, AgentError> {
-        if self.interrupted() {
+        if self.is_interrupted() {
             return Err(AgentError::Interrupted);
         }
         let id = store::new_id();
@@ -346,7 +464,7 @@ impl TurnDriver {
 
     /// Asks the user `question` (`item/tool/requestUserInput`) and returns their answers.
     pub async fn ask_user(&mut self, question: &str) -> Result<Vec<String>, AgentError> {
-        if self.interrupted() {
+        if self.is_interrupted() {
             return Err(AgentError::Interrupted);
         }
         let params = ToolRequestUserInputParams {
@@ -390,15 +508,27 @@ impl TurnDriver {
         }
     }
 
-    /// Runs `command` with `sh -c` in the thread's cwd, asking for approval first unless the
-    /// approval policy is `never`; streams its output as `item/commandExecution/outputDelta`.
-    pub async fn run_command(&mut self, command: &str) -> Result<CommandOutcome, AgentError> {
-        if self.interrupted() {
+    /// Runs `command` with `sh -c`, in the thread's cwd unless `options` names another
+    /// directory, asking for approval first unless the approval policy is `never`; streams its
+    /// output as `item/commandExecution/outputDelta`. A timeout in `options` kills it (exit
+    /// code 124).
+    pub async fn run_command(
+        &mut self,
+        command: &str,
+        options: CommandOptions,
+    ) -> Result<CommandOutcome, AgentError> {
+        if self.is_interrupted() {
             return Err(AgentError::Interrupted);
         }
         let id = store::new_id();
         let started_at_ms = now_millis();
-        let cwd = self.cwd.clone();
+        let cwd = match &options.workdir {
+            Some(dir) => std::path::Path::new(&self.cwd)
+                .join(dir)
+                .display()
+                .to_string(),
+            None => self.cwd.clone(),
+        };
         let item =
             |status, process_id, exit_code, output, duration_ms| ThreadItem::CommandExecution {
                 id: id.clone(),
@@ -479,7 +609,8 @@ impl TurnDriver {
             }
         }
         let started = Instant::now();
-        let (exit_code, output, process_id) = self.execute(&id, command).await;
+        let (exit_code, output, process_id) =
+            self.execute(&id, command, &cwd, options.timeout).await;
         let status = match exit_code {
             Some(0) => CommandExecutionStatus::Completed,
             _ => CommandExecutionStatus::Failed,
@@ -492,14 +623,20 @@ impl TurnDriver {
             Some(elapsed_ms(started)),
         ))
         .await;
-        if self.interrupted() {
+        if self.is_interrupted() {
             return Err(AgentError::Interrupted);
         }
         Ok(CommandOutcome::Ran { exit_code, output })
     }
 
     /// Runs the command through the process manager; returns exit code, output and pid.
-    async fn execute(&self, item_id: &str, command: &str) -> (Option<i32>, String, Option<String>) {
+    async fn execute(
+        &self,
+        item_id: &str,
+        command: &str,
+        cwd: &str,
+        timeout: Option<Duration>,
+    ) -> (Option<i32>, String, Option<String>) {
         let (exited_tx, exited_rx) = oneshot::channel();
         let sink = Arc::new(CommandSink {
             thread: Arc::clone(&self.thread),
@@ -512,13 +649,15 @@ impl TurnDriver {
         let params = ProcessSpawnParams {
             process_handle: item_id.to_owned(),
             command: vec!["sh".to_owned(), "-c".to_owned(), command.to_owned()],
-            cwd: Some(self.cwd.clone()),
+            cwd: Some(cwd.to_owned()),
             tty: None,
             stream_stdin: None,
             stream_stdout_stderr: Some(true),
             output_bytes_cap: None,
-            // The turn bounds the command: interrupting the turn kills it.
-            timeout_ms: Some(None),
+            // Without a timeout the turn bounds the command: interrupting the turn kills it.
+            timeout_ms: Some(
+                timeout.map(|timeout| i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX)),
+            ),
             env: None,
             size: None,
         };
@@ -615,11 +754,12 @@ async fn run(
     client_id: Option<String>,
 ) {
     let outgoing = service.outgoing.clone();
-    let (history, cwd, approval_policy, tools, first_turn) = {
+    let (history, cwd, model, approval_policy, tools, first_turn) = {
         let state = thread.state();
         (
             state.history.clone(),
             state.record.cwd.clone(),
+            service.effective_model(&state.record),
             state.record.approval_policy,
             state.record.dynamic_tools.clone(),
             state.record.preview.is_empty(),
@@ -650,6 +790,7 @@ async fn run(
         outgoing: outgoing.clone(),
         turn_id: turn.id.clone(),
         cwd,
+        model,
         approval_policy,
         tools,
         processes: ProcessManager::new(),
