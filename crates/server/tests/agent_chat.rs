@@ -634,3 +634,66 @@ async fn config_read_shows_the_effective_provider_but_not_the_key() {
     );
     shutdown(handle).await;
 }
+
+#[tokio::test]
+async fn shell_calls_honour_workdir_and_timeout() {
+    let server = MockServer::start().await;
+    let calls = sse(&[
+        call_chunk(
+            Some(0),
+            Some("call_pwd"),
+            Some("shell"),
+            &json!({"command": "pwd", "workdir": "sub"}).to_string(),
+        ),
+        call_chunk(
+            Some(1),
+            Some("call_slow"),
+            Some("shell"),
+            &json!({"command": "sleep 30", "timeout_ms": 200}).to_string(),
+        ),
+        finish_chunk("tool_calls"),
+    ]);
+    mount_answers(&server, vec![calls, text_answer("ok")]).await;
+    let home = home();
+    let cwd = tempfile::tempdir().expect("cwd");
+    std::fs::create_dir(cwd.path().join("sub")).expect("sub");
+    let mut handle = start(memory_options(
+        home.path(),
+        &format!("{}/v1", server.uri()),
+        &[],
+    ))
+    .await;
+    let thread = start_thread(&handle, json!({"cwd": cwd.path().display().to_string()})).await;
+    start_turn(&handle, &thread, "where am I").await;
+    let record = drive_turn(&mut handle, &Answers::default()).await;
+    assert_eq!(
+        record.turn.status,
+        TurnStatus::Completed,
+        "{:?}",
+        record.turn
+    );
+    let sub = cwd.path().join("sub").display().to_string();
+    let items: Vec<(String, Option<i32>, String)> = record
+        .turn
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            ThreadItem::CommandExecution {
+                cwd,
+                exit_code,
+                aggregated_output,
+                ..
+            } => Some((
+                cwd.clone(),
+                *exit_code,
+                aggregated_output.clone().unwrap_or_default(),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(items[0], (sub.clone(), Some(0), format!("{sub}\n")));
+    assert_eq!(items[1].1, Some(124), "the timeout killed it: {items:?}");
+    let results = tool_messages(&request_bodies(&server).await[1]);
+    assert!(results[1].1.contains("exit code: 124"), "{results:?}");
+    shutdown(handle).await;
+}
