@@ -8,33 +8,35 @@
 //! Commands run through the [`ProcessManager`] of the processes issue (own process group,
 //! kill on interrupt), with its output turned into `item/commandExecution/outputDelta`.
 
-use std::sync::{Arc, Mutex, PoisonError};
+//!
+//! Files: this one holds the driver and its messages, tools and questions; `commands` its
+//! commands (approval, process, output); `task` the task that runs a turn from start to
+//! `turn/completed`.
+
+mod commands;
+mod task;
+
+pub(crate) use task::spawn;
+
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use serde_json::Value;
 use tandem_host::{OutgoingMessageSender, PendingServerRequest, RequestResult};
-use tandem_protocol::server_methods::{
-    CommandExecutionRequestApproval, ToolCall, ToolRequestUserInput,
-};
+use tandem_protocol::server_methods::{ToolCall, ToolRequestUserInput};
 use tandem_protocol::{
-    AgentMessageDeltaNotification, ApprovalPolicy, CommandAction, CommandExecutionApprovalDecision,
-    CommandExecutionOutputDeltaNotification, CommandExecutionRequestApprovalParams,
-    CommandExecutionRequestApprovalResponse, CommandExecutionStatus,
-    DynamicToolCallOutputContentItem, DynamicToolCallStatus, DynamicToolSpec, EmptyResponse,
-    ErrorNotification, ItemCompletedNotification, ItemStartedNotification, JSONRPCErrorError,
-    ProcessExitedNotification, ProcessOutputDeltaNotification, ProcessSpawnParams, RequestId,
-    ServerNotification, ServerRequestResolvedNotification, ThreadActiveFlag, ThreadItem,
-    ThreadStatus, ToolCallParams, ToolCallResponse, ToolRequestUserInputParams,
-    ToolRequestUserInputResponse, Turn, TurnCompletedNotification, TurnError, TurnItemsView,
-    TurnStartedNotification, TurnStatus, UserInput, UserInputQuestion,
+    AgentMessageDeltaNotification, ApprovalPolicy, DynamicToolCallOutputContentItem,
+    DynamicToolCallStatus, DynamicToolSpec, ErrorNotification, ItemCompletedNotification,
+    ItemStartedNotification, JSONRPCErrorError, RequestId, ServerNotification,
+    ServerRequestResolvedNotification, ThreadActiveFlag, ThreadItem, ThreadStatus, ToolCallParams,
+    ToolCallResponse, ToolRequestUserInputParams, ToolRequestUserInputResponse, TurnError,
+    UserInput, UserInputQuestion,
 };
-use tokio::sync::oneshot;
 
 use crate::agent::AgentError;
-use crate::process::{ProcessEventSink, ProcessManager};
+use crate::process::ProcessManager;
 use crate::store;
-use crate::threads::{ActiveTurn, LoadedThread, ThreadService, now_millis, now_secs};
+use crate::threads::{ActiveTurn, LoadedThread, now_millis};
 
 /// Text of the error that resolves a server request cancelled by a turn transition.
 const CANCELLED_BY_TURN: &str = "the turn that sent this request has ended";
@@ -507,178 +509,6 @@ impl TurnDriver {
             ))),
         }
     }
-
-    /// Runs `command` with `sh -c`, in the thread's cwd unless `options` names another
-    /// directory, asking for approval first unless the approval policy is `never`; streams its
-    /// output as `item/commandExecution/outputDelta`. A timeout in `options` kills it (exit
-    /// code 124).
-    pub async fn run_command(
-        &mut self,
-        command: &str,
-        options: CommandOptions,
-    ) -> Result<CommandOutcome, AgentError> {
-        if self.is_interrupted() {
-            return Err(AgentError::Interrupted);
-        }
-        let id = store::new_id();
-        let started_at_ms = now_millis();
-        let cwd = match &options.workdir {
-            Some(dir) => std::path::Path::new(&self.cwd)
-                .join(dir)
-                .display()
-                .to_string(),
-            None => self.cwd.clone(),
-        };
-        let item =
-            |status, process_id, exit_code, output, duration_ms| ThreadItem::CommandExecution {
-                id: id.clone(),
-                command: command.to_owned(),
-                cwd: cwd.clone(),
-                status,
-                command_actions: vec![CommandAction::Unknown {
-                    command: command.to_owned(),
-                }],
-                process_id,
-                exit_code,
-                aggregated_output: output,
-                duration_ms,
-            };
-        self.item_started(&item(
-            CommandExecutionStatus::InProgress,
-            None,
-            None,
-            None,
-            None,
-        ))
-        .await;
-        if self.approval_policy != ApprovalPolicy::Never {
-            let params = CommandExecutionRequestApprovalParams {
-                thread_id: self.thread.id.clone(),
-                turn_id: self.turn_id.clone(),
-                item_id: id.clone(),
-                started_at_ms,
-                command: command.to_owned(),
-                cwd: cwd.clone(),
-                reason: None,
-                command_actions: vec![CommandAction::Unknown {
-                    command: command.to_owned(),
-                }],
-                available_decisions: CommandExecutionApprovalDecision::ALL.to_vec(),
-            };
-            self.set_flag(ThreadActiveFlag::WaitingOnApproval, true)
-                .await;
-            let pending = self
-                .outgoing
-                .send_request::<CommandExecutionRequestApproval>(self.active.connection, params)
-                .await;
-            let answer = self.await_answer(pending).await;
-            self.set_flag(ThreadActiveFlag::WaitingOnApproval, false)
-                .await;
-            let decision = match &answer {
-                Ok(Ok(value)) => {
-                    serde_json::from_value::<CommandExecutionRequestApprovalResponse>(value.clone())
-                        .map(|response| response.decision)
-                        .unwrap_or(CommandExecutionApprovalDecision::Decline)
-                }
-                // An error reply or an interruption: the command must not run.
-                _ => CommandExecutionApprovalDecision::Decline,
-            };
-            match decision {
-                CommandExecutionApprovalDecision::Accept
-                | CommandExecutionApprovalDecision::AcceptForSession
-                    if answer.is_ok() => {}
-                decision => {
-                    self.item_completed(item(
-                        CommandExecutionStatus::Declined,
-                        None,
-                        None,
-                        None,
-                        None,
-                    ))
-                    .await;
-                    if answer.is_err() {
-                        return Err(AgentError::Interrupted);
-                    }
-                    if decision == CommandExecutionApprovalDecision::Cancel {
-                        // `cancel` stops the turn, like an interrupt from the client.
-                        self.active.cancel.cancel();
-                        return Err(AgentError::Interrupted);
-                    }
-                    return Ok(CommandOutcome::Declined);
-                }
-            }
-        }
-        let started = Instant::now();
-        let (exit_code, output, process_id) =
-            self.execute(&id, command, &cwd, options.timeout).await;
-        let status = match exit_code {
-            Some(0) => CommandExecutionStatus::Completed,
-            _ => CommandExecutionStatus::Failed,
-        };
-        self.item_completed(item(
-            status,
-            process_id,
-            exit_code,
-            Some(output.clone()),
-            Some(elapsed_ms(started)),
-        ))
-        .await;
-        if self.is_interrupted() {
-            return Err(AgentError::Interrupted);
-        }
-        Ok(CommandOutcome::Ran { exit_code, output })
-    }
-
-    /// Runs the command through the process manager; returns exit code, output and pid.
-    async fn execute(
-        &self,
-        item_id: &str,
-        command: &str,
-        cwd: &str,
-        timeout: Option<Duration>,
-    ) -> (Option<i32>, String, Option<String>) {
-        let (exited_tx, exited_rx) = oneshot::channel();
-        let sink = Arc::new(CommandSink {
-            thread: Arc::clone(&self.thread),
-            outgoing: self.outgoing.clone(),
-            turn_id: self.turn_id.clone(),
-            item_id: item_id.to_owned(),
-            output: Mutex::new(Vec::new()),
-            exited: Mutex::new(Some(exited_tx)),
-        });
-        let params = ProcessSpawnParams {
-            process_handle: item_id.to_owned(),
-            command: vec!["sh".to_owned(), "-c".to_owned(), command.to_owned()],
-            cwd: Some(cwd.to_owned()),
-            tty: None,
-            stream_stdin: None,
-            stream_stdout_stderr: Some(true),
-            output_bytes_cap: None,
-            // Without a timeout the turn bounds the command: interrupting the turn kills it.
-            timeout_ms: Some(
-                timeout.map(|timeout| i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX)),
-            ),
-            env: None,
-            size: None,
-        };
-        let spawned = match self.processes.spawn(params, Arc::clone(&sink) as _).await {
-            Ok(spawned) => spawned,
-            Err(error) => return (None, error.message, None),
-        };
-        let pid = spawned.pid().to_string();
-        spawned.start_streaming();
-        let exit_code = tokio::select! {
-            exited = exited_rx => exited.ok(),
-            () = self.active.cancel.cancelled() => {
-                self.processes.kill_all().await;
-                None
-            }
-        };
-        let output =
-            String::from_utf8_lossy(&sink.output.lock().unwrap_or_else(PoisonError::into_inner))
-                .into_owned();
-        (exit_code, output, Some(pid))
-    }
 }
 
 fn failed_tool(message: String) -> ToolOutcome {
@@ -690,229 +520,4 @@ fn failed_tool(message: String) -> ToolOutcome {
 
 fn elapsed_ms(started: Instant) -> i64 {
     i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX)
-}
-
-/// Turns one command's process events into `item/commandExecution/outputDelta`.
-struct CommandSink {
-    thread: Arc<LoadedThread>,
-    outgoing: OutgoingMessageSender,
-    turn_id: String,
-    item_id: String,
-    output: Mutex<Vec<u8>>,
-    exited: Mutex<Option<oneshot::Sender<i32>>>,
-}
-
-#[async_trait]
-impl ProcessEventSink for CommandSink {
-    async fn output_delta(&self, delta: ProcessOutputDeltaNotification) {
-        let bytes = delta.delta;
-        self.output
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .extend_from_slice(&bytes);
-        let note = ServerNotification::CommandExecutionOutputDelta(
-            CommandExecutionOutputDeltaNotification {
-                thread_id: self.thread.id.clone(),
-                turn_id: self.turn_id.clone(),
-                item_id: self.item_id.clone(),
-                delta: String::from_utf8_lossy(&bytes).into_owned(),
-            },
-        );
-        self.thread.notify(&self.outgoing, note, None).await;
-    }
-
-    async fn exited(&self, exited: ProcessExitedNotification) {
-        if let Some(sender) = self
-            .exited
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-        {
-            let _ = sender.send(exited.exit_code);
-        }
-    }
-}
-
-/// Starts the task that runs `turn` on `thread`.
-pub(crate) fn spawn(
-    service: Arc<ThreadService>,
-    thread: Arc<LoadedThread>,
-    active: Arc<ActiveTurn>,
-    turn: Turn,
-    input: Vec<UserInput>,
-    client_id: Option<String>,
-) {
-    tokio::spawn(run(service, thread, active, turn, input, client_id));
-}
-
-async fn run(
-    service: Arc<ThreadService>,
-    thread: Arc<LoadedThread>,
-    active: Arc<ActiveTurn>,
-    turn: Turn,
-    input: Vec<UserInput>,
-    client_id: Option<String>,
-) {
-    let outgoing = service.outgoing.clone();
-    let (history, cwd, model, approval_policy, tools, first_turn) = {
-        let state = thread.state();
-        (
-            state.history.clone(),
-            state.record.cwd.clone(),
-            service.effective_model(&state.record),
-            state.record.approval_policy,
-            state.record.dynamic_tools.clone(),
-            state.record.preview.is_empty(),
-        )
-    };
-    let started = Instant::now();
-    thread
-        .set_status(
-            &outgoing,
-            ThreadStatus::Active {
-                active_flags: Vec::new(),
-            },
-        )
-        .await;
-    thread
-        .notify(
-            &outgoing,
-            ServerNotification::TurnStarted(TurnStartedNotification {
-                thread_id: thread.id.clone(),
-                turn: turn.clone(),
-            }),
-            None,
-        )
-        .await;
-    let mut driver = TurnDriver {
-        thread: Arc::clone(&thread),
-        active: Arc::clone(&active),
-        outgoing: outgoing.clone(),
-        turn_id: turn.id.clone(),
-        cwd,
-        model,
-        approval_policy,
-        tools,
-        processes: ProcessManager::new(),
-        items: Vec::new(),
-    };
-    let preview = first_turn.then(|| preview_of(&input));
-    driver.user_message(input.clone(), client_id).await;
-    let agent = Arc::clone(&service.agent);
-    let mut result = agent.run_turn(&history, input, &mut driver).await;
-    // Input steered after the agent last looked still belongs to this turn: hand it to the
-    // agent again until none is left, then refuse more, atomically with that last look.
-    while result.is_ok() && !active.cancel.is_cancelled() {
-        let leftover = {
-            let mut queue = active
-                .steered
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if queue.inputs.is_empty() {
-                queue.closed = true;
-                break;
-            }
-            std::mem::take(&mut queue.inputs)
-        };
-        let mut input = Vec::new();
-        for (content, client_id) in leftover {
-            driver.user_message(content.clone(), client_id).await;
-            input.extend(content);
-        }
-        result = agent.run_turn(&history, input, &mut driver).await;
-    }
-    active
-        .steered
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .closed = true;
-    if active.cancel.is_cancelled() {
-        result = Err(AgentError::Interrupted);
-    }
-    driver.processes.kill_all().await;
-
-    let (status, error, thread_status) = match &result {
-        Ok(()) => (TurnStatus::Completed, None, ThreadStatus::Idle),
-        Err(AgentError::Interrupted) => (TurnStatus::Interrupted, None, ThreadStatus::Idle),
-        Err(AgentError::Failed(message)) => (
-            TurnStatus::Failed,
-            Some(TurnError {
-                message: message.clone(),
-                additional_details: None,
-            }),
-            ThreadStatus::SystemError,
-        ),
-    };
-    let finished = Turn {
-        id: turn.id.clone(),
-        items: std::mem::take(&mut driver.items),
-        items_view: TurnItemsView::Full,
-        status,
-        error: error.clone(),
-        started_at: turn.started_at,
-        completed_at: Some(now_secs()),
-        duration_ms: Some(elapsed_ms(started)),
-    };
-    drop(driver);
-
-    // The end of the turn queues behind earlier requests for the thread, so a `turn/start`
-    // that arrives after it sees the thread idle, and an unload cannot slip in between.
-    let thread_id = thread.id.clone();
-    let finisher = Arc::clone(&service);
-    service.sequenced(&thread_id, async move {
-        let service = finisher;
-        service
-            .commit_turn(&thread, &finished, thread_status.clone(), preview)
-            .await;
-        if let Some(error) = error {
-            thread
-                .notify(
-                    &outgoing,
-                    ServerNotification::Error(ErrorNotification {
-                        thread_id: thread.id.clone(),
-                        turn_id: finished.id.clone(),
-                        error,
-                        will_retry: false,
-                    }),
-                    None,
-                )
-                .await;
-        }
-        // Pending requests were resolved by the driver; now the interrupt replies, then the
-        // status, then `turn/completed` (protocol.md sections 4 and 6).
-        let replies: Vec<_> = std::mem::take(
-            &mut *active
-                .interrupt_replies
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
-        for reply in replies {
-            outgoing
-                .send_response_and_wait(reply, EmptyResponse {})
-                .await;
-        }
-        thread.set_status(&outgoing, thread_status).await;
-        thread
-            .notify(
-                &outgoing,
-                ServerNotification::TurnCompleted(TurnCompletedNotification {
-                    thread_id: thread.id.clone(),
-                    turn: finished,
-                }),
-                None,
-            )
-            .await;
-        service.finish_turn(&thread);
-    });
-}
-
-/// The thread's preview: its first user text.
-fn preview_of(input: &[UserInput]) -> String {
-    input
-        .iter()
-        .find_map(|input| match input {
-            UserInput::Text { text } => Some(text.clone()),
-            UserInput::Unsupported { .. } => None,
-        })
-        .unwrap_or_default()
 }
