@@ -1796,6 +1796,7 @@ pub struct ErrorNotification {
     pub turn_id: String,
     /// What went wrong.
     pub error: TurnError,
-    /// Always `false`: Tandem does not retry.
+    /// `true` when the server retries what failed (the turn goes on, e.g. a model request
+    /// that is sent again: `Reconnecting... 2/5`); `false` when the error ends the turn.
     pub will_retry: bool,
 }

@@ -554,6 +554,26 @@ fn server_notifications_match_protocol_examples() {
     assert_covers_exactly(covered, ServerNotification::METHODS);
 }
 
+/// `error` with `willRetry: true`: a failure the server retries, the turn going on.
+#[test]
+fn a_retried_error_keeps_the_error_wire_shape() {
+    let wire = json!({"method": "error",
+                      "params": {"threadId": THREAD_ID, "turnId": TURN_ID_2,
+                                 "error": {"message": "Reconnecting... 2/5",
+                                           "additionalDetails": "HTTP 503 from openai: overloaded"},
+                                 "willRetry": true}});
+    let mut stamped = wire.clone();
+    stamped["emittedAtMs"] = json!(1_750_000_000_000_i64);
+    let notification: JSONRPCNotification = serde_json::from_value(stamped).unwrap();
+    let expected = retry_notification();
+    assert_eq!(
+        ServerNotification::try_from(notification).unwrap(),
+        expected
+    );
+    let encoded = serde_json::to_value(expected.into_jsonrpc().unwrap()).unwrap();
+    assert_wire_eq(&encoded, &wire, "error (willRetry)");
+}
+
 #[test]
 fn client_notification_matches_protocol_example() {
     for wire in [

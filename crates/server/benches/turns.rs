@@ -1,8 +1,11 @@
-//! `cargo bench -p tandem-server --bench turns`: turns per second through the in-process host
-//! with the scripted agent. One unit of work is `thread/start` plus one `hello` turn, timed
+//! `cargo bench -p tandem-server --bench turns`: turns per second through the in-process host,
+//! with the scripted agent and, in the same run, with the OpenAI-compatible agent against a
+//! loopback mock (`tandem_test_support::mock_http`) that answers every request at once with a
+//! short streamed answer. One unit of work is `thread/start` plus one `hello` turn, timed
 //! until its `turn/completed` arrives, for 1 and for 16 threads driven concurrently over one
 //! host (one connection). The durable SQLite store is used, so every turn commits to disk, as
-//! it does for an embedder.
+//! it does for an embedder. The difference of the two per-turn times is the agent's own
+//! overhead per turn (HTTP request, SSE parsing, the extra deltas), mock included.
 //!
 //! Without `--bench` (as under `cargo test --benches`) it runs a handful of turns so it
 //! finishes in about a second.
@@ -20,6 +23,7 @@ use tandem_protocol::client_methods::{ThreadStart, TurnStart};
 use tandem_protocol::{ClientRequest, RequestId, RequestMethod, ServerNotification};
 use tandem_server::{ServerConfig, ServerOptions, TandemServer};
 use tandem_test_support::initialize_params;
+use tandem_test_support::mock_http::{MockHttpServer, MockResponse};
 
 /// Upper bound for one batch, so a regression fails instead of hanging.
 const BATCH_TIMEOUT: Duration = Duration::from_secs(120);
@@ -32,12 +36,37 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let home = tempfile::tempdir().expect("temp home");
-    println!("thread/start + one `hello` turn to turn/completed, scripted agent, SQLite store");
+    let mock = runtime.block_on(async {
+        let mock = MockHttpServer::start().await.expect("mock provider");
+        mock.fallback(
+            MockResponse::sse()
+                .event(r#"{"choices":[{"index":0,"delta":{"content":"Hello "}}]}"#)
+                .event(r#"{"choices":[{"index":0,"delta":{"content":"there"}}]}"#)
+                .event(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#)
+                .event("[DONE]"),
+        );
+        mock
+    });
+    let base_url = mock.url("/v1");
+    println!("thread/start + one `hello` turn to turn/completed, SQLite store");
     for concurrency in [1, 16] {
-        let rate = runtime.block_on(turns_per_second(home.path(), concurrency, turns_per_run));
-        println!("  {concurrency:>2} concurrent threads: {rate:>8.0} turns/s");
+        let scripted_home = tempfile::tempdir().expect("temp home");
+        let scripted = ServerConfig::builder().tandem_home(scripted_home.path());
+        let scripted = runtime.block_on(turns_per_second(scripted, concurrency, turns_per_run));
+        let agent_home = tempfile::tempdir().expect("temp home");
+        let agent = ServerConfig::builder()
+            .tandem_home(agent_home.path())
+            .config_override("model_provider", "mock".into())
+            .config_override("model_providers.mock.base_url", base_url.as_str().into())
+            .config_override("model", "bench".into());
+        let agent = runtime.block_on(turns_per_second(agent, concurrency, turns_per_run));
+        let overhead_ms = (1.0 / agent - 1.0 / scripted) * 1000.0;
+        println!("  {concurrency:>2} concurrent threads:");
+        println!("      scripted agent:                 {scripted:>8.0} turns/s");
+        println!("      OpenAI-compatible agent (mock): {agent:>8.0} turns/s");
+        println!("      agent overhead per turn:        {overhead_ms:>8.3} ms");
     }
+    drop(mock);
 }
 
 fn request<M: RequestMethod<Request = ClientRequest>>(
@@ -50,8 +79,12 @@ fn request<M: RequestMethod<Request = ClientRequest>>(
     )
 }
 
-async fn turns_per_second(home: &std::path::Path, concurrency: usize, total: usize) -> f64 {
-    let options = ServerOptions::load(ServerConfig::builder().tandem_home(home)).expect("options");
+async fn turns_per_second(
+    config: tandem_server::ServerConfigBuilder,
+    concurrency: usize,
+    total: usize,
+) -> f64 {
+    let options = ServerOptions::load(config).expect("options");
     let mut args = InProcessStartArgs::new(
         move |outgoing| Arc::new(TandemServer::new(outgoing, options)) as Arc<dyn MessageProcessor>,
         initialize_params(true),

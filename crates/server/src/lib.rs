@@ -1,5 +1,6 @@
 //! tandem-server: the reference MessageProcessor: real processes, durable threads, turns run
-//! by a pluggable [`agent::Agent`], and idle unload.
+//! by a pluggable [`agent::Agent`] (the deterministic [`ScriptedAgent`], or the
+//! [`OpenAiCompatibleAgent`] for a configured model provider), and idle unload.
 
 pub mod agent;
 pub mod config;
@@ -10,8 +11,16 @@ pub mod store;
 mod threads;
 mod turn;
 
-pub use agent::{Agent, AgentError, ScriptedAgent, TurnDriver};
+pub use agent::{
+    Agent, AgentBuildError, AgentError, CommandOptions, CommandOutcome, OpenAiCompatibleAgent,
+    ScriptedAgent, StreamingMessage, ToolOutcome, TurnDriver,
+};
 pub use config::{ConfigError, ServerConfig, ServerConfigBuilder};
 pub use options::{ServerOptions, ServerOptionsError};
 pub use server::TandemServer;
 pub use threads::{DEFAULT_MODEL, MODEL_PROVIDER};
+
+/// The examples of `docs/agents.md`, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/agents.md")]
+struct AgentsGuide;

@@ -5,12 +5,16 @@
 //!
 //! Home resolution and validation live only in [`crate::config`]; this module adds nothing to
 //! them, so an override given here is checked exactly like a value from the config file.
+//!
+//! The agent follows the configuration: [`ServerOptions::load`] and
+//! [`ServerOptions::from_config`] pick the [`OpenAiCompatibleAgent`] for the selected
+//! `model_provider`, and the [`ScriptedAgent`] when none is selected.
 
 use std::fmt;
 use std::io;
 use std::sync::Arc;
 
-use crate::agent::{Agent, ScriptedAgent};
+use crate::agent::{Agent, AgentBuildError, OpenAiCompatibleAgent, ScriptedAgent};
 use crate::config::{ConfigError, ServerConfig, ServerConfigBuilder};
 use crate::store::ThreadStore;
 
@@ -20,6 +24,9 @@ pub enum ServerOptionsError {
     /// The home or the config file could not be resolved; the message says what to fix.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The configured model provider's agent could not be set up.
+    #[error(transparent)]
+    Agent(#[from] AgentBuildError),
 }
 
 impl From<ServerOptionsError> for io::Error {
@@ -32,7 +39,9 @@ impl From<ServerOptionsError> for io::Error {
 ///
 /// The durable thread store defaults to an SQLite database under the home, opened on the
 /// first thread request (so a server that only runs processes never creates it); replace it
-/// with [`ServerOptions::with_store`]. The agent defaults to [`ScriptedAgent`].
+/// with [`ServerOptions::with_store`]. The agent is the [`OpenAiCompatibleAgent`] of the
+/// configured `model_provider`, or the [`ScriptedAgent`] when none is configured; replace it
+/// with [`ServerOptions::with_agent`].
 #[derive(Clone)]
 pub struct ServerOptions {
     /// The effective configuration (home, idle-unload delay).
@@ -53,19 +62,26 @@ impl fmt::Debug for ServerOptions {
 }
 
 impl ServerOptions {
-    /// Options for an already loaded configuration, with the default store and agent.
-    pub fn from_config(config: ServerConfig) -> Self {
-        Self {
+    /// Options for an already loaded configuration, with the default store and the agent the
+    /// configuration selects: an [`OpenAiCompatibleAgent`] for its `model_provider`, else the
+    /// [`ScriptedAgent`].
+    pub fn from_config(config: ServerConfig) -> Result<Self, ServerOptionsError> {
+        let agent: Arc<dyn Agent> = match config.selected_provider() {
+            Some(provider) => Arc::new(OpenAiCompatibleAgent::new(provider.clone())?),
+            None => Arc::new(ScriptedAgent),
+        };
+        Ok(Self {
             config,
             store: None,
-            agent: Arc::new(ScriptedAgent),
-        }
+            agent,
+        })
     }
 
     /// Loads the configuration from `builder` (home created if missing, `config.toml` read,
-    /// overrides validated like file values). Blocking: it touches the filesystem.
+    /// profile and overrides applied and validated like file values) and picks the agent it
+    /// selects (see [`ServerOptions::from_config`]). Blocking: it touches the filesystem.
     pub fn load(builder: ServerConfigBuilder) -> Result<Self, ServerOptionsError> {
-        Ok(Self::from_config(builder.load()?))
+        Self::from_config(builder.load()?)
     }
 
     /// Options with the home taken from `TANDEM_HOME`, else the platform data directory
@@ -86,7 +102,7 @@ impl ServerOptions {
         self
     }
 
-    /// Runs turns with `agent` instead of the [`ScriptedAgent`].
+    /// Runs turns with `agent` instead of the one the configuration selected.
     pub fn with_agent(mut self, agent: Arc<dyn Agent>) -> Self {
         self.agent = agent;
         self

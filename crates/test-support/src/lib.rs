@@ -1,7 +1,8 @@
 //! Test harness for embedders of the Tandem in-process host: a small configurable
-//! [`TestProcessor`] and helpers for reading events with a deadline, so tests fail with a
-//! message instead of hanging; [`binary`] builds and guards the `tandem` binary for tests that
-//! drive it from outside.
+//! [`TestProcessor`], helpers for reading events with a deadline, so tests fail with a
+//! message instead of hanging, [`mock_http`], a loopback HTTP server for gated, slow,
+//! truncated and reset streams (model providers under test), and [`binary`], which builds and
+//! guards the `tandem` binary for tests that drive it from outside.
 //!
 //! ```
 //! use std::time::Duration;
@@ -23,6 +24,7 @@
 //! ```
 
 pub mod binary;
+pub mod mock_http;
 
 use std::collections::HashMap;
 use std::future::Future;

@@ -18,6 +18,7 @@ turnId: string,
  */
 error: TurnError,
 /**
- * Always `false`: Tandem does not retry.
+ * `true` when the server retries what failed (the turn goes on, e.g. a model request
+ * that is sent again: `Reconnecting... 2/5`); `false` when the error ends the turn.
  */
 willRetry: boolean, };

@@ -773,6 +773,19 @@ pub(crate) fn error_notification() -> ServerNotification {
     })
 }
 
+/// An error the server retries (a model request sent again), `willRetry: true`.
+pub(crate) fn retry_notification() -> ServerNotification {
+    ServerNotification::Error(ErrorNotification {
+        thread_id: s(THREAD_ID),
+        turn_id: s(TURN_ID_2),
+        error: TurnError {
+            message: s("Reconnecting... 2/5"),
+            additional_details: Some(s("HTTP 503 from openai: overloaded")),
+        },
+        will_retry: true,
+    })
+}
+
 pub(crate) fn process_output_delta() -> ServerNotification {
     ServerNotification::ProcessOutputDelta(ProcessOutputDeltaNotification {
         process_handle: s("build"),

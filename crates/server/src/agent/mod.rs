@@ -1,21 +1,24 @@
 //! The embedder's model integration point: the [`Agent`] trait, which drives one turn through
-//! the narrow [`TurnDriver`] API, and the deterministic default [`ScriptedAgent`].
+//! the narrow [`TurnDriver`] API, the deterministic default [`ScriptedAgent`], and the
+//! [`OpenAiCompatibleAgent`] for real models.
 //!
 //! The agent never touches the protocol: it asks the driver to stream a message, call a client
 //! tool, run a command or ask the user, and the driver emits the items, server requests,
 //! flags and notifications in the order protocol.md section 6 requires. That keeps every
 //! agent — scripted or model-backed — inside the same ordering and interruption rules.
 //!
-//! Files: `scripted` holds the [`ScriptedAgent`].
+//! Files: `scripted` holds the [`ScriptedAgent`], `openai` the [`OpenAiCompatibleAgent`].
 
+mod openai;
 mod scripted;
 
+pub use openai::{AgentBuildError, OpenAiCompatibleAgent};
 pub use scripted::ScriptedAgent;
 
 use async_trait::async_trait;
 use tandem_protocol::{Turn, UserInput};
 
-pub use crate::turn::{CommandOutcome, ToolOutcome, TurnDriver};
+pub use crate::turn::{CommandOptions, CommandOutcome, StreamingMessage, ToolOutcome, TurnDriver};
 
 /// Why an agent stopped a turn early.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

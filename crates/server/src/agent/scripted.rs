@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tandem_protocol::{DynamicToolCallOutputContentItem, Turn, UserInput};
 
-use super::{Agent, AgentError, TurnDriver};
+use super::{Agent, AgentError, CommandOptions, TurnDriver};
 
 /// The deterministic default agent. Each input line is a command:
 ///
@@ -99,7 +99,10 @@ async fn run_line(line: &str, driver: &mut TurnDriver) -> Result<(), AgentError>
             if rest.is_empty() {
                 return Err(AgentError::Failed("/sh needs a command".into()));
             }
-            driver.run_command(rest).await.map(|_| ())
+            driver
+                .run_command(rest, CommandOptions::default())
+                .await
+                .map(|_| ())
         }
         "/ask" => {
             let answers = driver.ask_user(rest).await?;

@@ -24,6 +24,10 @@ use tandem_protocol::ConfigReadResponse;
 mod layers;
 mod providers;
 
+/// The TOML crate whose [`toml::Value`] [`ServerConfigBuilder::config_override`] takes, so
+/// that embedders need not depend on a matching version themselves.
+pub use toml;
+
 use layers::{Layered, Origin};
 pub use providers::{
     DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_STREAM_MAX_RETRIES, MAX_STREAM_MAX_RETRIES,

@@ -37,10 +37,11 @@ use crate::agent::Agent;
 use crate::config::ServerConfig;
 use crate::store::{InMemoryThreadStore, SqliteThreadStore, StoreError, ThreadRecord, ThreadStore};
 
-/// The model reported for threads that name none: the scripted agent has no model.
+/// The model reported for threads that name none while no model provider is configured: the
+/// scripted agent has no model.
 pub const DEFAULT_MODEL: &str = "scripted";
 
-/// The model provider reported for every thread.
+/// The model provider reported for threads created while no model provider is configured.
 pub const MODEL_PROVIDER: &str = "tandem";
 
 /// Unix seconds now.
@@ -165,7 +166,7 @@ impl LoadedThread {
 
     /// The protocol thread with the live status; turns included on request (completed turns
     /// plus the running one).
-    fn to_thread(&self, include_turns: bool) -> Thread {
+    fn to_thread(&self, include_turns: bool, default_model: Option<&str>) -> Thread {
         let state = self.state();
         let turns = if include_turns {
             let mut turns = state.history.clone();
@@ -178,24 +179,28 @@ impl LoadedThread {
         };
         let mut thread = state.record.to_thread(turns);
         thread.status = state.status.clone();
+        if thread.model.is_none() {
+            thread.model = default_model.map(str::to_owned);
+        }
         thread
     }
 
-    fn session(&self) -> SessionSettings {
-        session_of(&self.state().record)
+    fn session(&self, default_model: Option<&str>) -> SessionSettings {
+        let state = self.state();
+        let record = &state.record;
+        SessionSettings::new(
+            // Only a configured provider without any model leaves this empty; its turns then
+            // fail with a message saying how to choose one.
+            record
+                .model
+                .as_deref()
+                .or(default_model)
+                .unwrap_or_default(),
+            record.model_provider.clone(),
+            record.cwd.clone(),
+            record.approval_policy,
+        )
     }
-}
-
-fn session_of(record: &ThreadRecord) -> SessionSettings {
-    SessionSettings::new(
-        record
-            .model
-            .clone()
-            .unwrap_or_else(|| DEFAULT_MODEL.to_owned()),
-        record.model_provider.clone(),
-        record.cwd.clone(),
-        record.approval_policy,
-    )
 }
 
 /// Per-thread-id FIFO of handler tasks.
@@ -282,6 +287,42 @@ impl ThreadService {
             .await
             .map_err(store_error)?
             .map(|record| (durable, record)))
+    }
+
+    /// The model of threads that chose none: the config's `model`, else (with no provider
+    /// configured) [`DEFAULT_MODEL`].
+    pub(crate) fn default_model(&self) -> Option<&str> {
+        match (&self.config.model, &self.config.model_provider) {
+            (Some(model), _) => Some(model),
+            (None, None) => Some(DEFAULT_MODEL),
+            (None, Some(_)) => None,
+        }
+    }
+
+    /// The model a turn of `record` uses.
+    pub(crate) fn effective_model(&self, record: &ThreadRecord) -> Option<String> {
+        record
+            .model
+            .clone()
+            .or_else(|| self.default_model().map(str::to_owned))
+    }
+
+    /// The provider recorded for new threads: the configured one, else [`MODEL_PROVIDER`].
+    pub(crate) fn provider_name(&self) -> &str {
+        self.config
+            .model_provider
+            .as_deref()
+            .unwrap_or(MODEL_PROVIDER)
+    }
+
+    /// A stored thread that is not loaded, as the protocol shows it.
+    fn unloaded_thread(&self, record: &ThreadRecord, turns: Vec<Turn>) -> Thread {
+        let mut thread = record.to_thread(turns);
+        thread.status = ThreadStatus::NotLoaded;
+        if thread.model.is_none() {
+            thread.model = self.default_model().map(str::to_owned);
+        }
+        thread
     }
 
     pub(crate) fn loaded(&self, thread_id: &str) -> Option<Arc<LoadedThread>> {

@@ -15,7 +15,7 @@ use tandem_protocol::{
 use crate::server::SERVER_VERSION;
 use crate::store::{self, ThreadListQuery, ThreadRecord, ThreadUpdate, TurnListQuery};
 
-use super::{LoadedThread, MODEL_PROVIDER, ThreadService, lock, not_found, now_secs, store_error};
+use super::{LoadedThread, ThreadService, lock, not_found, now_secs, store_error};
 
 impl ThreadService {
     // -----------------------------------------------------------------------------------------
@@ -27,6 +27,10 @@ impl ThreadService {
         params: ThreadStartParams,
         context: &RequestContext,
     ) -> Result<ThreadStartResponse, JSONRPCErrorError> {
+        let dynamic_tools = params.dynamic_tools.unwrap_or_default();
+        for tool in &dynamic_tools {
+            validate_tool_name(&tool.name)?;
+        }
         let now = now_secs();
         let ephemeral = params.ephemeral.unwrap_or(false);
         let mut record = ThreadRecord {
@@ -41,10 +45,10 @@ impl ThreadService {
             source: context.session.session_source.clone(),
             forked_from_id: None,
             model: None,
-            model_provider: MODEL_PROVIDER.to_owned(),
+            model_provider: self.provider_name().to_owned(),
             cli_version: SERVER_VERSION.to_owned(),
             approval_policy: ApprovalPolicy::OnRequest,
-            dynamic_tools: params.dynamic_tools.unwrap_or_default(),
+            dynamic_tools,
             config: Default::default(),
         };
         overrides_update(&params.overrides)?.apply(&mut record);
@@ -63,11 +67,11 @@ impl ThreadService {
     /// the caller right after this returns, and the router keeps that order).
     pub(super) async fn announce_started(&self, thread: &Arc<LoadedThread>) -> ThreadStartResponse {
         let response = ThreadStartResponse {
-            thread: thread.to_thread(true),
-            session: thread.session(),
+            thread: thread.to_thread(true, self.default_model()),
+            session: thread.session(self.default_model()),
         };
         let note = tandem_protocol::ServerNotification::ThreadStarted(ThreadStartedNotification {
-            thread: thread.to_thread(false),
+            thread: thread.to_thread(false, self.default_model()),
         });
         let outgoing = self.outgoing.clone();
         // Spawned so that the reply, queued by the caller right after this returns, is not
@@ -112,8 +116,8 @@ impl ThreadService {
         }
         self.subscribe(&thread, context.id.connection_id);
         Ok(ThreadResumeResponse {
-            thread: thread.to_thread(!params.exclude_turns.unwrap_or(false)),
-            session: thread.session(),
+            thread: thread.to_thread(!params.exclude_turns.unwrap_or(false), self.default_model()),
+            session: thread.session(self.default_model()),
         })
     }
 
@@ -124,7 +128,7 @@ impl ThreadService {
         let include_turns = params.include_turns.unwrap_or(false);
         if let Some(thread) = self.loaded(&params.thread_id) {
             return Ok(ThreadReadResponse {
-                thread: thread.to_thread(include_turns),
+                thread: thread.to_thread(include_turns, self.default_model()),
             });
         }
         let (store, record) = self
@@ -141,9 +145,9 @@ impl ThreadService {
         } else {
             Vec::new()
         };
-        let mut thread = record.to_thread(turns);
-        thread.status = ThreadStatus::NotLoaded;
-        Ok(ThreadReadResponse { thread })
+        Ok(ThreadReadResponse {
+            thread: self.unloaded_thread(&record, turns),
+        })
     }
 
     pub(super) async fn list(
@@ -185,12 +189,8 @@ impl ThreadService {
             .data
             .into_iter()
             .map(|record| match self.loaded(&record.id) {
-                Some(thread) => thread.to_thread(false),
-                None => {
-                    let mut thread = record.to_thread(Vec::new());
-                    thread.status = ThreadStatus::NotLoaded;
-                    thread
-                }
+                Some(thread) => thread.to_thread(false, self.default_model()),
+                None => self.unloaded_thread(&record, Vec::new()),
             })
             .collect();
         Ok(ThreadListResponse {
@@ -376,6 +376,23 @@ impl ThreadService {
         });
         self.outgoing.broadcast_notification(note).await;
     }
+}
+
+/// The longest tool name model APIs accept.
+const MAX_TOOL_NAME_LEN: usize = 64;
+
+/// Refuses (-32602) a dynamic tool name that model APIs would reject: they take 1 to 64
+/// characters of `A-Z`, `a-z`, `0-9`, `_` and `-`, and a thread whose tool they refuse could
+/// never run a turn.
+fn validate_tool_name(name: &str) -> Result<(), JSONRPCErrorError> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if name.is_empty() || name.len() > MAX_TOOL_NAME_LEN || !name.chars().all(allowed) {
+        return Err(JSONRPCErrorError::invalid_params(format!(
+            "invalid dynamic tool name {name:?}: use 1 to {MAX_TOOL_NAME_LEN} characters of \
+             A-Z, a-z, 0-9, _ and -"
+        )));
+    }
+    Ok(())
 }
 
 /// The server's working directory, the default `cwd` of a thread.

@@ -39,7 +39,7 @@ pub(crate) fn thread(id: &str, patch: Value) -> Value {
         json!({
             "id": id, "sessionId": id, "name": null, "preview": "", "ephemeral": false,
             "createdAt": "<time>", "updatedAt": "<time>", "status": {"type": "idle"},
-            "cwd": "<home>", "source": "appServer", "forkedFromId": null, "model": null,
+            "cwd": "<home>", "source": "appServer", "forkedFromId": null, "model": "scripted",
             "modelProvider": "tandem", "cliVersion": tandem_server::server::SERVER_VERSION,
             "projectId": null, "turns": [],
         }),

@@ -1,0 +1,292 @@
+//! The conversation sent to the model, independent of the wire: the thread's earlier turns
+//! and this turn's items replayed as user text, assistant text, assistant tool calls (with the
+//! items' ids as call ids) and tool results, plus what the live turn adds. The wire modules
+//! turn it into Chat Completions messages or Responses input items.
+
+use serde_json::{Value, json};
+use tandem_protocol::{
+    CommandExecutionStatus, DynamicToolCallOutputContentItem, DynamicToolSpec, ThreadItem, Turn,
+    UserInput,
+};
+
+use super::tool_calls::ToolCall;
+use super::tools::{self, ASK_USER_TOOL, SHELL_TOOL};
+
+/// One entry of the conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// Text from the user.
+    User(String),
+    /// What the model said: text, tool calls, or both.
+    Assistant { text: String, calls: Vec<ToolCall> },
+    /// The result of the call `call_id`.
+    ToolResult { call_id: String, output: String },
+}
+
+/// A function the model may call.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FunctionTool {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    /// JSON schema of the arguments.
+    pub(crate) parameters: Value,
+}
+
+/// Everything one request carries besides the model name.
+#[derive(Debug, Clone)]
+pub(crate) struct Conversation {
+    pub(crate) instructions: String,
+    pub(crate) entries: Vec<Entry>,
+    pub(crate) tools: Vec<FunctionTool>,
+}
+
+/// The system instructions: what the agent is and where it works.
+pub(crate) fn instructions(cwd: &str) -> String {
+    format!(
+        "You are a coding agent running inside Tandem. You work in the directory {cwd}. Use the \
+         `{SHELL_TOOL}` tool to run shell commands there (the user may decline a command), and \
+         `{ASK_USER_TOOL}` when you need an answer from the user. Be concise."
+    )
+}
+
+/// The built-in tools, then every dynamic tool the thread registered (a dynamic tool that
+/// reuses a built-in name is left out, since the API refuses duplicate names).
+pub(crate) fn function_tools(dynamic: &[DynamicToolSpec]) -> Vec<FunctionTool> {
+    let mut all = vec![
+        FunctionTool {
+            name: SHELL_TOOL.to_owned(),
+            description: "Runs a shell command with `sh -c` and returns its exit code and \
+                          combined output (long output keeps its head and tail)."
+                .to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "The command line to run."},
+                    "workdir": {
+                        "type": "string",
+                        "description": "Directory to run in, relative to the working directory; \
+                                        default: the working directory."
+                    },
+                    "timeout_ms": {
+                        "type": "integer",
+                        "description": "Kill the command after this many milliseconds."
+                    }
+                },
+                "required": ["command"]
+            }),
+        },
+        FunctionTool {
+            name: ASK_USER_TOOL.to_owned(),
+            description: "Asks the user a question and returns their answer.".to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"question": {"type": "string", "description": "The question."}},
+                "required": ["question"]
+            }),
+        },
+    ];
+    for spec in dynamic {
+        if spec.name == SHELL_TOOL || spec.name == ASK_USER_TOOL {
+            tracing::warn!(tool = %spec.name, "dynamic tool shadows a built-in tool; not offered");
+            continue;
+        }
+        let parameters = match &spec.input_schema {
+            Value::Object(schema) if !schema.is_empty() => spec.input_schema.clone(),
+            _ => json!({"type": "object", "properties": {}}),
+        };
+        all.push(FunctionTool {
+            name: spec.name.clone(),
+            description: spec.description.clone(),
+            parameters,
+        });
+    }
+    all
+}
+
+/// The text of user input (unsupported kinds never get this far).
+pub(crate) fn input_text(input: &[UserInput]) -> String {
+    input
+        .iter()
+        .filter_map(|input| match input {
+            UserInput::Text { text } => Some(text.as_str()),
+            UserInput::Unsupported { .. } => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Appends the entries of `items` (one turn's, in order) to `entries`. Consecutive tool items
+/// become one assistant message with several calls, followed by their results, the way the
+/// model produced them. `ask_user` exchanges leave no item, so they are not replayed.
+pub(crate) fn replay_items(items: &[ThreadItem], entries: &mut Vec<Entry>) {
+    let mut text = String::new();
+    let mut calls: Vec<ToolCall> = Vec::new();
+    let mut results: Vec<Entry> = Vec::new();
+    let flush = |text: &mut String,
+                 calls: &mut Vec<ToolCall>,
+                 results: &mut Vec<Entry>,
+                 entries: &mut Vec<Entry>| {
+        if !text.is_empty() || !calls.is_empty() {
+            entries.push(Entry::Assistant {
+                text: std::mem::take(text),
+                calls: std::mem::take(calls),
+            });
+            entries.append(results);
+        }
+    };
+    for item in items {
+        match item {
+            ThreadItem::UserMessage { content, .. } => {
+                flush(&mut text, &mut calls, &mut results, entries);
+                entries.push(Entry::User(input_text(content)));
+            }
+            ThreadItem::AgentMessage { text: said, .. } => {
+                if !calls.is_empty() {
+                    flush(&mut text, &mut calls, &mut results, entries);
+                }
+                text.push_str(said);
+            }
+            ThreadItem::CommandExecution {
+                id,
+                command,
+                status,
+                exit_code,
+                aggregated_output,
+                ..
+            } => {
+                calls.push(ToolCall {
+                    id: id.clone(),
+                    name: SHELL_TOOL.to_owned(),
+                    arguments: json!({ "command": command }).to_string(),
+                });
+                let output = if *status == CommandExecutionStatus::Declined {
+                    tools::DECLINED_RESULT.to_owned()
+                } else {
+                    tools::command_result(*exit_code, aggregated_output.as_deref().unwrap_or(""))
+                };
+                results.push(Entry::ToolResult {
+                    call_id: id.clone(),
+                    output,
+                });
+            }
+            ThreadItem::DynamicToolCall {
+                id,
+                tool,
+                arguments,
+                content_items,
+                success,
+                ..
+            } => {
+                calls.push(ToolCall {
+                    id: id.clone(),
+                    name: tool.clone(),
+                    arguments: arguments.to_string(),
+                });
+                let texts: Vec<&str> = content_items
+                    .iter()
+                    .flatten()
+                    .map(|DynamicToolCallOutputContentItem::InputText { text }| text.as_str())
+                    .collect();
+                results.push(Entry::ToolResult {
+                    call_id: id.clone(),
+                    output: tools::dynamic_result(success.unwrap_or(false), &texts.join("\n")),
+                });
+            }
+        }
+    }
+    flush(&mut text, &mut calls, &mut results, entries);
+}
+
+/// The entries of the thread's earlier turns, oldest first.
+pub(crate) fn replay_history(history: &[Turn]) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    for turn in history {
+        replay_items(&turn.items, &mut entries);
+    }
+    entries
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_items_replay_as_one_call_message_then_results() {
+        let items = vec![
+            ThreadItem::UserMessage {
+                id: "u".into(),
+                content: vec![UserInput::text("list")],
+                client_id: None,
+            },
+            ThreadItem::AgentMessage {
+                id: "a".into(),
+                text: "Looking.".into(),
+            },
+            ThreadItem::CommandExecution {
+                id: "c1".into(),
+                command: "ls".into(),
+                cwd: "/".into(),
+                status: CommandExecutionStatus::Completed,
+                command_actions: Vec::new(),
+                process_id: None,
+                exit_code: Some(0),
+                aggregated_output: Some("file\n".into()),
+                duration_ms: None,
+            },
+            ThreadItem::CommandExecution {
+                id: "c2".into(),
+                command: "rm x".into(),
+                cwd: "/".into(),
+                status: CommandExecutionStatus::Declined,
+                command_actions: Vec::new(),
+                process_id: None,
+                exit_code: None,
+                aggregated_output: None,
+                duration_ms: None,
+            },
+            ThreadItem::AgentMessage {
+                id: "b".into(),
+                text: "Done.".into(),
+            },
+        ];
+        let mut entries = Vec::new();
+        replay_items(&items, &mut entries);
+        assert_eq!(entries.len(), 5, "{entries:#?}");
+        assert_eq!(entries[0], Entry::User("list".into()));
+        let Entry::Assistant { text, calls } = &entries[1] else {
+            panic!("{entries:?}");
+        };
+        assert_eq!(text, "Looking.");
+        let ids: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
+        assert_eq!(ids, vec!["c1", "c2"]);
+        assert_eq!(calls[0].arguments, r#"{"command":"ls"}"#);
+        assert!(
+            matches!(&entries[2], Entry::ToolResult { call_id, output } if call_id == "c1" && output.contains("exit code: 0") && output.contains("file"))
+        );
+        assert!(
+            matches!(&entries[3], Entry::ToolResult { call_id, output } if call_id == "c2" && output.contains("declined"))
+        );
+        assert_eq!(
+            entries[4],
+            Entry::Assistant {
+                text: "Done.".into(),
+                calls: Vec::new()
+            }
+        );
+    }
+
+    #[test]
+    fn dynamic_tools_follow_the_builtins_and_cannot_shadow_them() {
+        let spec = |name: &str| DynamicToolSpec {
+            kind: Default::default(),
+            name: name.into(),
+            description: "d".into(),
+            input_schema: json!({}),
+            defer_loading: None,
+        };
+        let tools = function_tools(&[spec("lookup"), spec("shell")]);
+        let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
+        assert_eq!(names, vec!["shell", "ask_user", "lookup"]);
+        assert_eq!(tools[2].parameters["type"], "object");
+    }
+}

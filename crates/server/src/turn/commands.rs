@@ -1,0 +1,240 @@
+//! [`TurnDriver::run_command`]: the approval request, the process run through the
+//! [`ProcessManager`](crate::process::ProcessManager) (own process group, killed on interrupt) and its output turned into
+//! `item/commandExecution/outputDelta`.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use tandem_host::OutgoingMessageSender;
+use tandem_protocol::server_methods::CommandExecutionRequestApproval;
+use tandem_protocol::{
+    ApprovalPolicy, CommandAction, CommandExecutionApprovalDecision,
+    CommandExecutionOutputDeltaNotification, CommandExecutionRequestApprovalParams,
+    CommandExecutionRequestApprovalResponse, CommandExecutionStatus, ProcessExitedNotification,
+    ProcessOutputDeltaNotification, ProcessSpawnParams, ServerNotification, ThreadActiveFlag,
+    ThreadItem,
+};
+use tokio::sync::oneshot;
+
+use crate::agent::AgentError;
+use crate::process::ProcessEventSink;
+use crate::store;
+use crate::threads::{LoadedThread, now_millis};
+
+use super::{CommandOptions, CommandOutcome, TurnDriver, elapsed_ms};
+
+impl TurnDriver {
+    /// Runs `command` with `sh -c`, in the thread's cwd unless `options` names another
+    /// directory, asking for approval first unless the approval policy is `never`; streams its
+    /// output as `item/commandExecution/outputDelta`. A timeout in `options` kills it (exit
+    /// code 124).
+    pub async fn run_command(
+        &mut self,
+        command: &str,
+        options: CommandOptions,
+    ) -> Result<CommandOutcome, AgentError> {
+        if self.is_interrupted() {
+            return Err(AgentError::Interrupted);
+        }
+        let id = store::new_id();
+        let started_at_ms = now_millis();
+        let cwd = match &options.workdir {
+            Some(dir) => std::path::Path::new(&self.cwd)
+                .join(dir)
+                .display()
+                .to_string(),
+            None => self.cwd.clone(),
+        };
+        let item =
+            |status, process_id, exit_code, output, duration_ms| ThreadItem::CommandExecution {
+                id: id.clone(),
+                command: command.to_owned(),
+                cwd: cwd.clone(),
+                status,
+                command_actions: vec![CommandAction::Unknown {
+                    command: command.to_owned(),
+                }],
+                process_id,
+                exit_code,
+                aggregated_output: output,
+                duration_ms,
+            };
+        self.item_started(&item(
+            CommandExecutionStatus::InProgress,
+            None,
+            None,
+            None,
+            None,
+        ))
+        .await;
+        if self.approval_policy != ApprovalPolicy::Never {
+            let params = CommandExecutionRequestApprovalParams {
+                thread_id: self.thread.id.clone(),
+                turn_id: self.turn_id.clone(),
+                item_id: id.clone(),
+                started_at_ms,
+                command: command.to_owned(),
+                cwd: cwd.clone(),
+                reason: None,
+                command_actions: vec![CommandAction::Unknown {
+                    command: command.to_owned(),
+                }],
+                available_decisions: CommandExecutionApprovalDecision::ALL.to_vec(),
+            };
+            self.set_flag(ThreadActiveFlag::WaitingOnApproval, true)
+                .await;
+            let pending = self
+                .outgoing
+                .send_request::<CommandExecutionRequestApproval>(self.active.connection, params)
+                .await;
+            let answer = self.await_answer(pending).await;
+            self.set_flag(ThreadActiveFlag::WaitingOnApproval, false)
+                .await;
+            let decision = match &answer {
+                Ok(Ok(value)) => {
+                    serde_json::from_value::<CommandExecutionRequestApprovalResponse>(value.clone())
+                        .map(|response| response.decision)
+                        .unwrap_or(CommandExecutionApprovalDecision::Decline)
+                }
+                // An error reply or an interruption: the command must not run.
+                _ => CommandExecutionApprovalDecision::Decline,
+            };
+            match decision {
+                CommandExecutionApprovalDecision::Accept
+                | CommandExecutionApprovalDecision::AcceptForSession
+                    if answer.is_ok() => {}
+                decision => {
+                    self.item_completed(item(
+                        CommandExecutionStatus::Declined,
+                        None,
+                        None,
+                        None,
+                        None,
+                    ))
+                    .await;
+                    if answer.is_err() {
+                        return Err(AgentError::Interrupted);
+                    }
+                    if decision == CommandExecutionApprovalDecision::Cancel {
+                        // `cancel` stops the turn, like an interrupt from the client.
+                        self.active.cancel.cancel();
+                        return Err(AgentError::Interrupted);
+                    }
+                    return Ok(CommandOutcome::Declined);
+                }
+            }
+        }
+        let started = Instant::now();
+        let (exit_code, output, process_id) =
+            self.execute(&id, command, &cwd, options.timeout).await;
+        let status = match exit_code {
+            Some(0) => CommandExecutionStatus::Completed,
+            _ => CommandExecutionStatus::Failed,
+        };
+        self.item_completed(item(
+            status,
+            process_id,
+            exit_code,
+            Some(output.clone()),
+            Some(elapsed_ms(started)),
+        ))
+        .await;
+        if self.is_interrupted() {
+            return Err(AgentError::Interrupted);
+        }
+        Ok(CommandOutcome::Ran { exit_code, output })
+    }
+
+    /// Runs the command through the process manager; returns exit code, output and pid.
+    async fn execute(
+        &self,
+        item_id: &str,
+        command: &str,
+        cwd: &str,
+        timeout: Option<Duration>,
+    ) -> (Option<i32>, String, Option<String>) {
+        let (exited_tx, exited_rx) = oneshot::channel();
+        let sink = Arc::new(CommandSink {
+            thread: Arc::clone(&self.thread),
+            outgoing: self.outgoing.clone(),
+            turn_id: self.turn_id.clone(),
+            item_id: item_id.to_owned(),
+            output: Mutex::new(Vec::new()),
+            exited: Mutex::new(Some(exited_tx)),
+        });
+        let params = ProcessSpawnParams {
+            process_handle: item_id.to_owned(),
+            command: vec!["sh".to_owned(), "-c".to_owned(), command.to_owned()],
+            cwd: Some(cwd.to_owned()),
+            tty: None,
+            stream_stdin: None,
+            stream_stdout_stderr: Some(true),
+            output_bytes_cap: None,
+            // Without a timeout the turn bounds the command: interrupting the turn kills it.
+            timeout_ms: Some(
+                timeout.map(|timeout| i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX)),
+            ),
+            env: None,
+            size: None,
+        };
+        let spawned = match self.processes.spawn(params, Arc::clone(&sink) as _).await {
+            Ok(spawned) => spawned,
+            Err(error) => return (None, error.message, None),
+        };
+        let pid = spawned.pid().to_string();
+        spawned.start_streaming();
+        let exit_code = tokio::select! {
+            exited = exited_rx => exited.ok(),
+            () = self.active.cancel.cancelled() => {
+                self.processes.kill_all().await;
+                None
+            }
+        };
+        let output =
+            String::from_utf8_lossy(&sink.output.lock().unwrap_or_else(PoisonError::into_inner))
+                .into_owned();
+        (exit_code, output, Some(pid))
+    }
+}
+
+/// Turns one command's process events into `item/commandExecution/outputDelta`.
+struct CommandSink {
+    thread: Arc<LoadedThread>,
+    outgoing: OutgoingMessageSender,
+    turn_id: String,
+    item_id: String,
+    output: Mutex<Vec<u8>>,
+    exited: Mutex<Option<oneshot::Sender<i32>>>,
+}
+
+#[async_trait]
+impl ProcessEventSink for CommandSink {
+    async fn output_delta(&self, delta: ProcessOutputDeltaNotification) {
+        let bytes = delta.delta;
+        self.output
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend_from_slice(&bytes);
+        let note = ServerNotification::CommandExecutionOutputDelta(
+            CommandExecutionOutputDeltaNotification {
+                thread_id: self.thread.id.clone(),
+                turn_id: self.turn_id.clone(),
+                item_id: self.item_id.clone(),
+                delta: String::from_utf8_lossy(&bytes).into_owned(),
+            },
+        );
+        self.thread.notify(&self.outgoing, note, None).await;
+    }
+
+    async fn exited(&self, exited: ProcessExitedNotification) {
+        if let Some(sender) = self
+            .exited
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            let _ = sender.send(exited.exit_code);
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! The task that runs one turn: status and `turn/started`, the agent (again for input that
+//! arrived as it returned), then the commit, the interrupt replies and `turn/completed`, in
+//! the thread's order.
+
+use std::sync::{Arc, PoisonError};
+use std::time::Instant;
+
+use tandem_protocol::{
+    EmptyResponse, ErrorNotification, ServerNotification, ThreadStatus, Turn,
+    TurnCompletedNotification, TurnError, TurnItemsView, TurnStartedNotification, TurnStatus,
+    UserInput,
+};
+
+use crate::agent::AgentError;
+use crate::process::ProcessManager;
+use crate::threads::{ActiveTurn, LoadedThread, ThreadService, now_secs};
+
+use super::{TurnDriver, elapsed_ms};
+
+/// Starts the task that runs `turn` on `thread`.
+pub(crate) fn spawn(
+    service: Arc<ThreadService>,
+    thread: Arc<LoadedThread>,
+    active: Arc<ActiveTurn>,
+    turn: Turn,
+    input: Vec<UserInput>,
+    client_id: Option<String>,
+) {
+    tokio::spawn(run(service, thread, active, turn, input, client_id));
+}
+
+async fn run(
+    service: Arc<ThreadService>,
+    thread: Arc<LoadedThread>,
+    active: Arc<ActiveTurn>,
+    turn: Turn,
+    input: Vec<UserInput>,
+    client_id: Option<String>,
+) {
+    let outgoing = service.outgoing.clone();
+    let (history, cwd, model, approval_policy, tools, first_turn) = {
+        let state = thread.state();
+        (
+            state.history.clone(),
+            state.record.cwd.clone(),
+            service.effective_model(&state.record),
+            state.record.approval_policy,
+            state.record.dynamic_tools.clone(),
+            state.record.preview.is_empty(),
+        )
+    };
+    let started = Instant::now();
+    thread
+        .set_status(
+            &outgoing,
+            ThreadStatus::Active {
+                active_flags: Vec::new(),
+            },
+        )
+        .await;
+    thread
+        .notify(
+            &outgoing,
+            ServerNotification::TurnStarted(TurnStartedNotification {
+                thread_id: thread.id.clone(),
+                turn: turn.clone(),
+            }),
+            None,
+        )
+        .await;
+    let mut driver = TurnDriver {
+        thread: Arc::clone(&thread),
+        active: Arc::clone(&active),
+        outgoing: outgoing.clone(),
+        turn_id: turn.id.clone(),
+        cwd,
+        model,
+        approval_policy,
+        tools,
+        processes: ProcessManager::new(),
+        items: Vec::new(),
+    };
+    let preview = first_turn.then(|| preview_of(&input));
+    driver.user_message(input.clone(), client_id).await;
+    let agent = Arc::clone(&service.agent);
+    let mut result = agent.run_turn(&history, input, &mut driver).await;
+    // Input steered after the agent last looked still belongs to this turn: hand it to the
+    // agent again until none is left, then refuse more, atomically with that last look.
+    while result.is_ok() && !active.cancel.is_cancelled() {
+        let leftover = {
+            let mut queue = active
+                .steered
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if queue.inputs.is_empty() {
+                queue.closed = true;
+                break;
+            }
+            std::mem::take(&mut queue.inputs)
+        };
+        let mut input = Vec::new();
+        for (content, client_id) in leftover {
+            driver.user_message(content.clone(), client_id).await;
+            input.extend(content);
+        }
+        result = agent.run_turn(&history, input, &mut driver).await;
+    }
+    active
+        .steered
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .closed = true;
+    if active.cancel.is_cancelled() {
+        result = Err(AgentError::Interrupted);
+    }
+    driver.processes.kill_all().await;
+
+    let (status, error, thread_status) = match &result {
+        Ok(()) => (TurnStatus::Completed, None, ThreadStatus::Idle),
+        Err(AgentError::Interrupted) => (TurnStatus::Interrupted, None, ThreadStatus::Idle),
+        Err(AgentError::Failed(message)) => (
+            TurnStatus::Failed,
+            Some(TurnError {
+                message: message.clone(),
+                additional_details: None,
+            }),
+            ThreadStatus::SystemError,
+        ),
+    };
+    let finished = Turn {
+        id: turn.id.clone(),
+        items: std::mem::take(&mut driver.items),
+        items_view: TurnItemsView::Full,
+        status,
+        error: error.clone(),
+        started_at: turn.started_at,
+        completed_at: Some(now_secs()),
+        duration_ms: Some(elapsed_ms(started)),
+    };
+    drop(driver);
+
+    // The end of the turn queues behind earlier requests for the thread, so a `turn/start`
+    // that arrives after it sees the thread idle, and an unload cannot slip in between.
+    let thread_id = thread.id.clone();
+    let finisher = Arc::clone(&service);
+    service.sequenced(&thread_id, async move {
+        let service = finisher;
+        service
+            .commit_turn(&thread, &finished, thread_status.clone(), preview)
+            .await;
+        if let Some(error) = error {
+            thread
+                .notify(
+                    &outgoing,
+                    ServerNotification::Error(ErrorNotification {
+                        thread_id: thread.id.clone(),
+                        turn_id: finished.id.clone(),
+                        error,
+                        will_retry: false,
+                    }),
+                    None,
+                )
+                .await;
+        }
+        // Pending requests were resolved by the driver; now the interrupt replies, then the
+        // status, then `turn/completed` (protocol.md sections 4 and 6).
+        let replies: Vec<_> = std::mem::take(
+            &mut *active
+                .interrupt_replies
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for reply in replies {
+            outgoing
+                .send_response_and_wait(reply, EmptyResponse {})
+                .await;
+        }
+        thread.set_status(&outgoing, thread_status).await;
+        thread
+            .notify(
+                &outgoing,
+                ServerNotification::TurnCompleted(TurnCompletedNotification {
+                    thread_id: thread.id.clone(),
+                    turn: finished,
+                }),
+                None,
+            )
+            .await;
+        service.finish_turn(&thread);
+    });
+}
+
+/// The thread's preview: its first user text.
+fn preview_of(input: &[UserInput]) -> String {
+    input
+        .iter()
+        .find_map(|input| match input {
+            UserInput::Text { text } => Some(text.clone()),
+            UserInput::Unsupported { .. } => None,
+        })
+        .unwrap_or_default()
+}
