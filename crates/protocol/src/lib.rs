@@ -20,6 +20,7 @@
 
 #[macro_use]
 mod macros;
+mod builders;
 pub mod bytes_base64;
 pub mod error_codes;
 pub mod jsonrpc;
