@@ -1,9 +1,9 @@
 //! Tandem wire protocol: the JSON-RPC envelope, the error codes, and typed messages for every
 //! method of the Tandem app-server protocol (v2).
 //!
-//! Wire knowledge lives here and nowhere else: transports convert through [`JSONRPCMessage`],
-//! the host and processors speak [`ClientRequest`], [`ServerRequest`], [`ServerNotification`]
-//! and friends.
+//! Wire knowledge lives here and nowhere else: transports convert through [`wire`] (or the
+//! envelope types such as [`JSONRPCMessage`]), the host and processors speak [`ClientRequest`],
+//! [`ServerRequest`], [`ServerNotification`] and friends.
 //!
 //! ```
 //! use tandem_protocol::{ClientRequest, JSONRPCRequest, RequestId};
@@ -17,6 +17,25 @@
 //! assert_eq!(typed.id(), &RequestId::Integer(1));
 //! assert_eq!(typed.into_jsonrpc().unwrap(), wire);
 //! ```
+//!
+//! Transports that carry JSON (stdio lines, websocket frames) go through [`wire`]: it decodes a
+//! frame into a [`wire::ClientMessage`] or [`wire::ServerMessage`] (or the error to answer) and
+//! encodes one straight into a byte buffer.
+//!
+//! ```
+//! use tandem_protocol::wire::{self, ClientMessage};
+//!
+//! let frame = br#"{"jsonrpc": "2.0", "id": 7, "method": "process/kill",
+//!                  "params": {"processHandle": "build"}}"#;
+//! let ClientMessage::Request(request) = wire::decode_client_message(frame).unwrap() else {
+//!     panic!("a request")
+//! };
+//! assert_eq!(request.method(), "process/kill");
+//!
+//! let mut out = Vec::new();
+//! wire::encode_client_message(&ClientMessage::Request(request), &mut out).unwrap();
+//! assert_eq!(out, br#"{"id":7,"method":"process/kill","params":{"processHandle":"build"}}"#);
+//! ```
 
 #[macro_use]
 mod macros;
@@ -26,6 +45,7 @@ pub mod error_codes;
 pub mod jsonrpc;
 pub mod messages;
 pub mod types;
+pub mod wire;
 
 /// The byte buffer of process output and stdin deltas, re-exported so that embedders need no
 /// direct dependency on `bytes`.

@@ -66,6 +66,19 @@ macro_rules! request_enum {
                 };
                 Ok($crate::JSONRPCRequest { id, method, params: Some(params) })
             }
+
+            /// Serializes the params by reference, exactly as [`Self::into_jsonrpc`] puts them
+            /// on the wire, without building a `serde_json::Value` first: the wire codec writes
+            /// them straight into the transport's buffer.
+            pub fn serialize_params<S: ::serde::Serializer>(
+                &self,
+                serializer: S,
+            ) -> Result<S::Ok, S::Error> {
+                match self {
+                    $( Self::$variant { params, .. } => ::serde::Serialize::serialize(params, serializer), )*
+                    Self::Custom { params, .. } => ::serde::Serialize::serialize(params, serializer),
+                }
+            }
         }
 
         impl TryFrom<$crate::JSONRPCRequest> for $enum {
@@ -152,6 +165,19 @@ macro_rules! notification_enum {
                     Self::Custom { method, params } => (method, params),
                 };
                 Ok($crate::JSONRPCNotification { method, params: Some(params), emitted_at_ms: None })
+            }
+
+            /// Serializes the params by reference, exactly as [`Self::into_jsonrpc`] puts them
+            /// on the wire, without building a `serde_json::Value` first: the wire codec writes
+            /// them straight into the transport's buffer.
+            pub fn serialize_params<S: ::serde::Serializer>(
+                &self,
+                serializer: S,
+            ) -> Result<S::Ok, S::Error> {
+                match self {
+                    $( Self::$variant(params) => ::serde::Serialize::serialize(params, serializer), )*
+                    Self::Custom { params, .. } => ::serde::Serialize::serialize(params, serializer),
+                }
             }
         }
 

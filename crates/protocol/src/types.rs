@@ -39,6 +39,17 @@ pub mod three_state {
     }
 }
 
+/// Deserializes an explicit `null` as the type's default, for members that have a default but
+/// no `null` state of their own: clients that send every optional member as `null` for "unset"
+/// must not fail to decode. Pair with `default`.
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Option::<T>::deserialize(deserializer).map(Option::unwrap_or_default)
+}
+
 /// Params with no members (`{}`); unknown members are ignored.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EmptyParams {}
@@ -84,7 +95,7 @@ pub struct ClientInfo {
 #[serde(rename_all = "camelCase")]
 pub struct InitializeCapabilities {
     /// Opt in to experimental methods, fields and notifications.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub experimental_api: bool,
     /// Notification methods never to send to this connection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -275,8 +286,9 @@ pub struct ProcessExitedNotification {
     pub stderr: String,
     /// stderr reached its cap.
     pub stderr_cap_reached: bool,
-    /// A stream did not reach EOF within the drain budget. Absent on input means `false`.
-    #[serde(default)]
+    /// A stream did not reach EOF within the drain budget. Absent or `null` on input means
+    /// `false`.
+    #[serde(default, deserialize_with = "null_as_default")]
     pub output_drain_timed_out: bool,
 }
 
@@ -839,7 +851,7 @@ pub enum DynamicToolType {
 #[serde(rename_all = "camelCase")]
 pub struct DynamicToolSpec {
     /// Always `function`. Existing clients omit `type`, so it defaults on input.
-    #[serde(rename = "type", default)]
+    #[serde(rename = "type", default, deserialize_with = "null_as_default")]
     pub kind: DynamicToolType,
     /// Tool name.
     pub name: String,

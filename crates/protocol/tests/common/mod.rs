@@ -600,6 +600,51 @@ pub(crate) fn user_input_response() -> ToolRequestUserInputResponse {
     }
 }
 
+// ----- whole requests -----
+
+/// The request of method `M` with `id` and `params`.
+pub(crate) fn request<M: RequestMethod>(id: impl Into<RequestId>, params: M::Params) -> M::Request {
+    M::into_request(id.into(), params)
+}
+
+/// One request per client method, with ids of every kind (0, negative, `i64::MAX`, strings).
+pub(crate) fn client_requests() -> Vec<ClientRequest> {
+    use client_methods as m;
+    vec![
+        request::<m::Initialize>(0, initialize_params()),
+        request::<m::ConfigRead>("cfg", config_read_params()),
+        request::<m::ThreadStart>(2, thread_start_params()),
+        request::<m::ThreadResume>(3, thread_resume_params()),
+        request::<m::ThreadRead>(4, thread_read_params()),
+        request::<m::ThreadList>(5, thread_list_params()),
+        request::<m::ThreadLoadedList>(6, thread_loaded_list_params()),
+        request::<m::ThreadTurnsList>(7, thread_turns_list_params()),
+        request::<m::ThreadUnsubscribe>(8, thread_unsubscribe_params()),
+        request::<m::ThreadNameSet>(9, thread_name_set_params()),
+        request::<m::ThreadFork>(10, thread_fork_params()),
+        request::<m::ThreadDelete>(11, thread_delete_params()),
+        request::<m::ThreadAttachmentAdd>(12, thread_attachment_add_params()),
+        request::<m::ThreadAttachmentRemove>(13, thread_attachment_remove_params()),
+        request::<m::TurnStart>(14, turn_start_params()),
+        request::<m::TurnSteer>(15, turn_steer_params()),
+        request::<m::TurnInterrupt>(16, turn_interrupt_params()),
+        request::<m::ProcessSpawn>(i64::MAX, process_spawn_params()),
+        request::<m::ProcessWriteStdin>(-1, process_write_stdin_params()),
+        request::<m::ProcessKill>("kill-1", process_kill_params()),
+        request::<m::ProcessResizePty>(19, process_resize_pty_params()),
+    ]
+}
+
+/// One request per server method.
+pub(crate) fn server_requests() -> Vec<ServerRequest> {
+    use server_methods as m;
+    vec![
+        request::<m::ToolCall>(0, tool_call_params()),
+        request::<m::CommandExecutionRequestApproval>(1, approval_params()),
+        request::<m::ToolRequestUserInput>(2, user_input_params()),
+    ]
+}
+
 // ----- section 6: server notifications -----
 
 pub(crate) fn thread_started() -> ServerNotification {

@@ -1,0 +1,593 @@
+//! The wire codec: one stdio line or websocket frame to a typed message and back
+//! (protocol.md sections 1 and 2), so that every transport reads the same JSON, answers
+//! malformed input with the same error, and writes the same bytes.
+//!
+//! Decoding never panics, whatever the bytes. It parses the frame once, classifies it by the
+//! members present (`method` with `id` is a request, `method` alone a notification, then
+//! `error`, then `result`) and hands the parts to the typed conversions of [`crate::messages`],
+//! so the method tables exist once. What cannot become a message is a [`DecodeError`]: either
+//! the error the peer must be sent, or a reason to log and move on.
+//!
+//! Encoding serializes the typed params by reference straight into the caller's buffer: a
+//! 64 KiB `process/outputDelta` is base64-encoded once, into `out`, with no intermediate
+//! `serde_json::Value` or string. Output omits `jsonrpc` and carries no trailing newline;
+//! framing belongs to the transport.
+
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::error_codes::PARSE_ERROR;
+use crate::jsonrpc::JSONRPC_VERSION;
+use crate::{
+    ClientNotification, ClientRequest, JSONRPCError, JSONRPCErrorError, JSONRPCNotification,
+    JSONRPCRequest, RequestId, ServerNotification, ServerRequest,
+};
+
+/// What a server reads from a client (and a client writes).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientMessage {
+    /// A request the server must answer.
+    Request(ClientRequest),
+    /// A one-way notification.
+    Notification(ClientNotification),
+    /// The client's result for a server request.
+    Response {
+        /// The id of the server request this answers.
+        id: RequestId,
+        /// The result, as sent.
+        result: Value,
+    },
+    /// The client's error answer to a server request.
+    Error {
+        /// The id of the server request this answers.
+        id: RequestId,
+        /// What went wrong.
+        error: JSONRPCErrorError,
+    },
+}
+
+/// What a client reads from a server (and a server writes).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerMessage {
+    /// A request the client must answer.
+    Request(ServerRequest),
+    /// `emitted_at_ms` is the top-level `emittedAtMs` member (unix ms); `None` omits it.
+    Notification {
+        /// The typed notification.
+        notification: ServerNotification,
+        /// When the server emitted it, unix milliseconds.
+        emitted_at_ms: Option<i64>,
+    },
+    /// The server's result for a client request.
+    Response {
+        /// The id of the client request this answers.
+        id: RequestId,
+        /// The result object.
+        result: Value,
+    },
+    /// `id` is `None` (JSON `null`) only when the request could not be read.
+    Error {
+        /// The id of the client request this answers, if it could be read.
+        id: Option<RequestId>,
+        /// What went wrong.
+        error: JSONRPCErrorError,
+    },
+}
+
+impl From<JSONRPCError> for ServerMessage {
+    /// The message that sends `error` to the client, e.g. a [`DecodeError::Reply`].
+    fn from(error: JSONRPCError) -> Self {
+        Self::Error {
+            id: error.id,
+            error: error.error,
+        }
+    }
+}
+
+/// Why one line/frame did not decode into a message.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DecodeError {
+    /// The peer must be answered with exactly this error message, then reading goes on.
+    ///
+    /// From [`decode_server_message`] the id is always present: a client answers only server
+    /// requests, so whatever it could not attribute to one is [`DecodeError::Ignore`] instead.
+    #[error("undecodable message, to be answered with {}", .0.error)]
+    Reply(JSONRPCError),
+    /// Not answerable (a malformed notification, a response without a usable id, ...):
+    /// log it and go on. The string says what was wrong, for the log line.
+    #[error("undecodable message, ignored: {0}")]
+    Ignore(String),
+}
+
+/// Why a message could not be encoded (practically: a `Custom` value serde_json rejects).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot encode {what}: {source}")]
+pub struct EncodeError {
+    what: String,
+    source: serde_json::Error,
+}
+
+impl EncodeError {
+    /// Which message failed, e.g. ``request 7 (`tandem/ext`)``.
+    pub fn what(&self) -> &str {
+        &self.what
+    }
+}
+
+/// Decodes one frame a client sent.
+///
+/// A request whose params do not decode is [`DecodeError::Reply`] with its own id and the
+/// error of `ClientRequest::try_from`; see the module docs for the other cases.
+pub fn decode_client_message(frame: &[u8]) -> Result<ClientMessage, DecodeError> {
+    match classify(frame)? {
+        Frame::Request(request) => decode_request(request).map(ClientMessage::Request),
+        Frame::Notification(notification) => {
+            decode_notification(notification).map(ClientMessage::Notification)
+        }
+        Frame::Response { id, result } => Ok(ClientMessage::Response { id, result }),
+        Frame::Error {
+            id: Some(id),
+            error,
+        } => Ok(ClientMessage::Error { id, error }),
+        // A client reply with a null id names no server request: nothing can resolve.
+        Frame::Error { id: None, error } => Err(DecodeError::Ignore(format!(
+            "error reply without an id (nothing to resolve): {error}"
+        ))),
+    }
+}
+
+/// Decodes one frame a server sent.
+///
+/// Follows the same rules as [`decode_client_message`], except that a reply the client cannot
+/// address to a server request (a parse error, a request with an unreadable id) is
+/// [`DecodeError::Ignore`].
+pub fn decode_server_message(frame: &[u8]) -> Result<ServerMessage, DecodeError> {
+    let decoded = match classify(frame) {
+        Ok(frame) => frame,
+        Err(DecodeError::Reply(JSONRPCError { id: None, error })) => {
+            return Err(DecodeError::Ignore(error.message));
+        }
+        Err(other) => return Err(other),
+    };
+    match decoded {
+        Frame::Request(request) => decode_request(request).map(ServerMessage::Request),
+        Frame::Notification(mut notification) => {
+            let emitted_at_ms = match notification.emitted_at_ms.take() {
+                None | Some(Value::Null) => None,
+                Some(Value::Number(ms)) if ms.is_i64() => ms.as_i64(),
+                Some(other) => {
+                    return Err(DecodeError::Ignore(format!(
+                        "`{}` notification: `emittedAtMs` must be an integer, got {}",
+                        notification.method,
+                        describe(&other)
+                    )));
+                }
+            };
+            decode_notification(notification).map(|notification| ServerMessage::Notification {
+                notification,
+                emitted_at_ms,
+            })
+        }
+        Frame::Response { id, result } => Ok(ServerMessage::Response { id, result }),
+        Frame::Error { id, error } => Ok(ServerMessage::Error { id, error }),
+    }
+}
+
+/// Appends the JSON of `message` to `out`: no trailing newline (framing is the transport's).
+///
+/// On failure `out` is left as it was.
+pub fn encode_client_message(
+    message: &ClientMessage,
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    match message {
+        ClientMessage::Request(request) => write_json(
+            out,
+            &RequestOut {
+                id: request.id(),
+                method: request.method(),
+                params: ParamsOf(request),
+            },
+            || describe_request(request.id(), request.method()),
+        ),
+        ClientMessage::Notification(notification) => write_json(
+            out,
+            &NotificationOut {
+                method: notification.method(),
+                params: ParamsOf(notification),
+                emitted_at_ms: None,
+            },
+            || format!("notification `{}`", notification.method()),
+        ),
+        ClientMessage::Response { id, result } => write_response(out, id, result),
+        ClientMessage::Error { id, error } => write_error(out, Some(id), error),
+    }
+}
+
+/// Appends the JSON of `message` to `out`: no trailing newline (framing is the transport's).
+///
+/// On failure `out` is left as it was.
+pub fn encode_server_message(
+    message: &ServerMessage,
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    match message {
+        ServerMessage::Request(request) => write_json(
+            out,
+            &RequestOut {
+                id: request.id(),
+                method: request.method(),
+                params: ParamsOf(request),
+            },
+            || describe_request(request.id(), request.method()),
+        ),
+        ServerMessage::Notification {
+            notification,
+            emitted_at_ms,
+        } => write_json(
+            out,
+            &NotificationOut {
+                method: notification.method(),
+                params: ParamsOf(notification),
+                emitted_at_ms: *emitted_at_ms,
+            },
+            || format!("notification `{}`", notification.method()),
+        ),
+        ServerMessage::Response { id, result } => write_response(out, id, result),
+        ServerMessage::Error { id, error } => write_error(out, id.as_ref(), error),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding
+// ---------------------------------------------------------------------------------------------
+
+/// A frame sorted by shape, before its params are typed. Both directions share this step.
+enum Frame {
+    Request(JSONRPCRequest),
+    /// `emitted_at_ms` holds the raw `emittedAtMs` member: only server notifications read it.
+    Notification(RawNotification),
+    Response {
+        id: RequestId,
+        result: Value,
+    },
+    /// `id` is `None` for a `null` or missing id.
+    Error {
+        id: Option<RequestId>,
+        error: JSONRPCErrorError,
+    },
+}
+
+struct RawNotification {
+    method: String,
+    params: Option<Value>,
+    emitted_at_ms: Option<Value>,
+}
+
+fn classify(frame: &[u8]) -> Result<Frame, DecodeError> {
+    // Parsing into a `Value` first (rather than straight into a map) tells "not JSON" (-32700)
+    // apart from "JSON, but not a message object" (-32600). The members are then moved out of
+    // the map, never copied.
+    let value: Value = serde_json::from_slice(frame).map_err(|error| {
+        reply(
+            None,
+            JSONRPCErrorError::new(PARSE_ERROR, format!("Parse error: {error}")),
+        )
+    })?;
+    let mut object = match value {
+        Value::Object(object) => object,
+        other => {
+            return Err(reply(
+                None,
+                invalid_request(format!(
+                    "expected a JSON-RPC message object, got {}",
+                    describe(&other)
+                )),
+            ));
+        }
+    };
+    let bad_version = match object.remove("jsonrpc") {
+        Some(Value::String(version)) if version == JSONRPC_VERSION => None,
+        None => None,
+        Some(other) => Some(format!(
+            "unsupported jsonrpc version {other}, expected \"{JSONRPC_VERSION}\" or none"
+        )),
+    };
+    let id = object.remove("id");
+
+    if let Some(method) = object.remove("method") {
+        return match id {
+            Some(id) => classify_request(id, method, bad_version, &mut object),
+            None => classify_notification(method, bad_version, &mut object),
+        };
+    }
+    if let Some(error) = object.remove("error") {
+        return classify_error(id, error, bad_version);
+    }
+    if let Some(result) = object.remove("result") {
+        let Some(id) = id.and_then(|id| request_id(id).ok()) else {
+            return Err(DecodeError::Ignore(
+                "response without an integer or string id (nothing to resolve)".to_owned(),
+            ));
+        };
+        if let Some(problem) = bad_version {
+            return Err(DecodeError::Ignore(format!(
+                "response to {}: {problem}",
+                describe_id(&id)
+            )));
+        }
+        return Ok(Frame::Response { id, result });
+    }
+    // No member says what this is. If it carries a readable id it is most likely a request
+    // that lost its method: answering with that id lets the sender's pending call resolve.
+    Err(reply(
+        id.and_then(|id| request_id(id).ok()),
+        invalid_request(bad_version.unwrap_or_else(|| {
+            "expected a JSON-RPC message object with `method`, `result` or `error`".to_owned()
+        })),
+    ))
+}
+
+fn classify_request(
+    id: Value,
+    method: Value,
+    bad_version: Option<String>,
+    object: &mut Map<String, Value>,
+) -> Result<Frame, DecodeError> {
+    let id = match request_id(id) {
+        Ok(id) => id,
+        Err(other) => {
+            return Err(reply(
+                None,
+                invalid_request(format!(
+                    "`id` must be an integer or a string, got {}",
+                    describe(&other)
+                )),
+            ));
+        }
+    };
+    if let Some(problem) = bad_version {
+        return Err(reply(Some(id), invalid_request(problem)));
+    }
+    let method = match method {
+        Value::String(method) => method,
+        other => {
+            return Err(reply(
+                Some(id),
+                invalid_request(format!(
+                    "`method` must be a string, got {}",
+                    describe(&other)
+                )),
+            ));
+        }
+    };
+    Ok(Frame::Request(JSONRPCRequest {
+        id,
+        method,
+        params: object.remove("params"),
+    }))
+}
+
+fn classify_notification(
+    method: Value,
+    bad_version: Option<String>,
+    object: &mut Map<String, Value>,
+) -> Result<Frame, DecodeError> {
+    let method = match method {
+        Value::String(method) => method,
+        other => {
+            return Err(DecodeError::Ignore(format!(
+                "notification `method` must be a string, got {}",
+                describe(&other)
+            )));
+        }
+    };
+    if let Some(problem) = bad_version {
+        return Err(DecodeError::Ignore(format!(
+            "`{method}` notification: {problem}"
+        )));
+    }
+    Ok(Frame::Notification(RawNotification {
+        method,
+        params: object.remove("params"),
+        emitted_at_ms: object.remove("emittedAtMs"),
+    }))
+}
+
+fn classify_error(
+    id: Option<Value>,
+    error: Value,
+    bad_version: Option<String>,
+) -> Result<Frame, DecodeError> {
+    let id = match id {
+        None | Some(Value::Null) => None,
+        Some(id) => match request_id(id) {
+            Ok(id) => Some(id),
+            Err(other) => {
+                return Err(DecodeError::Ignore(format!(
+                    "error reply whose id is {}, not an integer, a string or null",
+                    describe(&other)
+                )));
+            }
+        },
+    };
+    let about = || match &id {
+        Some(id) => format!("error reply to {}", describe_id(id)),
+        None => "error reply without an id".to_owned(),
+    };
+    if let Some(problem) = bad_version {
+        return Err(DecodeError::Ignore(format!("{}: {problem}", about())));
+    }
+    let error = serde_json::from_value::<JSONRPCErrorError>(error).map_err(|problem| {
+        DecodeError::Ignore(format!("{}: malformed `error` member: {problem}", about()))
+    })?;
+    Ok(Frame::Error { id, error })
+}
+
+/// Types a request's params through the enum's own `TryFrom`; a failure is answered with the
+/// request's id.
+fn decode_request<R>(request: JSONRPCRequest) -> Result<R, DecodeError>
+where
+    R: TryFrom<JSONRPCRequest, Error = JSONRPCErrorError>,
+{
+    let id = request.id.clone();
+    R::try_from(request).map_err(|error| reply(Some(id), error))
+}
+
+/// Types a notification's params; a failure is only logged, since nobody awaits an answer.
+fn decode_notification<N>(notification: RawNotification) -> Result<N, DecodeError>
+where
+    N: TryFrom<JSONRPCNotification, Error = JSONRPCErrorError>,
+{
+    let RawNotification { method, params, .. } = notification;
+    let wire = JSONRPCNotification {
+        method,
+        params,
+        emitted_at_ms: None,
+    };
+    // The conversion consumes the method and its error does not name it; the log line must.
+    let method_for_log = wire.method.clone();
+    N::try_from(wire).map_err(|error| {
+        DecodeError::Ignore(format!(
+            "malformed `{method_for_log}` notification: {}",
+            error.message
+        ))
+    })
+}
+
+/// A request id as protocol.md defines it: an `i64` or a string. Anything else is unreadable
+/// and handed back for the error message.
+fn request_id(value: Value) -> Result<RequestId, Value> {
+    match value {
+        Value::Number(number) => match number.as_i64() {
+            Some(number) => Ok(RequestId::Integer(number)),
+            None => Err(Value::Number(number)),
+        },
+        Value::String(text) => Ok(RequestId::String(text)),
+        other => Err(other),
+    }
+}
+
+fn reply(id: Option<RequestId>, error: JSONRPCErrorError) -> DecodeError {
+    DecodeError::Reply(JSONRPCError { id, error })
+}
+
+/// -32600 with the `Invalid request: ` prefix that the typed conversions use too.
+fn invalid_request(detail: String) -> JSONRPCErrorError {
+    JSONRPCErrorError::invalid_request(format!("Invalid request: {detail}"))
+}
+
+/// Names a value's JSON type for an error message, without echoing a payload of any size.
+fn describe(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(flag) => format!("the boolean {flag}"),
+        Value::Number(number) => format!("the number {number}"),
+        Value::String(_) => "a string".to_owned(),
+        Value::Array(_) => "an array".to_owned(),
+        Value::Object(_) => "an object".to_owned(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encoding
+// ---------------------------------------------------------------------------------------------
+
+/// `{id, method, params}`.
+#[derive(Serialize)]
+struct RequestOut<'a, P> {
+    id: &'a RequestId,
+    method: &'a str,
+    params: P,
+}
+
+/// `{method, params, emittedAtMs?}`.
+#[derive(Serialize)]
+struct NotificationOut<'a, P> {
+    method: &'a str,
+    params: P,
+    #[serde(rename = "emittedAtMs", skip_serializing_if = "Option::is_none")]
+    emitted_at_ms: Option<i64>,
+}
+
+/// `{id, result}`.
+#[derive(Serialize)]
+struct ResponseOut<'a> {
+    id: &'a RequestId,
+    result: &'a Value,
+}
+
+/// `{id, error}`; `id` is `null` when `None`.
+#[derive(Serialize)]
+struct ErrorOut<'a> {
+    id: Option<&'a RequestId>,
+    error: &'a JSONRPCErrorError,
+}
+
+/// The typed params of a message, serialized by reference through its `serialize_params`.
+struct ParamsOf<'a, T>(&'a T);
+
+macro_rules! params_of {
+    ($($message:ty),*) => {
+        $(
+            impl Serialize for ParamsOf<'_, $message> {
+                fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                    self.0.serialize_params(serializer)
+                }
+            }
+        )*
+    };
+}
+
+params_of!(
+    ClientRequest,
+    ServerRequest,
+    ClientNotification,
+    ServerNotification
+);
+
+fn write_response(out: &mut Vec<u8>, id: &RequestId, result: &Value) -> Result<(), EncodeError> {
+    write_json(out, &ResponseOut { id, result }, || {
+        format!("response to {}", describe_id(id))
+    })
+}
+
+fn write_error(
+    out: &mut Vec<u8>,
+    id: Option<&RequestId>,
+    error: &JSONRPCErrorError,
+) -> Result<(), EncodeError> {
+    write_json(out, &ErrorOut { id, error }, || match id {
+        Some(id) => format!("error reply to {}", describe_id(id)),
+        None => "error reply without an id".to_owned(),
+    })
+}
+
+/// Serializes `message` onto the end of `out`, removing any partial output on failure so the
+/// transport never writes half a message.
+fn write_json<T: Serialize>(
+    out: &mut Vec<u8>,
+    message: &T,
+    what: impl FnOnce() -> String,
+) -> Result<(), EncodeError> {
+    let start = out.len();
+    serde_json::to_writer(&mut *out, message).map_err(|source| {
+        out.truncate(start);
+        EncodeError {
+            what: what(),
+            source,
+        }
+    })
+}
+
+fn describe_request(id: &RequestId, method: &str) -> String {
+    format!("request {} (`{method}`)", describe_id(id))
+}
+
+/// `7` or `"seven"`: integer and string ids stay distinguishable in messages.
+fn describe_id(id: &RequestId) -> String {
+    match id {
+        RequestId::Integer(number) => number.to_string(),
+        RequestId::String(text) => format!("{text:?}"),
+    }
+}
