@@ -33,7 +33,10 @@ use tandem_protocol::{
 use tandem_server::{ServerOptions, TandemServer};
 use tokio::sync::mpsc;
 
+use crate::backend::child::ChildCommand;
 use crate::backend::in_process::InProcessBackend;
+use crate::backend::websocket::WebSocketTarget;
+use crate::backend::wire::{Connector, WireBackend};
 use crate::backend::{Backend, Incoming};
 use crate::error::ClientError;
 use crate::options::{ClientOptions, RequestOptions};
@@ -54,6 +57,12 @@ pub enum Transport {
     InProcess(ServerOptions),
     /// Any [`MessageProcessor`] in this process, built by the factory from the host's sender.
     Processor(ProcessorFactory),
+    /// A child process speaking the protocol over its stdin and stdout, started lazily and
+    /// restarted by the next request after it dies.
+    Child(ChildCommand),
+    /// A websocket server, connected lazily and reconnected by the next request after the
+    /// connection ends.
+    WebSocket(WebSocketTarget),
 }
 
 impl fmt::Debug for Transport {
@@ -61,6 +70,8 @@ impl fmt::Debug for Transport {
         match self {
             Self::InProcess(options) => f.debug_tuple("InProcess").field(options).finish(),
             Self::Processor(_) => f.write_str("Processor(..)"),
+            Self::Child(command) => f.debug_tuple("Child").field(command).finish(),
+            Self::WebSocket(target) => f.debug_tuple("WebSocket").field(target).finish(),
         }
     }
 }
@@ -328,6 +339,12 @@ impl Client {
                 Arc::new(TandemServer::new(outgoing, server)) as Arc<dyn MessageProcessor>
             }),
             Transport::Processor(factory) => factory,
+            Transport::Child(command) => {
+                return Ok(Self::wire(Connector::Child(command), options));
+            }
+            Transport::WebSocket(target) => {
+                return Ok(Self::wire(Connector::WebSocket(target), options));
+            }
         };
         let mut args = InProcessStartArgs::new(factory, options.initialize_params());
         args.session_source = options.session_source.clone();
@@ -341,9 +358,25 @@ impl Client {
                     reason: format!("the in-process server did not start: {error}"),
                 })?;
         let shared = Shared::new(options, Backend::InProcess(backend));
-        let Backend::InProcess(backend) = &shared.backend;
-        backend.spawn_worker(shared.clone());
+        if let Backend::InProcess(backend) = &shared.backend {
+            backend.spawn_worker(shared.clone());
+        }
         Ok(Self::from_shared(shared))
+    }
+
+    fn wire(connector: Connector, options: ClientOptions) -> Self {
+        let backend = WireBackend::new(connector, options.channel_capacity);
+        Self::from_shared(Shared::new(options, Backend::Wire(backend)))
+    }
+
+    /// A child server (lazily started), with default options.
+    pub fn spawn(command: ChildCommand) -> Self {
+        Self::wire(Connector::Child(command), ClientOptions::default())
+    }
+
+    /// A websocket server (lazily connected), with default options.
+    pub fn websocket(target: WebSocketTarget) -> Self {
+        Self::wire(Connector::WebSocket(target), ClientOptions::default())
     }
 
     fn from_shared(shared: Arc<Shared>) -> Self {
@@ -402,7 +435,10 @@ impl Client {
     /// [`ClientOptions::close_timeout`]). Calling it again does nothing.
     pub async fn close(&self) {
         self.shared().closed.store(true, Ordering::Release);
-        self.shared().backend.close().await;
+        self.shared()
+            .backend
+            .close(self.options().close_timeout)
+            .await;
         lock(&self.shared().registry).disconnect("the client was closed");
     }
 

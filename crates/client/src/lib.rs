@@ -38,6 +38,8 @@ mod server_request;
 mod subscription;
 mod turn;
 
+pub use backend::child::{ChildCommand, ChildStderr, DEFAULT_MAX_LINE_BYTES};
+pub use backend::websocket::{DEFAULT_MAX_MESSAGE_BYTES, WebSocketTarget};
 pub use client::{Client, Transport};
 pub use error::ClientError;
 pub use options::{

@@ -14,7 +14,10 @@ use tandem_protocol::{
 use crate::client::Shared;
 use crate::error::ClientError;
 
+pub(crate) mod child;
 pub(crate) mod in_process;
+pub(crate) mod websocket;
+pub(crate) mod wire;
 
 /// What a transport hands the router.
 #[derive(Debug)]
@@ -57,6 +60,7 @@ impl Failure {
 /// The transport of one client.
 pub(crate) enum Backend {
     InProcess(in_process::InProcessBackend),
+    Wire(wire::WireBackend),
 }
 
 impl Backend {
@@ -64,12 +68,13 @@ impl Backend {
     /// the client (the caller reads it if it gives up waiting).
     pub(crate) async fn request(
         &self,
-        _shared: &Arc<Shared>,
+        shared: &Arc<Shared>,
         request: ClientRequest,
         written: &AtomicBool,
     ) -> Result<Result<Value, JSONRPCErrorError>, Failure> {
         match self {
             Self::InProcess(backend) => backend.request(request, written).await,
+            Self::Wire(backend) => backend.request(shared, request, written).await,
         }
     }
 
@@ -82,20 +87,27 @@ impl Backend {
     ) -> Result<(), Failure> {
         match self {
             Self::InProcess(backend) => backend.answer(generation, id, result).await,
+            Self::Wire(backend) => backend.answer(generation, id, result).await,
         }
     }
 
     /// Makes sure a connection is up (wire backends start lazily).
-    pub(crate) async fn connect(&self, _shared: &Arc<Shared>) -> Result<(), ClientError> {
+    pub(crate) async fn connect(&self, shared: &Arc<Shared>) -> Result<(), ClientError> {
         match self {
             Self::InProcess(_) => Ok(()),
+            Self::Wire(backend) => backend
+                .ensure(shared)
+                .await
+                .map(|_| ())
+                .map_err(|failure| failure.into_error("initialize")),
         }
     }
 
     /// Ends the connection within the close timeout.
-    pub(crate) async fn close(&self) {
+    pub(crate) async fn close(&self, close_timeout: std::time::Duration) {
         match self {
             Self::InProcess(backend) => backend.close().await,
+            Self::Wire(backend) => backend.close(close_timeout).await,
         }
     }
 
@@ -103,6 +115,7 @@ impl Backend {
     pub(crate) fn abandon(&self) {
         match self {
             Self::InProcess(backend) => backend.abandon(),
+            Self::Wire(backend) => backend.abandon(),
         }
     }
 
@@ -110,6 +123,7 @@ impl Backend {
     pub(crate) fn generation(&self) -> u64 {
         match self {
             Self::InProcess(_) => in_process::GENERATION,
+            Self::Wire(backend) => backend.generation(),
         }
     }
 
@@ -117,6 +131,7 @@ impl Backend {
     pub(crate) fn initialize_response(&self) -> Option<InitializeResponse> {
         match self {
             Self::InProcess(backend) => Some(backend.initialize_response().clone()),
+            Self::Wire(backend) => backend.initialize_response(),
         }
     }
 
@@ -124,6 +139,7 @@ impl Backend {
     pub(crate) fn child_pid(&self) -> Option<u32> {
         match self {
             Self::InProcess(_) => None,
+            Self::Wire(backend) => backend.child_pid(),
         }
     }
 }
