@@ -21,6 +21,10 @@
 //! # }
 //! ```
 
+pub mod mock_app_server;
+
+pub use mock_app_server::MockWebSocketServer;
+
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;

@@ -221,7 +221,10 @@ impl ChildSource {
                 return Ok(line);
             }
             if line.len() as u64 == limit {
-                tracing::warn!(limit = self.max_line_bytes, "skipping a line from the server longer than the limit");
+                tracing::warn!(
+                    limit = self.max_line_bytes,
+                    "skipping a line from the server longer than the limit"
+                );
                 self.skip_rest_of_line().await?;
                 continue;
             }

@@ -115,7 +115,9 @@ pub(crate) struct Connection {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Connection {
@@ -314,14 +316,18 @@ impl WireBackend {
                     failure_reason(failure)
                 ));
             }
-            Err(_) => return Err(format!("the server did not answer initialize within {limit:?}")),
+            Err(_) => {
+                return Err(format!(
+                    "the server did not answer initialize within {limit:?}"
+                ));
+            }
         };
         let response: InitializeResponse = serde_json::from_value(result)
             .map_err(|error| format!("the server's initialize result does not decode: {error}"))?;
         connection
-            .send_message(&ClientMessage::Notification(ClientNotification::Initialized(
-                EmptyParams {},
-            )))
+            .send_message(&ClientMessage::Notification(
+                ClientNotification::Initialized(EmptyParams {}),
+            ))
             .await
             .map_err(failure_reason)?;
         Ok(response)
@@ -476,7 +482,10 @@ async fn run_reader(mut source: FrameSource, connection: Arc<Connection>, shared
                 connection.resolve(&id, Ok(result));
                 continue;
             }
-            Ok(ServerMessage::Error { id: Some(id), error }) => {
+            Ok(ServerMessage::Error {
+                id: Some(id),
+                error,
+            }) => {
                 connection.resolve(&id, Err(error));
                 continue;
             }
