@@ -4,7 +4,10 @@
 
 use clap::{Parser, Subcommand};
 
+mod chat;
 mod exec;
+mod run;
+mod session;
 mod terminal;
 
 /// Tandem: an agent app-server hosted inside the process that uses it.
@@ -23,6 +26,10 @@ enum Command {
     /// byte, as it is produced; tandem exits with the command's exit code. Unlike the protocol's
     /// defaults, output is not capped and the command does not time out unless asked.
     Exec(exec::ExecArgs),
+    /// Run one agent turn on a new thread and print the agent's answer as it streams.
+    Run(run::RunArgs),
+    /// Chat with the agent on one thread, interactively.
+    Chat(chat::ChatArgs),
 }
 
 /// The environment variable holding a `tracing` filter for tandem's own logs (e.g. `debug`).
@@ -44,6 +51,8 @@ fn main() {
     };
     let code = match cli.command {
         Command::Exec(args) => runtime.block_on(exec::run(args)),
+        Command::Run(args) => runtime.block_on(run::run(args)),
+        Command::Chat(args) => runtime.block_on(chat::run(args)),
     };
     // Exit without dropping the runtime: a task blocked reading a terminal (stdin forwarding)
     // would otherwise hold the exit until the user pressed a key.
