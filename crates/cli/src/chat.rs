@@ -429,14 +429,13 @@ impl Chat {
         let line = match self.queued.pop_front() {
             Some(line) => Some(line),
             None if self.eof => None,
-            None => loop {
-                match self.input.recv().await {
-                    Some(Input::Line(line)) => break Some(line),
-                    Some(Input::Interrupt) => break None,
-                    Some(Input::Eof) | None => {
-                        self.eof = true;
-                        break None;
-                    }
+            None => match self.input.recv().await {
+                Some(Input::Line(line)) => Some(line),
+                // Ctrl-C at an approval or a question: the least-privilege answer.
+                Some(Input::Interrupt) => None,
+                Some(Input::Eof) | None => {
+                    self.eof = true;
+                    None
                 }
             },
         };

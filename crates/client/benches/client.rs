@@ -171,7 +171,11 @@ fn main() {
     for (flavor, runtime) in &runtimes {
         for (name, case, n) in [
             ("round trip", Case::RoundTrip, ROUND_TRIPS / scale),
-            ("pipelined, 64 in flight", Case::Pipelined, PIPELINED / scale),
+            (
+                "pipelined, 64 in flight",
+                Case::Pipelined,
+                PIPELINED / scale,
+            ),
         ] {
             runtime.block_on(direct(case, n));
             runtime.block_on(through_client(case, n));

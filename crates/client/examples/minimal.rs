@@ -16,7 +16,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let client = Client::in_process(ServerOptions::new(home)?).await?;
 
     let thread = client.start_thread(ThreadStartParams::new()).await?.thread;
-    let mut turn = client.start_turn(TurnStartParams::text(&thread.id, prompt)).await?;
+    let mut turn = client
+        .start_turn(TurnStartParams::text(&thread.id, prompt))
+        .await?;
     while let Some(event) = turn.next_event().await {
         match event? {
             TurnEvent::AgentText { delta, .. } => {

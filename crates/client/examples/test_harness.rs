@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use serde_json::json;
-use tandem_client::{Client, ClientOptions, Event, SubscriptionFilter, SubscriptionOptions, Transport};
+use tandem_client::{
+    Client, ClientOptions, Event, SubscriptionFilter, SubscriptionOptions, Transport,
+};
 use tandem_protocol::ServerNotification;
 use tandem_test_support::{TestProcessor, within};
 
@@ -28,7 +30,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let reply = client.request("ping", json!({"n": 7})).await?;
     assert_eq!(reply, json!({"pong": 7}));
 
-    match within(Duration::from_secs(5), "the pinged notification", events.next()).await {
+    match within(
+        Duration::from_secs(5),
+        "the pinged notification",
+        events.next(),
+    )
+    .await
+    {
         Some(Ok(Event::Notification(ServerNotification::Custom { method, .. }))) => {
             assert_eq!(method, "pinged");
         }

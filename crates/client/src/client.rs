@@ -507,8 +507,35 @@ impl Client {
         M: RequestMethod<Request = ClientRequest>,
         M::Params: Clone,
     {
+        let shared = self.shared();
+        let retries = options
+            .retry_overloaded
+            .unwrap_or(shared.options.retry_overloaded);
+        let value = if retries == 0 {
+            // The common case, kept free of the retry loop's state.
+            let timeout = options.timeout.unwrap_or(shared.options.request_timeout);
+            let request = M::into_request(shared.next_request_id(), params);
+            shared.execute_once(M::METHOD, request, timeout).await?
+        } else {
+            Self::call_retrying::<M>(shared, params, options).await?
+        };
+        serde_json::from_value(value).map_err(|error| ClientError::InvalidResponse {
+            method: M::METHOD.to_owned(),
+            reason: error.to_string(),
+        })
+    }
+
+    async fn call_retrying<M>(
+        shared: &Arc<Shared>,
+        params: M::Params,
+        options: RequestOptions,
+    ) -> Result<Value, ClientError>
+    where
+        M: RequestMethod<Request = ClientRequest>,
+        M::Params: Clone,
+    {
         let mut params = Some(params);
-        let value = execute(self.shared(), M::METHOD, options, |id, last| {
+        execute(shared, M::METHOD, options, |id, last| {
             // The last attempt moves the params; only retries pay for a copy.
             let params = if last {
                 params.take().expect("the last attempt is the last")
@@ -517,11 +544,7 @@ impl Client {
             };
             Ok(M::into_request(id, params))
         })
-        .await?;
-        serde_json::from_value(value).map_err(|error| ClientError::InvalidResponse {
-            method: M::METHOD.to_owned(),
-            reason: error.to_string(),
-        })
+        .await
     }
 
     /// Sends `method` with raw JSON `params` and returns the raw result. Params of a known

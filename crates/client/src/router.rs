@@ -99,6 +99,8 @@ impl Entry {
 
     /// Puts the owed `Lagged` marker, then `item`, into the queue. `Err` gives the item back
     /// when it did not fit (a marker that does not fit means the item would not either).
+    // The item comes back by value so that a full queue costs no allocation on the hot path.
+    #[allow(clippy::result_large_err)]
     fn try_deliver(&mut self, item: Item) -> Result<(), DeliverError> {
         let Some(tx) = &self.tx else {
             return Err(DeliverError::Ended(item));

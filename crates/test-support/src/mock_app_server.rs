@@ -277,6 +277,7 @@ impl MockWebSocketServer {
             while let Ok((stream, _)) = listener.accept().await {
                 let token = token.clone();
                 tokio::spawn(async move {
+                    #[allow(clippy::result_large_err)] // the shape tungstenite's callback requires
                     let check = move |request: &Request, response: Response| {
                         check_bearer(token.as_deref(), request, response)
                     };

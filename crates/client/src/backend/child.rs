@@ -162,10 +162,10 @@ impl ChildCommand {
                 stdout: BufReader::with_capacity(64 * 1024, stdout),
                 max_line_bytes: self.max_line_bytes,
             }),
-            control: LinkControl::Child(ChildLink {
+            control: LinkControl::Child(Box::new(ChildLink {
                 pid,
                 child: tokio::sync::Mutex::new(Some(child)),
-            }),
+            })),
         })
     }
 }

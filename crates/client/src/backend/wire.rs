@@ -82,7 +82,7 @@ pub(crate) struct Link {
 
 /// How to end a link beyond closing its streams.
 pub(crate) enum LinkControl {
-    Child(ChildLink),
+    Child(Box<ChildLink>),
     WebSocket(WebSocketLink),
 }
 
