@@ -5,7 +5,10 @@
 use clap::{Parser, Subcommand};
 
 mod app_server;
+mod chat;
 mod exec;
+mod run;
+mod session;
 mod settings;
 mod terminal;
 
@@ -34,6 +37,10 @@ enum Command {
     /// `tandem app-server --listen ws://IP:PORT`.
     #[command(after_help = app_server::AFTER_HELP)]
     AppServer(app_server::AppServerArgs),
+    /// Run one agent turn on a new thread and print the agent's answer as it streams.
+    Run(run::RunArgs),
+    /// Chat with the agent on one thread, interactively.
+    Chat(chat::ChatArgs),
 }
 
 /// The environment variable holding a `tracing` filter for tandem's own logs (e.g. `debug`).
@@ -45,7 +52,8 @@ fn main() {
     // A server's stderr is often a pipe nobody reads: keep it to warnings unless asked.
     init_logging(match cli.command {
         Command::AppServer(_) => "warn",
-        Command::Exec(_) => "off",
+        // Their stdout and stderr are the user's conversation.
+        Command::Exec(_) | Command::Run(_) | Command::Chat(_) => "off",
     });
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -60,6 +68,8 @@ fn main() {
     let code = match cli.command {
         Command::Exec(args) => runtime.block_on(exec::run(args, cli.global)),
         Command::AppServer(args) => runtime.block_on(app_server::run(args, cli.global)),
+        Command::Run(args) => runtime.block_on(run::run(args, cli.global)),
+        Command::Chat(args) => runtime.block_on(chat::run(args, cli.global)),
     };
     // Exit without dropping the runtime: a task blocked reading a terminal (stdin forwarding)
     // would otherwise hold the exit until the user pressed a key.

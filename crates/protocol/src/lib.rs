@@ -41,6 +41,7 @@
 mod macros;
 #[macro_use]
 mod schema_macros;
+mod builders;
 pub mod bytes_base64;
 pub mod error_codes;
 pub mod jsonrpc;

@@ -263,3 +263,30 @@ impl ServerNotification {
 pub fn is_experimental_notification(method: &str) -> bool {
     EXPERIMENTAL_NOTIFICATION_METHODS.contains(&method)
 }
+
+impl ServerNotification {
+    /// The turn a notification concerns, for routing to turn subscribers; `None` for
+    /// notifications about a whole thread, about a process, or `Custom`.
+    pub fn turn_id(&self) -> Option<&str> {
+        match self {
+            Self::TurnStarted(n) => Some(&n.turn.id),
+            Self::TurnCompleted(n) => Some(&n.turn.id),
+            Self::ItemStarted(n) => Some(&n.turn_id),
+            Self::ItemCompleted(n) => Some(&n.turn_id),
+            Self::AgentMessageDelta(n) => Some(&n.turn_id),
+            Self::CommandExecutionOutputDelta(n) => Some(&n.turn_id),
+            Self::ServerRequestResolved(n) => Some(&n.turn_id),
+            Self::Error(n) => Some(&n.turn_id),
+            _ => None,
+        }
+    }
+
+    /// The process handle of `process/outputDelta` and `process/exited`; `None` otherwise.
+    pub fn process_handle(&self) -> Option<&str> {
+        match self {
+            Self::ProcessOutputDelta(n) => Some(&n.process_handle),
+            Self::ProcessExited(n) => Some(&n.process_handle),
+            _ => None,
+        }
+    }
+}

@@ -24,7 +24,10 @@
 //! ```
 
 pub mod binary;
+pub mod mock_app_server;
 pub mod mock_http;
+
+pub use mock_app_server::MockWebSocketServer;
 
 use std::collections::HashMap;
 use std::future::Future;

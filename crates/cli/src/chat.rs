@@ -1,0 +1,457 @@
+//! `tandem chat`: an interactive session on one thread, through `tandem-client`. Lines are
+//! read with a line editor (rustyline) when stdin is a terminal and as plain lines otherwise,
+//! on a thread of their own, so the session reacts to input while a turn streams.
+//!
+//! Lines typed while a turn runs wait for it, except the answer to an approval or a question
+//! the turn is waiting for, and `/interrupt`. Ctrl-C interrupts the running turn; a second
+//! Ctrl-C exits.
+
+use std::collections::VecDeque;
+use std::io::{self, BufRead, Write};
+
+use clap::Args;
+use rustyline::ExternalPrinter;
+use rustyline::error::ReadlineError;
+use tandem_client::{
+    ApprovalRequest, Client, ClientError, TurnEvent, TurnHandle, UserInputRequest,
+};
+use tandem_protocol::{
+    SessionSource, ThreadListParams, ThreadResumeParams, TurnInterruptParams, TurnStatus,
+};
+use tokio::sync::mpsc;
+
+use crate::session::{ServerArgs, SessionError, approval_question, is_yes, stdin_is_terminal};
+use crate::settings::GlobalOptions;
+
+/// Exit code after a second Ctrl-C (128 + SIGINT).
+const INTERRUPTED_EXIT_CODE: i32 = 130;
+
+const PROMPT: &str = "> ";
+
+const HELP: &str = "\
+Type a message for the agent. Commands:
+  /threads      list recent threads
+  /resume ID    continue thread ID
+  /interrupt    stop the running turn (Ctrl-C does too; a second Ctrl-C exits)
+  /quit         leave (Ctrl-D does too)";
+
+/// The options of `tandem chat`.
+#[derive(Debug, Args)]
+#[command(after_help = HELP)]
+pub(crate) struct ChatArgs {
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+/// What the input thread hands the session.
+#[derive(Debug)]
+enum Input {
+    Line(String),
+    /// Ctrl-C at the line editor.
+    Interrupt,
+    Eof,
+}
+
+/// Where the session writes: stdout, or above the line editor's prompt.
+enum Output {
+    /// Whether the cursor is at the start of a line.
+    Plain { at_line_start: bool },
+    /// The editor's printer takes whole lines; a partial line waits here.
+    Editor {
+        printer: Box<dyn ExternalPrinter + Send>,
+        partial: String,
+    },
+}
+
+impl Output {
+    fn write(&mut self, text: &str) {
+        match self {
+            Self::Plain { at_line_start } => {
+                if text.is_empty() {
+                    return;
+                }
+                let mut stdout = io::stdout().lock();
+                let _ = stdout.write_all(text.as_bytes());
+                let _ = stdout.flush();
+                *at_line_start = text.ends_with('\n');
+            }
+            Self::Editor { printer, partial } => {
+                partial.push_str(text);
+                if let Some(end) = partial.rfind('\n') {
+                    let lines: String = partial.drain(..=end).collect();
+                    // With the newline: between two readline calls the printer writes the text
+                    // as is, and the next prompt would overwrite a line left open.
+                    let _ = printer.print(lines);
+                }
+            }
+        }
+    }
+
+    /// Ends the current line if something is on it.
+    fn end_line(&mut self) {
+        match self {
+            Self::Plain {
+                at_line_start: false,
+            } => self.write("\n"),
+            Self::Editor { partial, .. } if !partial.is_empty() => self.write("\n"),
+            Self::Plain { .. } | Self::Editor { .. } => {}
+        }
+    }
+
+    fn line(&mut self, text: &str) {
+        self.end_line();
+        self.write(&format!("{text}\n"));
+    }
+}
+
+/// Starts the thread that reads input, with the line editor when stdin is a terminal.
+fn start_input() -> io::Result<(mpsc::Receiver<Input>, Output)> {
+    let (tx, rx) = mpsc::channel(64);
+    if !stdin_is_terminal() {
+        std::thread::spawn(move || {
+            for line in io::stdin().lock().lines() {
+                let Ok(line) = line else { break };
+                if tx.blocking_send(Input::Line(line)).is_err() {
+                    return;
+                }
+            }
+            let _ = tx.blocking_send(Input::Eof);
+        });
+        return Ok((
+            rx,
+            Output::Plain {
+                at_line_start: true,
+            },
+        ));
+    }
+    let mut editor = rustyline::DefaultEditor::new().map_err(io::Error::other)?;
+    let printer = editor.create_external_printer().map_err(io::Error::other)?;
+    std::thread::spawn(move || {
+        loop {
+            let input = match editor.readline(PROMPT) {
+                Ok(line) => {
+                    if !line.trim().is_empty() {
+                        let _ = editor.add_history_entry(line.as_str());
+                    }
+                    Input::Line(line)
+                }
+                Err(ReadlineError::Interrupted) => Input::Interrupt,
+                Err(ReadlineError::Eof) => Input::Eof,
+                Err(error) => {
+                    tracing::warn!(%error, "the line editor failed");
+                    Input::Eof
+                }
+            };
+            let eof = matches!(input, Input::Eof);
+            if tx.blocking_send(input).is_err() || eof {
+                return;
+            }
+        }
+    });
+    let output = Output::Editor {
+        printer: Box::new(printer),
+        partial: String::new(),
+    };
+    Ok((rx, output))
+}
+
+/// What the running turn is waiting for from the user.
+enum Waiting {
+    Approval(ApprovalRequest),
+    Question(UserInputRequest),
+}
+
+/// The session's state.
+struct Chat {
+    client: Client,
+    server: ServerArgs,
+    thread_id: String,
+    input: mpsc::Receiver<Input>,
+    output: Output,
+    /// Lines typed while a turn ran, for after it.
+    queued: VecDeque<String>,
+    eof: bool,
+    interrupts: u32,
+}
+
+/// Runs `tandem chat` and returns the exit code; errors are reported on stderr.
+pub(crate) async fn run(args: ChatArgs, global: GlobalOptions) -> i32 {
+    match execute(args, global).await {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("tandem: {error}");
+            1
+        }
+    }
+}
+
+async fn execute(args: ChatArgs, global: GlobalOptions) -> Result<i32, SessionError> {
+    let client = args.server.client(SessionSource::Cli, &global).await?;
+    let thread = client
+        .start_thread(args.server.thread_params()?)
+        .await?
+        .thread;
+    let (input, output) = start_input().map_err(|error| {
+        SessionError::Client(ClientError::Connect {
+            reason: format!("cannot read the terminal: {error}"),
+        })
+    })?;
+    let mut chat = Chat {
+        client: client.clone(),
+        server: args.server,
+        thread_id: thread.id,
+        input,
+        output,
+        queued: VecDeque::new(),
+        eof: false,
+        interrupts: 0,
+    };
+    chat.output.line(&format!(
+        "thread {} (type /help for commands)",
+        chat.thread_id
+    ));
+    let code = chat.run().await;
+    client.close().await;
+    Ok(code)
+}
+
+impl Chat {
+    /// The next line: one typed earlier, else one from the input thread. `None` at the end.
+    async fn next_input(&mut self) -> Option<Input> {
+        if let Some(line) = self.queued.pop_front() {
+            return Some(Input::Line(line));
+        }
+        if self.eof {
+            return None;
+        }
+        tokio::select! {
+            input = self.input.recv() => match input {
+                Some(Input::Eof) | None => {
+                    self.eof = true;
+                    None
+                }
+                other => other,
+            },
+            _ = tokio::signal::ctrl_c() => Some(Input::Interrupt),
+        }
+    }
+
+    async fn run(&mut self) -> i32 {
+        while let Some(input) = self.next_input().await {
+            let line = match input {
+                Input::Interrupt => {
+                    self.interrupts += 1;
+                    if self.interrupts > 1 {
+                        return INTERRUPTED_EXIT_CODE;
+                    }
+                    self.output
+                        .line("(no turn is running; Ctrl-C again or Ctrl-D to leave)");
+                    continue;
+                }
+                Input::Line(line) => line,
+                Input::Eof => break,
+            };
+            self.interrupts = 0;
+            let text = line.trim();
+            match text.split_once(char::is_whitespace).unwrap_or((text, "")) {
+                ("", _) => {}
+                ("/quit" | "/exit", _) => break,
+                ("/help", _) => self.output.line(HELP),
+                ("/threads", _) => self.list_threads().await,
+                ("/resume", id) => self.resume(id.trim()).await,
+                ("/interrupt", _) => self.output.line("(no turn is running)"),
+                _ => {
+                    let params = self.server.turn_params(&self.thread_id, &line);
+                    match self.client.start_turn(params).await {
+                        Ok(turn) => {
+                            if let Some(code) = self.follow(turn).await {
+                                return code;
+                            }
+                        }
+                        Err(error) => self.output.line(&format!("error: {error}")),
+                    }
+                }
+            }
+        }
+        0
+    }
+
+    async fn list_threads(&mut self) {
+        match self
+            .client
+            .list_threads(ThreadListParams::new().limit(20))
+            .await
+        {
+            Ok(page) if page.data.is_empty() => self.output.line("(no threads)"),
+            Ok(page) => {
+                for thread in page.data {
+                    let marker = if thread.id == self.thread_id {
+                        "*"
+                    } else {
+                        " "
+                    };
+                    let title = thread.name.unwrap_or(thread.preview);
+                    self.output
+                        .line(&format!("{marker} {}  {}", thread.id, title.trim()));
+                }
+            }
+            Err(error) => self.output.line(&format!("error: {error}")),
+        }
+    }
+
+    async fn resume(&mut self, id: &str) {
+        if id.is_empty() {
+            return self.output.line("usage: /resume ID (see /threads)");
+        }
+        match self.client.resume_thread(ThreadResumeParams::new(id)).await {
+            Ok(resumed) => {
+                self.thread_id = resumed.thread.id;
+                self.output.line(&format!(
+                    "resumed thread {} ({} turns)",
+                    self.thread_id,
+                    resumed.thread.turns.len()
+                ));
+            }
+            Err(error) => self.output.line(&format!("error: {error}")),
+        }
+    }
+
+    /// Shows the turn until it completes, answering what it waits for from the input.
+    /// `Some(code)` if the session must end now.
+    async fn follow(&mut self, mut turn: TurnHandle) -> Option<i32> {
+        let mut waiting: Option<Waiting> = None;
+        loop {
+            if let Some(pending) = waiting.take() {
+                waiting = self.answer_from_queue(pending).await;
+            }
+            tokio::select! {
+                event = turn.next_event() => match event {
+                    Some(Ok(TurnEvent::Completed(done))) => {
+                        self.output.end_line();
+                        match done.status {
+                            TurnStatus::Failed => {
+                                let reason = done.error.map(|e| e.message).unwrap_or_default();
+                                self.output.line(&format!("(turn failed: {reason})"));
+                            }
+                            TurnStatus::Interrupted => self.output.line("(interrupted)"),
+                            _ => {}
+                        }
+                        return None;
+                    }
+                    Some(Ok(event)) => {
+                        if let Some(pending) = self.show(event) {
+                            waiting = Some(pending);
+                        }
+                    }
+                    Some(Err(error)) => {
+                        self.output.line(&format!("({error})"));
+                        let _ = turn.wait_completed().await;
+                        return None;
+                    }
+                    None => return None,
+                },
+                input = self.input.recv(), if !self.eof => match input {
+                    Some(Input::Line(line)) => {
+                        self.interrupts = 0;
+                        if line.trim() == "/interrupt" {
+                            self.interrupt(&turn);
+                        } else {
+                            self.queued.push_back(line);
+                        }
+                    }
+                    Some(Input::Interrupt) => {
+                        if let Some(code) = self.on_interrupt(&turn) {
+                            return Some(code);
+                        }
+                    }
+                    Some(Input::Eof) | None => self.eof = true,
+                },
+                _ = tokio::signal::ctrl_c() => {
+                    if let Some(code) = self.on_interrupt(&turn) {
+                        return Some(code);
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_interrupt(&mut self, turn: &TurnHandle) -> Option<i32> {
+        self.interrupts += 1;
+        if self.interrupts > 1 {
+            return Some(INTERRUPTED_EXIT_CODE);
+        }
+        self.interrupt(turn);
+        None
+    }
+
+    fn interrupt(&mut self, turn: &TurnHandle) {
+        self.output.line("(interrupting; Ctrl-C again to leave)");
+        let client = self.client.clone();
+        let params = TurnInterruptParams::new(turn.thread_id(), turn.id());
+        tokio::spawn(async move {
+            // A turn that already finished has nothing to interrupt.
+            let _ = client.interrupt_turn(params).await;
+        });
+    }
+
+    /// Prints one event; returns what the turn now waits for, if anything.
+    fn show(&mut self, event: TurnEvent) -> Option<Waiting> {
+        match event {
+            TurnEvent::AgentText { delta, .. } => self.output.write(&delta),
+            TurnEvent::CommandOutput { delta, .. } => self.output.write(&delta),
+            TurnEvent::ItemCompleted(_) => self.output.end_line(),
+            TurnEvent::Approval(request) => {
+                self.output.line(&approval_question(request.command()));
+                return Some(Waiting::Approval(request));
+            }
+            TurnEvent::Question(request) => {
+                for question in request.questions() {
+                    self.output.line(&format!("? {}", question.question));
+                }
+                return Some(Waiting::Question(request));
+            }
+            TurnEvent::ToolCall(request) => {
+                let tool = request.params().tool.clone();
+                tokio::spawn(async move {
+                    let _ = request
+                        .fail(format!("tandem chat provides no tool named `{tool}`"))
+                        .await;
+                });
+            }
+            TurnEvent::Error(error) => self.output.line(&format!("error: {}", error.error.message)),
+            _ => {}
+        }
+        None
+    }
+
+    /// Answers `pending` with the next line (waiting for one if none is queued); declines or
+    /// answers nothing once the input has ended.
+    async fn answer_from_queue(&mut self, pending: Waiting) -> Option<Waiting> {
+        let line = match self.queued.pop_front() {
+            Some(line) => Some(line),
+            None if self.eof => None,
+            None => match self.input.recv().await {
+                Some(Input::Line(line)) => Some(line),
+                // Ctrl-C at an approval or a question: the least-privilege answer.
+                Some(Input::Interrupt) => None,
+                Some(Input::Eof) | None => {
+                    self.eof = true;
+                    None
+                }
+            },
+        };
+        let answered = match (pending, line) {
+            (Waiting::Approval(request), Some(line)) if is_yes(&line) => request.accept().await,
+            (Waiting::Approval(request), _) => {
+                self.output.line("(declined)");
+                request.decline().await
+            }
+            (Waiting::Question(request), Some(line)) => request.answer_all(line).await,
+            (Waiting::Question(request), None) => request.no_answers().await,
+        };
+        if let Err(error) = answered {
+            self.output.line(&format!("error: {error}"));
+        }
+        None
+    }
+}

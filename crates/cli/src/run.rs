@@ -1,0 +1,261 @@
+//! `tandem run "PROMPT"`: one turn on a new thread, through `tandem-client`. The agent's text
+//! streams to stdout; approvals are granted with `--yes`, asked on the terminal when stdin is
+//! one, and declined otherwise; `--json` prints every notification as a JSON line instead.
+//! Ctrl-C interrupts the turn, a second Ctrl-C exits at once.
+
+use std::io::{self, Write};
+
+use clap::Args;
+use tandem_client::{
+    Client, Event, Overflow, SubscriptionFilter, SubscriptionOptions, TurnEvent, TurnHandle,
+};
+use tandem_protocol::wire::{ServerMessage, encode_server_message};
+use tandem_protocol::{ServerNotification, SessionSource, Turn, TurnStatus};
+
+use crate::session::{
+    ServerArgs, SessionError, approval_question, ask_line, is_yes, stdin_is_terminal,
+};
+use crate::settings::GlobalOptions;
+
+/// Exit code of a turn that failed.
+const FAILED_EXIT_CODE: i32 = 1;
+/// Exit code of an interrupted turn (128 + SIGINT).
+const INTERRUPTED_EXIT_CODE: i32 = 130;
+
+const AFTER_HELP: &str = "\
+Approvals:
+  With --yes every command the agent asks to run is approved. Without it, tandem asks on the
+  terminal when stdin is one, and declines otherwise (the agent is told and goes on).
+
+Exit status:
+  0     the turn completed
+  1     the turn failed, or tandem could not reach the server
+  130   the turn was interrupted (Ctrl-C)
+  2     usage error
+
+Environment:
+  TANDEM_HOME  the in-process server's home directory
+  TANDEM_LOG   a tracing filter for tandem's own logs on stderr; off by default";
+
+/// The options of `tandem run`.
+#[derive(Debug, Args)]
+#[command(after_help = AFTER_HELP)]
+pub(crate) struct RunArgs {
+    /// Print every notification as a JSON line on stdout instead of the agent's text.
+    #[arg(long)]
+    json: bool,
+
+    /// Approve every command the agent asks to run.
+    #[arg(long)]
+    yes: bool,
+
+    #[command(flatten)]
+    server: ServerArgs,
+
+    /// What to ask the agent.
+    #[arg(value_name = "PROMPT")]
+    prompt: String,
+}
+
+/// Runs `tandem run` and returns the exit code; errors are reported on stderr.
+pub(crate) async fn run(args: RunArgs, global: GlobalOptions) -> i32 {
+    match execute(args, global).await {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("tandem: {error}");
+            FAILED_EXIT_CODE
+        }
+    }
+}
+
+async fn execute(args: RunArgs, global: GlobalOptions) -> Result<i32, SessionError> {
+    let client = args.server.client(SessionSource::Exec, &global).await?;
+    let outcome = drive(&client, &args).await;
+    client.close().await;
+    outcome
+}
+
+async fn drive(client: &Client, args: &RunArgs) -> Result<i32, SessionError> {
+    let thread = client
+        .start_thread(args.server.thread_params()?)
+        .await?
+        .thread;
+    // Lossless: with --json every notification is printed, so none may be skipped; a slow
+    // stdout slows the server down instead.
+    let mut notifications = args.json.then(|| {
+        client.subscribe(
+            SubscriptionOptions::new(SubscriptionFilter::All).overflow(Overflow::Lossless),
+        )
+    });
+    let mut turn = client
+        .start_turn(args.server.turn_params(&thread.id, &args.prompt))
+        .await?;
+    let ask = !args.yes && stdin_is_terminal();
+    let mut interrupts = 0;
+    let mut printed_newline = true;
+    let finished = loop {
+        tokio::select! {
+            event = turn.next_event() => match event {
+                Some(Ok(TurnEvent::Completed(done))) => break done,
+                Some(Ok(event)) => handle_event(event, args, ask, &mut printed_newline).await,
+                Some(Err(error)) => {
+                    tracing::debug!(%error, "turn events ended early; waiting for completion");
+                    break wait(turn).await?;
+                }
+                None => break wait(turn).await?,
+            },
+            Some(event) = next_notification(&mut notifications) => print_json(&event),
+            _ = tokio::signal::ctrl_c() => {
+                interrupts += 1;
+                if interrupts > 1 {
+                    return Ok(INTERRUPTED_EXIT_CODE);
+                }
+                eprintln!("\ntandem: interrupting the turn (Ctrl-C again to exit now)");
+                let (client, thread_id, turn_id) =
+                    (client.clone(), thread.id.clone(), turn.id().to_owned());
+                tokio::spawn(async move {
+                    let params = tandem_protocol::TurnInterruptParams::new(thread_id, turn_id);
+                    if let Err(error) = client.interrupt_turn(params).await {
+                        eprintln!("tandem: {error}");
+                    }
+                });
+            }
+        }
+    };
+    // Everything up to and including `turn/completed` is already queued: print it in order.
+    if let Some(subscription) = notifications.as_mut() {
+        while let Some(Ok(event)) = subscription.next().await {
+            let last = matches!(&event, Event::Notification(ServerNotification::TurnCompleted(n)) if n.turn.id == finished.id);
+            print_json(&event);
+            if last {
+                break;
+            }
+        }
+    }
+    if !args.json && !printed_newline {
+        println!();
+    }
+    Ok(exit_code(&finished))
+}
+
+async fn wait(turn: TurnHandle) -> Result<Turn, SessionError> {
+    Ok(turn.wait_completed().await?)
+}
+
+async fn next_notification(
+    subscription: &mut Option<tandem_client::Subscription>,
+) -> Option<Event> {
+    match subscription {
+        Some(subscription) => match subscription.next().await {
+            Some(Ok(event)) => Some(event),
+            _ => std::future::pending().await,
+        },
+        None => std::future::pending().await,
+    }
+}
+
+fn exit_code(turn: &Turn) -> i32 {
+    match turn.status {
+        TurnStatus::Completed | TurnStatus::InProgress => 0,
+        TurnStatus::Interrupted => INTERRUPTED_EXIT_CODE,
+        TurnStatus::Failed => {
+            let message = turn
+                .error
+                .as_ref()
+                .map(|error| error.message.as_str())
+                .unwrap_or("no reason given");
+            eprintln!("tandem: the turn failed: {message}");
+            FAILED_EXIT_CODE
+        }
+    }
+}
+
+async fn handle_event(event: TurnEvent, args: &RunArgs, ask: bool, printed_newline: &mut bool) {
+    match event {
+        TurnEvent::AgentText { delta, .. } if !args.json => {
+            let mut stdout = io::stdout().lock();
+            let _ = stdout.write_all(delta.as_bytes());
+            let _ = stdout.flush();
+            *printed_newline = delta.ends_with('\n');
+        }
+        TurnEvent::CommandOutput { delta, .. } if !args.json => {
+            eprint!("{delta}");
+        }
+        TurnEvent::Approval(request) => {
+            let command = request.command().to_owned();
+            let approve = if args.yes {
+                true
+            } else if ask {
+                let question = approval_question(&command);
+                tokio::task::spawn_blocking(move || ask_line(&question))
+                    .await
+                    .ok()
+                    .flatten()
+                    .is_some_and(|answer| is_yes(&answer))
+            } else {
+                eprintln!(
+                    "tandem: declined `{command}` (stdin is not a terminal; pass --yes to approve commands)"
+                );
+                false
+            };
+            let answered = if approve {
+                request.accept().await
+            } else {
+                request.decline().await
+            };
+            if let Err(error) = answered {
+                eprintln!("tandem: {error}");
+            }
+        }
+        TurnEvent::Question(request) => {
+            let answer = if ask {
+                let question = request
+                    .questions()
+                    .iter()
+                    .map(|q| q.question.clone())
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                tokio::task::spawn_blocking(move || ask_line(&format!("{question}\n> ")))
+                    .await
+                    .ok()
+                    .flatten()
+            } else {
+                None
+            };
+            let answered = match answer {
+                Some(answer) => request.answer_all(answer).await,
+                None => request.no_answers().await,
+            };
+            if let Err(error) = answered {
+                eprintln!("tandem: {error}");
+            }
+        }
+        TurnEvent::ToolCall(request) => {
+            let tool = request.params().tool.clone();
+            let failed = request
+                .fail(format!("tandem run provides no tool named `{tool}`"))
+                .await;
+            if let Err(error) = failed {
+                eprintln!("tandem: {error}");
+            }
+        }
+        _ => {}
+    }
+}
+
+fn print_json(event: &Event) {
+    let Event::Notification(notification) = event else {
+        return;
+    };
+    let message = ServerMessage::Notification {
+        notification: notification.clone(),
+        emitted_at_ms: None,
+    };
+    let mut line = Vec::new();
+    if encode_server_message(&message, &mut line).is_ok() {
+        line.push(b'\n');
+        let mut stdout = io::stdout().lock();
+        let _ = stdout.write_all(&line);
+        let _ = stdout.flush();
+    }
+}

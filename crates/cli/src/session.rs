@@ -1,0 +1,223 @@
+//! What `tandem run` and `tandem chat` share: the server options (in-process by default,
+//! `--connect ws://...` with `--token-file`, or `--spawn 'CMD ARGS'`), building the
+//! `tandem-client` client from them, the thread they work on, and the terminal questions of
+//! approvals and user input.
+
+use std::io::{self, BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+
+use clap::Args;
+use tandem_client::{ChildCommand, Client, ClientError, ClientOptions, Transport, WebSocketTarget};
+use tandem_protocol::{SessionSource, ThreadStartParams, TurnStartParams};
+
+use crate::settings::{GlobalOptions, SettingsError};
+
+/// The server options of `tandem run` and `tandem chat`.
+#[derive(Debug, Args)]
+pub(crate) struct ServerArgs {
+    /// Use the app-server listening at this websocket URL (e.g. ws://127.0.0.1:4500) instead
+    /// of an in-process server.
+    #[arg(long, value_name = "URL", conflicts_with = "spawn")]
+    connect: Option<String>,
+
+    /// Send the bearer token in FILE when connecting (with --connect).
+    #[arg(long, value_name = "FILE", requires = "connect")]
+    token_file: Option<PathBuf>,
+
+    /// Start this command as the app-server and talk to it over its stdin and stdout, e.g.
+    /// --spawn 'tandem app-server --listen stdio://'. Words split like a shell's (quotes and
+    /// backslashes), without expansions.
+    #[arg(long, value_name = "'CMD ARGS'")]
+    spawn: Option<String>,
+
+    /// The model for the thread and its turns.
+    #[arg(long, value_name = "M")]
+    pub(crate) model: Option<String>,
+}
+
+/// Why a session could not start or went wrong.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SessionError {
+    /// The in-process server's home, config file or a `-c` override is invalid.
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    /// `--spawn` could not be split into words.
+    #[error("--spawn: {0}")]
+    SpawnCommand(String),
+    /// `--token-file` could not be read.
+    #[error("--token-file: {0}")]
+    TokenFile(io::Error),
+    /// The client failed.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// The current directory is unusable for the thread.
+    #[error("cannot use the current directory for the thread: {0}")]
+    CurrentDir(String),
+}
+
+impl ServerArgs {
+    /// Starts the client these options describe; an in-process server is configured by the
+    /// global options (`-c`, `--profile`), like `tandem app-server`.
+    pub(crate) async fn client(
+        &self,
+        source: SessionSource,
+        global: &GlobalOptions,
+    ) -> Result<Client, SessionError> {
+        let options = ClientOptions::new()
+            .client_name("tandem-cli")
+            .client_version(env!("CARGO_PKG_VERSION"))
+            .session_source(source);
+        let transport = if let Some(url) = &self.connect {
+            let mut target = WebSocketTarget::new(url);
+            if let Some(file) = &self.token_file {
+                target = target.token_file(file).map_err(SessionError::TokenFile)?;
+            }
+            Transport::WebSocket(target)
+        } else if let Some(command) = &self.spawn {
+            let words = split_words(command).map_err(SessionError::SpawnCommand)?;
+            let (program, args) = words
+                .split_first()
+                .ok_or_else(|| SessionError::SpawnCommand("the command is empty".into()))?;
+            Transport::Child(ChildCommand::new(program).args(args))
+        } else {
+            global.warn_unknown_features();
+            Transport::InProcess(global.server_options()?)
+        };
+        let client = Client::start(transport, options).await?;
+        // Wire servers start lazily; fail here, with the reason, rather than on the first turn.
+        client.connect().await?;
+        Ok(client)
+    }
+
+    /// `thread/start` params: the current directory and `--model`.
+    pub(crate) fn thread_params(&self) -> Result<ThreadStartParams, SessionError> {
+        let cwd = std::env::current_dir().map_err(|e| SessionError::CurrentDir(e.to_string()))?;
+        let cwd = cwd
+            .to_str()
+            .ok_or_else(|| SessionError::CurrentDir("the path is not valid UTF-8".into()))?
+            .to_owned();
+        let params = ThreadStartParams::new().cwd(cwd);
+        Ok(match &self.model {
+            Some(model) => params.model(model),
+            None => params,
+        })
+    }
+
+    /// `turn/start` params for `text` on `thread_id`, with `--model`.
+    pub(crate) fn turn_params(&self, thread_id: &str, text: &str) -> TurnStartParams {
+        let params = TurnStartParams::text(thread_id, text);
+        match &self.model {
+            Some(model) => params.model(model),
+            None => params,
+        }
+    }
+}
+
+/// Splits `line` into words as a POSIX shell would, with single quotes, double quotes (in
+/// which `\"`, `\\` and `\$` are escapes) and backslashes, but no expansions.
+pub(crate) fn split_words(line: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if let Some(done) = word.take() {
+                    words.push(done);
+                }
+            }
+            '\'' => {
+                let current = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => current.push(c),
+                        None => return Err("unterminated single quote".into()),
+                    }
+                }
+            }
+            '"' => {
+                let current = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\' | '$' | '`')) => current.push(c),
+                            Some(c) => {
+                                current.push('\\');
+                                current.push(c);
+                            }
+                            None => return Err("unterminated double quote".into()),
+                        },
+                        Some(c) => current.push(c),
+                        None => return Err("unterminated double quote".into()),
+                    }
+                }
+            }
+            '\\' => match chars.next() {
+                Some(c) => word.get_or_insert_with(String::new).push(c),
+                None => return Err("a trailing backslash escapes nothing".into()),
+            },
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    Ok(words)
+}
+
+/// Whether stdin is a terminal a person can answer questions on.
+pub(crate) fn stdin_is_terminal() -> bool {
+    io::stdin().is_terminal()
+}
+
+/// Asks `question` on stderr and reads one line from stdin (blocking; run it off the runtime).
+/// `None` at end of input.
+pub(crate) fn ask_line(question: &str) -> Option<String> {
+    let mut stderr = io::stderr().lock();
+    let _ = write!(stderr, "{question}");
+    let _ = stderr.flush();
+    let mut line = String::new();
+    match io::stdin().lock().read_line(&mut line) {
+        Ok(0) | Err(_) => None,
+        Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_owned()),
+    }
+}
+
+/// Whether an answer to a y/n question means yes.
+pub(crate) fn is_yes(answer: &str) -> bool {
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+/// The y/n question of an approval.
+pub(crate) fn approval_question(command: &str) -> String {
+    format!("Allow the agent to run `{command}`? [y/n] ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_split_like_a_shell() {
+        assert_eq!(
+            split_words(r#"tandem app-server  --listen 'stdio://' "a b" c\ d "x\"y""#).unwrap(),
+            [
+                "tandem",
+                "app-server",
+                "--listen",
+                "stdio://",
+                "a b",
+                "c d",
+                "x\"y"
+            ]
+        );
+        assert_eq!(split_words("''").unwrap(), [""]);
+        assert!(split_words("'open").is_err());
+        assert!(split_words("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn yes_is_y_or_yes() {
+        assert!(is_yes("y") && is_yes(" YES ") && !is_yes("n") && !is_yes(""));
+    }
+}

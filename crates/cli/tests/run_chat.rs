@@ -1,0 +1,320 @@
+//! End-to-end tests of `tandem run` and `tandem chat` (issue 9, acceptance 7): the binary run
+//! as a user runs it, through pipes and under a pseudo-terminal (tmux), against the
+//! in-process reference server and its scripted agent.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// A fresh home per call, so tests that list threads see only their own.
+fn home() -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("tandem-run-chat-{}-{n}", std::process::id()))
+}
+
+fn tandem(home: &PathBuf) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tandem"));
+    command
+        .env("TANDEM_HOME", home)
+        .env_remove("TANDEM_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// Runs `command` with `input` on stdin (none if `None`), failing the test after DEADLINE.
+fn run_with(mut command: Command, input: Option<&str>) -> Output {
+    if input.is_some() {
+        command.stdin(Stdio::piped());
+    }
+    let mut child = command.spawn().expect("tandem starts");
+    if let Some(input) = input {
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        stdin.write_all(input.as_bytes()).expect("input written");
+    }
+    let deadline = Instant::now() + DEADLINE;
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("tandem did not finish within {DEADLINE:?}");
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn run_prints_the_scripted_answer_and_exits_zero() {
+    let home = home();
+    let mut command = tandem(&home);
+    command.args(["run", "hello"]);
+    let output = run_with(command, None);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "You said: \"hello\"\n");
+}
+
+#[test]
+fn run_exits_non_zero_when_the_turn_fails() {
+    let home = home();
+    let mut command = tandem(&home);
+    command.args(["run", "/fail the disk is full"]);
+    let output = run_with(command, None);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).contains("the turn failed: the disk is full"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[test]
+fn run_declines_without_a_terminal_and_approves_with_yes() {
+    let home = home();
+    let mut command = tandem(&home);
+    command.args(["run", "/sh echo approved-output"]);
+    let declined = run_with(command, None);
+    assert_eq!(declined.status.code(), Some(0));
+    let stderr = text(&declined.stderr);
+    assert!(
+        stderr.contains("declined `echo approved-output`"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("approved-output\n"),
+        "the command did not run: {stderr}"
+    );
+
+    let mut command = tandem(&home);
+    command.args(["run", "--yes", "/sh echo approved-output"]);
+    let approved = run_with(command, None);
+    assert_eq!(approved.status.code(), Some(0));
+    assert!(
+        text(&approved.stderr).contains("approved-output\n"),
+        "{}",
+        text(&approved.stderr)
+    );
+}
+
+#[test]
+fn run_json_prints_every_notification_as_a_line() {
+    let home = home();
+    let mut command = tandem(&home);
+    command.args(["run", "--json", "hello"]);
+    let output = run_with(command, None);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let methods: Vec<String> = text(&output.stdout)
+        .lines()
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+            value["method"].as_str().expect("a notification").to_owned()
+        })
+        .collect();
+    assert!(methods.contains(&"turn/started".to_owned()), "{methods:?}");
+    assert!(
+        methods.contains(&"item/agentMessage/delta".to_owned()),
+        "{methods:?}"
+    );
+    assert_eq!(methods.last().map(String::as_str), Some("turn/completed"));
+}
+
+#[test]
+fn run_reports_an_unreachable_server() {
+    let home = home();
+    let mut command = tandem(&home);
+    command.args(["run", "--spawn", "/nonexistent/tandem-server", "hello"]);
+    let output = run_with(command, None);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).contains("cannot start `/nonexistent/tandem-server`"),
+        "{}",
+        text(&output.stderr)
+    );
+
+    let mut command = tandem(&home);
+    command.args(["run", "--token-file", "/tmp/x", "hello"]);
+    let usage = run_with(command, None);
+    assert_eq!(usage.status.code(), Some(2), "--token-file needs --connect");
+}
+
+#[test]
+fn chat_through_a_pipe_shows_the_answer_the_prompt_and_the_output() {
+    let home = home();
+    let mut command = tandem(&home);
+    command.arg("chat");
+    let output = run_with(command, Some("hello\n/sh echo hi\ny\n"));
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert!(stdout.contains("You said: \"hello\"\n"), "{stdout}");
+    assert!(
+        stdout.contains("Allow the agent to run `echo hi`? [y/n]"),
+        "{stdout}"
+    );
+    assert!(stdout.lines().any(|line| line == "hi"), "{stdout}");
+}
+
+#[test]
+fn chat_lists_and_resumes_threads() {
+    let home = home();
+    let mut command = tandem(&home);
+    command.arg("chat");
+    let first = run_with(command, Some("remember me\n"));
+    let first = text(&first.stdout);
+    let thread_id = first
+        .lines()
+        .find_map(|line| line.strip_prefix("thread "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the thread id is shown")
+        .to_owned();
+
+    let mut command = tandem(&home);
+    command.arg("chat");
+    let input = format!("/threads\n/resume {thread_id}\nagain\n");
+    let second = run_with(command, Some(&input));
+    let stdout = text(&second.stdout);
+    assert!(
+        stdout.contains(&format!("  {thread_id}  remember me")),
+        "/threads lists the first thread: {stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("resumed thread {thread_id} (1 turns)")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("You said: \"again\""), "{stdout}");
+}
+
+#[test]
+fn chat_interrupts_a_running_turn() {
+    let home = home();
+    let mut command = tandem(&home);
+    command.arg("chat");
+    let output = run_with(command, Some("/sleep 60000\n/interrupt\n"));
+    assert_eq!(output.status.code(), Some(0));
+    assert!(
+        text(&output.stdout).contains("(interrupted)"),
+        "{}",
+        text(&output.stdout)
+    );
+}
+
+/// A tmux server of our own, killed when dropped.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn command(&self) -> Command {
+        let mut command = Command::new("tmux");
+        command.args(["-L", &self.socket]);
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let output = self.command().args(args).output().expect("tmux runs");
+        text(&output.stdout)
+    }
+
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-t", "chat", "-p"])
+    }
+
+    fn type_line(&self, line: &str) {
+        self.run(&["send-keys", "-t", "chat", "-l", line]);
+        self.run(&["send-keys", "-t", "chat", "Enter"]);
+    }
+
+    fn wait_for(&self, what: &str, found: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let screen = self.screen();
+            if found(&screen) {
+                return screen;
+            }
+            assert!(Instant::now() < deadline, "no {what} on screen:\n{screen}");
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.command().arg("kill-server").output();
+    }
+}
+
+/// `tandem chat` under a pseudo-terminal, driven with tmux send-keys. Skips (saying so) where
+/// tmux is not installed; `.ci/run` installs it.
+#[test]
+fn chat_under_a_terminal_shows_the_same() {
+    if !Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|output| output.status.success())
+    {
+        eprintln!(
+            "SKIPPED chat_under_a_terminal_shows_the_same: tmux is not installed (apt-get install -y tmux)"
+        );
+        return;
+    }
+    let home = home();
+    let tmux = Tmux {
+        socket: format!("tandem-chat-test-{}", std::process::id()),
+    };
+    let shell = format!(
+        "env -u TANDEM_LOG TANDEM_HOME='{}' '{}' chat",
+        home.display(),
+        env!("CARGO_BIN_EXE_tandem")
+    );
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "chat",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &shell,
+    ]);
+    tmux.wait_for("prompt", |screen| {
+        screen.lines().any(|l| l.starts_with('>'))
+    });
+    tmux.type_line("hello");
+    tmux.wait_for("answer", |screen| screen.contains("You said: \"hello\""));
+    tmux.type_line("/sh echo hi");
+    tmux.wait_for("approval prompt", |screen| {
+        screen.contains("Allow the agent to run `echo hi`? [y/n]")
+    });
+    tmux.type_line("y");
+    tmux.wait_for("command output", |screen| {
+        screen.lines().any(|line| line.trim() == "hi")
+    });
+    // Ctrl-C twice at the prompt leaves.
+    tmux.run(&["send-keys", "-t", "chat", "C-c"]);
+    tmux.wait_for("Ctrl-C hint", |screen| screen.contains("Ctrl-C again"));
+    tmux.run(&["send-keys", "-t", "chat", "C-c"]);
+    let deadline = Instant::now() + DEADLINE;
+    while tmux
+        .command()
+        .args(["has-session", "-t", "chat"])
+        .output()
+        .is_ok_and(|output| output.status.success())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "chat did not exit on a second Ctrl-C"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -1,0 +1,171 @@
+//! The in-process backend: a [`tandem_host`] host behind a worker task that always drains its
+//! event queue into the router. Requests go straight from the caller's task to the host's
+//! cloneable sender and their replies straight back, so they add no hop; the worker exists so
+//! that a reply queued behind a parked guaranteed notification is never stuck waiting for an
+//! embedder that does not read events.
+
+use std::future::Future;
+use std::io;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+use std::time::Duration;
+
+use serde_json::Value;
+use tandem_host::in_process::{self, InProcessStartArgs};
+use tandem_host::{InProcessClientHandle, InProcessClientSender, InProcessServerEvent};
+use tandem_protocol::{ClientRequest, InitializeResponse, JSONRPCErrorError, RequestId};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::{Failure, Incoming};
+use crate::client::Shared;
+
+/// The in-process connection never restarts: its generation is always the first.
+pub(crate) const GENERATION: u64 = 1;
+
+pub(crate) struct InProcessBackend {
+    sender: InProcessClientSender,
+    initialize: InitializeResponse,
+    stop: CancellationToken,
+    worker: Mutex<Option<JoinHandle<()>>>,
+    handle: Mutex<Option<InProcessClientHandle>>,
+}
+
+impl InProcessBackend {
+    /// Starts the host (its `initialize` included); [`Self::spawn_worker`] must follow once the
+    /// client's shared state exists.
+    pub(crate) async fn start(args: InProcessStartArgs) -> io::Result<Self> {
+        let handle = in_process::start(args).await?;
+        Ok(Self {
+            sender: handle.sender(),
+            initialize: handle.initialize_response().clone(),
+            stop: CancellationToken::new(),
+            worker: Mutex::new(None),
+            handle: Mutex::new(Some(handle)),
+        })
+    }
+
+    pub(crate) fn spawn_worker(&self, shared: Arc<Shared>) {
+        let handle = self
+            .handle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .expect("the worker is spawned once");
+        let worker = tokio::spawn(run_worker(handle, shared, self.stop.clone()));
+        *self.worker.lock().unwrap_or_else(|p| p.into_inner()) = Some(worker);
+    }
+
+    pub(crate) fn initialize_response(&self) -> &InitializeResponse {
+        &self.initialize
+    }
+
+    pub(crate) async fn request(
+        &self,
+        request: ClientRequest,
+        written: &AtomicBool,
+    ) -> Result<Result<Value, JSONRPCErrorError>, Failure> {
+        // The host enqueues synchronously and reports a failed enqueue on the first poll, so a
+        // first poll that is pending (or already answered) means the request was written.
+        let mut reply = pin!(self.sender.request(request));
+        let mut first = true;
+        let outcome = std::future::poll_fn(|cx| {
+            let poll = reply.as_mut().poll(cx);
+            if first {
+                first = false;
+                if !matches!(poll, Poll::Ready(Err(_))) {
+                    written.store(true, Ordering::Relaxed);
+                }
+            }
+            poll
+        })
+        .await;
+        outcome.map_err(|error| {
+            if written.load(Ordering::Relaxed) {
+                Failure::Disconnected {
+                    sent: true,
+                    reason: error.to_string(),
+                }
+            } else if error.kind() == io::ErrorKind::WouldBlock {
+                Failure::NotSent("the in-process host's client queue is full".into())
+            } else {
+                Failure::NotSent(format!("the in-process host is not running: {error}"))
+            }
+        })
+    }
+
+    pub(crate) async fn answer(
+        &self,
+        _generation: u64,
+        id: RequestId,
+        result: Result<Value, JSONRPCErrorError>,
+    ) -> Result<(), Failure> {
+        loop {
+            let sent = match result.clone() {
+                Ok(value) => self.sender.respond_to_server_request(id.clone(), value),
+                Err(error) => self.sender.fail_server_request(id.clone(), error),
+            };
+            match sent {
+                Ok(()) => return Ok(()),
+                // The runtime drains the client queue before anything else it waits on, so
+                // room comes back at once; answers must not be dropped.
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                Err(error) => {
+                    return Err(Failure::Disconnected {
+                        sent: false,
+                        reason: error.to_string(),
+                    });
+                }
+            }
+        }
+    }
+
+    pub(crate) async fn close(&self) {
+        self.stop.cancel();
+        let worker = self.worker.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(worker) = worker
+            && let Err(error) = worker.await
+        {
+            tracing::warn!(%error, "in-process client worker ended abnormally");
+        }
+    }
+
+    pub(crate) fn abandon(&self) {
+        self.stop.cancel();
+    }
+}
+
+/// Drains the host's event queue into the router until told to stop or the host stops, then
+/// shuts the host down.
+async fn run_worker(
+    mut handle: InProcessClientHandle,
+    shared: Arc<Shared>,
+    stop: CancellationToken,
+) {
+    let reason = loop {
+        let event = tokio::select! {
+            biased;
+            _ = stop.cancelled() => break "the client was closed",
+            event = handle.next_event() => event,
+        };
+        let incoming = match event {
+            Some(InProcessServerEvent::ServerNotification(note)) => Incoming::Notification(note),
+            Some(InProcessServerEvent::ServerRequest(request)) => Incoming::Request(request),
+            Some(InProcessServerEvent::Lagged { skipped }) => Incoming::Lagged(skipped),
+            None => break "the in-process host stopped",
+        };
+        tokio::select! {
+            biased;
+            _ = stop.cancelled() => break "the client was closed",
+            () = shared.route(GENERATION, incoming) => {}
+        }
+    };
+    shared.disconnected(GENERATION, reason);
+    if let Err(error) = handle.shutdown().await {
+        tracing::warn!(%error, "in-process host did not shut down cleanly");
+    }
+}

@@ -1,0 +1,145 @@
+//! The transports behind a [`crate::Client`]: the in-process host and the wire connections
+//! (a spawned child over stdio, a websocket). Each hands the router typed [`Incoming`] events
+//! and carries requests and server-request answers out; everything above them is shared.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use serde_json::Value;
+use tandem_protocol::{
+    ClientRequest, InitializeResponse, JSONRPCErrorError, RequestId, ServerNotification,
+    ServerRequest,
+};
+
+use crate::client::Shared;
+use crate::error::ClientError;
+
+pub(crate) mod child;
+pub(crate) mod in_process;
+pub(crate) mod websocket;
+pub(crate) mod wire;
+
+/// What a transport hands the router.
+#[derive(Debug)]
+pub(crate) enum Incoming {
+    Notification(ServerNotification),
+    Request(ServerRequest),
+    /// The in-process host skipped this many best-effort events.
+    Lagged(u64),
+}
+
+/// Why a request got no reply, before the client adds the method name.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Nothing was written.
+    NotSent(String),
+    /// The client was closed first.
+    Closed,
+    /// The connection ended; `sent` says whether the request was written first.
+    Disconnected { sent: bool, reason: String },
+    /// The server could not be started or reached.
+    Connect(String),
+}
+
+impl Failure {
+    pub(crate) fn into_error(self, method: &str) -> ClientError {
+        let method = method.to_owned();
+        match self {
+            Self::NotSent(reason) => ClientError::NotSent { method, reason },
+            Self::Closed => ClientError::Closed { method },
+            Self::Disconnected { sent, reason } => ClientError::Disconnected {
+                method,
+                sent,
+                reason,
+            },
+            Self::Connect(reason) => ClientError::Connect { reason },
+        }
+    }
+}
+
+/// The transport of one client.
+pub(crate) enum Backend {
+    InProcess(in_process::InProcessBackend),
+    Wire(wire::WireBackend),
+}
+
+impl Backend {
+    /// Sends `request` and waits for its reply. `written` is set once the request has left
+    /// the client (the caller reads it if it gives up waiting).
+    pub(crate) async fn request(
+        &self,
+        shared: &Arc<Shared>,
+        request: ClientRequest,
+        written: &AtomicBool,
+    ) -> Result<Result<Value, JSONRPCErrorError>, Failure> {
+        match self {
+            Self::InProcess(backend) => backend.request(request, written).await,
+            Self::Wire(backend) => backend.request(shared, request, written).await,
+        }
+    }
+
+    /// Delivers the answer to server request `id` of connection `generation`.
+    pub(crate) async fn answer(
+        &self,
+        generation: u64,
+        id: RequestId,
+        result: Result<Value, JSONRPCErrorError>,
+    ) -> Result<(), Failure> {
+        match self {
+            Self::InProcess(backend) => backend.answer(generation, id, result).await,
+            Self::Wire(backend) => backend.answer(generation, id, result).await,
+        }
+    }
+
+    /// Makes sure a connection is up (wire backends start lazily).
+    pub(crate) async fn connect(&self, shared: &Arc<Shared>) -> Result<(), ClientError> {
+        match self {
+            Self::InProcess(_) => Ok(()),
+            Self::Wire(backend) => backend
+                .ensure(shared)
+                .await
+                .map(|_| ())
+                .map_err(|failure| failure.into_error("initialize")),
+        }
+    }
+
+    /// Ends the connection within the close timeout.
+    pub(crate) async fn close(&self, close_timeout: std::time::Duration) {
+        match self {
+            Self::InProcess(backend) => backend.close().await,
+            Self::Wire(backend) => backend.close(close_timeout).await,
+        }
+    }
+
+    /// Stops the connection's tasks without waiting: the last client handle is gone.
+    pub(crate) fn abandon(&self) {
+        match self {
+            Self::InProcess(backend) => backend.abandon(),
+            Self::Wire(backend) => backend.abandon(),
+        }
+    }
+
+    /// Increases on every successful `initialize`; 0 before the first.
+    pub(crate) fn generation(&self) -> u64 {
+        match self {
+            Self::InProcess(_) => in_process::GENERATION,
+            Self::Wire(backend) => backend.generation(),
+        }
+    }
+
+    /// The current connection's `initialize` result.
+    pub(crate) fn initialize_response(&self) -> Option<InitializeResponse> {
+        match self {
+            Self::InProcess(backend) => Some(backend.initialize_response().clone()),
+            Self::Wire(backend) => backend.initialize_response(),
+        }
+    }
+
+    /// The pid of the current child server, for the child backend.
+    pub(crate) fn child_pid(&self) -> Option<u32> {
+        match self {
+            Self::InProcess(_) => None,
+            Self::Wire(backend) => backend.child_pid(),
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! The websocket transport: connects to `ws://` URLs with an optional bearer token, moves one
+//! JSON object per text frame, and closes with a close frame.
+
+use std::path::Path;
+use std::time::Duration;
+
+use futures::stream::{SplitSink, SplitStream};
+use futures::{SinkExt, StreamExt};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+use tokio_tungstenite::tungstenite::http::header::AUTHORIZATION;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::{self, Message};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+use super::wire::{FrameSink, FrameSource, Link, LinkControl};
+
+/// Default [`WebSocketTarget::max_message_bytes`]: the server's own default.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
+/// How long a close frame may take to go out before the connection is dropped.
+const CLOSE_FRAME_TIMEOUT: Duration = Duration::from_secs(2);
+
+type Stream = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// A websocket server to connect to: its URL and, if it checks one, the bearer token sent as
+/// `Authorization: Bearer <token>` at the upgrade.
+///
+/// ```
+/// use tandem_client::WebSocketTarget;
+///
+/// let target = WebSocketTarget::new("ws://127.0.0.1:4500").token("s3cret");
+/// assert_eq!(target.url(), "ws://127.0.0.1:4500");
+/// ```
+#[derive(Clone)]
+pub struct WebSocketTarget {
+    url: String,
+    token: Option<String>,
+    max_message_bytes: usize,
+}
+
+impl std::fmt::Debug for WebSocketTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebSocketTarget")
+            .field("url", &self.url)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("max_message_bytes", &self.max_message_bytes)
+            .finish()
+    }
+}
+
+impl WebSocketTarget {
+    /// The server at `url` (`ws://IP:PORT`, any path), without a token.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            token: None,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+        }
+    }
+
+    /// Sends `token` as the bearer token.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Reads the bearer token from `path` (surrounding whitespace trimmed).
+    pub fn token_file(self, path: impl AsRef<Path>) -> std::io::Result<Self> {
+        let path = path.as_ref();
+        let token = std::fs::read_to_string(path).map_err(|error| {
+            std::io::Error::new(
+                error.kind(),
+                format!("cannot read the token file {}: {error}", path.display()),
+            )
+        })?;
+        Ok(self.token(token.trim()))
+    }
+
+    /// The largest message accepted from the server. Default 64 MiB.
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = bytes.max(1);
+        self
+    }
+
+    /// The URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub(crate) async fn connect(&self) -> Result<Link, String> {
+        let mut request = self
+            .url
+            .as_str()
+            .into_client_request()
+            .map_err(|error| format!("invalid websocket URL {:?}: {error}", self.url))?;
+        if let Some(token) = &self.token {
+            let value = HeaderValue::from_str(&format!("Bearer {token}"))
+                .map_err(|_| "the token contains characters not allowed in a header".to_owned())?;
+            request.headers_mut().insert(AUTHORIZATION, value);
+        }
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(self.max_message_bytes))
+            .max_frame_size(Some(self.max_message_bytes));
+        let (stream, _response) =
+            tokio_tungstenite::connect_async_with_config(request, Some(config), false)
+                .await
+                .map_err(|error| describe_connect_error(&self.url, error))?;
+        let (sink, source) = stream.split();
+        Ok(Link {
+            sink: FrameSink::WebSocket(WebSocketSink { sink }),
+            source: FrameSource::WebSocket(WebSocketSource { source }),
+            control: LinkControl::WebSocket(WebSocketLink),
+        })
+    }
+}
+
+fn describe_connect_error(url: &str, error: tungstenite::Error) -> String {
+    match error {
+        tungstenite::Error::Http(response) => {
+            let body = response
+                .body()
+                .as_deref()
+                .map(String::from_utf8_lossy)
+                .unwrap_or_default();
+            let hint = if response.status() == 401 {
+                " (check the token: --token-file, or WebSocketTarget::token)"
+            } else {
+                ""
+            };
+            format!(
+                "the server at {url} refused the websocket upgrade: {}{hint} {}",
+                response.status(),
+                body.trim()
+            )
+        }
+        other => format!("cannot connect to {url}: {other}"),
+    }
+}
+
+/// The sending half.
+pub(crate) struct WebSocketSink {
+    sink: SplitSink<Stream, Message>,
+}
+
+impl WebSocketSink {
+    pub(crate) async fn write(&mut self, frame: Vec<u8>) -> Result<(), String> {
+        let text = String::from_utf8(frame)
+            .map_err(|_| "the encoder produced invalid UTF-8".to_owned())?;
+        self.sink
+            .send(Message::text(text))
+            .await
+            .map_err(|error| error.to_string())
+    }
+
+    pub(crate) async fn finish(mut self) {
+        let _ = tokio::time::timeout(CLOSE_FRAME_TIMEOUT, self.sink.close()).await;
+    }
+}
+
+/// The receiving half.
+pub(crate) struct WebSocketSource {
+    source: SplitStream<Stream>,
+}
+
+impl WebSocketSource {
+    pub(crate) async fn next(&mut self) -> Result<Vec<u8>, String> {
+        loop {
+            match self.source.next().await {
+                Some(Ok(Message::Text(text))) => return Ok(text.as_bytes().to_vec()),
+                Some(Ok(Message::Binary(bytes))) => return Ok(bytes.to_vec()),
+                // Pings are answered by tungstenite itself.
+                Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => continue,
+                Some(Ok(Message::Close(frame))) => {
+                    return Err(match frame {
+                        Some(frame) => format!(
+                            "the server closed the websocket: {} {}",
+                            u16::from(frame.code),
+                            frame.reason
+                        ),
+                        None => "the server closed the websocket".into(),
+                    });
+                }
+                Some(Err(error)) => return Err(format!("the websocket failed: {error}")),
+                None => return Err("the websocket ended".into()),
+            }
+        }
+    }
+}
+
+/// Nothing beyond the streams: the writer's close frame is the whole shutdown.
+pub(crate) struct WebSocketLink;
+
+impl WebSocketLink {
+    pub(crate) async fn shut_down(&self, _step: Duration) {}
+}

@@ -1,0 +1,796 @@
+//! [`Client`]: the one API over every backend. It generates request ids, applies timeouts and
+//! overload retries, classifies failures, registers subscriptions and turn and process
+//! handles, and routes what the backend receives through [`crate::router`].
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tandem_host::MessageProcessor;
+use tandem_host::OutgoingMessageSender;
+use tandem_host::in_process::{InProcessStartArgs, ProcessorFactory};
+use tandem_protocol::client_methods::{
+    ConfigRead, ProcessKill, ProcessResizePty, ProcessSpawn, ProcessWriteStdin,
+    ThreadAttachmentAdd, ThreadAttachmentRemove, ThreadDelete, ThreadFork, ThreadList,
+    ThreadLoadedList, ThreadNameSet, ThreadRead, ThreadResume, ThreadStart, ThreadTurnsList,
+    ThreadUnsubscribe, TurnInterrupt, TurnStart, TurnSteer,
+};
+use tandem_protocol::{
+    ClientRequest, ConfigReadParams, ConfigReadResponse, EmptyResponse, InitializeResponse,
+    JSONRPCErrorError, JSONRPCRequest, ProcessKillParams, ProcessResizePtyParams,
+    ProcessSpawnParams, ProcessWriteStdinParams, RequestId, RequestMethod, ServerNotification,
+    ThreadAttachmentAddParams, ThreadAttachmentAddResponse, ThreadAttachmentRemoveParams,
+    ThreadDeleteParams, ThreadForkParams, ThreadForkResponse, ThreadListParams, ThreadListResponse,
+    ThreadLoadedListParams, ThreadLoadedListResponse, ThreadNameSetParams, ThreadReadParams,
+    ThreadReadResponse, ThreadResumeParams, ThreadResumeResponse, ThreadStartParams,
+    ThreadStartResponse, ThreadTurnsListParams, ThreadTurnsListResponse, ThreadUnsubscribeParams,
+    ThreadUnsubscribeResponse, TurnInterruptParams, TurnStartParams, TurnSteerParams,
+    TurnSteerResponse,
+};
+use tandem_server::{ServerOptions, TandemServer};
+use tokio::sync::mpsc;
+
+use crate::backend::child::ChildCommand;
+use crate::backend::in_process::InProcessBackend;
+use crate::backend::websocket::WebSocketTarget;
+use crate::backend::wire::{Connector, WireBackend};
+use crate::backend::{Backend, Incoming};
+use crate::error::ClientError;
+use crate::options::{ClientOptions, RequestOptions};
+use crate::process::{ProcessHandle, ProcessShared};
+use crate::router::{Entry, Filter, Registry};
+use crate::server_request::{Responder, ServerRequestEvent, dispatch, fallback_answer};
+use crate::subscription::{Overflow, Subscription, SubscriptionFilter, SubscriptionOptions};
+use crate::turn::{TurnHandle, TurnShared};
+
+/// The first backoff of [`ClientOptions::retry_overloaded`]; it doubles on every retry.
+const FIRST_BACKOFF: Duration = Duration::from_millis(10);
+/// The longest backoff between two overload retries.
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
+
+/// Which server a [`Client`] talks to.
+pub enum Transport {
+    /// The reference server ([`TandemServer`]) in this process.
+    InProcess(ServerOptions),
+    /// Any [`MessageProcessor`] in this process, built by the factory from the host's sender.
+    Processor(ProcessorFactory),
+    /// A child process speaking the protocol over its stdin and stdout, started lazily and
+    /// restarted by the next request after it dies.
+    Child(ChildCommand),
+    /// A websocket server, connected lazily and reconnected by the next request after the
+    /// connection ends.
+    WebSocket(WebSocketTarget),
+}
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InProcess(options) => f.debug_tuple("InProcess").field(options).finish(),
+            Self::Processor(_) => f.write_str("Processor(..)"),
+            Self::Child(command) => f.debug_tuple("Child").field(command).finish(),
+            Self::WebSocket(target) => f.debug_tuple("WebSocket").field(target).finish(),
+        }
+    }
+}
+
+impl Transport {
+    /// [`Transport::Processor`] from a closure.
+    pub fn processor<F>(factory: F) -> Self
+    where
+        F: FnOnce(OutgoingMessageSender) -> Arc<dyn MessageProcessor> + Send + 'static,
+    {
+        Self::Processor(Box::new(factory))
+    }
+}
+
+/// State shared by every clone of a client, its worker and its handles.
+pub(crate) struct Shared {
+    options: ClientOptions,
+    pub(crate) backend: Backend,
+    registry: Mutex<Registry>,
+    /// Server requests waiting for an answer, by connection generation and id.
+    pending_server_requests: Mutex<HashSet<(u64, RequestId)>>,
+    next_id: AtomicI64,
+    closed: AtomicBool,
+}
+
+impl fmt::Debug for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shared")
+            .field("options", &self.options)
+            .field("generation", &self.backend.generation())
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Shared {
+    fn new(options: ClientOptions, backend: Backend) -> Arc<Self> {
+        Arc::new(Self {
+            options,
+            backend,
+            registry: Mutex::new(Registry::default()),
+            pending_server_requests: Mutex::new(HashSet::new()),
+            // The in-process host uses id 0 for its own `initialize`.
+            next_id: AtomicI64::new(1),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    pub(crate) fn next_request_id(&self) -> RequestId {
+        RequestId::Integer(self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    pub(crate) fn options(&self) -> &ClientOptions {
+        &self.options
+    }
+
+    /// Routes one event from connection `generation` to subscriptions, turn handles and the
+    /// handler. Waits only for lossless subscriptions.
+    pub(crate) async fn route(self: &Arc<Self>, generation: u64, incoming: Incoming) {
+        let waits = match incoming {
+            Incoming::Notification(note) => {
+                if let ServerNotification::ServerRequestResolved(resolved) = &note {
+                    lock(&self.pending_server_requests)
+                        .remove(&(generation, resolved.request_id.clone()));
+                }
+                lock(&self.registry).route_notification(note, &self.options.delivery_policy)
+            }
+            Incoming::Request(request) => {
+                let id = request.id().clone();
+                lock(&self.pending_server_requests).insert((generation, id.clone()));
+                let responder = Responder {
+                    id,
+                    generation,
+                    shared: Arc::downgrade(self),
+                    fallback: Some(fallback_answer(&request)),
+                };
+                let event = ServerRequestEvent::new(request.clone(), responder);
+                let (waits, unclaimed) = lock(&self.registry).route_request(&request, event);
+                if let Some(event) = unclaimed {
+                    let handler = self.options.handler.clone();
+                    tokio::spawn(async move { dispatch(handler.as_ref(), event).await });
+                }
+                waits
+            }
+            Incoming::Lagged(skipped) => lock(&self.registry).route_lagged(skipped),
+        };
+        for (tx, item) in waits {
+            // A consumer that went away meanwhile needs nothing more.
+            let _ = tx.send(item).await;
+        }
+    }
+
+    /// Connection `generation` ended: its server requests can no longer be answered and every
+    /// subscription ends.
+    pub(crate) fn disconnected(&self, generation: u64, reason: &str) {
+        lock(&self.pending_server_requests).retain(|(of, _)| *of != generation);
+        lock(&self.registry).disconnect(reason);
+    }
+
+    pub(crate) fn unsubscribe(&self, id: u64) {
+        lock(&self.registry).remove(id);
+    }
+
+    pub(crate) async fn answer_server_request(
+        &self,
+        generation: u64,
+        id: RequestId,
+        result: Result<Value, JSONRPCErrorError>,
+    ) -> Result<(), ClientError> {
+        if !lock(&self.pending_server_requests).remove(&(generation, id.clone())) {
+            return Err(ClientError::ServerRequestNotPending { id });
+        }
+        self.backend
+            .answer(generation, id, result)
+            .await
+            .map_err(|failure| failure.into_error("server request answer"))
+    }
+
+    fn register(&self, entry: Entry) -> u64 {
+        lock(&self.registry).insert(entry)
+    }
+
+    fn narrow_turn(&self, subscription: u64, turn_id: &str) {
+        if let Some(entry) = lock(&self.registry).get_mut(subscription)
+            && let Filter::Turn { turn, .. } = &mut entry.filter
+        {
+            *turn = Some(turn_id.to_owned());
+        }
+    }
+
+    /// One attempt: send, wait within `timeout`, classify.
+    async fn execute_once(
+        self: &Arc<Self>,
+        method: &str,
+        request: ClientRequest,
+        timeout: Option<Duration>,
+    ) -> Result<Value, ClientError> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(ClientError::Closed {
+                method: method.to_owned(),
+            });
+        }
+        let written = AtomicBool::new(false);
+        let reply = self.backend.request(self, request, &written);
+        let outcome = match timeout {
+            Some(limit) => match tokio::time::timeout(limit, reply).await {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    return Err(ClientError::TimedOut {
+                        method: method.to_owned(),
+                        after: limit,
+                        sent: written.load(Ordering::Relaxed),
+                    });
+                }
+            },
+            None => reply.await,
+        };
+        match outcome {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(ClientError::Server {
+                method: method.to_owned(),
+                error,
+            }),
+            Err(failure) => Err(failure.into_error(method)),
+        }
+    }
+}
+
+/// A request needs the method name for errors and a way to build each attempt.
+async fn execute<F>(
+    shared: &Arc<Shared>,
+    method: &str,
+    options: RequestOptions,
+    mut build: F,
+) -> Result<Value, ClientError>
+where
+    F: FnMut(RequestId, bool) -> Result<ClientRequest, ClientError>,
+{
+    let timeout = options.timeout.unwrap_or(shared.options.request_timeout);
+    let retries = options
+        .retry_overloaded
+        .unwrap_or(shared.options.retry_overloaded);
+    let mut backoff = FIRST_BACKOFF;
+    let mut attempt = 0;
+    loop {
+        let last = attempt == retries;
+        let request = build(shared.next_request_id(), last)?;
+        match shared.execute_once(method, request, timeout).await {
+            Err(error)
+                if !last
+                    && (error.is_overloaded() || matches!(error, ClientError::NotSent { .. })) =>
+            {
+                tracing::debug!(%method, attempt, "retrying after: {error}");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// What [`Client::start_turn`] prepares before sending `turn/start`.
+#[derive(Debug)]
+pub(crate) struct TurnSetup {
+    pub(crate) thread_id: String,
+    pub(crate) subscription: Subscription,
+    pub(crate) shared: Arc<TurnShared>,
+}
+
+/// An async client of a Tandem server: in-process, a spawned child over stdio, or a
+/// websocket, behind one API. Cheap to clone; every clone is the same connection.
+///
+/// ```no_run
+/// use tandem_client::Client;
+/// use tandem_protocol::{ThreadStartParams, TurnStartParams};
+/// use tandem_server::ServerOptions;
+///
+/// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = Client::in_process(ServerOptions::new("/tmp/tandem-home")?).await?;
+/// let thread = client.start_thread(ThreadStartParams::new()).await?.thread;
+/// let turn = client.start_turn(TurnStartParams::text(&thread.id, "hello")).await?;
+/// let done = turn.wait_completed().await?;
+/// println!("{:?}", done.status);
+/// client.close().await;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<ClientInner>,
+}
+
+/// Dropped with the last clone: stops the backend's tasks.
+struct ClientInner {
+    shared: Arc<Shared>,
+}
+
+impl Drop for ClientInner {
+    fn drop(&mut self) {
+        self.shared.backend.abandon();
+    }
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("shared", &self.inner.shared)
+            .finish()
+    }
+}
+
+impl Client {
+    /// Starts a client for `transport` with `options`. In-process servers start (and
+    /// initialize) here; wire servers connect lazily, on the first request or on
+    /// [`Client::connect`].
+    pub async fn start(transport: Transport, options: ClientOptions) -> Result<Self, ClientError> {
+        let factory: ProcessorFactory = match transport {
+            Transport::InProcess(server) => Box::new(move |outgoing| {
+                Arc::new(TandemServer::new(outgoing, server)) as Arc<dyn MessageProcessor>
+            }),
+            Transport::Processor(factory) => factory,
+            Transport::Child(command) => {
+                return Ok(Self::wire(Connector::Child(command), options));
+            }
+            Transport::WebSocket(target) => {
+                return Ok(Self::wire(Connector::WebSocket(target), options));
+            }
+        };
+        let mut args = InProcessStartArgs::new(factory, options.initialize_params());
+        args.session_source = options.session_source.clone();
+        args.channel_capacity = options.channel_capacity;
+        args.delivery_policy = options.delivery_policy.clone();
+        args.shutdown_stage_timeout = options.close_timeout;
+        let backend =
+            InProcessBackend::start(args)
+                .await
+                .map_err(|error| ClientError::Connect {
+                    reason: format!("the in-process server did not start: {error}"),
+                })?;
+        let shared = Shared::new(options, Backend::InProcess(backend));
+        if let Backend::InProcess(backend) = &shared.backend {
+            backend.spawn_worker(shared.clone());
+        }
+        Ok(Self::from_shared(shared))
+    }
+
+    fn wire(connector: Connector, options: ClientOptions) -> Self {
+        let backend = WireBackend::new(connector, options.channel_capacity);
+        Self::from_shared(Shared::new(options, Backend::Wire(backend)))
+    }
+
+    /// A child server (lazily started), with default options.
+    pub fn spawn(command: ChildCommand) -> Self {
+        Self::wire(Connector::Child(command), ClientOptions::default())
+    }
+
+    /// A websocket server (lazily connected), with default options.
+    pub fn websocket(target: WebSocketTarget) -> Self {
+        Self::wire(Connector::WebSocket(target), ClientOptions::default())
+    }
+
+    fn from_shared(shared: Arc<Shared>) -> Self {
+        Self {
+            inner: Arc::new(ClientInner { shared }),
+        }
+    }
+
+    /// The reference server in this process, with default options:
+    /// `Client::in_process(ServerOptions::new(dir)?).await?`.
+    pub async fn in_process(server: ServerOptions) -> Result<Self, ClientError> {
+        Self::start(Transport::InProcess(server), ClientOptions::default()).await
+    }
+
+    /// Any processor in this process, with default options.
+    pub async fn in_process_with<F>(factory: F) -> Result<Self, ClientError>
+    where
+        F: FnOnce(OutgoingMessageSender) -> Arc<dyn MessageProcessor> + Send + 'static,
+    {
+        Self::start(Transport::processor(factory), ClientOptions::default()).await
+    }
+
+    fn shared(&self) -> &Arc<Shared> {
+        &self.inner.shared
+    }
+
+    /// The options this client was started with.
+    pub fn options(&self) -> &ClientOptions {
+        self.shared().options()
+    }
+
+    /// Connects now if the backend is not connected (wire backends connect lazily).
+    pub async fn connect(&self) -> Result<(), ClientError> {
+        self.shared().backend.connect(self.shared()).await
+    }
+
+    /// The current connection's `initialize` result; `None` before a lazy backend connected.
+    pub fn initialize_response(&self) -> Option<InitializeResponse> {
+        self.shared().backend.initialize_response()
+    }
+
+    /// The connection generation: 1 after the first successful `initialize`, one more after
+    /// each restart of a child server; 0 before a lazy backend connected.
+    pub fn generation(&self) -> u64 {
+        self.shared().backend.generation()
+    }
+
+    /// The pid of the running child server (child backend only).
+    pub fn child_pid(&self) -> Option<u32> {
+        self.shared().backend.child_pid()
+    }
+
+    /// Closes the client: later requests fail as [`ClientError::Closed`], every subscription
+    /// ends, and the server is shut down (in-process) or the connection closed (a child is
+    /// sent stdin EOF, then SIGTERM, then SIGKILL of its process group, each after
+    /// [`ClientOptions::close_timeout`]). Calling it again does nothing.
+    pub async fn close(&self) {
+        self.shared().closed.store(true, Ordering::Release);
+        self.shared()
+            .backend
+            .close(self.options().close_timeout)
+            .await;
+        lock(&self.shared().registry).disconnect("the client was closed");
+    }
+
+    /// Subscribes to events.
+    pub fn subscribe(&self, options: SubscriptionOptions) -> Subscription {
+        let filter = match options.filter {
+            SubscriptionFilter::All => Filter::All,
+            SubscriptionFilter::Thread(thread) => Filter::Thread(thread),
+            SubscriptionFilter::Turn { thread_id, turn_id } => Filter::Turn {
+                thread: thread_id,
+                turn: Some(turn_id),
+            },
+            SubscriptionFilter::Process(handle) => Filter::Process(handle),
+        };
+        self.open_subscription(filter, options.capacity, options.overflow, |_| {})
+    }
+
+    fn open_subscription(
+        &self,
+        filter: Filter,
+        capacity: Option<usize>,
+        overflow: Overflow,
+        configure: impl FnOnce(&mut Entry),
+    ) -> Subscription {
+        let capacity = capacity.unwrap_or(self.options().channel_capacity).max(1);
+        let (tx, rx) = mpsc::channel(capacity);
+        let end = Arc::new(Mutex::new(None));
+        let mut entry = Entry::new(filter, tx, end.clone());
+        entry.lossless = overflow == Overflow::Lossless;
+        configure(&mut entry);
+        let id = self.shared().register(entry);
+        Subscription {
+            id,
+            rx,
+            end,
+            shared: Arc::downgrade(self.shared()),
+            ended: false,
+        }
+    }
+
+    /// Sends the typed request `M` and returns its typed result.
+    ///
+    /// ```no_run
+    /// # async fn example(client: tandem_client::Client) -> Result<(), tandem_client::ClientError> {
+    /// use tandem_protocol::{ThreadLoadedListParams, client_methods::ThreadLoadedList};
+    /// let loaded = client.call::<ThreadLoadedList>(ThreadLoadedListParams::new()).await?;
+    /// println!("{} threads loaded", loaded.data.len());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn call<M>(&self, params: M::Params) -> Result<M::Response, ClientError>
+    where
+        M: RequestMethod<Request = ClientRequest>,
+        M::Params: Clone,
+    {
+        self.call_with::<M>(params, RequestOptions::default()).await
+    }
+
+    /// [`Self::call`] with per-request options.
+    pub async fn call_with<M>(
+        &self,
+        params: M::Params,
+        options: RequestOptions,
+    ) -> Result<M::Response, ClientError>
+    where
+        M: RequestMethod<Request = ClientRequest>,
+        M::Params: Clone,
+    {
+        let shared = self.shared();
+        let retries = options
+            .retry_overloaded
+            .unwrap_or(shared.options.retry_overloaded);
+        let value = if retries == 0 {
+            // The common case, kept free of the retry loop's state.
+            let timeout = options.timeout.unwrap_or(shared.options.request_timeout);
+            let request = M::into_request(shared.next_request_id(), params);
+            shared.execute_once(M::METHOD, request, timeout).await?
+        } else {
+            Self::call_retrying::<M>(shared, params, options).await?
+        };
+        serde_json::from_value(value).map_err(|error| ClientError::InvalidResponse {
+            method: M::METHOD.to_owned(),
+            reason: error.to_string(),
+        })
+    }
+
+    async fn call_retrying<M>(
+        shared: &Arc<Shared>,
+        params: M::Params,
+        options: RequestOptions,
+    ) -> Result<Value, ClientError>
+    where
+        M: RequestMethod<Request = ClientRequest>,
+        M::Params: Clone,
+    {
+        let mut params = Some(params);
+        execute(shared, M::METHOD, options, |id, last| {
+            // The last attempt moves the params; only retries pay for a copy.
+            let params = if last {
+                params.take().expect("the last attempt is the last")
+            } else {
+                params.clone().expect("present until the last attempt")
+            };
+            Ok(M::into_request(id, params))
+        })
+        .await
+    }
+
+    /// Sends `method` with raw JSON `params` and returns the raw result. Params of a known
+    /// method are decoded into its typed request first; if they do not decode, nothing is sent.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, ClientError> {
+        self.request_with(method, params, RequestOptions::default())
+            .await
+    }
+
+    /// [`Self::request`] with per-request options.
+    pub async fn request_with(
+        &self,
+        method: &str,
+        params: Value,
+        options: RequestOptions,
+    ) -> Result<Value, ClientError> {
+        execute(self.shared(), method, options, |id, _| {
+            let wire = JSONRPCRequest {
+                id,
+                method: method.to_owned(),
+                params: Some(params.clone()),
+            };
+            ClientRequest::try_from(wire).map_err(|error| ClientError::NotSent {
+                method: method.to_owned(),
+                reason: format!("the params do not decode: {}", error.message),
+            })
+        })
+        .await
+    }
+
+    /// Answers server request `id` of the current connection: for embedders that keep ids
+    /// rather than the typed request objects. An id that is not waiting for an answer is
+    /// [`ClientError::ServerRequestNotPending`].
+    pub async fn respond_to_server_request(
+        &self,
+        id: RequestId,
+        result: Result<Value, JSONRPCErrorError>,
+    ) -> Result<(), ClientError> {
+        let generation = self.generation();
+        self.shared()
+            .answer_server_request(generation, id, result)
+            .await
+    }
+
+    /// `config/read`.
+    pub async fn config_read(
+        &self,
+        params: ConfigReadParams,
+    ) -> Result<ConfigReadResponse, ClientError> {
+        self.call::<ConfigRead>(params).await
+    }
+
+    /// `thread/start`: creates a thread and subscribes this connection to it.
+    pub async fn start_thread(
+        &self,
+        params: ThreadStartParams,
+    ) -> Result<ThreadStartResponse, ClientError> {
+        self.call::<ThreadStart>(params).await
+    }
+
+    /// `thread/resume`.
+    pub async fn resume_thread(
+        &self,
+        params: ThreadResumeParams,
+    ) -> Result<ThreadResumeResponse, ClientError> {
+        self.call::<ThreadResume>(params).await
+    }
+
+    /// `thread/read`.
+    pub async fn read_thread(
+        &self,
+        params: ThreadReadParams,
+    ) -> Result<ThreadReadResponse, ClientError> {
+        self.call::<ThreadRead>(params).await
+    }
+
+    /// `thread/list`.
+    pub async fn list_threads(
+        &self,
+        params: ThreadListParams,
+    ) -> Result<ThreadListResponse, ClientError> {
+        self.call::<ThreadList>(params).await
+    }
+
+    /// `thread/loaded/list`.
+    pub async fn list_loaded_threads(
+        &self,
+        params: ThreadLoadedListParams,
+    ) -> Result<ThreadLoadedListResponse, ClientError> {
+        self.call::<ThreadLoadedList>(params).await
+    }
+
+    /// `thread/turns/list`.
+    pub async fn list_turns(
+        &self,
+        params: ThreadTurnsListParams,
+    ) -> Result<ThreadTurnsListResponse, ClientError> {
+        self.call::<ThreadTurnsList>(params).await
+    }
+
+    /// `thread/unsubscribe`.
+    pub async fn unsubscribe_thread(
+        &self,
+        params: ThreadUnsubscribeParams,
+    ) -> Result<ThreadUnsubscribeResponse, ClientError> {
+        self.call::<ThreadUnsubscribe>(params).await
+    }
+
+    /// `thread/name/set`.
+    pub async fn set_thread_name(
+        &self,
+        params: ThreadNameSetParams,
+    ) -> Result<EmptyResponse, ClientError> {
+        self.call::<ThreadNameSet>(params).await
+    }
+
+    /// `thread/fork`.
+    pub async fn fork_thread(
+        &self,
+        params: ThreadForkParams,
+    ) -> Result<ThreadForkResponse, ClientError> {
+        self.call::<ThreadFork>(params).await
+    }
+
+    /// `thread/delete`.
+    pub async fn delete_thread(
+        &self,
+        params: ThreadDeleteParams,
+    ) -> Result<EmptyResponse, ClientError> {
+        self.call::<ThreadDelete>(params).await
+    }
+
+    /// `thread/attachment/add`.
+    pub async fn add_attachment(
+        &self,
+        params: ThreadAttachmentAddParams,
+    ) -> Result<ThreadAttachmentAddResponse, ClientError> {
+        self.call::<ThreadAttachmentAdd>(params).await
+    }
+
+    /// `thread/attachment/remove`.
+    pub async fn remove_attachment(
+        &self,
+        params: ThreadAttachmentRemoveParams,
+    ) -> Result<EmptyResponse, ClientError> {
+        self.call::<ThreadAttachmentRemove>(params).await
+    }
+
+    /// `turn/start`, returning a [`TurnHandle`] that was subscribed before the request was
+    /// sent, so it sees the turn's first event.
+    pub async fn start_turn(&self, params: TurnStartParams) -> Result<TurnHandle, ClientError> {
+        let thread_id = params.thread_id.clone();
+        let turn_shared = Arc::new(TurnShared::new());
+        let filter = Filter::Turn {
+            thread: thread_id.clone(),
+            turn: None,
+        };
+        let subscription = self.open_subscription(filter, None, Overflow::Skip, |entry| {
+            entry.claims_requests = true;
+            entry.turn = Some(turn_shared.clone());
+        });
+        let response = self.call::<TurnStart>(params).await?;
+        self.shared()
+            .narrow_turn(subscription.id, &response.turn.id);
+        let setup = TurnSetup {
+            thread_id,
+            subscription,
+            shared: turn_shared,
+        };
+        Ok(TurnHandle::new(self.clone(), setup, response.turn))
+    }
+
+    /// `turn/steer`.
+    pub async fn steer_turn(
+        &self,
+        params: TurnSteerParams,
+    ) -> Result<TurnSteerResponse, ClientError> {
+        self.call::<TurnSteer>(params).await
+    }
+
+    /// `turn/interrupt`.
+    pub async fn interrupt_turn(
+        &self,
+        params: TurnInterruptParams,
+    ) -> Result<EmptyResponse, ClientError> {
+        self.call::<TurnInterrupt>(params).await
+    }
+
+    /// `process/spawn` (experimental), returning a [`ProcessHandle`] subscribed before the
+    /// request was sent, with the client's capacity and [`Overflow::Skip`].
+    pub async fn spawn_process(
+        &self,
+        params: ProcessSpawnParams,
+    ) -> Result<ProcessHandle, ClientError> {
+        self.spawn_process_with(params, None, Overflow::Skip).await
+    }
+
+    /// [`Self::spawn_process`] with the handle's queue capacity and overflow policy:
+    /// [`Overflow::Lossless`] makes the process wait for the reader (through the server's
+    /// backpressure) instead of ending the handle's output with a loss error.
+    pub async fn spawn_process_with(
+        &self,
+        params: ProcessSpawnParams,
+        capacity: Option<usize>,
+        overflow: Overflow,
+    ) -> Result<ProcessHandle, ClientError> {
+        let handle = params.process_handle.clone();
+        let process_shared = Arc::new(ProcessShared::default());
+        let subscription = self.open_subscription(
+            Filter::Process(handle.clone()),
+            capacity,
+            overflow,
+            |entry| {
+                entry.process = Some(process_shared.clone());
+            },
+        );
+        self.call::<ProcessSpawn>(params).await?;
+        Ok(ProcessHandle::new(
+            self.clone(),
+            handle,
+            subscription,
+            process_shared,
+        ))
+    }
+
+    /// `process/writeStdin` (experimental).
+    pub async fn write_stdin(
+        &self,
+        params: ProcessWriteStdinParams,
+    ) -> Result<EmptyResponse, ClientError> {
+        self.call::<ProcessWriteStdin>(params).await
+    }
+
+    /// `process/kill` (experimental).
+    pub async fn kill_process(
+        &self,
+        params: ProcessKillParams,
+    ) -> Result<EmptyResponse, ClientError> {
+        self.call::<ProcessKill>(params).await
+    }
+
+    /// `process/resizePty` (experimental).
+    pub async fn resize_pty(
+        &self,
+        params: ProcessResizePtyParams,
+    ) -> Result<EmptyResponse, ClientError> {
+        self.call::<ProcessResizePty>(params).await
+    }
+}

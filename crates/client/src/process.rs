@@ -1,0 +1,240 @@
+//! [`ProcessHandle`]: a process started with `process/spawn`, its output as bytes per stream,
+//! its controls, and its exit. The router records the exit on the handle's shared state, so
+//! [`ProcessHandle::wait_exited`] answers even after the output queue overflowed.
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use tandem_protocol::{
+    ProcessExitedNotification, ProcessKillParams, ProcessOutputStream, ProcessResizePtyParams,
+    ProcessWriteStdinParams, ServerNotification,
+};
+use tokio::sync::Notify;
+
+use crate::client::Client;
+use crate::error::ClientError;
+use crate::subscription::{Event, Subscription, SubscriptionError};
+
+/// One event of a process.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProcessEvent {
+    /// Output bytes (`process/outputDelta`).
+    Output {
+        /// Which stream (all PTY output is `stdout`).
+        stream: ProcessOutputStream,
+        /// The bytes.
+        bytes: Bytes,
+        /// This delta reached the stream's cap.
+        cap_reached: bool,
+    },
+    /// `process/exited`, after the last output. Nothing follows it.
+    Exited(ProcessExitedNotification),
+}
+
+/// Everything a process wrote, and how it exited.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessOutput {
+    /// Every streamed stdout byte.
+    pub stdout: Vec<u8>,
+    /// Every streamed stderr byte.
+    pub stderr: Vec<u8>,
+    /// The exit notification (with the captured text when output was not streamed).
+    pub exited: ProcessExitedNotification,
+}
+
+/// What the router records for a process handle.
+#[derive(Debug, Default)]
+pub(crate) struct ProcessShared {
+    state: Mutex<ProcessState>,
+    changed: Notify,
+}
+
+#[derive(Debug, Default)]
+struct ProcessState {
+    exited: Option<ProcessExitedNotification>,
+    disconnected: Option<String>,
+}
+
+impl ProcessShared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ProcessState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn record(&self, note: &ServerNotification) {
+        if let ServerNotification::ProcessExited(exited) = note {
+            self.lock().exited = Some(exited.clone());
+            self.changed.notify_waiters();
+        }
+    }
+
+    pub(crate) fn disconnect(&self, reason: &str) {
+        self.lock()
+            .disconnected
+            .get_or_insert_with(|| reason.to_owned());
+        self.changed.notify_waiters();
+    }
+
+    async fn wait(&self) -> Result<ProcessExitedNotification, String> {
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let state = self.lock();
+                if let Some(exited) = &state.exited {
+                    return Ok(exited.clone());
+                }
+                if let Some(reason) = &state.disconnected {
+                    return Err(reason.clone());
+                }
+            }
+            notified.await;
+        }
+    }
+}
+
+/// A process started by [`Client::spawn_process`]. Its output arrives as
+/// [`ProcessEvent::Output`] when spawned with streaming
+/// ([`tandem_protocol::ProcessSpawnParams::streaming`]); otherwise the captured text is in
+/// the exit notification.
+///
+/// The output queue follows the client's overflow rules: every byte arrives, or
+/// [`Self::next_event`] ends with [`SubscriptionError::Overflowed`] naming how many deltas
+/// were lost; it is never silently short. Use [`Client::spawn_process_with`] and a lossless
+/// subscription to make the process wait for the reader instead.
+#[derive(Debug)]
+pub struct ProcessHandle {
+    client: Client,
+    handle: String,
+    subscription: Subscription,
+    shared: Arc<ProcessShared>,
+    finished: bool,
+}
+
+impl ProcessHandle {
+    pub(crate) fn new(
+        client: Client,
+        handle: String,
+        subscription: Subscription,
+        shared: Arc<ProcessShared>,
+    ) -> Self {
+        Self {
+            client,
+            handle,
+            subscription,
+            shared,
+            finished: false,
+        }
+    }
+
+    /// The process handle.
+    pub fn handle(&self) -> &str {
+        &self.handle
+    }
+
+    /// The next output delta or the exit; `None` after [`ProcessEvent::Exited`].
+    pub async fn next_event(&mut self) -> Option<Result<ProcessEvent, SubscriptionError>> {
+        if self.finished {
+            return None;
+        }
+        loop {
+            let event = match self.subscription.next().await? {
+                Ok(Event::Notification(note)) => note,
+                Ok(_) => continue,
+                Err(error) => return Some(Err(error)),
+            };
+            match event {
+                ServerNotification::ProcessOutputDelta(delta) => {
+                    return Some(Ok(ProcessEvent::Output {
+                        stream: delta.stream,
+                        bytes: delta.delta,
+                        cap_reached: delta.cap_reached,
+                    }));
+                }
+                ServerNotification::ProcessExited(exited) => {
+                    self.finished = true;
+                    return Some(Ok(ProcessEvent::Exited(exited)));
+                }
+                _ => continue,
+            }
+        }
+    }
+
+    /// Writes `bytes` to the process's stdin (requires `streamStdin` or `tty`).
+    pub async fn write_stdin(&self, bytes: impl Into<Bytes>) -> Result<(), ClientError> {
+        self.client
+            .write_stdin(ProcessWriteStdinParams::bytes(&self.handle, bytes))
+            .await
+            .map(|_| ())
+    }
+
+    /// Closes the process's stdin.
+    pub async fn close_stdin(&self) -> Result<(), ClientError> {
+        self.client
+            .write_stdin(ProcessWriteStdinParams::close(&self.handle))
+            .await
+            .map(|_| ())
+    }
+
+    /// Resizes the process's PTY.
+    pub async fn resize(&self, rows: u16, cols: u16) -> Result<(), ClientError> {
+        self.client
+            .resize_pty(ProcessResizePtyParams::new(&self.handle, rows, cols))
+            .await
+            .map(|_| ())
+    }
+
+    /// Kills the process's group; its exit (code 137) follows.
+    pub async fn kill(&self) -> Result<(), ClientError> {
+        self.client
+            .kill_process(ProcessKillParams::new(&self.handle))
+            .await
+            .map(|_| ())
+    }
+
+    /// Waits for the exit, discarding output not read yet.
+    pub async fn wait_exited(mut self) -> Result<ProcessExitedNotification, ClientError> {
+        while !self.finished {
+            match self.next_event().await {
+                Some(Ok(ProcessEvent::Exited(exited))) => return Ok(exited),
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => break,
+            }
+        }
+        self.shared
+            .wait()
+            .await
+            .map_err(|reason| ClientError::Disconnected {
+                method: "process/spawn".into(),
+                sent: true,
+                reason: format!("the process's exit never arrived: {reason}"),
+            })
+    }
+
+    /// Reads every remaining output byte and the exit. Fails if the output queue overflowed
+    /// (the error says how many deltas were lost) or the connection ended.
+    pub async fn collect_output(mut self) -> Result<ProcessOutput, SubscriptionError> {
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        loop {
+            match self.next_event().await {
+                Some(Ok(ProcessEvent::Output { stream, bytes, .. })) => match stream {
+                    ProcessOutputStream::Stdout => stdout.extend_from_slice(&bytes),
+                    ProcessOutputStream::Stderr => stderr.extend_from_slice(&bytes),
+                },
+                Some(Ok(ProcessEvent::Exited(exited))) => {
+                    return Ok(ProcessOutput {
+                        stdout,
+                        stderr,
+                        exited,
+                    });
+                }
+                Some(Err(error)) => return Err(error),
+                None => {
+                    return Err(SubscriptionError::Disconnected {
+                        reason: "the process's events ended before its exit".into(),
+                    });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! The client's event router: the subscription registry and the per-event decision of which
+//! subscriptions get a copy, which turn handle takes a server request, and what happens when a
+//! queue is full. It never waits, except for a lossless subscription, and then only after the
+//! registry lock is released.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tandem_host::DeliveryPolicy;
+use tandem_protocol::{ServerNotification, ServerRequest};
+use tokio::sync::mpsc::{self, error::TrySendError};
+
+use crate::process::ProcessShared;
+use crate::server_request::ServerRequestEvent;
+use crate::subscription::{EndSlot, Event, Item, SubscriptionError};
+use crate::turn::TurnShared;
+
+/// Which events an entry takes; the public [`crate::SubscriptionFilter`] plus the state of a
+/// turn handle whose turn id is not known yet.
+#[derive(Debug, Clone)]
+pub(crate) enum Filter {
+    All,
+    Thread(String),
+    /// `turn: None` until the `turn/start` reply names the turn; meanwhile every event of the
+    /// thread is taken (a new turn's first events may precede its reply).
+    Turn {
+        thread: String,
+        turn: Option<String>,
+    },
+    Process(String),
+}
+
+impl Filter {
+    fn matches_notification(&self, note: &ServerNotification) -> bool {
+        match self {
+            Self::All => true,
+            Self::Thread(thread) => note.thread_id() == Some(thread),
+            Self::Turn { thread, turn } => {
+                note.thread_id() == Some(thread)
+                    && match (turn, note.turn_id()) {
+                        (Some(turn), Some(other)) => turn == other,
+                        _ => true,
+                    }
+            }
+            Self::Process(handle) => note.process_handle() == Some(handle),
+        }
+    }
+
+    fn matches_request(&self, request: &ServerRequest) -> bool {
+        match self {
+            Self::All => true,
+            Self::Thread(thread) => request.thread_id() == Some(thread),
+            Self::Turn { thread, turn } => {
+                request.thread_id() == Some(thread)
+                    && turn
+                        .as_deref()
+                        .is_none_or(|turn| request.turn_id() == Some(turn))
+            }
+            Self::Process(_) => false,
+        }
+    }
+}
+
+/// One subscription as the router sees it.
+pub(crate) struct Entry {
+    pub(crate) filter: Filter,
+    /// `None` once the subscription ended; the entry stays until the consumer drops it so
+    /// that turn and process state keep being recorded.
+    pub(crate) tx: Option<mpsc::Sender<Item>>,
+    /// Best-effort events skipped since the last `Lagged` this entry received.
+    pub(crate) lagged: u64,
+    pub(crate) lossless: bool,
+    /// Takes the server requests it matches (turn handles).
+    pub(crate) claims_requests: bool,
+    pub(crate) end: EndSlot,
+    pub(crate) turn: Option<Arc<TurnShared>>,
+    pub(crate) process: Option<Arc<ProcessShared>>,
+}
+
+impl Entry {
+    pub(crate) fn new(filter: Filter, tx: mpsc::Sender<Item>, end: EndSlot) -> Self {
+        Self {
+            filter,
+            tx: Some(tx),
+            lagged: 0,
+            lossless: false,
+            claims_requests: false,
+            end,
+            turn: None,
+            process: None,
+        }
+    }
+
+    fn end_with(&mut self, error: SubscriptionError) {
+        self.tx = None;
+        let mut end = self.end.lock().unwrap_or_else(|p| p.into_inner());
+        end.get_or_insert(error);
+    }
+
+    /// Puts the owed `Lagged` marker, then `item`, into the queue. `Err` gives the item back
+    /// when it did not fit (a marker that does not fit means the item would not either).
+    // The item comes back by value so that a full queue costs no allocation on the hot path.
+    #[allow(clippy::result_large_err)]
+    fn try_deliver(&mut self, item: Item) -> Result<(), DeliverError> {
+        let Some(tx) = &self.tx else {
+            return Err(DeliverError::Ended(item));
+        };
+        if self.lagged > 0 {
+            match tx.try_send(Item::Event(Event::Lagged {
+                skipped: self.lagged,
+            })) {
+                Ok(()) => self.lagged = 0,
+                Err(TrySendError::Full(_)) => return Err(DeliverError::Full(item)),
+                Err(TrySendError::Closed(_)) => return Err(DeliverError::Ended(item)),
+            }
+        }
+        match tx.try_send(item) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(item)) => Err(DeliverError::Full(item)),
+            Err(TrySendError::Closed(item)) => Err(DeliverError::Ended(item)),
+        }
+    }
+}
+
+enum DeliverError {
+    Full(Item),
+    Ended(Item),
+}
+
+/// A delivery to a lossless subscription that must wait for room, done after the registry
+/// lock is released.
+pub(crate) type Wait = (mpsc::Sender<Item>, Item);
+
+/// Every live subscription, by id.
+#[derive(Default)]
+pub(crate) struct Registry {
+    next_id: u64,
+    entries: HashMap<u64, Entry>,
+}
+
+impl Registry {
+    pub(crate) fn insert(&mut self, entry: Entry) -> u64 {
+        self.next_id += 1;
+        self.entries.insert(self.next_id, entry);
+        self.next_id
+    }
+
+    pub(crate) fn remove(&mut self, id: u64) {
+        self.entries.remove(&id);
+    }
+
+    pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut Entry> {
+        self.entries.get_mut(&id)
+    }
+
+    /// Offers `note` to every matching subscription under `policy`; returns the deliveries
+    /// that must wait (lossless subscriptions with a full queue).
+    pub(crate) fn route_notification(
+        &mut self,
+        note: ServerNotification,
+        policy: &DeliveryPolicy,
+    ) -> Vec<Wait> {
+        let guaranteed = policy.is_guaranteed(note.method());
+        let mut waits = Vec::new();
+        let matching: Vec<u64> = self
+            .entries
+            .iter_mut()
+            .filter_map(|(id, entry)| {
+                if !entry.filter.matches_notification(&note) {
+                    return None;
+                }
+                // State is recorded whether or not the queue can take the event, so a turn's
+                // text and completion and a process's exit survive a full or ended queue.
+                if let Some(turn) = &entry.turn {
+                    turn.record(&note);
+                }
+                if let Some(process) = &entry.process {
+                    process.record(&note);
+                }
+                entry.tx.is_some().then_some(*id)
+            })
+            .collect();
+        let mut note = Some(note);
+        let count = matching.len();
+        for (index, id) in matching.into_iter().enumerate() {
+            let event = if index + 1 == count {
+                note.take().expect("moved only into the last delivery")
+            } else {
+                note.clone().expect("present until the last delivery")
+            };
+            let entry = self.entries.get_mut(&id).expect("collected above");
+            let method = event.method().to_owned();
+            match entry.try_deliver(Item::Event(Event::Notification(event))) {
+                Ok(()) => {}
+                Err(DeliverError::Full(item)) if entry.lossless => {
+                    let tx = entry.tx.clone().expect("checked above");
+                    waits.push((tx, item));
+                }
+                Err(DeliverError::Full(_)) if guaranteed => {
+                    let lost = entry.lagged + 1;
+                    tracing::warn!(%method, lost, "subscription overflowed on a guaranteed event; ending it");
+                    entry.end_with(SubscriptionError::Overflowed { lost, method });
+                }
+                Err(DeliverError::Full(_)) => entry.lagged += 1,
+                // The consumer dropped its receiver; the entry goes when it is dropped.
+                Err(DeliverError::Ended(_)) => entry.tx = None,
+            }
+        }
+        waits
+    }
+
+    /// Offers `request` to the turn handle that takes it; copies go, for information, to the
+    /// other matching subscriptions. Returns the deliveries that must wait and, if no turn
+    /// handle could take it, the event for the client's handler.
+    pub(crate) fn route_request(
+        &mut self,
+        request: &ServerRequest,
+        event: ServerRequestEvent,
+    ) -> (Vec<Wait>, Option<ServerRequestEvent>) {
+        let mut waits = Vec::new();
+        let mut unclaimed = Some(event);
+        for entry in self.entries.values_mut() {
+            if entry.tx.is_none() || !entry.filter.matches_request(request) {
+                continue;
+            }
+            if entry.claims_requests {
+                let Some(event) = unclaimed.take() else {
+                    continue;
+                };
+                match entry.try_deliver(Item::Request(event)) {
+                    Ok(()) => {}
+                    Err(DeliverError::Full(Item::Request(event)))
+                    | Err(DeliverError::Ended(Item::Request(event))) => unclaimed = Some(event),
+                    Err(_) => unreachable!("the item given back is the one offered"),
+                }
+                continue;
+            }
+            let info = Item::Event(Event::ServerRequest(request.clone()));
+            match entry.try_deliver(info) {
+                Ok(()) => {}
+                Err(DeliverError::Full(item)) if entry.lossless => {
+                    waits.push((entry.tx.clone().expect("checked above"), item));
+                }
+                Err(DeliverError::Full(_)) => entry.lagged += 1,
+                Err(DeliverError::Ended(_)) => entry.tx = None,
+            }
+        }
+        (waits, unclaimed)
+    }
+
+    /// The host skipped `skipped` best-effort events: every subscription may have missed some.
+    pub(crate) fn route_lagged(&mut self, skipped: u64) -> Vec<Wait> {
+        let mut waits = Vec::new();
+        for entry in self.entries.values_mut() {
+            let Some(tx) = &entry.tx else { continue };
+            let total = entry.lagged + skipped;
+            match tx.try_send(Item::Event(Event::Lagged { skipped: total })) {
+                Ok(()) => entry.lagged = 0,
+                Err(TrySendError::Full(item)) if entry.lossless => {
+                    entry.lagged = 0;
+                    waits.push((tx.clone(), item));
+                }
+                Err(TrySendError::Full(_)) => entry.lagged = total,
+                Err(TrySendError::Closed(_)) => entry.tx = None,
+            }
+        }
+        waits
+    }
+
+    /// The connection ended: every subscription ends, turn and process waiters wake up.
+    pub(crate) fn disconnect(&mut self, reason: &str) {
+        for entry in self.entries.values_mut() {
+            entry.end_with(SubscriptionError::Disconnected {
+                reason: reason.to_owned(),
+            });
+            if let Some(turn) = &entry.turn {
+                turn.disconnect(reason);
+            }
+            if let Some(process) = &entry.process {
+                process.disconnect(reason);
+            }
+        }
+    }
+}
