@@ -34,6 +34,8 @@ pub(crate) enum CloseReason {
     SlowConsumer,
     /// The peer sent a message over the size limit.
     MessageTooBig,
+    /// The peer sent a text message that is not UTF-8.
+    InvalidPayload,
     /// The host is shutting down.
     ShuttingDown,
 }
@@ -45,6 +47,8 @@ impl CloseReason {
             // 1008: policy violation; the peer must read what it is sent.
             Self::SlowConsumer => (1008, "connection too slow: writer queue stayed full"),
             Self::MessageTooBig => (1009, "message too big"),
+            // 1007: RFC 6455 requires failing the connection; the code says why.
+            Self::InvalidPayload => (1007, "text message is not UTF-8"),
             Self::ShuttingDown => (1001, "server shutting down"),
         }
     }
@@ -246,7 +250,16 @@ impl Outbound {
     pub(crate) async fn run(mut self, mut sink: impl FrameSink) {
         let mut frame = Vec::with_capacity(4096);
         let mut drain_until: Option<tokio::time::Instant> = None;
+        // A queue is closed once its senders are gone (the reader let go of the connection,
+        // the processor and the router forgot it). The close and stop branches never finish on
+        // their own, so `select!` cannot notice this by itself: it is tracked here.
+        let (mut answers_open, mut replies_open, mut writer_open) = (true, true, true);
         loop {
+            if !(answers_open || replies_open || writer_open) {
+                // Every queue is closed: the connection is finished.
+                sink.close(CloseReason::ShuttingDown).await;
+                return;
+            }
             let pick = tokio::select! {
                 // Checked in this order on every message:
                 biased;
@@ -264,27 +277,39 @@ impl Outbound {
                     return;
                 }
                 // 1. Host-made answers: nothing else will ever answer these requests.
-                Some(error) = self.answers.recv() => Pick {
-                    answers: None,
-                    message: ServerMessage::Error { id: error.id, error: error.error },
-                    ack: None,
+                error = self.answers.recv(), if answers_open => match error {
+                    Some(error) => Pick {
+                        answers: None,
+                        message: ServerMessage::Error { id: error.id, error: error.error },
+                        ack: None,
+                    },
+                    None => {
+                        answers_open = false;
+                        continue;
+                    }
                 },
                 // 2. The reply lane: process-control replies pass queued notifications.
-                Some(reply) = self.replies.recv() => {
-                    let LaneReply { id, result, ack } = reply;
-                    let message = match result {
-                        Ok(result) => ServerMessage::Response { id: id.clone(), result },
-                        Err(error) => ServerMessage::Error { id: Some(id.clone()), error },
-                    };
-                    Pick { message, ack, answers: Some(id) }
-                }
+                reply = self.replies.recv(), if replies_open => match reply {
+                    Some(LaneReply { id, result, ack }) => {
+                        let message = match result {
+                            Ok(result) => ServerMessage::Response { id: id.clone(), result },
+                            Err(error) => ServerMessage::Error { id: Some(id.clone()), error },
+                        };
+                        Pick { message, ack, answers: Some(id) }
+                    }
+                    None => {
+                        replies_open = false;
+                        continue;
+                    }
+                },
                 // 3. Everything else, in the order the processor emitted it.
-                Some(envelope) = self.writer.recv() => pick_envelope(*envelope),
-                // Every queue is closed: the connection is finished.
-                else => {
-                    sink.close(CloseReason::ShuttingDown).await;
-                    return;
-                }
+                envelope = self.writer.recv(), if writer_open => match envelope {
+                    Some(envelope) => pick_envelope(*envelope),
+                    None => {
+                        writer_open = false;
+                        continue;
+                    }
+                },
             };
             if drain_until.is_some_and(|until| tokio::time::Instant::now() >= until) {
                 sink.close(CloseReason::ShuttingDown).await;
