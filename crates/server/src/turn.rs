@@ -652,7 +652,7 @@ async fn run(
         cwd,
         approval_policy,
         tools,
-        processes: ProcessManager::new(),
+        processes: active.processes.clone(),
         items: Vec::new(),
     };
     let preview = first_turn.then(|| preview_of(&input));

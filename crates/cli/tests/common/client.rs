@@ -375,6 +375,13 @@ impl Client {
         );
     }
 
+    pub(crate) fn into_stdio(self) -> StdioClient {
+        match self {
+            Self::Stdio(client) => client,
+            Self::Ws(_) => panic!("not a stdio client"),
+        }
+    }
+
     pub(crate) fn into_ws(self) -> WsClient {
         match self {
             Self::Ws(client) => client,

@@ -304,18 +304,34 @@ impl AppServer {
             pids.retain(|live| *live != pid);
             pids
         };
-        within(
-            Duration::from_secs(2),
-            "the server's children to be gone",
-            async {
-                while !leftovers().is_empty() {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-            },
-        )
-        .await;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let left = leftovers();
+            if left.is_empty() {
+                break;
+            }
+            if Instant::now() >= deadline {
+                let described: Vec<String> = left.iter().map(|pid| describe(*pid)).collect();
+                panic!(
+                    "processes of the server outlived it: {described:?}; stderr:\n{}",
+                    exited.stderr
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         exited
     }
+}
+
+/// `PID (command line)`, for failure messages.
+pub(crate) fn describe(pid: u32) -> String {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let cmdline: Vec<String> = cmdline
+        .split(|byte| *byte == 0)
+        .filter(|part| !part.is_empty())
+        .map(|part| String::from_utf8_lossy(part).into_owned())
+        .collect();
+    format!("{pid} ({})", cmdline.join(" "))
 }
 
 impl Exited {
