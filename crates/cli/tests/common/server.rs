@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::client::StdioClient;
-use super::{PROMPT, SHUTDOWN_LIMIT, within};
+use super::{PROMPT, SHUTDOWN_LIMIT};
 
 /// The environment variable that marks every process of one server.
 pub(crate) const MARKER_VAR: &str = "TANDEM_APP_SERVER_TEST_MARK";
