@@ -107,7 +107,7 @@ async fn busy_server(test: &str) -> (AppServer, Client, String, BTreeSet<u32>) {
             .iter()
             .filter(|pid| {
                 std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
-                    .is_ok_and(|cmdline| cmdline.starts_with("sleep\0600"))
+                    .is_ok_and(|cmdline| cmdline.starts_with("sleep\x00600"))
             })
             .count();
         if sleeps >= 2 {
