@@ -65,6 +65,11 @@ async fn duplicate_in_flight_id() {
 }
 
 #[tokio::test]
+async fn an_id_reused_after_its_answer() {
+    bad_input::an_id_reused_after_its_answer(Transport::Stdio).await;
+}
+
+#[tokio::test]
 async fn a_line_over_the_limit() {
     let mut session = open(
         Transport::Stdio,

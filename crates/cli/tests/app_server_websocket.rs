@@ -72,6 +72,11 @@ async fn duplicate_in_flight_id() {
     bad_input::duplicate_in_flight_id(Transport::WebSocket).await;
 }
 
+#[tokio::test]
+async fn an_id_reused_after_its_answer() {
+    bad_input::an_id_reused_after_its_answer(Transport::WebSocket).await;
+}
+
 /// Another initialized connection to the same server.
 async fn second_client(address: std::net::SocketAddr) -> Client {
     let mut other = Client::Ws(client::connect(address, &[]).await.expect("connect"));

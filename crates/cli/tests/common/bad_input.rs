@@ -321,3 +321,15 @@ pub(crate) async fn duplicate_in_flight_id(transport: Transport) {
     session.client.assert_serves(7).await;
     close(session).await;
 }
+
+/// Not bad input, the boundary of the previous case: an id is free again as soon as its answer
+/// has arrived. Clients that number every request 1 rely on it, so it must hold every time,
+/// not only when the server's writer has caught up with the client.
+pub(crate) async fn an_id_reused_after_its_answer(transport: Transport) {
+    let mut session = open(transport, "id_reused_after_its_answer", &[]).await;
+    session.client.initialize(false).await;
+    for _ in 0..200 {
+        session.client.assert_serves(1).await;
+    }
+    close(session).await;
+}

@@ -83,7 +83,7 @@ impl CloseSignal {
 #[derive(Debug, Default)]
 pub(crate) struct InFlight {
     requests: Mutex<HashMap<RequestId, CancellationToken>>,
-    /// Signalled whenever an answer was written, for [`Inbound::finish_in_flight`].
+    /// Signalled whenever an answer is handed to the wire, for [`Inbound::finish_in_flight`].
     answered: Notify,
 }
 
@@ -331,6 +331,11 @@ impl Outbound {
                     continue;
                 }
             }
+            // The id is free before the answer leaves: a client may reuse it as soon as it has
+            // read the answer, which can be before this task runs again after the write.
+            if let Some(id) = &pick.answers {
+                self.in_flight.answered(id);
+            }
             // A peer that stopped reading must not keep a close waiting forever.
             let written = tokio::select! {
                 biased;
@@ -341,9 +346,6 @@ impl Outbound {
                 written = sink.send(&mut frame) => written,
             };
             frame.clear();
-            if let Some(id) = &pick.answers {
-                self.in_flight.answered(id);
-            }
             match written {
                 Ok(()) => {
                     if let Some(ack) = pick.ack {
