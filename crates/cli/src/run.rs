@@ -93,6 +93,9 @@ async fn drive(client: &Client, args: &RunArgs) -> Result<i32, SessionError> {
     let ask = !args.yes && stdin_is_terminal();
     let mut interrupts = 0;
     let mut printed_newline = true;
+    // With --json, whether `turn/completed` was already printed: the subscription may deliver
+    // it before the turn handle reports the completion.
+    let mut completion_printed = false;
     let finished = loop {
         tokio::select! {
             event = turn.next_event() => match event {
@@ -104,7 +107,10 @@ async fn drive(client: &Client, args: &RunArgs) -> Result<i32, SessionError> {
                 }
                 None => break wait(turn).await?,
             },
-            Some(event) = next_notification(&mut notifications) => print_json(&event),
+            Some(event) = next_notification(&mut notifications) => {
+                completion_printed |= completes(&event, turn.id());
+                print_json(&event);
+            }
             _ = tokio::signal::ctrl_c() => {
                 interrupts += 1;
                 if interrupts > 1 {
@@ -123,9 +129,11 @@ async fn drive(client: &Client, args: &RunArgs) -> Result<i32, SessionError> {
         }
     };
     // Everything up to and including `turn/completed` is already queued: print it in order.
-    if let Some(subscription) = notifications.as_mut() {
+    if let Some(subscription) = notifications.as_mut()
+        && !completion_printed
+    {
         while let Some(Ok(event)) = subscription.next().await {
-            let last = matches!(&event, Event::Notification(ServerNotification::TurnCompleted(n)) if n.turn.id == finished.id);
+            let last = completes(&event, &finished.id);
             print_json(&event);
             if last {
                 break;
@@ -136,6 +144,11 @@ async fn drive(client: &Client, args: &RunArgs) -> Result<i32, SessionError> {
         println!();
     }
     Ok(exit_code(&finished))
+}
+
+/// Whether `event` is the `turn/completed` of the turn `turn_id`.
+fn completes(event: &Event, turn_id: &str) -> bool {
+    matches!(event, Event::Notification(ServerNotification::TurnCompleted(n)) if n.turn.id == turn_id)
 }
 
 async fn wait(turn: TurnHandle) -> Result<Turn, SessionError> {

@@ -16,7 +16,13 @@ pub(crate) struct GlobalOptions {
     /// Override a config key for this run: `-c key=value`, repeatable. The value is parsed as
     /// TOML and taken as a plain string if it is not TOML; dotted keys address nested tables
     /// (`-c model_providers.local.base_url="http://127.0.0.1:8080/v1"`).
-    #[arg(short = 'c', long = "config", value_name = "KEY=VALUE", global = true)]
+    #[arg(
+        short = 'c',
+        long = "config",
+        value_name = "KEY=VALUE",
+        global = true,
+        value_parser = check_override
+    )]
     pub(crate) config: Vec<String>,
     /// Turn a feature on (repeatable). Unknown features are ignored with a warning.
     #[arg(long, value_name = "FEATURE", global = true)]
@@ -72,6 +78,12 @@ pub(crate) enum SettingsError {
     /// The home, config file or an override is invalid.
     #[error(transparent)]
     Options(#[from] ServerOptionsError),
+}
+
+/// Checks the syntax of a `-c` while the command line is parsed, so that a malformed one is a
+/// usage error (exit 2) like any other, for every command.
+fn check_override(item: &str) -> Result<String, OverrideSyntaxError> {
+    parse_override(item).map(|_| item.to_owned())
 }
 
 /// Splits `key=value` and parses the value as TOML, falling back to a plain string, as

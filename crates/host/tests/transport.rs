@@ -168,77 +168,84 @@ async fn stdio_end_of_input_answers_what_was_already_sent() {
     client.finish().await;
 }
 
-/// The processor is stuck writing notifications to a client that does not read, its queue
-/// (capacity 1) is full, and every further request is answered -32001 — none of those answers
-/// is lost, and they come before the notifications that were queued first.
+/// The processor is stuck (its handler waits for the test, behind notifications the client has
+/// not read), its queue (capacity 1) is full, and every further request is answered -32001:
+/// none of those answers is lost, and they come before the notifications queued first.
 #[tokio::test]
 async fn overload_answers_are_never_dropped_and_pass_queued_notifications() {
     let stuck = Arc::new(Notify::new());
-    let flooding = {
-        let stuck = stuck.clone();
-        TestProcessor::builder().on("flood", move |call| {
-            let stuck = stuck.clone();
-            async move {
-                call.reply(json!({})).await;
-                stuck.notify_one();
-                // Runs on the processor task: while these wait for the client, nothing else
-                // is taken from the processor queue.
-                for n in 0..200 {
-                    call.notify("tick", json!({"n": n})).await;
+    let release = Arc::new(Notify::new());
+    let processor = {
+        let (stuck, release) = (stuck.clone(), release.clone());
+        TestProcessor::builder()
+            .on("flood", move |call| {
+                let (stuck, release) = (stuck.clone(), release.clone());
+                async move {
+                    call.reply(json!({})).await;
+                    stuck.notify_one();
+                    // Runs on the processor task: until the test releases it, nothing else is
+                    // taken from the processor queue.
+                    for n in 0..200 {
+                        call.notify("tick", json!({"n": n})).await;
+                    }
+                    release.notified().await;
                 }
-            }
-        })
+            })
+            .on("ping", |call| async move {
+                call.reply(json!({"pong": true})).await
+            })
     };
     let options = TransportHostOptions {
         channel_capacity: 1,
         ..TransportHostOptions::default()
     };
-    let mut client = StdioClient::start(flooding, options, stdio::StdioOptions::default(), 256);
+    let mut client = StdioClient::start(processor, options, stdio::StdioOptions::default(), 256);
     client.send(&initialize(0, false));
     assert_eq!(client.next().await["id"], 0);
     client.send(r#"{"id":1,"method":"flood"}"#);
     assert_eq!(client.next().await, json!({"id": 1, "result": {}}));
     within(LIMIT, "the flood to start", stuck.notified()).await;
     for id in 2..12 {
-        client.send(&format!(r#"{{"id":{id},"method":"flood"}}"#));
+        client.send(&format!(r#"{{"id":{id},"method":"ping"}}"#));
     }
-    // Only now does the client read.
-    let mut answers = std::collections::BTreeMap::new();
+    // Only now does the client read: one ping fits the queue behind the stuck handler, the
+    // other nine bounce, and their answers come ahead of the ticks queued before them.
+    let mut overloaded = std::collections::BTreeSet::new();
     let mut ticks = 0;
     let mut ticks_before_first_overload = None;
-    while answers.len() < 10 {
+    while overloaded.len() < 9 {
         let message = client.next().await;
         if message["method"] == "tick" {
             ticks += 1;
             continue;
         }
+        assert_eq!(message["error"]["code"], -32001, "{message}");
+        ticks_before_first_overload.get_or_insert(ticks);
         let id = message["id"].as_i64().expect("an answer");
-        if message["error"]["code"] == -32001 && ticks_before_first_overload.is_none() {
-            ticks_before_first_overload = Some(ticks);
-        }
-        assert!(
-            answers.insert(id, message).is_none(),
-            "answered twice: {id}"
-        );
+        assert!(overloaded.insert(id), "answered twice: {id}");
     }
-    assert_eq!(
-        answers.keys().copied().collect::<Vec<_>>(),
-        (2..12).collect::<Vec<_>>()
-    );
-    let overloaded = answers
-        .values()
-        .filter(|answer| answer["error"]["code"] == -32001)
-        .count();
-    // One request fits the queue behind the running flood; the rest bounce.
-    assert!(
-        overloaded >= 8,
-        "expected most requests overloaded, got {overloaded}"
-    );
-    // Host-made answers jump ahead of the notifications that were already waiting.
     assert!(
         ticks_before_first_overload.is_some_and(|ticks| ticks < 200),
-        "overload answers waited behind the whole first flood"
+        "overload answers waited behind the whole flood"
     );
+    release.notify_one();
+    // The one that fit is answered once the processor is free, and every tick arrives.
+    let mut accepted = None;
+    while accepted.is_none() || ticks < 200 {
+        let message = client.next().await;
+        if message["method"] == "tick" {
+            ticks += 1;
+            continue;
+        }
+        assert_eq!(message["result"], json!({"pong": true}), "{message}");
+        accepted = message["id"].as_i64();
+    }
+    let accepted = accepted.unwrap();
+    assert!(!overloaded.contains(&accepted));
+    let mut all: Vec<i64> = overloaded.into_iter().chain([accepted]).collect();
+    all.sort_unstable();
+    assert_eq!(all, (2..12).collect::<Vec<_>>());
+    assert_eq!(ticks, 200);
     client.finish().await;
 }
 

@@ -338,13 +338,16 @@ impl MessageProcessor for TandemServer {
     }
 
     async fn shutdown(&self) {
-        self.threads.shutdown();
+        let turn_commands = self.threads.shutdown();
         let all: Vec<Arc<ConnectionProcesses>> = self.lock().drain().map(|(_, p)| p).collect();
-        // Concurrently, so that every connection's processes are signalled at once and the
-        // reap waits overlap within the host's shutdown stage.
+        // Concurrently, so that every connection's processes and every turn's commands are
+        // signalled at once and the reap waits overlap within the host's shutdown stage.
         let mut kills = JoinSet::new();
         for processes in all {
             kills.spawn(async move { processes.manager.kill_all().await });
+        }
+        for commands in turn_commands {
+            kills.spawn(async move { commands.kill_all().await });
         }
         while kills.join_next().await.is_some() {}
     }

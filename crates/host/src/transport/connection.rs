@@ -34,6 +34,8 @@ pub(crate) enum CloseReason {
     SlowConsumer,
     /// The peer sent a message over the size limit.
     MessageTooBig,
+    /// The peer sent a text message that is not UTF-8.
+    InvalidPayload,
     /// The host is shutting down.
     ShuttingDown,
     /// The peer closed, or the connection ended: nothing more to say.
@@ -47,6 +49,8 @@ impl CloseReason {
             // 1008: policy violation; the peer must read what it is sent.
             Self::SlowConsumer => (1008, "connection too slow: writer queue stayed full"),
             Self::MessageTooBig => (1009, "message too big"),
+            // 1007: RFC 6455 requires failing the connection; the code says why.
+            Self::InvalidPayload => (1007, "text message is not UTF-8"),
             Self::ShuttingDown => (1001, "server shutting down"),
             Self::Finished => (1000, "closed"),
         }
@@ -82,7 +86,7 @@ impl CloseSignal {
 #[derive(Debug, Default)]
 pub(crate) struct InFlight {
     requests: Mutex<HashMap<RequestId, CancellationToken>>,
-    /// Signalled whenever an answer was written, for [`Inbound::finish_in_flight`].
+    /// Signalled whenever an answer is handed to the wire, for [`Inbound::finish_in_flight`].
     answered: Notify,
 }
 
@@ -249,6 +253,9 @@ impl Outbound {
     pub(crate) async fn run(mut self, mut sink: impl FrameSink) {
         let mut frame = Vec::with_capacity(4096);
         let mut drain_until: Option<tokio::time::Instant> = None;
+        // A queue is closed once its senders are gone (the reader let go of the connection,
+        // the processor and the router forgot it). The close and stop branches never finish on
+        // their own, so `select!` cannot notice this by itself: it is tracked here.
         let (mut answers_open, mut replies_open, mut writer_open) = (true, true, true);
         loop {
             if !(answers_open || replies_open || writer_open) {
@@ -331,9 +338,14 @@ impl Outbound {
             // "Delivered" on the wire means taken for writing, acknowledged before the bytes
             // leave: whatever the producer does on delivery (a process handle released) is
             // then done before the peer can react. Only one message is written at a time, so
-            // a producer waiting on this still moves at the connection's pace.
+            // a producer waiting on this still moves at the connection's pace. For the same
+            // reason the id is free before the answer leaves: a client may reuse it as soon as
+            // it has read the answer.
             if let Some(ack) = pick.ack.take() {
                 ack.delivered();
+            }
+            if let Some(id) = &pick.answers {
+                self.in_flight.answered(id);
             }
             // A peer that stopped reading must not keep a close, or shutdown, waiting forever.
             let written = tokio::select! {
@@ -354,9 +366,6 @@ impl Outbound {
                 written = sink.send(&mut frame) => written,
             };
             frame.clear();
-            if let Some(id) = &pick.answers {
-                self.in_flight.answered(id);
-            }
             if let Err(error) = written {
                 tracing::debug!(connection = %self.id, %error, "writing to the connection failed");
                 return;

@@ -7,7 +7,8 @@
 //! - With [`BearerToken`] authentication, the upgrade needs `Authorization: Bearer <token>`;
 //!   the token is compared as a SHA-256 digest in constant time, and a failure is a 401 with a
 //!   one-line reason.
-//! - A message over the size limit closes that connection with code 1009.
+//! - A message over the size limit closes that connection with code 1009, a text message that
+//!   is not UTF-8 with 1007 (RFC 6455 requires failing the connection).
 //! - Every connection has its own bounded writer queue; one that stays full for the grace
 //!   period closes that connection (code 1008, and a log line naming it). No other connection
 //!   waits for it (the outbound router never waits on a websocket writer).
@@ -267,9 +268,9 @@ async fn read_frames(
                     return false;
                 }
                 Some(Err(error)) => {
-                    if is_message_too_big(&error) {
+                    if let Some(reason) = close_reason_for(&error) {
                         tracing::warn!(connection = %inbound.id, "closing: {error}");
-                        close.close(CloseReason::MessageTooBig);
+                        close.close(reason);
                     } else {
                         tracing::debug!(connection = %inbound.id, %error, "websocket read failed");
                     }
@@ -291,16 +292,19 @@ async fn read_frames(
     }
 }
 
-fn is_message_too_big(error: &axum::Error) -> bool {
+/// The close frame a read error calls for, when the peer broke a rule it should hear about.
+fn close_reason_for(error: &axum::Error) -> Option<CloseReason> {
     use std::error::Error as _;
     let mut source = error.source();
     while let Some(cause) = source {
-        if let Some(tungstenite::Error::Capacity(_)) = cause.downcast_ref::<tungstenite::Error>() {
-            return true;
+        match cause.downcast_ref::<tungstenite::Error>() {
+            Some(tungstenite::Error::Capacity(_)) => return Some(CloseReason::MessageTooBig),
+            Some(tungstenite::Error::Utf8(_)) => return Some(CloseReason::InvalidPayload),
+            _ => {}
         }
         source = cause.source();
     }
-    false
+    None
 }
 
 /// Writes frames as text messages.

@@ -10,6 +10,7 @@ use tandem_protocol::{
     ThreadUnsubscribeResponse, ThreadUnsubscribeStatus, Turn,
 };
 
+use crate::process::ProcessManager;
 use crate::store::{ThreadRecord, ThreadStore};
 
 use super::{LoadedThread, ThreadService, ThreadState, lock};
@@ -156,12 +157,16 @@ impl ThreadService {
         self.outgoing.broadcast_notification(closed).await;
     }
 
-    /// Stops every running turn (the host is shutting down).
-    pub(crate) fn shutdown(&self) {
+    /// Stops every running turn (the host is shutting down) and returns their commands, for
+    /// the caller to kill and reap: the turns may not get to it before the process exits.
+    pub(crate) fn shutdown(&self) -> Vec<ProcessManager> {
+        let mut commands = Vec::new();
         for thread in lock(&self.loaded).values() {
             if let Some(active) = &thread.state().active {
                 active.cancel.cancel();
+                commands.push(active.processes.clone());
             }
         }
+        commands
     }
 }

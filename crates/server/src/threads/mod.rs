@@ -35,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::Agent;
 use crate::config::ServerConfig;
+use crate::process::ProcessManager;
 use crate::store::{InMemoryThreadStore, SqliteThreadStore, StoreError, ThreadRecord, ThreadStore};
 
 /// The model reported for threads that name none while no model provider is configured: the
@@ -115,6 +116,9 @@ pub(crate) struct ActiveTurn {
     pub(crate) interrupt_replies: Mutex<Vec<ConnectionRequestId>>,
     /// The turn as it stands (items so far), for `thread/read` and `thread/resume`.
     pub(crate) snapshot: Mutex<Turn>,
+    /// The turn's commands. Shared with its driver so that shutdown kills them itself: the
+    /// process may exit before the turn task gets to act on its cancellation.
+    pub(crate) processes: ProcessManager,
 }
 
 /// Input steered into a running turn, and whether the turn still takes any.

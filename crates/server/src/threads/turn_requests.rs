@@ -9,6 +9,7 @@ use tandem_protocol::{
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::process::ProcessManager;
 use crate::store::{self, ThreadUpdate};
 use crate::turn;
 
@@ -115,6 +116,7 @@ impl ThreadService {
                 items_view: TurnItemsView::Full,
                 ..turn.clone()
             }),
+            processes: ProcessManager::new(),
         });
         {
             let mut state = thread.state();

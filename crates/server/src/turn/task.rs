@@ -12,7 +12,6 @@ use tandem_protocol::{
 };
 
 use crate::agent::AgentError;
-use crate::process::ProcessManager;
 use crate::threads::{ActiveTurn, LoadedThread, ThreadService, now_secs};
 
 use super::{TurnDriver, elapsed_ms};
@@ -77,7 +76,7 @@ async fn run(
         model,
         approval_policy,
         tools,
-        processes: ProcessManager::new(),
+        processes: active.processes.clone(),
         items: Vec::new(),
     };
     let preview = first_turn.then(|| preview_of(&input));
