@@ -17,7 +17,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 /// Upper bound for one `tandem run`, start-up and both model requests included.
 const DEADLINE: Duration = Duration::from_secs(60);
 
-/// A fresh home per call (its thread store and config), and a scratch directory beside it.
+/// A fresh home per call; it is also the working directory of `tandem run` (the thread's cwd).
 fn home() -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
