@@ -29,18 +29,38 @@ enum Command {
     /// The command's stdout goes to tandem's stdout and its stderr to tandem's stderr, byte for
     /// byte, as it is produced; tandem exits with the command's exit code. Unlike the protocol's
     /// defaults, output is not capped and the command does not time out unless asked.
-    Exec(exec::ExecArgs),
+    Exec {
+        #[command(flatten)]
+        args: exec::ExecArgs,
+        #[command(flatten)]
+        global: settings::GlobalOptions,
+    },
     /// Serve the Tandem app-server protocol to clients over stdio or websocket.
     ///
     /// A drop-in for clients written for other app-servers: they launch
     /// `tandem app-server --listen stdio://` as a child process, or connect to
     /// `tandem app-server --listen ws://IP:PORT`.
     #[command(after_help = app_server::AFTER_HELP)]
-    AppServer(app_server::AppServerArgs),
+    AppServer {
+        #[command(flatten)]
+        args: app_server::AppServerArgs,
+        #[command(flatten)]
+        global: settings::GlobalOptions,
+    },
     /// Run one agent turn on a new thread and print the agent's answer as it streams.
-    Run(run::RunArgs),
+    Run {
+        #[command(flatten)]
+        args: run::RunArgs,
+        #[command(flatten)]
+        global: settings::GlobalOptions,
+    },
     /// Chat with the agent on one thread, interactively.
-    Chat(chat::ChatArgs),
+    Chat {
+        #[command(flatten)]
+        args: chat::ChatArgs,
+        #[command(flatten)]
+        global: settings::GlobalOptions,
+    },
 }
 
 /// The environment variable holding a `tracing` filter for tandem's own logs (e.g. `debug`).
@@ -51,9 +71,9 @@ fn main() {
     let cli = Cli::parse();
     // A server's stderr is often a pipe nobody reads: keep it to warnings unless asked.
     init_logging(match cli.command {
-        Command::AppServer(_) => "warn",
+        Command::AppServer { .. } => "warn",
         // Their stdout and stderr are the user's conversation.
-        Command::Exec(_) | Command::Run(_) | Command::Chat(_) => "off",
+        Command::Exec { .. } | Command::Run { .. } | Command::Chat { .. } => "off",
     });
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -66,10 +86,16 @@ fn main() {
         }
     };
     let code = match cli.command {
-        Command::Exec(args) => runtime.block_on(exec::run(args, cli.global)),
-        Command::AppServer(args) => runtime.block_on(app_server::run(args, cli.global)),
-        Command::Run(args) => runtime.block_on(run::run(args, cli.global)),
-        Command::Chat(args) => runtime.block_on(chat::run(args, cli.global)),
+        Command::Exec { args, global } => {
+            runtime.block_on(exec::run(args, cli.global.then(global)))
+        }
+        Command::AppServer { args, global } => {
+            runtime.block_on(app_server::run(args, cli.global.then(global)))
+        }
+        Command::Run { args, global } => runtime.block_on(run::run(args, cli.global.then(global))),
+        Command::Chat { args, global } => {
+            runtime.block_on(chat::run(args, cli.global.then(global)))
+        }
     };
     // Exit without dropping the runtime: a task blocked reading a terminal (stdin forwarding)
     // would otherwise hold the exit until the user pressed a key.
@@ -86,4 +112,53 @@ fn init_logging(default: &str) {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn global_options_before_and_after_the_subcommand_are_joined_in_order() {
+        let cli = Cli::try_parse_from([
+            "tandem",
+            "-c",
+            "model_provider=mock",
+            "--profile",
+            "early",
+            "--enable",
+            "a",
+            "run",
+            "-c",
+            "model=N",
+            "--profile",
+            "late",
+            "--disable",
+            "b",
+            "hello",
+        ])
+        .expect("parses");
+        let Command::Run { global, .. } = cli.command else {
+            panic!("parsed as run");
+        };
+        let joined = cli.global.then(global);
+        assert_eq!(joined.config, ["model_provider=mock", "model=N"]);
+        assert_eq!(joined.enable, ["a"]);
+        assert_eq!(joined.disable, ["b"]);
+        assert_eq!(joined.profile.as_deref(), Some("late"));
+
+        let cli =
+            Cli::try_parse_from(["tandem", "--profile", "early", "exec", "true"]).expect("parses");
+        let Command::Exec { global, .. } = cli.command else {
+            panic!("parsed as exec");
+        };
+        assert_eq!(cli.global.then(global).profile.as_deref(), Some("early"));
+    }
 }

@@ -1,6 +1,11 @@
 //! The global options every `tandem` command accepts (before or after the subcommand), and how
 //! they become the server's configuration: `-c key=value` overrides, `--profile`, and the
 //! `--enable`/`--disable` feature switches that clients of other app-servers pass.
+//!
+//! They are not clap `global` arguments: clap keeps only the innermost level's values of a
+//! global argument, so `tandem -c a=1 run -c b=2` would lose `a=1`. Instead the top level and
+//! each subcommand declare them, and [`GlobalOptions::then`] joins the two in command-line
+//! order.
 
 use clap::Args;
 use tandem_server::{ServerConfig, ServerConfigBuilder, ServerOptions, ServerOptionsError};
@@ -20,18 +25,17 @@ pub(crate) struct GlobalOptions {
         short = 'c',
         long = "config",
         value_name = "KEY=VALUE",
-        global = true,
         value_parser = check_override
     )]
     pub(crate) config: Vec<String>,
     /// Turn a feature on (repeatable). Unknown features are ignored with a warning.
-    #[arg(long, value_name = "FEATURE", global = true)]
+    #[arg(long, value_name = "FEATURE")]
     pub(crate) enable: Vec<String>,
     /// Turn a feature off (repeatable). Unknown features are ignored with a warning.
-    #[arg(long, value_name = "FEATURE", global = true)]
+    #[arg(long, value_name = "FEATURE")]
     pub(crate) disable: Vec<String>,
     /// Use `[profiles.NAME]` of config.toml over its top-level settings.
-    #[arg(long, value_name = "NAME", global = true)]
+    #[arg(long, value_name = "NAME")]
     pub(crate) profile: Option<String>,
 }
 
@@ -41,6 +45,17 @@ pub(crate) struct GlobalOptions {
 pub(crate) struct OverrideSyntaxError(String);
 
 impl GlobalOptions {
+    /// These options (given before the subcommand) followed by `later` (given after it): the
+    /// overrides and feature switches of both, in order, so a later `-c` of the same key wins;
+    /// `later`'s profile if it names one.
+    pub(crate) fn then(mut self, later: GlobalOptions) -> GlobalOptions {
+        self.config.extend(later.config);
+        self.enable.extend(later.enable);
+        self.disable.extend(later.disable);
+        self.profile = later.profile.or(self.profile);
+        self
+    }
+
     /// Warns about feature names Tandem does not know.
     pub(crate) fn warn_unknown_features(&self) {
         for feature in self.enable.iter().chain(&self.disable) {
