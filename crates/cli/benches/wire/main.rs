@@ -65,15 +65,18 @@ struct Row {
 
 struct Options {
     full: bool,
+    /// Measure only the targets whose label contains this (for profiling one of them).
+    only: Option<String>,
     runs: usize,
     output_bytes: Option<u64>,
     servers: Vec<Vec<String>>,
 }
 
 fn usage() -> &'static str {
-    "usage: wire [--bench] [--runs N] [--output-mib N] [--server 'CMD ARGS...']...\n  \
+    "usage: wire [--bench] [--runs N] [--output-mib N] [--only TEXT] [--server 'CMD ARGS...']...\n  \
      --server  another app-server command line, served on stdin/stdout (repeatable; split on \
      whitespace)\n  \
+     --only    measure only the targets whose label contains TEXT, e.g. `tandem stdio`\n  \
      --runs    measured rounds (default 5 with --bench, else 1)\n  \
      --output-mib  bytes the child writes in the output figure (default 256 with --bench, else 1)"
 }
@@ -81,6 +84,7 @@ fn usage() -> &'static str {
 fn parse_options() -> Result<Options, String> {
     let mut options = Options {
         full: false,
+        only: None,
         runs: 0,
         output_bytes: None,
         servers: Vec::new(),
@@ -103,6 +107,7 @@ fn parse_options() -> Result<Options, String> {
                 }
                 options.servers.push(argv);
             }
+            "--only" => options.only = Some(value("--only")?),
             "--runs" => {
                 options.runs = value("--runs")?
                     .parse()
@@ -152,18 +157,22 @@ fn main() -> ExitCode {
         ]
     };
     let mut rows = vec![
-        row("tandem in-process", Target::InProcess),
-        row("tandem stdio", Target::Stdio(tandem_at("stdio://"))),
+        row(IN_PROCESS, Target::InProcess),
+        row(TANDEM_STDIO, Target::Stdio(tandem_at("stdio://"))),
         row(
-            "tandem websocket",
+            TANDEM_WEBSOCKET,
             Target::WebSocket(tandem_at("ws://127.0.0.1:0")),
         ),
     ];
     for (n, argv) in options.servers.iter().enumerate() {
-        rows.push(row(
-            &format!("[{}] stdio", n + 1),
-            Target::Stdio(argv.clone()),
-        ));
+        rows.push(row(&other_label(n), Target::Stdio(argv.clone())));
+    }
+    if let Some(only) = &options.only {
+        rows.retain(|row| row.label.contains(only.as_str()));
+        if rows.is_empty() {
+            eprintln!("wire bench: no target's label contains {only:?}");
+            return ExitCode::from(2);
+        }
     }
 
     // Two workers: the machine the figures are for has two cores. Every measurement runs as a
@@ -210,6 +219,15 @@ fn main() -> ExitCode {
     }
     report(&rows, &options, sizes);
     ExitCode::SUCCESS
+}
+
+const IN_PROCESS: &str = "tandem in-process";
+const TANDEM_STDIO: &str = "tandem stdio";
+const TANDEM_WEBSOCKET: &str = "tandem websocket";
+
+/// The label of the `n`th (from 0) `--server`.
+fn other_label(n: usize) -> String {
+    format!("[{}] stdio", n + 1)
 }
 
 fn row(label: &str, target: Target) -> Row {
@@ -281,29 +299,42 @@ fn report(rows: &[Row], options: &Options, sizes: Sizes) {
             figures.output / 1e6
         );
     }
-    let (in_process, stdio, websocket) = (&medians[0], &medians[1], &medians[2]);
+    let find = |label: &str| {
+        rows.iter()
+            .zip(&medians)
+            .find_map(|(row, figures)| (row.label == label).then_some(*figures))
+    };
     println!("ratios:");
-    ratio(
-        "round trip, in-process vs tandem stdio (times faster)",
-        stdio.round_trip / in_process.round_trip,
-        Some(IN_PROCESS_OVER_STDIO_ROUND_TRIP),
-    );
-    ratio(
-        "round trip, websocket vs stdio (times faster)",
-        stdio.round_trip / websocket.round_trip,
-        None,
-    );
-    ratio(
-        "64 in flight, websocket / stdio",
-        websocket.pipelined / stdio.pipelined,
-        None,
-    );
-    ratio(
-        "process output, websocket / stdio",
-        websocket.output / stdio.output,
-        None,
-    );
-    for (n, other) in medians[3..].iter().enumerate() {
+    let (in_process, stdio, websocket) =
+        (find(IN_PROCESS), find(TANDEM_STDIO), find(TANDEM_WEBSOCKET));
+    if let (Some(in_process), Some(stdio)) = (in_process, stdio) {
+        ratio(
+            "round trip, in-process vs tandem stdio (times faster)",
+            stdio.round_trip / in_process.round_trip,
+            Some(IN_PROCESS_OVER_STDIO_ROUND_TRIP),
+        );
+    }
+    if let (Some(websocket), Some(stdio)) = (websocket, stdio) {
+        ratio(
+            "round trip, websocket vs stdio (times faster)",
+            stdio.round_trip / websocket.round_trip,
+            None,
+        );
+        ratio(
+            "64 in flight, websocket / stdio",
+            websocket.pipelined / stdio.pipelined,
+            None,
+        );
+        ratio(
+            "process output, websocket / stdio",
+            websocket.output / stdio.output,
+            None,
+        );
+    }
+    for n in 0..options.servers.len() {
+        let (Some(stdio), Some(other)) = (stdio, find(&other_label(n))) else {
+            continue;
+        };
         let n = n + 1;
         ratio(
             &format!("round trip, tandem stdio vs [{n}] (times faster)"),
