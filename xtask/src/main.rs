@@ -2,7 +2,9 @@
 //!
 //! - `cargo xtask ci`: exactly what `.ci/run` runs (tests, clippy, rustfmt, rustdoc with
 //!   warnings denied), in that order.
-//! - `cargo xtask bench [host|server|exec]`: the benchmarks behind `docs/performance.md`.
+//! - `cargo xtask bench [host|server|exec|wire]`: the benchmarks behind `docs/performance.md`.
+//!   `cargo xtask bench wire [-- --server 'CMD ARGS...']...` runs the wire benchmark
+//!   (`crates/cli/benches/wire/`), passing it everything after `wire`.
 //! - `cargo xtask codegen`: regenerates the protocol bindings under `docs/protocol/`.
 //! - `cargo xtask check-ts`: compiles those TypeScript bindings with `tsc` (needs node).
 
@@ -38,7 +40,9 @@ fn main() -> ExitCode {
         ["bench"] => vec![
             vec!["bench", "-p", "tandem-host"],
             vec!["bench", "-p", "tandem-server"],
+            wire_bench_step(&[]),
         ],
+        ["bench", "wire", ref rest @ ..] => vec![wire_bench_step(rest)],
         ["bench", "host"] => vec![vec!["bench", "-p", "tandem-host"]],
         ["bench", "server"] => vec![vec!["bench", "-p", "tandem-server"]],
         ["bench", "exec"] => return exec_bench::run(),
@@ -47,6 +51,7 @@ fn main() -> ExitCode {
         _ => {
             eprintln!(
                 "usage: cargo xtask ci | cargo xtask bench [host|server|exec] | \
+                 cargo xtask bench wire [-- --server 'CMD ARGS...']... | \
                  cargo xtask codegen | cargo xtask check-ts"
             );
             return ExitCode::from(2);
@@ -76,4 +81,43 @@ fn main() -> ExitCode {
         return exec_bench::run();
     }
     ExitCode::SUCCESS
+}
+
+/// `cargo bench` of the wire benchmark with `args` for it (a leading `--` is optional). Cargo
+/// builds the bench profile's `tandem` (release, with debug info) for its stdio and websocket
+/// targets.
+fn wire_bench_step<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    let args = match args {
+        ["--", rest @ ..] => rest,
+        rest => rest,
+    };
+    let mut step = vec!["bench", "-p", "tandem-cli", "--bench", "wire", "--"];
+    step.extend_from_slice(args);
+    step
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_bench_arguments_pass_through_with_or_without_a_separator() {
+        let server = "codex app-server --listen stdio://";
+        let expected = [
+            "bench",
+            "-p",
+            "tandem-cli",
+            "--bench",
+            "wire",
+            "--",
+            "--server",
+            server,
+        ];
+        assert_eq!(wire_bench_step(&["--", "--server", server]), expected);
+        assert_eq!(wire_bench_step(&["--server", server]), expected);
+        assert_eq!(
+            wire_bench_step(&[]),
+            ["bench", "-p", "tandem-cli", "--bench", "wire", "--"]
+        );
+    }
 }

@@ -4,15 +4,19 @@
 //! Reading happens on a dedicated thread (a blocking read of stdin must never hold a runtime
 //! worker), which splits lines with a length limit: a longer line is answered with -32600 and
 //! skipped, and the connection stays open. Invalid UTF-8 is a parse error of that line only.
-//! One writer task writes each message followed by a newline and flushes it. The end of the
-//! input is the end of the session: [`serve`] returns, and the caller shuts the host down.
+//! One writer task encodes each message and hands it, with its newline, to the output. On the
+//! process's stdout ([`serve`]) that is a dedicated thread too, which writes whatever lines are
+//! queued in one go and flushes when the queue is empty: `tokio::io::stdout()` would send every
+//! write and every flush through the blocking pool and wait for it, two thread handoffs per
+//! message. The end of the input is the end of the session: [`serve`] returns, and the caller
+//! shuts the host down.
 
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 
 use async_trait::async_trait;
 use tandem_protocol::JSONRPCErrorError;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::connection::{CloseReason, FrameSink, error_for};
 use super::{TransportHost, WriterPolicy};
@@ -22,6 +26,11 @@ pub const DEFAULT_MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 
 /// Lines read ahead of the connection: the reader thread blocks once this many wait.
 const LINES_AHEAD: usize = 16;
+
+/// Lines queued for the stdout thread: the writer task waits once this many wait, which is how
+/// a client that stops reading holds the producers back (with at most this many lines, e.g.
+/// 64 KiB deltas, in memory).
+const LINES_BEHIND: usize = 16;
 
 /// How long the end of input waits for the requests already read to be answered.
 const IN_FLIGHT_FINISH: std::time::Duration = std::time::Duration::from_secs(1);
@@ -46,7 +55,8 @@ impl Default for StdioOptions {
 
 /// Serves one client on this process's stdin and stdout until stdin ends or the host stops.
 pub async fn serve(host: &TransportHost, options: StdioOptions) -> io::Result<()> {
-    serve_io(host, io::stdin(), tokio::io::stdout(), options).await
+    let output = ThreadLineSink::spawn(io::stdout())?;
+    serve_lines(host, io::stdin(), output, options).await
 }
 
 /// Serves one client that writes lines to `input` and reads lines from `output`, until
@@ -61,12 +71,25 @@ where
     R: Read + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    serve_lines(host, input, LineSink { output }, options).await
+}
+
+async fn serve_lines<R, S>(
+    host: &TransportHost,
+    input: R,
+    output: S,
+    options: StdioOptions,
+) -> io::Result<()>
+where
+    R: Read + Send + 'static,
+    S: FrameSink + 'static,
+{
     // A single connection: a full writer queue holds the producers back (the backpressure
     // chain of host.md) instead of closing the session.
     let connection = host
         .open_connection(WriterPolicy::Backpressure, host.options.channel_capacity)
         .await?;
-    let writer = host.spawn_connection_task(connection.outbound.run(LineSink { output }));
+    let writer = host.spawn_connection_task(connection.outbound.run(output));
     let lines = spawn_reader(input, options.max_line_bytes)?;
     let stop = host.stopping();
     let inbound = connection.inbound;
@@ -221,6 +244,69 @@ impl<W: AsyncWrite + Unpin + Send> FrameSink for LineSink<W> {
     }
 }
 
+/// Hands lines to a thread that writes them to a blocking writer (the process's stdout).
+struct ThreadLineSink {
+    /// `None` once closed.
+    lines: Option<mpsc::Sender<Vec<u8>>>,
+    /// Fires when the thread has written and flushed everything and stopped.
+    finished: Option<oneshot::Receiver<()>>,
+}
+
+impl ThreadLineSink {
+    fn spawn<W: Write + Send + 'static>(output: W) -> io::Result<Self> {
+        let (lines, mut queued) = mpsc::channel::<Vec<u8>>(LINES_BEHIND);
+        let (done, finished) = oneshot::channel();
+        std::thread::Builder::new()
+            .name("tandem-stdout".into())
+            .spawn(move || {
+                // Sized for a whole 64 KiB delta (as base64) plus the answers queued beside it.
+                let mut output = BufWriter::with_capacity(128 * 1024, output);
+                if let Err(error) = write_lines(&mut queued, &mut output) {
+                    tracing::debug!(%error, "writing to stdout failed");
+                }
+                let _ = done.send(());
+            })?;
+        Ok(Self {
+            lines: Some(lines),
+            finished: Some(finished),
+        })
+    }
+}
+
+/// Writes every queued line, flushing whenever the queue runs empty, until the sink closes or
+/// a write fails (the thread then drops the queue, so the next `send` fails).
+fn write_lines(queued: &mut mpsc::Receiver<Vec<u8>>, output: &mut impl Write) -> io::Result<()> {
+    while let Some(line) = queued.blocking_recv() {
+        output.write_all(&line)?;
+        while let Ok(line) = queued.try_recv() {
+            output.write_all(&line)?;
+        }
+        output.flush()?;
+    }
+    output.flush()
+}
+
+#[async_trait]
+impl FrameSink for ThreadLineSink {
+    async fn send(&mut self, frame: &mut Vec<u8>) -> io::Result<()> {
+        let stopped = || io::Error::new(io::ErrorKind::BrokenPipe, "the stdout writer has stopped");
+        let lines = self.lines.as_ref().ok_or_else(stopped)?;
+        frame.push(b'\n');
+        // The line moves to the thread; the writer task encodes the next one into a buffer of
+        // the same size.
+        let line = std::mem::replace(frame, Vec::with_capacity(frame.capacity()));
+        lines.send(line).await.map_err(|_| stopped())
+    }
+
+    async fn close(&mut self, _reason: CloseReason) {
+        // The thread writes what is queued, flushes and stops.
+        self.lines = None;
+        if let Some(finished) = self.finished.take() {
+            let _ = finished.await;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,5 +338,76 @@ mod tests {
         assert_eq!(lines(input, 8), ["<too long>", "short", "<too long>"]);
         // Exactly at the limit is accepted.
         assert_eq!(lines(b"12345678\n", 8), ["12345678"]);
+    }
+
+    const LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+    async fn send(sink: &mut ThreadLineSink, text: &str) -> io::Result<()> {
+        let mut frame = text.as_bytes().to_vec();
+        tandem_test_support::within(
+            LIMIT,
+            "the stdout queue takes a line",
+            sink.send(&mut frame),
+        )
+        .await
+    }
+
+    #[tokio::test]
+    async fn a_line_reaches_the_output_without_waiting_for_more() {
+        let (reader, writer) = io::pipe().unwrap();
+        let mut sink = ThreadLineSink::spawn(writer).unwrap();
+        send(&mut sink, r#"{"id":1,"result":{}}"#).await.unwrap();
+        // Read on a thread: the line must arrive while the sink stays open.
+        let line = tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            BufReader::new(reader).read_line(&mut line).map(|_| line)
+        });
+        let line = tandem_test_support::within(LIMIT, "the line is flushed", line).await;
+        assert_eq!(line.unwrap().unwrap(), "{\"id\":1,\"result\":{}}\n");
+        sink.close(CloseReason::ShuttingDown).await;
+    }
+
+    #[tokio::test]
+    async fn lines_arrive_in_order_and_close_writes_everything_queued() {
+        let (mut reader, writer) = io::pipe().unwrap();
+        let mut sink = ThreadLineSink::spawn(writer).unwrap();
+        let everything = std::thread::spawn(move || {
+            let mut text = String::new();
+            reader.read_to_string(&mut text).map(|_| text)
+        });
+        let expected: Vec<String> = (0..1000).map(|n| format!("{{\"n\":{n}}}")).collect();
+        for line in &expected {
+            send(&mut sink, line).await.unwrap();
+        }
+        tandem_test_support::within(
+            LIMIT,
+            "close flushes",
+            sink.close(CloseReason::ShuttingDown),
+        )
+        .await;
+        // The thread dropped the pipe's write end once done: the reader saw the end.
+        let text = everything.join().unwrap().unwrap();
+        assert_eq!(text.lines().collect::<Vec<_>>(), expected);
+        assert!(text.ends_with('\n'));
+    }
+
+    #[tokio::test]
+    async fn a_failed_write_makes_later_sends_fail() {
+        let (reader, writer) = io::pipe().unwrap();
+        drop(reader);
+        let mut sink = ThreadLineSink::spawn(writer).unwrap();
+        // The first lines may be queued before the thread finds the pipe broken; after that
+        // every send fails.
+        let failed = tandem_test_support::within(LIMIT, "a send fails", async {
+            loop {
+                if let Err(error) = send(&mut sink, "{}").await {
+                    return error;
+                }
+                tokio::task::yield_now().await;
+            }
+        })
+        .await;
+        assert_eq!(failed.kind(), io::ErrorKind::BrokenPipe);
+        sink.close(CloseReason::ShuttingDown).await;
     }
 }

@@ -1,0 +1,495 @@
+//! The wire clients: an app-server child driven over its stdin/stdout, or Tandem's websocket
+//! listener, with every message encoded by `tandem_protocol::wire::encode_client_message` and
+//! every line or frame decoded by `decode_server_message`.
+//!
+//! Each connection has a dedicated reader (a thread blocking on the child's stdout, or a task
+//! on the websocket stream) that decodes and hands messages over a bounded channel, so reading
+//! and decoding overlap the measurement loop, and the loop never waits on a read syscall.
+//! Writes are queued and flushed together: a pipelined loop that got several replies at once
+//! answers them with one write.
+
+use std::collections::VecDeque;
+use std::io::{self, BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::stream::SplitSink;
+use futures::{SinkExt as _, StreamExt as _};
+use tandem_protocol::wire::{self, ClientMessage, DecodeError, ServerMessage};
+use tandem_protocol::{
+    ClientInfo, ClientNotification, ClientRequest, EmptyParams, InitializeCapabilities,
+    InitializeParams, RequestId,
+};
+use tokio::io::AsyncWriteExt as _;
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+/// Decoded messages waiting for the measurement loop; the reader blocks beyond this.
+const INCOMING_AHEAD: usize = 1024;
+/// Bytes of a server's stderr kept to explain a failure.
+const STDERR_TAIL: usize = 4096;
+/// How long a server may take to print its websocket address, or to exit once asked to.
+const SERVER_PATIENCE: Duration = Duration::from_secs(10);
+
+/// What went wrong while driving a server.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WireError {
+    /// The command could not be started.
+    #[error("cannot start `{command}`: {source} (is it on PATH and executable?)")]
+    Spawn {
+        /// The command line.
+        command: String,
+        /// Why spawning failed.
+        source: io::Error,
+    },
+    /// The connection ended while the benchmark still expected messages.
+    #[error("`{command}` closed the connection; its stderr ended with:\n{stderr}")]
+    Closed {
+        /// The command line.
+        command: String,
+        /// The last lines it wrote to stderr.
+        stderr: String,
+    },
+    /// Writing to the server failed.
+    #[error("writing to `{command}` failed: {source}")]
+    Write {
+        /// The command line.
+        command: String,
+        /// Why writing failed.
+        source: io::Error,
+    },
+    /// The websocket server never said where it listens.
+    #[error("`{command}` printed no `listening on: ws://ADDR` line on stderr: {detail}")]
+    NoAddress {
+        /// The command line.
+        command: String,
+        /// What was seen instead.
+        detail: String,
+    },
+    /// The websocket handshake failed.
+    #[error("cannot connect to {url}: {detail}")]
+    Connect {
+        /// Where the client tried to connect.
+        url: String,
+        /// The handshake error.
+        detail: String,
+    },
+    /// The server answered something the benchmark cannot use.
+    #[error("`{command}`: {detail}")]
+    Protocol {
+        /// The command line.
+        command: String,
+        /// What was wrong, with the offending message.
+        detail: String,
+    },
+}
+
+/// A server child: killed, and its home removed, when dropped.
+pub(crate) struct ServerProcess {
+    child: Child,
+    /// The command line, for messages.
+    command: String,
+    /// `TANDEM_HOME` and `CODEX_HOME` of the child, and the cwd of the processes it spawns.
+    home: PathBuf,
+    stderr_tail: Arc<Mutex<VecDeque<u8>>>,
+}
+
+impl ServerProcess {
+    /// Starts `argv` with a fresh empty home and piped stdio.
+    fn spawn(argv: &[String]) -> Result<Self, WireError> {
+        let command = argv.join(" ");
+        let home = fresh_home().map_err(|source| WireError::Spawn {
+            command: command.clone(),
+            source,
+        })?;
+        let child = Command::new(&argv[0])
+            .args(&argv[1..])
+            // Tandem's home and the reference server's: both start empty, so neither reads the
+            // user's configuration or threads.
+            .env("TANDEM_HOME", &home)
+            .env("CODEX_HOME", &home)
+            .env_remove("TANDEM_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| WireError::Spawn {
+                command: command.clone(),
+                source,
+            })?;
+        Ok(Self {
+            child,
+            command,
+            home,
+            stderr_tail: Arc::default(),
+        })
+    }
+
+    /// Collects stderr on a thread, keeping its tail; `on_line` sees every line first.
+    fn collect_stderr(&mut self, mut on_line: impl FnMut(&str) + Send + 'static) {
+        let stderr = self.child.stderr.take().expect("stderr is piped");
+        let tail = Arc::clone(&self.stderr_tail);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { return };
+                on_line(&line);
+                let mut tail = tail.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                tail.extend(line.as_bytes().iter().chain(b"\n"));
+                let excess = tail.len().saturating_sub(STDERR_TAIL);
+                tail.drain(..excess);
+            }
+        });
+    }
+
+    fn stderr_tail(&self) -> String {
+        let tail = self
+            .stderr_tail
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        String::from_utf8_lossy(&tail.iter().copied().collect::<Vec<_>>()).into_owned()
+    }
+
+    /// Waits for the child to exit on its own, killing it after [`SERVER_PATIENCE`].
+    fn wait_or_kill(&mut self) {
+        let began = Instant::now();
+        while began.elapsed() < SERVER_PATIENCE {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        eprintln!(
+            "wire bench: `{}` did not exit within {SERVER_PATIENCE:?}; killing it",
+            self.command
+        );
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.home);
+    }
+}
+
+/// A fresh, empty directory under the bench's target tmpdir.
+pub(crate) fn fresh_home() -> io::Result<PathBuf> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "wire-bench-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home)?;
+    home.canonicalize()
+}
+
+/// Where queued frames go.
+enum Outlet {
+    Stdio(tokio::process::ChildStdin),
+    WebSocket(Box<SplitSink<WebSocketStream<MaybeTlsStream<TcpStream>>, Message>>),
+}
+
+/// One initialized connection to a server.
+pub(crate) struct WireClient {
+    server: ServerProcess,
+    outlet: Option<Outlet>,
+    incoming: mpsc::Receiver<Result<ServerMessage, DecodeError>>,
+    /// Stdio: encoded lines waiting for [`WireClient::flush`].
+    queued_bytes: Vec<u8>,
+    /// Websocket: encoded frames waiting for [`WireClient::flush`].
+    queued_frames: Vec<Message>,
+    /// Lines or frames that did not decode (skipped; reported when a figure comes out wrong).
+    pub(crate) undecodable: u64,
+    next_id: i64,
+}
+
+impl WireClient {
+    /// Starts `argv`, which must serve the protocol on its stdin/stdout, and initializes.
+    pub(crate) async fn stdio(argv: &[String]) -> Result<Self, WireError> {
+        let mut server = ServerProcess::spawn(argv)?;
+        server.collect_stderr(|_| {});
+        let stdout = server.child.stdout.take().expect("stdout is piped");
+        let stdin = server.child.stdin.take().expect("stdin is piped");
+        let stdin =
+            tokio::process::ChildStdin::from_std(stdin).map_err(|source| WireError::Spawn {
+                command: server.command.clone(),
+                source,
+            })?;
+        let (tx, incoming) = mpsc::channel(INCOMING_AHEAD);
+        std::thread::Builder::new()
+            .name("wire-bench-stdout".into())
+            .spawn(move || read_lines(stdout, &tx))
+            .map_err(|source| WireError::Spawn {
+                command: server.command.clone(),
+                source,
+            })?;
+        Self::initialize(server, Outlet::Stdio(stdin), incoming).await
+    }
+
+    /// Starts `argv` (a websocket listener that prints `listening on: ws://ADDR` on stderr),
+    /// connects to it and initializes.
+    pub(crate) async fn websocket(argv: &[String]) -> Result<Self, WireError> {
+        let mut server = ServerProcess::spawn(argv)?;
+        let (address_tx, address_rx) = std::sync::mpsc::channel();
+        server.collect_stderr(move |line| {
+            if let Some(address) = line.trim().strip_prefix("listening on: ws://") {
+                let _ = address_tx.send(address.to_owned());
+            }
+        });
+        let command = server.command.clone();
+        let address = tokio::task::spawn_blocking(move || address_rx.recv_timeout(SERVER_PATIENCE))
+            .await
+            .expect("address wait does not panic")
+            .map_err(|_| WireError::NoAddress {
+                command: command.clone(),
+                detail: server.stderr_tail(),
+            })?;
+        let url = format!("ws://{address}");
+        let (socket, _) = tokio_tungstenite::connect_async(url.as_str())
+            .await
+            .map_err(|error| WireError::Connect {
+                url: url.clone(),
+                detail: error.to_string(),
+            })?;
+        if let MaybeTlsStream::Plain(stream) = socket.get_ref() {
+            // Small frames must leave at once, as on a pipe.
+            let _ = stream.set_nodelay(true);
+        }
+        let (sink, stream) = socket.split();
+        let (tx, incoming) = mpsc::channel(INCOMING_AHEAD);
+        tokio::spawn(read_frames(stream, tx));
+        Self::initialize(server, Outlet::WebSocket(Box::new(sink)), incoming).await
+    }
+
+    async fn initialize(
+        server: ServerProcess,
+        outlet: Outlet,
+        incoming: mpsc::Receiver<Result<ServerMessage, DecodeError>>,
+    ) -> Result<Self, WireError> {
+        let mut client = Self {
+            server,
+            outlet: Some(outlet),
+            incoming,
+            queued_bytes: Vec::new(),
+            queued_frames: Vec::new(),
+            undecodable: 0,
+            next_id: 0,
+        };
+        let id = RequestId::Integer(client.next_request_id());
+        client.queue(&ClientMessage::Request(ClientRequest::Initialize {
+            request_id: id.clone(),
+            params: initialize_params(),
+        }));
+        client.flush().await?;
+        loop {
+            match client.next().await? {
+                ServerMessage::Response { id: answered, .. } if answered == id => break,
+                ServerMessage::Error { error, .. } => {
+                    return Err(client.protocol_error(format!("initialize failed: {error}")));
+                }
+                // The reference server sends notifications of its own (config warnings).
+                _ => {}
+            }
+        }
+        client.queue(&ClientMessage::Notification(
+            ClientNotification::Initialized(EmptyParams {}),
+        ));
+        client.flush().await?;
+        Ok(client)
+    }
+
+    /// The id for the next request: one counter per connection, so consecutive calls give
+    /// consecutive integers.
+    pub(crate) fn next_request_id(&mut self) -> i64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// The server's home: an absolute directory, the `cwd` of the processes it spawns.
+    pub(crate) fn home(&self) -> &Path {
+        &self.server.home
+    }
+
+    /// Encodes `message` for the next [`WireClient::flush`].
+    pub(crate) fn queue(&mut self, message: &ClientMessage) {
+        match self.outlet {
+            Some(Outlet::Stdio(_)) | None => {
+                wire::encode_client_message(message, &mut self.queued_bytes)
+                    .expect("the benchmark's requests encode");
+                self.queued_bytes.push(b'\n');
+            }
+            Some(Outlet::WebSocket(_)) => {
+                let mut frame = Vec::new();
+                wire::encode_client_message(message, &mut frame)
+                    .expect("the benchmark's requests encode");
+                let text = String::from_utf8(frame).expect("JSON is UTF-8");
+                self.queued_frames.push(Message::text(text));
+            }
+        }
+    }
+
+    /// Writes everything queued.
+    pub(crate) async fn flush(&mut self) -> Result<(), WireError> {
+        let written = match self.outlet.as_mut() {
+            Some(Outlet::Stdio(stdin)) => {
+                let written = stdin.write_all(&self.queued_bytes).await;
+                self.queued_bytes.clear();
+                written
+            }
+            Some(Outlet::WebSocket(sink)) => {
+                let mut written = Ok(());
+                for frame in self.queued_frames.drain(..) {
+                    written = sink.feed(frame).await.map_err(io::Error::other);
+                    if written.is_err() {
+                        break;
+                    }
+                }
+                match written {
+                    Ok(()) => sink.flush().await.map_err(io::Error::other),
+                    error => error,
+                }
+            }
+            None => Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "the connection is closed",
+            )),
+        };
+        written.map_err(|source| WireError::Write {
+            command: self.server.command.clone(),
+            source,
+        })
+    }
+
+    /// The next decoded message, waiting for it.
+    pub(crate) async fn next(&mut self) -> Result<ServerMessage, WireError> {
+        loop {
+            match self.incoming.recv().await {
+                Some(Ok(message)) => return Ok(message),
+                Some(Err(_)) => self.undecodable += 1,
+                None => {
+                    return Err(WireError::Closed {
+                        command: self.server.command.clone(),
+                        stderr: self.server.stderr_tail(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// The next decoded message if one has arrived already.
+    pub(crate) fn try_next(&mut self) -> Option<ServerMessage> {
+        loop {
+            match self.incoming.try_recv() {
+                Ok(Ok(message)) => return Some(message),
+                Ok(Err(_)) => self.undecodable += 1,
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// An error naming this server.
+    pub(crate) fn protocol_error(&self, detail: String) -> WireError {
+        WireError::Protocol {
+            command: self.server.command.clone(),
+            detail,
+        }
+    }
+
+    /// Ends the session the way each transport does (stdin EOF; a close frame, then SIGTERM,
+    /// since a websocket listener outlives its connections) and waits for the server to exit.
+    pub(crate) async fn close(mut self) {
+        match self.outlet.take() {
+            Some(Outlet::Stdio(stdin)) => drop(stdin),
+            Some(Outlet::WebSocket(mut sink)) => {
+                let _ = sink.close().await;
+                let pid = nix::unistd::Pid::from_raw(
+                    i32::try_from(self.server.child.id()).expect("pids fit in i32"),
+                );
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            }
+            None => {}
+        }
+        let mut server = self.server;
+        tokio::task::spawn_blocking(move || server.wait_or_kill())
+            .await
+            .expect("waiting for the server does not panic");
+    }
+}
+
+/// `initialize` as both servers accept it: `clientInfo` is required by the reference, and
+/// `process/spawn` is experimental on both.
+pub(crate) fn initialize_params() -> InitializeParams {
+    InitializeParams {
+        client_info: ClientInfo {
+            name: "tandem-wire-bench".into(),
+            title: None,
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        capabilities: Some(InitializeCapabilities {
+            experimental_api: true,
+            opt_out_notification_methods: None,
+        }),
+    }
+}
+
+/// The stdio reader thread: one line, one decoded message, until EOF or nobody listens.
+fn read_lines(stdout: ChildStdout, tx: &mpsc::Sender<Result<ServerMessage, DecodeError>>) {
+    let mut reader = BufReader::with_capacity(1024 * 1024, stdout);
+    let mut line = Vec::with_capacity(128 * 1024);
+    loop {
+        line.clear();
+        match read_line(&mut reader, &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let frame = line.strip_suffix(b"\n").unwrap_or(&line);
+        if frame.is_empty() {
+            continue;
+        }
+        if tx
+            .blocking_send(wire::decode_server_message(frame))
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<usize> {
+    loop {
+        match reader.read_until(b'\n', line) {
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+}
+
+/// The websocket reader task: one text frame, one decoded message.
+async fn read_frames(
+    mut stream: futures::stream::SplitStream<WebSocketStream<MaybeTlsStream<TcpStream>>>,
+    tx: mpsc::Sender<Result<ServerMessage, DecodeError>>,
+) {
+    while let Some(Ok(frame)) = stream.next().await {
+        let decoded = match &frame {
+            Message::Text(text) => wire::decode_server_message(text.as_bytes()),
+            Message::Binary(bytes) => wire::decode_server_message(bytes),
+            Message::Close(_) => return,
+            _ => continue,
+        };
+        if tx.send(decoded).await.is_err() {
+            return;
+        }
+    }
+}

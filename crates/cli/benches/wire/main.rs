@@ -1,0 +1,365 @@
+//! `cargo bench -p tandem-cli --bench wire [-- --server 'CMD ARGS...']...` (what
+//! `cargo xtask bench wire` runs): app-servers driven over the wire, side by side with Tandem's
+//! in-process host, in one run.
+//!
+//! Targets, each measured on a fresh server with an empty home in every run:
+//! - Tandem in-process: typed requests through an `InProcessClientHandle` to a `TandemServer`;
+//! - Tandem over stdio: this package's `tandem app-server --listen stdio://`;
+//! - Tandem over websocket: `tandem app-server --listen ws://127.0.0.1:0`, the port read from
+//!   its `listening on: ws://ADDR` line;
+//! - every `--server` command line (split on whitespace), driven over its stdin/stdout with
+//!   `TANDEM_HOME` and `CODEX_HOME` set to a fresh empty directory. That is how another
+//!   app-server (the one Tandem's protocol copies) is measured beside Tandem.
+//!
+//! Figures (see [`figures`]): sequential round trips of `thread/loaded/list`, the same request
+//! with 64 in flight, and streamed `process/spawn` output of `head -c 268435456 /dev/zero`.
+//! Runs go round every target in turn, after one warm-up round; medians are reported with the
+//! target ratios computed from them.
+//!
+//! Without `--bench` (as under `cargo test --benches`) the sizes shrink and one round runs, so
+//! it finishes in a second or two.
+
+use std::process::ExitCode;
+
+mod client;
+mod figures;
+
+use client::WireClient;
+use figures::{Figures, IN_FLIGHT, Sizes, measure_in_process, measure_wire};
+
+const MIB: u64 = 1024 * 1024;
+/// Measured rounds in a full run; the median is reported.
+const RUNS: usize = 5;
+
+const FULL: Sizes = Sizes {
+    sequential: 10_000,
+    pipelined: 50_000,
+    output_bytes: 256 * MIB,
+    warm_up: 1_000,
+};
+
+const QUICK: Sizes = Sizes {
+    sequential: 50,
+    pipelined: 500,
+    output_bytes: MIB,
+    warm_up: 10,
+};
+
+/// Targets of issue 8; each ratio is computed from the same run's medians.
+const IN_PROCESS_OVER_STDIO_ROUND_TRIP: f64 = 5.0;
+const STDIO_OVER_OTHER_PIPELINED: f64 = 2.0;
+const STDIO_OVER_OTHER_OUTPUT: f64 = 100.0;
+
+#[derive(Debug, Clone)]
+enum Target {
+    InProcess,
+    Stdio(Vec<String>),
+    WebSocket(Vec<String>),
+}
+
+struct Row {
+    label: String,
+    target: Target,
+    samples: Vec<Figures>,
+}
+
+struct Options {
+    full: bool,
+    /// Measure only the targets whose label contains this (for profiling one of them).
+    only: Option<String>,
+    runs: usize,
+    output_bytes: Option<u64>,
+    servers: Vec<Vec<String>>,
+}
+
+fn usage() -> &'static str {
+    "usage: wire [--bench] [--runs N] [--output-mib N] [--only TEXT] [--server 'CMD ARGS...']...\n  \
+     --server  another app-server command line, served on stdin/stdout (repeatable; split on \
+     whitespace)\n  \
+     --only    measure only the targets whose label contains TEXT, e.g. `tandem stdio`\n  \
+     --runs    measured rounds (default 5 with --bench, else 1)\n  \
+     --output-mib  bytes the child writes in the output figure (default 256 with --bench, else 1)"
+}
+
+fn parse_options() -> Result<Options, String> {
+    let mut options = Options {
+        full: false,
+        only: None,
+        runs: 0,
+        output_bytes: None,
+        servers: Vec::new(),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| {
+            args.next()
+                .ok_or_else(|| format!("{name} needs a value\n{}", usage()))
+        };
+        match arg.as_str() {
+            "--bench" => options.full = true,
+            "--server" => {
+                let argv: Vec<String> = value("--server")?
+                    .split_whitespace()
+                    .map(str::to_owned)
+                    .collect();
+                if argv.is_empty() {
+                    return Err(format!("--server needs a command line\n{}", usage()));
+                }
+                options.servers.push(argv);
+            }
+            "--only" => options.only = Some(value("--only")?),
+            "--runs" => {
+                options.runs = value("--runs")?
+                    .parse()
+                    .ok()
+                    .filter(|runs| *runs > 0)
+                    .ok_or_else(|| format!("--runs takes a positive integer\n{}", usage()))?;
+            }
+            "--output-mib" => {
+                let mib: u64 = value("--output-mib")?
+                    .parse()
+                    .ok()
+                    .filter(|mib| *mib > 0)
+                    .ok_or_else(|| format!("--output-mib takes a positive integer\n{}", usage()))?;
+                options.output_bytes = Some(mib * MIB);
+            }
+            "--help" | "-h" => return Err(usage().to_owned()),
+            // The test harness's own flags (`cargo test --benches -- --nocapture`).
+            other if other.starts_with("--") => {}
+            other => return Err(format!("unexpected argument {other:?}\n{}", usage())),
+        }
+    }
+    if options.runs == 0 {
+        options.runs = if options.full { RUNS } else { 1 };
+    }
+    Ok(options)
+}
+
+fn main() -> ExitCode {
+    let options = match parse_options() {
+        Ok(options) => options,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut sizes = if options.full { FULL } else { QUICK };
+    if let Some(bytes) = options.output_bytes {
+        sizes.output_bytes = bytes;
+    }
+    let tandem = env!("CARGO_BIN_EXE_tandem").to_owned();
+    let tandem_at = |listen: &str| {
+        vec![
+            tandem.clone(),
+            "app-server".to_owned(),
+            "--listen".to_owned(),
+            listen.to_owned(),
+        ]
+    };
+    let mut rows = vec![
+        row(IN_PROCESS, Target::InProcess),
+        row(TANDEM_STDIO, Target::Stdio(tandem_at("stdio://"))),
+        row(
+            TANDEM_WEBSOCKET,
+            Target::WebSocket(tandem_at("ws://127.0.0.1:0")),
+        ),
+    ];
+    for (n, argv) in options.servers.iter().enumerate() {
+        rows.push(row(&other_label(n), Target::Stdio(argv.clone())));
+    }
+    if let Some(only) = &options.only {
+        rows.retain(|row| row.label.contains(only.as_str()));
+        if rows.is_empty() {
+            eprintln!("wire bench: no target's label contains {only:?}");
+            return ExitCode::from(2);
+        }
+    }
+
+    // Two workers: the machine the figures are for has two cores. Every measurement runs as a
+    // task on them, as in a Tokio application.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    // A warm-up round first (page cache, binaries, allocator), unless this is the quick mode.
+    let rounds = options.runs + usize::from(options.full);
+    for round in 0..rounds {
+        let warm_up = options.full && round == 0;
+        for row in &mut rows {
+            let target = row.target.clone();
+            let measured = runtime
+                .block_on(runtime.spawn(measure(target, sizes)))
+                .expect("a measurement does not panic");
+            let figures = match measured {
+                Ok(figures) => figures,
+                Err(error) => {
+                    eprintln!("wire bench: {}: {error}", row.label);
+                    return ExitCode::FAILURE;
+                }
+            };
+            eprintln!(
+                "{} {}: {}",
+                if warm_up {
+                    "warm-up".to_owned()
+                } else {
+                    format!(
+                        "run {}/{}",
+                        round + 1 - usize::from(options.full),
+                        options.runs
+                    )
+                },
+                row.label,
+                show(&figures)
+            );
+            if !warm_up {
+                row.samples.push(figures);
+            }
+        }
+    }
+    report(&rows, &options, sizes);
+    ExitCode::SUCCESS
+}
+
+const IN_PROCESS: &str = "tandem in-process";
+const TANDEM_STDIO: &str = "tandem stdio";
+const TANDEM_WEBSOCKET: &str = "tandem websocket";
+
+/// The label of the `n`th (from 0) `--server`.
+fn other_label(n: usize) -> String {
+    format!("[{}] stdio", n + 1)
+}
+
+fn row(label: &str, target: Target) -> Row {
+    Row {
+        label: label.to_owned(),
+        target,
+        samples: Vec::new(),
+    }
+}
+
+async fn measure(target: Target, sizes: Sizes) -> Result<Figures, String> {
+    let client = match target {
+        Target::InProcess => return measure_in_process(sizes).await,
+        Target::Stdio(argv) => WireClient::stdio(&argv).await,
+        Target::WebSocket(argv) => WireClient::websocket(&argv).await,
+    };
+    let mut client = client.map_err(|error| error.to_string())?;
+    let figures = measure_wire(&mut client, sizes).await;
+    client.close().await;
+    figures.map_err(|error| error.to_string())
+}
+
+fn show(figures: &Figures) -> String {
+    format!(
+        "{:.2} us/round trip, {:.1} k requests/s, {:.1} MB/s",
+        figures.round_trip * 1e6,
+        figures.pipelined / 1e3,
+        figures.output / 1e6
+    )
+}
+
+fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+fn medians(row: &Row) -> Figures {
+    let pick = |field: fn(&Figures) -> f64| median(row.samples.iter().map(field).collect());
+    Figures {
+        round_trip: pick(|figures| figures.round_trip),
+        pipelined: pick(|figures| figures.pipelined),
+        output: pick(|figures| figures.output),
+    }
+}
+
+fn report(rows: &[Row], options: &Options, sizes: Sizes) {
+    println!(
+        "wire benchmark, median of {} run(s): {} sequential round trips of thread/loaded/list, \
+         {} with {IN_FLIGHT} in flight, {} MiB of streamed process output",
+        options.runs,
+        sizes.sequential,
+        sizes.pipelined,
+        sizes.output_bytes / MIB
+    );
+    for (n, argv) in options.servers.iter().enumerate() {
+        println!("  [{}] {}", n + 1, argv.join(" "));
+    }
+    println!(
+        "{:<20} {:>16} {:>18} {:>16}",
+        "target", "round trip", "64 in flight", "process output"
+    );
+    let medians: Vec<Figures> = rows.iter().map(medians).collect();
+    for (row, figures) in rows.iter().zip(&medians) {
+        println!(
+            "{:<20} {:>13.2} us {:>14.1} k/s {:>11.1} MB/s",
+            row.label,
+            figures.round_trip * 1e6,
+            figures.pipelined / 1e3,
+            figures.output / 1e6
+        );
+    }
+    let find = |label: &str| {
+        rows.iter()
+            .zip(&medians)
+            .find_map(|(row, figures)| (row.label == label).then_some(*figures))
+    };
+    println!("ratios:");
+    let (in_process, stdio, websocket) =
+        (find(IN_PROCESS), find(TANDEM_STDIO), find(TANDEM_WEBSOCKET));
+    if let (Some(in_process), Some(stdio)) = (in_process, stdio) {
+        ratio(
+            "round trip, in-process vs tandem stdio (times faster)",
+            stdio.round_trip / in_process.round_trip,
+            Some(IN_PROCESS_OVER_STDIO_ROUND_TRIP),
+        );
+    }
+    if let (Some(websocket), Some(stdio)) = (websocket, stdio) {
+        ratio(
+            "round trip, websocket vs stdio (times faster)",
+            stdio.round_trip / websocket.round_trip,
+            None,
+        );
+        ratio(
+            "64 in flight, websocket / stdio",
+            websocket.pipelined / stdio.pipelined,
+            None,
+        );
+        ratio(
+            "process output, websocket / stdio",
+            websocket.output / stdio.output,
+            None,
+        );
+    }
+    for n in 0..options.servers.len() {
+        let (Some(stdio), Some(other)) = (stdio, find(&other_label(n))) else {
+            continue;
+        };
+        let n = n + 1;
+        ratio(
+            &format!("round trip, tandem stdio vs [{n}] (times faster)"),
+            other.round_trip / stdio.round_trip,
+            None,
+        );
+        ratio(
+            &format!("64 in flight, tandem stdio / [{n}]"),
+            stdio.pipelined / other.pipelined,
+            Some(STDIO_OVER_OTHER_PIPELINED),
+        );
+        ratio(
+            &format!("process output, tandem stdio / [{n}]"),
+            stdio.output / other.output,
+            Some(STDIO_OVER_OTHER_OUTPUT),
+        );
+    }
+}
+
+fn ratio(what: &str, value: f64, target: Option<f64>) {
+    match target {
+        Some(target) => println!(
+            "  {what:<56} {value:>8.2}x (target >= {target}x: {})",
+            if value >= target { "met" } else { "MISSED" }
+        ),
+        None => println!("  {what:<56} {value:>8.2}x"),
+    }
+}
