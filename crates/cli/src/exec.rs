@@ -237,7 +237,7 @@ fn initialize_params() -> InitializeParams {
             version: env!("CARGO_PKG_VERSION").into(),
         },
         capabilities: Some(InitializeCapabilities {
-            // The process API is experimental (protocol.md section 4).
+            // The process API is experimental (docs/protocol.md section 4).
             experimental_api: true,
             opt_out_notification_methods: None,
         }),

@@ -10,7 +10,7 @@
 //!
 //! How the slow connection's writer queue fills, deterministically: it starts [`FLOODERS`]
 //! streamed processes that print without end. Each process has at most one output delta
-//! undelivered (protocol.md section 8; on the wire a delta counts as delivered once the writer
+//! undelivered (docs/protocol.md section 8; on the wire a delta counts as delivered once the writer
 //! takes it), so once the socket buffers are full the connection owes exactly one delta per
 //! process beside the one stuck in the blocked writer (whose process already sent its next):
 //! [`WRITER_QUEUE`] in the full queue, the rest in the router's backlog. The broadcasts the 50

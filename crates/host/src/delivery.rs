@@ -12,7 +12,7 @@ use tokio::sync::oneshot;
 use crate::processor::ConnectionSessionState;
 
 /// Which notification methods are delivered with the guaranteed class in-process. The default
-/// is protocol.md section 6; embedders may add their own custom notifications.
+/// is docs/protocol.md section 6; embedders may add their own custom notifications.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeliveryPolicy {
     guaranteed: HashSet<String>,

@@ -1,5 +1,5 @@
 //! The processor task: feeds the [`MessageProcessor`] one message at a time and enforces the
-//! handshake of protocol.md section 3 for every processor, so an embedder cannot get
+//! handshake of docs/protocol.md section 3 for every processor, so an embedder cannot get
 //! "Not initialized" or experimental gating wrong.
 
 use foldhash::HashMap;

@@ -1,6 +1,6 @@
 //! The in-process host: runs a [`MessageProcessor`] on Tokio tasks in the caller's process and
 //! hands the caller an [`InProcessClientHandle`]. Lane priorities, backpressure and the bounded
-//! shutdown of host.md are decided here, in `Runtime::run`.
+//! shutdown of docs/host.md are decided here, in `Runtime::run`.
 
 use foldhash::HashMap;
 use std::future::Future;
@@ -673,7 +673,7 @@ impl Runtime {
         }
     }
 
-    /// host.md's shutdown sequence, each stage bounded by the stage timeout.
+    /// docs/host.md's shutdown sequence, each stage bounded by the stage timeout.
     async fn shut_down(mut self, ack: Option<oneshot::Sender<()>>) {
         let error = JSONRPCErrorError::internal(SHUTTING_DOWN);
         // Stop taking client commands; whatever is still queued gets its answer now.

@@ -8,7 +8,7 @@
 //!
 //! How a full writer queue is handled is the connection's [`WriterFlow`]:
 //! - [`WriterFlow::Backpressure`] (the single connection of an in-process or stdio host): the
-//!   router waits for room. That wait is the backpressure chain of host.md (full writer queue,
+//!   router waits for room. That wait is the backpressure chain of docs/host.md (full writer queue,
 //!   router waits, outgoing queue fills, producers wait), and with one connection there is
 //!   nobody else to delay.
 //! - [`WriterFlow::CloseWhenStalled`] (websocket connections, many per host): the router never

@@ -13,7 +13,7 @@ use serde::{Deserializer, Serializer};
 
 /// Prefix of the decode error of a base64 field. [`crate::messages`] recognizes it to answer
 /// -32602 `invalid deltaBase64: ...` (a bad value) instead of -32600 (a bad shape), as
-/// protocol.md section 8 asks.
+/// docs/protocol.md section 8 asks.
 pub(crate) const INVALID_BASE64: &str = "invalid deltaBase64: ";
 
 /// Encodes `bytes` as standard base64 with padding.

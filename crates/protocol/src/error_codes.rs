@@ -1,4 +1,4 @@
-//! The JSON-RPC error codes of protocol.md section 2, shared by every transport and processor.
+//! The JSON-RPC error codes of docs/protocol.md section 2, shared by every transport and processor.
 
 /// The line or frame is not valid JSON; the connection stays open and the reply id is `null`.
 pub const PARSE_ERROR: i64 = -32700;

@@ -1,4 +1,4 @@
-//! The JSON-RPC 2.0 envelope as Tandem puts it on the wire (protocol.md section 1).
+//! The JSON-RPC 2.0 envelope as Tandem puts it on the wire (docs/protocol.md section 1).
 //!
 //! Every transport (stdio lines, websocket frames) and the typed layer in
 //! [`crate::messages`] convert through these four shapes, so the envelope rules
@@ -201,7 +201,7 @@ impl<'de> Deserialize<'de> for JSONRPCMessage {
     }
 }
 
-/// Treats an omitted or `null` params member as `{}`, as protocol.md section 1 requires.
+/// Treats an omitted or `null` params member as `{}`, as docs/protocol.md section 1 requires.
 pub fn params_or_empty(params: Option<Value>) -> Value {
     match params {
         None | Some(Value::Null) => Value::Object(Map::new()),

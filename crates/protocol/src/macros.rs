@@ -35,7 +35,7 @@ macro_rules! request_enum {
         }
 
         impl $enum {
-            /// Every method name this enum types, in protocol.md order.
+            /// Every method name this enum types, in docs/protocol.md order.
             pub const METHODS: &'static [&'static str] = &[$($method),*];
 
             /// The request id.
@@ -149,7 +149,7 @@ macro_rules! notification_enum {
         }
 
         impl $enum {
-            /// Every method name this enum types, in protocol.md order.
+            /// Every method name this enum types, in docs/protocol.md order.
             pub const METHODS: &'static [&'static str] = &[$($method),*];
 
             /// The wire method name.

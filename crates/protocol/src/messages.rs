@@ -1,4 +1,4 @@
-//! Typed messages for every method of protocol.md: the request and notification enums in both
+//! Typed messages for every method of docs/protocol.md: the request and notification enums in both
 //! directions, and which of them are experimental. The types themselves live in
 //! [`crate::types`]; this module only binds method names to them.
 
@@ -11,7 +11,7 @@ use crate::types::*;
 /// Decodes params into `T`, mapping a failure to -32600 ``Invalid request: <serde message>``.
 ///
 /// The exception is a base64 member that is a string but not base64: the shape is right and the
-/// value is bad, so it is -32602 `invalid deltaBase64: ...` (protocol.md section 8).
+/// value is bad, so it is -32602 `invalid deltaBase64: ...` (docs/protocol.md section 8).
 pub(crate) fn decode_params<T: DeserializeOwned>(params: Value) -> Result<T, JSONRPCErrorError> {
     serde_json::from_value(params).map_err(|err| {
         let message = err.to_string();
@@ -39,7 +39,7 @@ pub trait RequestMethod {
 }
 
 request_enum! {
-    /// A request from client to server (protocol.md sections 3 and 4).
+    /// A request from client to server (docs/protocol.md sections 3 and 4).
     ClientRequest, markers = client_methods;
     /// `initialize`: the handshake.
     Initialize => "initialize" (InitializeParams) -> InitializeResponse;
@@ -86,7 +86,7 @@ request_enum! {
 }
 
 request_enum! {
-    /// A request from server to client (protocol.md section 5); the client must answer each.
+    /// A request from server to client (docs/protocol.md section 5); the client must answer each.
     ServerRequest, markers = server_methods;
     /// `item/tool/call`: call a dynamic tool the client provided.
     ToolCall => "item/tool/call" (ToolCallParams) -> ToolCallResponse;
@@ -106,7 +106,7 @@ notification_enum! {
 }
 
 notification_enum! {
-    /// A notification from server to client (protocol.md section 6).
+    /// A notification from server to client (docs/protocol.md section 6).
     ServerNotification;
     /// `thread/started`.
     ThreadStarted => "thread/started" (ThreadStartedNotification);
@@ -159,7 +159,7 @@ pub const EXPERIMENTAL_FIELDS: &[(&str, &str)] = &[("thread/start", "dynamicTool
 pub const EXPERIMENTAL_NOTIFICATION_METHODS: &[&str] = &["process/outputDelta", "process/exited"];
 
 /// Notifications that the in-process host delivers with the guaranteed class by default
-/// (protocol.md section 6); every other notification is best effort.
+/// (docs/protocol.md section 6); every other notification is best effort.
 pub const DEFAULT_GUARANTEED_NOTIFICATION_METHODS: &[&str] = &[
     "process/outputDelta",
     "process/exited",

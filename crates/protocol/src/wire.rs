@@ -1,5 +1,5 @@
 //! The wire codec: one stdio line or websocket frame to a typed message and back
-//! (protocol.md sections 1 and 2), so that every transport reads the same JSON, answers
+//! (docs/protocol.md sections 1 and 2), so that every transport reads the same JSON, answers
 //! malformed input with the same error, and writes the same bytes.
 //!
 //! Decoding never panics, whatever the bytes. It parses the frame once, classifies it by the
@@ -466,7 +466,7 @@ where
     })
 }
 
-/// A request id as protocol.md defines it: an `i64` or a string. Anything else is unreadable
+/// A request id as docs/protocol.md defines it: an `i64` or a string. Anything else is unreadable
 /// and handed back for the error message.
 fn request_id(value: Value) -> Result<RequestId, Value> {
     match value {

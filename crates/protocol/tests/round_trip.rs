@@ -1,5 +1,5 @@
 //! Typed -> JSON text -> typed round trips for every method and result, plus the decoding
-//! rules of protocol.md sections 1, 4 and 7 that are easiest to state on typed values.
+//! rules of docs/protocol.md sections 1, 4 and 7 that are easiest to state on typed values.
 
 mod common;
 

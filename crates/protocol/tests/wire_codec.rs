@@ -1,4 +1,4 @@
-//! The wire codec's decoding rules, against protocol.md sections 1 and 2: which error (code and
+//! The wire codec's decoding rules, against docs/protocol.md sections 1 and 2: which error (code and
 //! id) answers each kind of malformed frame, what is only logged, and the tolerances real
 //! clients rely on. Encoding and round trips are in `wire_encoding.rs`.
 

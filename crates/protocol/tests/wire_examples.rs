@@ -1,4 +1,4 @@
-//! Literal wire examples written by hand from protocol.md, one per method: each decodes into
+//! Literal wire examples written by hand from docs/protocol.md, one per method: each decodes into
 //! the expected typed value, and encoding that value gives back exactly the same members
 //! (key sets compared recursively first, for a readable failure, then whole values).
 
@@ -188,7 +188,7 @@ fn forked_thread_json() -> Value {
     })
 }
 
-/// `{thread, ...session}` as spelled in protocol.md section 4.
+/// `{thread, ...session}` as spelled in docs/protocol.md section 4.
 fn with_session(thread: Value, model: &str, cwd: &str, approval_policy: &str) -> Value {
     json!({
         "thread": thread,

@@ -5,7 +5,7 @@
 //! `config/read` requests go to the thread service (`crate::threads`), which spawns them.
 //!
 //! The processor task must stay free to answer `process/kill` while a client is not reading
-//! events (protocol.md section 8), so nothing here awaits anything on that task that waits on
+//! events (docs/protocol.md section 8), so nothing here awaits anything on that task that waits on
 //! the client: stdin writes and ordinary (non reply-lane) replies run on tasks of their own.
 
 use std::collections::HashMap;
@@ -34,7 +34,7 @@ pub const SERVER_NAME: &str = "tandem";
 /// The server version reported in `serverInfo` and `userAgent`.
 pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The reference Tandem server: processes (protocol.md section 8), threads and turns
+/// The reference Tandem server: processes (docs/protocol.md section 8), threads and turns
 /// (sections 4 to 7 and 9) and `config/read`. Every protocol method is implemented.
 ///
 /// ```no_run

@@ -34,7 +34,7 @@ use tokio::task::JoinHandle;
 const PROMPT: Duration = Duration::from_secs(10);
 const KIB: usize = 1024;
 const MIB: usize = 1024 * 1024;
-/// The largest delta the server sends (protocol.md section 10).
+/// The largest delta the server sends (docs/protocol.md section 10).
 const DELTA_MERGE_BYTES: usize = 64 * KIB;
 /// How long an ordinary-lane probe must stay unanswered to count as stuck behind a parked
 /// notification; see [`until_event_queue_is_full`].
@@ -97,7 +97,7 @@ async fn call(handle: &InProcessClientHandle, request: ClientRequest) -> Request
     within(PROMPT, &what, send(handle.sender(), request)).await
 }
 
-/// What the base64 decoder says of `text`, as protocol.md's `invalid deltaBase64: ...` quotes it.
+/// What the base64 decoder says of `text`, as docs/protocol.md's `invalid deltaBase64: ...` quotes it.
 fn base64_decode_error(text: &str) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD
@@ -786,7 +786,7 @@ async fn env_null_removes_a_variable_and_a_new_one_is_present() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Acceptance 9: every error row of protocol.md section 8
+// Acceptance 9: every error row of docs/protocol.md section 8
 // ---------------------------------------------------------------------------------------------
 
 // Acceptance 9

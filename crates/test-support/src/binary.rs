@@ -19,7 +19,7 @@ use serde_json::Value;
 use tokio::process::{Child, Command};
 
 /// How long a dropped [`ServerProcess`] waits for a clean exit after SIGTERM before it sends
-/// SIGKILL: the server's own shutdown budget (protocol.md section 10) plus a margin.
+/// SIGKILL: the server's own shutdown budget (docs/protocol.md section 10) plus a margin.
 pub const DROP_GRACE: Duration = Duration::from_secs(6);
 
 /// Why the `tandem` binary could not be built.

@@ -4,7 +4,7 @@
  * A decision on a command approval.
  *
  * Decoding is lenient: any value other than the four listed decodes as
- * `CommandExecutionApprovalDecision::Decline`, because protocol.md counts any other answer
+ * `CommandExecutionApprovalDecision::Decline`, because docs/protocol.md counts any other answer
  * as a refusal rather than as an invalid reply.
  */
 export type CommandExecutionApprovalDecision = "accept" | "acceptForSession" | "decline" | "cancel";

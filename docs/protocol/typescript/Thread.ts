@@ -4,7 +4,7 @@ import type { ThreadStatus } from "./ThreadStatus";
 import type { Turn } from "./Turn";
 
 /**
- * A thread (protocol.md section 7).
+ * A thread (docs/protocol.md section 7).
  */
 export type Thread = {
 /**
@@ -68,6 +68,6 @@ cliVersion: string,
  */
 projectId: string | null,
 /**
- * The turns, filled only where protocol.md says so; otherwise empty.
+ * The turns, filled only where docs/protocol.md says so; otherwise empty.
  */
 turns: Array<Turn>, };

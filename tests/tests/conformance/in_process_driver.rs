@@ -199,7 +199,7 @@ impl Driver for InProcessDriver {
                 _ => self.request(request).await,
             },
             // Before the host exists there is no connection to hand a notification to, and
-            // notifications before `initialize` are ignored anyway (protocol.md section 3).
+            // notifications before `initialize` are ignored anyway (docs/protocol.md section 3).
             ClientMessage::Notification(notification) => match self.handle {
                 Some(_) => {
                     self.when_room(|handle| handle.notify(notification.clone()))

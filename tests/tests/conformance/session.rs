@@ -50,7 +50,7 @@ impl Transport {
 }
 
 impl Transport {
-    /// Whether server notifications carry the envelope's `emittedAtMs` (protocol.md section
+    /// Whether server notifications carry the envelope's `emittedAtMs` (docs/protocol.md section
     /// 1). In-process events are typed values with no envelope to carry it.
     fn stamps_notifications(self) -> bool {
         self != Transport::InProcess

@@ -1,6 +1,6 @@
 //! The bad-input cases of issue 8 (acceptance 2) that read the same on both transports, each a
 //! function the stdio and websocket test files call from a test of its own. Every case checks
-//! the documented answer (protocol.md section 2: code, `id`, and the message where the protocol
+//! the documented answer (docs/protocol.md section 2: code, `id`, and the message where the protocol
 //! gives it), then that the server answers the next valid request, then a clean exit with
 //! nothing panicking.
 

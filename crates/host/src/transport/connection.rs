@@ -125,7 +125,7 @@ impl Inbound {
                     connection: self.id,
                     notification,
                 };
-                // host.md: a notification that does not fit is dropped with a warning.
+                // docs/host.md: a notification that does not fit is dropped with a warning.
                 if let Err(error) = self.processor.try_send(message) {
                     tracing::warn!(connection = %self.id, %method, "client notification dropped: {error}");
                 }

@@ -85,7 +85,7 @@ where
     S: FrameSink + 'static,
 {
     // A single connection: a full writer queue holds the producers back (the backpressure
-    // chain of host.md) instead of closing the session.
+    // chain of docs/host.md) instead of closing the session.
     let connection = host
         .open_connection(WriterPolicy::Backpressure, host.options.channel_capacity)
         .await?;

@@ -280,7 +280,7 @@ pub(crate) struct MessageUnion {
 }
 
 impl MessageUnion {
-    /// The four message enums, in protocol.md order.
+    /// The four message enums, in docs/protocol.md order.
     pub(crate) fn all() -> Vec<MessageUnion> {
         vec![
             MessageUnion {

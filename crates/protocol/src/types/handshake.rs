@@ -1,4 +1,4 @@
-//! `initialize` and `config/read` (protocol.md sections 3 and 4): the handshake's params and
+//! `initialize` and `config/read` (docs/protocol.md sections 3 and 4): the handshake's params and
 //! result, the connection's session source, and the configuration snapshot.
 
 #[allow(unused_imports)]

@@ -1,4 +1,4 @@
-//! The params, results and shared value types of protocol.md sections 3 to 8, one struct per
+//! The params, results and shared value types of docs/protocol.md sections 3 to 8, one struct per
 //! wire object, named after the method they serve. One file per section; this module holds the
 //! serde helpers they share and re-exports them all.
 

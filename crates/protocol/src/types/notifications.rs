@@ -1,4 +1,4 @@
-//! The params of the server notifications (protocol.md section 6).
+//! The params of the server notifications (docs/protocol.md section 6).
 
 #[allow(unused_imports)]
 use super::*;

@@ -1,4 +1,4 @@
-//! The `process/*` methods and notifications (protocol.md section 8): spawn, stdin, kill,
+//! The `process/*` methods and notifications (docs/protocol.md section 8): spawn, stdin, kill,
 //! resize, output deltas (bytes in-process, base64 on the wire) and the exit report.
 
 #[allow(unused_imports)]

@@ -1,4 +1,4 @@
-//! The server requests and the client's results (protocol.md section 5): tool calls, command
+//! The server requests and the client's results (docs/protocol.md section 5): tool calls, command
 //! approvals and user-input questions.
 
 #[allow(unused_imports)]
@@ -37,7 +37,7 @@ pub struct ToolCallResponse {
 /// A decision on a command approval.
 ///
 /// Decoding is lenient: any value other than the four listed decodes as
-/// [`CommandExecutionApprovalDecision::Decline`], because protocol.md counts any other answer
+/// [`CommandExecutionApprovalDecision::Decline`], because docs/protocol.md counts any other answer
 /// as a refusal rather than as an invalid reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]

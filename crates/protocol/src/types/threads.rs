@@ -1,4 +1,4 @@
-//! The params and results of the thread and turn requests (protocol.md section 4).
+//! The params and results of the thread and turn requests (docs/protocol.md section 4).
 
 #[allow(unused_imports)]
 use super::*;

@@ -1,4 +1,4 @@
-//! The shared value types of protocol.md section 7: threads, turns, items, user input, approval
+//! The shared value types of docs/protocol.md section 7: threads, turns, items, user input, approval
 //! policies, statuses and attachments.
 
 #[allow(unused_imports)]
@@ -160,7 +160,7 @@ pub enum ThreadStatus {
     },
 }
 
-/// A thread (protocol.md section 7).
+/// A thread (docs/protocol.md section 7).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
@@ -195,7 +195,7 @@ pub struct Thread {
     pub cli_version: String,
     /// Always `null`: Tandem has no projects.
     pub project_id: Option<String>,
-    /// The turns, filled only where protocol.md says so; otherwise empty.
+    /// The turns, filled only where docs/protocol.md says so; otherwise empty.
     pub turns: Vec<Turn>,
 }
 

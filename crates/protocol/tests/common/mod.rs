@@ -807,7 +807,7 @@ pub(crate) fn process_exited() -> ServerNotification {
     })
 }
 
-/// Every server notification sample, in protocol.md order.
+/// Every server notification sample, in docs/protocol.md order.
 pub(crate) fn server_notifications() -> Vec<ServerNotification> {
     vec![
         thread_started(),

@@ -4,7 +4,7 @@
 //!
 //! The agent never touches the protocol: it asks the driver to stream a message, call a client
 //! tool, run a command or ask the user, and the driver emits the items, server requests,
-//! flags and notifications in the order protocol.md section 6 requires. That keeps every
+//! flags and notifications in the order docs/protocol.md section 6 requires. That keeps every
 //! agent — scripted or model-backed — inside the same ordering and interruption rules.
 //!
 //! Files: `scripted` holds the [`ScriptedAgent`], `openai` the [`OpenAiCompatibleAgent`].

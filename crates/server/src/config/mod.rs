@@ -1,6 +1,6 @@
 //! Server configuration: where `TANDEM_HOME` is, what `TANDEM_HOME/config.toml` says, and the
 //! overrides of whoever builds the server, resolved once into a validated [`ServerConfig`] so
-//! that nothing later has to re-check a value (protocol.md sections 4 and 9).
+//! that nothing later has to re-check a value (docs/protocol.md sections 4 and 9).
 //!
 //! Precedence, highest first: the builder's typed setters, its `config_override`s (the CLI's
 //! `-c key=value`, later ones winning), the selected `[profiles.<name>]` of the config file,
@@ -46,7 +46,7 @@ pub const DEFAULT_HOME_DIR_NAME: &str = "tandem";
 /// Config key of the idle-unload delay, in seconds.
 pub const THREAD_UNLOAD_DELAY_KEY: &str = "thread_unload_delay_secs";
 
-/// Default idle-unload delay (protocol.md section 10).
+/// Default idle-unload delay (docs/protocol.md section 10).
 pub const DEFAULT_THREAD_UNLOAD_DELAY: Duration = Duration::from_secs(60);
 
 /// How long a server may run and still compute an unload deadline from a validated delay.

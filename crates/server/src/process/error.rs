@@ -1,6 +1,6 @@
 //! Every error a `process/*` request can answer with, its exact text and its JSON-RPC code.
 //!
-//! protocol.md section 8 fixes each message word for word, so they live in one enum instead of
+//! docs/protocol.md section 8 fixes each message word for word, so they live in one enum instead of
 //! being formatted at each call site; [`ProcessError::code`] pairs each with its section-2 code.
 
 use tandem_protocol::JSONRPCErrorError;
@@ -46,7 +46,7 @@ pub(crate) enum ProcessError {
 }
 
 impl ProcessError {
-    /// The protocol.md section 2 code for this error.
+    /// The docs/protocol.md section 2 code for this error.
     pub(crate) fn code(&self) -> i64 {
         use ProcessError::*;
         match self {

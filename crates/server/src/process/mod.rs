@@ -1,4 +1,4 @@
-//! `process/*` machinery (protocol.md section 8): spawning children, streaming their output, and
+//! `process/*` machinery (docs/protocol.md section 8): spawning children, streaming their output, and
 //! the control requests, independent of any host so it can be driven from any transport.
 //!
 //! A [`ProcessManager`] serves one client connection. It talks to the outside only through a

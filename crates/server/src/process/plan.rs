@@ -1,7 +1,7 @@
 //! Turns `process/spawn` params into a checked [`SpawnPlan`], applying the section-8 defaults.
 //!
 //! Validation runs before anything is started so that a bad request never leaves a child or a
-//! reserved handle behind, and the checks run in the order protocol.md lists them.
+//! reserved handle behind, and the checks run in the order docs/protocol.md lists them.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 /// Why a thread store operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The store holds no thread with this id. The text is protocol.md's own.
+    /// The store holds no thread with this id. The text is docs/protocol.md's own.
     #[error("thread not found: {0}")]
     ThreadNotFound(String),
     /// The thread has no turn with this id.
@@ -21,7 +21,7 @@ pub enum StoreError {
     #[error("thread already exists: {0}")]
     ThreadExists(String),
     /// A list cursor that this store did not hand out (or whose turn is gone). The text is
-    /// protocol.md's own.
+    /// docs/protocol.md's own.
     #[error("invalid cursor: {0}")]
     InvalidCursor(String),
     /// The directory holding the database could not be created.

@@ -4,7 +4,7 @@
 //!
 //! The store keeps data only. Which threads are loaded, subscribed or running is the server's
 //! state; a stored thread carries its *last* status so that `systemError` survives an unload
-//! and resume (protocol.md section 9), and the server decides what status to report.
+//! and resume (docs/protocol.md section 9), and the server decides what status to report.
 //!
 //! Both implementations share the value types and the semantics defined here (update rules,
 //! list filters, cursor formats), so a thread behaves the same whichever store holds it.
@@ -34,7 +34,7 @@ pub use sqlite::SqliteThreadStore;
 pub const DEFAULT_PAGE_LIMIT: usize = 50;
 
 /// A new thread or turn id: a UUIDv7 string, lowercase and hyphenated, so that sorting ids
-/// sorts by creation time (protocol.md section 1). Ids made by one process are strictly
+/// sorts by creation time (docs/protocol.md section 1). Ids made by one process are strictly
 /// increasing.
 pub fn new_id() -> String {
     uuid::Uuid::now_v7().hyphenated().to_string()

@@ -52,7 +52,7 @@ impl ThreadService {
         };
         let created = response.outcome == ThreadAttachmentAddOutcome::Created;
         let attachment_id = response.attachment.id.clone();
-        // The reply must reach the caller before the notification (protocol.md section 4).
+        // The reply must reach the caller before the notification (docs/protocol.md section 4).
         self.outgoing.send_response_and_wait(id, response).await;
         if created {
             self.attachment_updated(

@@ -1,5 +1,5 @@
 //! Loading, subscribing and unloading threads: the subscriber set and the idle-unload
-//! countdown of protocol.md section 9.
+//! countdown of docs/protocol.md section 9.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -86,7 +86,7 @@ impl ThreadService {
     }
 
     /// Starts or cancels the idle-unload countdown after a change of subscribers or of the
-    /// active turn (protocol.md section 9): it runs exactly while the thread has neither, and
+    /// active turn (docs/protocol.md section 9): it runs exactly while the thread has neither, and
     /// each start is a fresh countdown.
     pub(crate) fn update_unload(
         self: &Arc<Self>,

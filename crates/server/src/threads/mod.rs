@@ -1,4 +1,4 @@
-//! Threads (protocol.md sections 4, 6, 7 and 9): which threads are loaded, who is subscribed,
+//! Threads (docs/protocol.md sections 4, 6, 7 and 9): which threads are loaded, who is subscribed,
 //! the idle-unload countdown, and the `thread/*` and `turn/*` request handlers.
 //!
 //! The processor task only decides and spawns: every handler runs on a task of its own, so a

@@ -1,4 +1,4 @@
-//! The `thread/*` request handlers other than attachments (protocol.md section 4).
+//! The `thread/*` request handlers other than attachments (docs/protocol.md section 4).
 
 use std::sync::Arc;
 

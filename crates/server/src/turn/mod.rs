@@ -1,5 +1,5 @@
 //! One running turn: the task that runs the [`crate::agent::Agent`] and the [`TurnDriver`]
-//! through which the agent acts. The driver owns every ordering rule of protocol.md section 6
+//! through which the agent acts. The driver owns every ordering rule of docs/protocol.md section 6
 //! for a turn (status before `turn/started`, flags around approvals and questions, items
 //! around their server requests, `serverRequest/resolved` after the answer) and every
 //! interruption rule (pending requests resolved first, then the `turn/interrupt` reply, then

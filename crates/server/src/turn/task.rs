@@ -162,7 +162,7 @@ async fn run(
                 .await;
         }
         // Pending requests were resolved by the driver; now the interrupt replies, then the
-        // status, then `turn/completed` (protocol.md sections 4 and 6).
+        // status, then `turn/completed` (docs/protocol.md sections 4 and 6).
         let replies: Vec<_> = std::mem::take(
             &mut *active
                 .interrupt_replies

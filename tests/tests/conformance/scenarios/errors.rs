@@ -1,4 +1,4 @@
-//! Every error code of protocol.md section 2, each with the message the table documents, and
+//! Every error code of docs/protocol.md section 2, each with the message the table documents, and
 //! the connection still serving afterwards.
 
 use std::collections::BTreeMap;

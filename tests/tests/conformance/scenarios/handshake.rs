@@ -1,4 +1,4 @@
-//! The handshake of protocol.md section 3: what is answered before `initialize`, a failed
+//! The handshake of docs/protocol.md section 3: what is answered before `initialize`, a failed
 //! `initialize` retried, a second one refused, the `initialized` notification in each form a
 //! client may send it (or not at all), notification opt-outs and experimental gating.
 

@@ -1,5 +1,5 @@
 //! The scenarios, each an `async fn(Transport)` listed once in `main.rs`, and the shapes of
-//! protocol.md section 7 that their expected results are written with.
+//! docs/protocol.md section 7 that their expected results are written with.
 //!
 //! Expected results are complete normalized messages (see `crate::normalize`): a scenario
 //! compares whole replies and notifications, so a member added, dropped or renamed on one

@@ -1,6 +1,6 @@
 //! Turns driven by the scripted agent: a streamed agent message, a dynamic tool call answered
 //! by the client, an approval declined and a question answered, each compared message by
-//! message with the order protocol.md section 6 prescribes.
+//! message with the order docs/protocol.md section 6 prescribes.
 
 use serde_json::json;
 
