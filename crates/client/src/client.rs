@@ -37,7 +37,7 @@ use crate::backend::child::ChildCommand;
 use crate::backend::in_process::InProcessBackend;
 use crate::backend::websocket::WebSocketTarget;
 use crate::backend::wire::{Connector, WireBackend};
-use crate::backend::{Backend, Incoming};
+use crate::backend::{Backend, Incoming, OutgoingRequest};
 use crate::error::ClientError;
 use crate::options::{ClientOptions, RequestOptions};
 use crate::process::{ProcessHandle, ProcessShared};
@@ -211,7 +211,7 @@ impl Shared {
     async fn execute_once(
         self: &Arc<Self>,
         method: &str,
-        request: ClientRequest,
+        request: OutgoingRequest,
         timeout: Option<Duration>,
     ) -> Result<Value, ClientError> {
         if self.closed.load(Ordering::Acquire) {
@@ -253,7 +253,7 @@ async fn execute<F>(
     mut build: F,
 ) -> Result<Value, ClientError>
 where
-    F: FnMut(RequestId, bool) -> Result<ClientRequest, ClientError>,
+    F: FnMut(RequestId, bool) -> OutgoingRequest,
 {
     let timeout = options.timeout.unwrap_or(shared.options.request_timeout);
     let retries = options
@@ -263,7 +263,7 @@ where
     let mut attempt = 0;
     loop {
         let last = attempt == retries;
-        let request = build(shared.next_request_id(), last)?;
+        let request = build(shared.next_request_id(), last);
         match shared.execute_once(method, request, timeout).await {
             Err(error)
                 if !last
@@ -515,7 +515,9 @@ impl Client {
             // The common case, kept free of the retry loop's state.
             let timeout = options.timeout.unwrap_or(shared.options.request_timeout);
             let request = M::into_request(shared.next_request_id(), params);
-            shared.execute_once(M::METHOD, request, timeout).await?
+            shared
+                .execute_once(M::METHOD, OutgoingRequest::Typed(request), timeout)
+                .await?
         } else {
             Self::call_retrying::<M>(shared, params, options).await?
         };
@@ -542,13 +544,29 @@ impl Client {
             } else {
                 params.clone().expect("present until the last attempt")
             };
-            Ok(M::into_request(id, params))
+            OutgoingRequest::Typed(M::into_request(id, params))
         })
         .await
     }
 
-    /// Sends `method` with raw JSON `params` and returns the raw result. Params of a known
-    /// method are decoded into its typed request first; if they do not decode, nothing is sent.
+    /// Sends `method` with raw JSON `params` and returns the raw result.
+    ///
+    /// Over the wire the params are written exactly as given (unknown members included), so
+    /// the server judges them. The in-process host takes typed requests, so there the params
+    /// are typed first by the protocol's own conversion, the step a wire server's transport
+    /// runs on every frame; params that do not decode get the answer that transport sends,
+    /// [`ClientError::Server`] with -32600 ``Invalid request: ...``, and never reach the
+    /// processor. Either way the outcome is the same on every backend.
+    ///
+    /// ```no_run
+    /// # async fn example(client: tandem_client::Client) {
+    /// let error = client
+    ///     .request("thread/read", serde_json::json!({"threadId": 7}))
+    ///     .await
+    ///     .expect_err("a thread id is a string");
+    /// assert_eq!(error.server_error().map(|e| e.code), Some(-32600));
+    /// # }
+    /// ```
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, ClientError> {
         self.request_with(method, params, RequestOptions::default())
             .await
@@ -561,15 +579,18 @@ impl Client {
         params: Value,
         options: RequestOptions,
     ) -> Result<Value, ClientError> {
-        execute(self.shared(), method, options, |id, _| {
-            let wire = JSONRPCRequest {
+        let mut params = Some(params);
+        execute(self.shared(), method, options, |id, last| {
+            // As for typed calls, only retries pay for a copy of the params.
+            let params = if last {
+                params.take()
+            } else {
+                params.clone()
+            };
+            OutgoingRequest::Raw(JSONRPCRequest {
                 id,
                 method: method.to_owned(),
-                params: Some(params.clone()),
-            };
-            ClientRequest::try_from(wire).map_err(|error| ClientError::NotSent {
-                method: method.to_owned(),
-                reason: format!("the params do not decode: {}", error.message),
+                params,
             })
         })
         .await

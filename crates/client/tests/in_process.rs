@@ -595,7 +595,7 @@ async fn turn_handles_stream_typed_events_and_take_approvals() {
 }
 
 /// A turn interrupted through its handle completes as interrupted; `call` and raw `request`
-/// reach the same methods; params that do not decode are not sent.
+/// reach the same methods; raw params that do not decode are refused with -32600.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupts_typed_calls_and_raw_requests() {
     let home = home();
@@ -627,12 +627,20 @@ async fn interrupts_typed_calls_and_raw_requests() {
         .expect("raw");
     assert_eq!(serde_json::to_value(&typed).unwrap(), raw);
 
+    // Params that do not decode get the answer a wire server's transport gives them.
     let error = client
         .request("thread/read", json!({"threadId": 7}))
         .await
         .expect_err("does not decode");
-    assert!(matches!(error, ClientError::NotSent { .. }), "{error:?}");
-    assert!(error.is_retry_safe());
+    let rejected = error.server_error().expect("a server error");
+    assert_eq!(
+        (rejected.code, rejected.message.as_str()),
+        (
+            -32600,
+            "Invalid request: invalid type: integer `7`, expected a string"
+        )
+    );
+    assert!(!error.is_retry_safe());
 
     let error = client
         .request("thread/read", json!({"threadId": "no-such-thread"}))

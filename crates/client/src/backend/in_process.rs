@@ -19,7 +19,7 @@ use tandem_protocol::{ClientRequest, InitializeResponse, JSONRPCErrorError, Requ
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::{Failure, Incoming};
+use super::{Failure, Incoming, OutgoingRequest};
 use crate::client::Shared;
 
 /// The in-process connection never restarts: its generation is always the first.
@@ -64,9 +64,20 @@ impl InProcessBackend {
 
     pub(crate) async fn request(
         &self,
-        request: ClientRequest,
+        request: OutgoingRequest,
         written: &AtomicBool,
     ) -> Result<Result<Value, JSONRPCErrorError>, Failure> {
+        let request = match request {
+            OutgoingRequest::Typed(request) => request,
+            // The host takes typed requests, so raw params are typed here by the protocol's
+            // own conversion: the step a wire server's transport runs on every frame. Params
+            // that do not decode get the answer that transport sends (-32600 with the
+            // decoder's message), and the processor never sees them, as over the wire.
+            OutgoingRequest::Raw(raw) => match ClientRequest::try_from(raw) {
+                Ok(request) => request,
+                Err(error) => return Ok(Err(error)),
+            },
+        };
         // The host enqueues synchronously and reports a failed enqueue on the first poll, so a
         // first poll that is pending (or already answered) means the request was written.
         let mut reply = pin!(self.sender.request(request));

@@ -7,8 +7,8 @@ use std::sync::atomic::AtomicBool;
 
 use serde_json::Value;
 use tandem_protocol::{
-    ClientRequest, InitializeResponse, JSONRPCErrorError, RequestId, ServerNotification,
-    ServerRequest,
+    ClientRequest, InitializeResponse, JSONRPCErrorError, JSONRPCRequest, RequestId,
+    ServerNotification, ServerRequest,
 };
 
 use crate::client::Shared;
@@ -26,6 +26,25 @@ pub(crate) enum Incoming {
     Request(ServerRequest),
     /// The in-process host skipped this many best-effort events.
     Lagged(u64),
+}
+
+/// A request on its way to a backend.
+#[derive(Debug)]
+pub(crate) enum OutgoingRequest {
+    /// Built from typed params ([`crate::Client::call`] and the typed helpers).
+    Typed(ClientRequest),
+    /// Raw JSON params ([`crate::Client::request`]): written as given over the wire, so the
+    /// server judges them; decoded by the in-process backend, whose host takes typed requests.
+    Raw(JSONRPCRequest),
+}
+
+impl OutgoingRequest {
+    pub(crate) fn id(&self) -> &RequestId {
+        match self {
+            Self::Typed(request) => request.id(),
+            Self::Raw(request) => &request.id,
+        }
+    }
 }
 
 /// Why a request got no reply, before the client adds the method name.
@@ -69,7 +88,7 @@ impl Backend {
     pub(crate) async fn request(
         &self,
         shared: &Arc<Shared>,
-        request: ClientRequest,
+        request: OutgoingRequest,
         written: &AtomicBool,
     ) -> Result<Result<Value, JSONRPCErrorError>, Failure> {
         match self {
