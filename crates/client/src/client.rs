@@ -582,11 +582,7 @@ impl Client {
         let mut params = Some(params);
         execute(self.shared(), method, options, |id, last| {
             // As for typed calls, only retries pay for a copy of the params.
-            let params = if last {
-                params.take()
-            } else {
-                params.clone()
-            };
+            let params = if last { params.take() } else { params.clone() };
             OutgoingRequest::Raw(JSONRPCRequest {
                 id,
                 method: method.to_owned(),

@@ -283,7 +283,10 @@ fn raw_requests_carry_their_params_as_given() {
     else {
         panic!("good params decode: {}", text(&out))
     };
-    assert_eq!((request_id, params.thread_id.as_str()), (RequestId::Integer(2), "t"));
+    assert_eq!(
+        (request_id, params.thread_id.as_str()),
+        (RequestId::Integer(2), "t")
+    );
 
     let mut out = Vec::new();
     let without = JSONRPCRequest {
@@ -291,7 +294,10 @@ fn raw_requests_carry_their_params_as_given() {
         ..raw(3, json!(null))
     };
     encode_raw_request(&without, &mut out).unwrap();
-    assert_eq!(text(&out), r#"{"id":3,"method":"thread/read","params":null}"#);
+    assert_eq!(
+        text(&out),
+        r#"{"id":3,"method":"thread/read","params":null}"#
+    );
 }
 
 /// Found by the property test: without serde_json's `float_roundtrip` the parser may land one
