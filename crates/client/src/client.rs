@@ -519,7 +519,9 @@ impl Client {
                 .execute_once(M::METHOD, OutgoingRequest::Typed(request), timeout)
                 .await?
         } else {
-            Self::call_retrying::<M>(shared, params, options).await?
+            // Boxed so that its retry state (a backoff timer) does not grow every call's
+            // future; retries wait for milliseconds anyway.
+            Box::pin(Self::call_retrying::<M>(shared, params, options)).await?
         };
         serde_json::from_value(value).map_err(|error| ClientError::InvalidResponse {
             method: M::METHOD.to_owned(),

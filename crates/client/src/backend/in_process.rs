@@ -19,7 +19,7 @@ use tandem_protocol::{ClientRequest, InitializeResponse, JSONRPCErrorError, Requ
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::{Failure, Incoming, OutgoingRequest};
+use super::{Failure, Incoming, OutgoingRequest, Reply};
 use crate::client::Shared;
 
 /// The in-process connection never restarts: its generation is always the first.
@@ -62,49 +62,58 @@ impl InProcessBackend {
         &self.initialize
     }
 
-    pub(crate) async fn request(
+    /// Hands `request` to the host at once (the host enqueues synchronously) and returns the
+    /// wait for its reply. The request itself is not kept in the returned future: every
+    /// call's future stays small, which matters because callers move it (into a
+    /// `FuturesUnordered`, a task) once per request.
+    pub(crate) fn request<'a>(
         &self,
         request: OutgoingRequest,
-        written: &AtomicBool,
-    ) -> Result<Result<Value, JSONRPCErrorError>, Failure> {
-        let request = match request {
-            OutgoingRequest::Typed(request) => request,
+        written: &'a AtomicBool,
+    ) -> impl Future<Output = Result<Reply, Failure>> + Send + 'a {
+        let started = match request {
+            OutgoingRequest::Typed(request) => Ok(self.sender.request(request)),
             // The host takes typed requests, so raw params are typed here by the protocol's
             // own conversion: the step a wire server's transport runs on every frame. Params
             // that do not decode get the answer that transport sends (-32600 with the
             // decoder's message), and the processor never sees them, as over the wire.
-            OutgoingRequest::Raw(raw) => match ClientRequest::try_from(raw) {
-                Ok(request) => request,
-                Err(error) => return Ok(Err(error)),
-            },
+            OutgoingRequest::Raw(raw) => {
+                ClientRequest::try_from(raw).map(|request| self.sender.request(request))
+            }
         };
-        // The host enqueues synchronously and reports a failed enqueue on the first poll, so a
-        // first poll that is pending (or already answered) means the request was written.
-        let mut reply = pin!(self.sender.request(request));
-        let mut first = true;
-        let outcome = std::future::poll_fn(|cx| {
-            let poll = reply.as_mut().poll(cx);
-            if first {
-                first = false;
-                if !matches!(poll, Poll::Ready(Err(_))) {
-                    written.store(true, Ordering::Relaxed);
+        async move {
+            let reply = match started {
+                Ok(reply) => reply,
+                Err(error) => return Ok(Err(error)),
+            };
+            // A failed enqueue is reported on the first poll, so a first poll that is pending
+            // (or already answered) means the request was written.
+            let mut reply = pin!(reply);
+            let mut first = true;
+            let outcome = std::future::poll_fn(|cx| {
+                let poll = reply.as_mut().poll(cx);
+                if first {
+                    first = false;
+                    if !matches!(poll, Poll::Ready(Err(_))) {
+                        written.store(true, Ordering::Relaxed);
+                    }
                 }
-            }
-            poll
-        })
-        .await;
-        outcome.map_err(|error| {
-            if written.load(Ordering::Relaxed) {
-                Failure::Disconnected {
-                    sent: true,
-                    reason: error.to_string(),
+                poll
+            })
+            .await;
+            outcome.map_err(|error| {
+                if written.load(Ordering::Relaxed) {
+                    Failure::Disconnected {
+                        sent: true,
+                        reason: error.to_string(),
+                    }
+                } else if error.kind() == io::ErrorKind::WouldBlock {
+                    Failure::NotSent("the in-process host's client queue is full".into())
+                } else {
+                    Failure::NotSent(format!("the in-process host is not running: {error}"))
                 }
-            } else if error.kind() == io::ErrorKind::WouldBlock {
-                Failure::NotSent("the in-process host's client queue is full".into())
-            } else {
-                Failure::NotSent(format!("the in-process host is not running: {error}"))
-            }
-        })
+            })
+        }
     }
 
     pub(crate) async fn answer(

@@ -2,9 +2,11 @@
 //! (a spawned child over stdio, a websocket). Each hands the router typed [`Incoming`] events
 //! and carries requests and server-request answers out; everything above them is shared.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use futures::future::Either;
 use serde_json::Value;
 use tandem_protocol::{
     ClientRequest, InitializeResponse, JSONRPCErrorError, JSONRPCRequest, RequestId,
@@ -18,6 +20,9 @@ pub(crate) mod child;
 pub(crate) mod in_process;
 pub(crate) mod websocket;
 pub(crate) mod wire;
+
+/// A reply as a backend hands it over: the server's result or its error.
+pub(crate) type Reply = Result<Value, JSONRPCErrorError>;
 
 /// What a transport hands the router.
 #[derive(Debug)]
@@ -84,16 +89,23 @@ pub(crate) enum Backend {
 
 impl Backend {
     /// Sends `request` and waits for its reply. `written` is set once the request has left
-    /// the client (the caller reads it if it gives up waiting).
-    pub(crate) async fn request(
-        &self,
-        shared: &Arc<Shared>,
+    /// the client (the caller reads it if it gives up waiting). In-process, the request is
+    /// handed over before this returns, so the future holds only the wait.
+    pub(crate) fn request<'a>(
+        &'a self,
+        shared: &'a Arc<Shared>,
         request: OutgoingRequest,
-        written: &AtomicBool,
-    ) -> Result<Result<Value, JSONRPCErrorError>, Failure> {
+        written: &'a AtomicBool,
+    ) -> impl Future<Output = Result<Reply, Failure>> + Send + 'a {
         match self {
-            Self::InProcess(backend) => backend.request(request, written).await,
-            Self::Wire(backend) => backend.request(shared, request, written).await,
+            Self::InProcess(backend) => Either::Left(backend.request(request, written)),
+            // Boxed: connecting and the handshake make the wire future kilobytes large, and
+            // every request future would otherwise carry that size, the in-process ones
+            // included (moving it cost more than the rest of the client's work). A wire
+            // request does I/O, so one allocation is noise there.
+            Self::Wire(backend) => {
+                Either::Right(Box::pin(backend.request(shared, request, written)))
+            }
         }
     }
 

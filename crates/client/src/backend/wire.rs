@@ -11,14 +11,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use serde_json::Value;
 use tandem_protocol::wire::{
     ClientMessage, DecodeError, ServerMessage, decode_server_message, encode_client_message,
     encode_raw_request,
 };
 use tandem_protocol::{
-    ClientNotification, ClientRequest, EmptyParams, InitializeResponse, JSONRPCErrorError,
-    RequestId,
+    ClientNotification, ClientRequest, EmptyParams, InitializeResponse, RequestId,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -26,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::child::{ChildCommand, ChildLink};
 use super::websocket::{WebSocketLink, WebSocketTarget};
-use super::{Failure, Incoming, OutgoingRequest};
+use super::{Failure, Incoming, OutgoingRequest, Reply};
 use crate::client::Shared;
 
 /// One frame for the writer, with the flag it sets once the frame is written.
@@ -92,8 +90,6 @@ pub(crate) enum Connector {
     Child(ChildCommand),
     WebSocket(WebSocketTarget),
 }
-
-type Reply = Result<Value, JSONRPCErrorError>;
 
 struct PendingReply {
     reply: oneshot::Sender<Reply>,
