@@ -4,10 +4,14 @@
 
 use std::collections::HashSet;
 use std::fmt;
+use std::future::{Future, ready};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::FutureExt as _;
+use futures::future::Either;
+use serde::Deserialize as _;
 use serde_json::Value;
 use tandem_host::MessageProcessor;
 use tandem_host::OutgoingMessageSender;
@@ -37,7 +41,7 @@ use crate::backend::child::ChildCommand;
 use crate::backend::in_process::InProcessBackend;
 use crate::backend::websocket::WebSocketTarget;
 use crate::backend::wire::{Connector, WireBackend};
-use crate::backend::{Backend, Incoming, OutgoingRequest};
+use crate::backend::{Backend, Failure, Incoming, OutgoingRequest};
 use crate::error::ClientError;
 use crate::options::{ClientOptions, RequestOptions};
 use crate::process::{ProcessHandle, ProcessShared};
@@ -207,41 +211,29 @@ impl Shared {
         }
     }
 
-    /// One attempt: send, wait within `timeout`, classify.
-    async fn execute_once(
-        self: &Arc<Self>,
-        method: &str,
+    /// One attempt: send now, then wait within `timeout` and classify. The request is handed
+    /// to the backend before this returns (in-process, to the host itself), and the wait is
+    /// a combinator, not an `async` block, so the future holds neither the request nor a
+    /// second copy of the backend's wait.
+    fn execute_once<'a>(
+        self: &'a Arc<Self>,
+        method: &'a str,
         request: OutgoingRequest,
         timeout: Option<Duration>,
-    ) -> Result<Value, ClientError> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(ClientError::Closed {
-                method: method.to_owned(),
-            });
-        }
-        let written = AtomicBool::new(false);
-        let reply = self.backend.request(self, request, &written);
-        let outcome = match timeout {
-            Some(limit) => match tokio::time::timeout(limit, reply).await {
-                Ok(outcome) => outcome,
-                Err(_) => {
-                    return Err(ClientError::TimedOut {
-                        method: method.to_owned(),
-                        after: limit,
-                        sent: written.load(Ordering::Relaxed),
-                    });
-                }
-            },
-            None => reply.await,
+    ) -> impl Future<Output = Result<Value, ClientError>> + Send + 'a {
+        let reply = if self.closed.load(Ordering::Acquire) {
+            Either::Left(ready(Err(Failure::Closed)))
+        } else {
+            Either::Right(self.backend.request(self, request, timeout))
         };
-        match outcome {
+        reply.map(move |outcome| match outcome {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(ClientError::Server {
                 method: method.to_owned(),
                 error,
             }),
             Err(failure) => Err(failure.into_error(method)),
-        }
+        })
     }
 }
 
@@ -489,12 +481,17 @@ impl Client {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn call<M>(&self, params: M::Params) -> Result<M::Response, ClientError>
+    pub fn call<M>(
+        &self,
+        params: M::Params,
+    ) -> impl Future<Output = Result<M::Response, ClientError>> + Send
     where
         M: RequestMethod<Request = ClientRequest>,
         M::Params: Clone,
     {
-        self.call_with::<M>(params, RequestOptions::default()).await
+        // Not an `async fn`: that would wrap `call_with` in one more future, and hold `params`
+        // twice, in every call.
+        self.call_with::<M>(params, RequestOptions::default())
     }
 
     /// [`Self::call`] with per-request options.
@@ -523,7 +520,9 @@ impl Client {
             // future; retries wait for milliseconds anyway.
             Box::pin(Self::call_retrying::<M>(shared, params, options)).await?
         };
-        serde_json::from_value(value).map_err(|error| ClientError::InvalidResponse {
+        // From a borrowed value: map keys are matched in place instead of being moved out one
+        // by one (the value is dropped whole afterwards either way).
+        M::Response::deserialize(&value).map_err(|error| ClientError::InvalidResponse {
             method: M::METHOD.to_owned(),
             reason: error.to_string(),
         })

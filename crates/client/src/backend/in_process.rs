@@ -4,14 +4,13 @@
 //! that a reply queued behind a parked guaranteed notification is never stuck waiting for an
 //! embedder that does not read events.
 
-use std::future::Future;
+use std::future::{Future, ready};
 use std::io;
-use std::pin::pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
 use std::time::Duration;
 
+use futures::FutureExt as _;
+use futures::future::Either;
 use serde_json::Value;
 use tandem_host::in_process::{self, InProcessStartArgs};
 use tandem_host::{InProcessClientHandle, InProcessClientSender, InProcessServerEvent};
@@ -62,58 +61,38 @@ impl InProcessBackend {
         &self.initialize
     }
 
-    /// Hands `request` to the host at once (the host enqueues synchronously) and returns the
-    /// wait for its reply. The request itself is not kept in the returned future: every
-    /// call's future stays small, which matters because callers move it (into a
-    /// `FuturesUnordered`, a task) once per request.
-    pub(crate) fn request<'a>(
+    /// Hands `request` to the host at once and returns the wait for its reply, for at most
+    /// `timeout`. Built from combinators rather than an `async` block, so the request is not
+    /// kept in the returned future, and the host's wait is held once, not once per layer: the
+    /// future stays small, which matters because callers move it (into a `FuturesUnordered`,
+    /// a task) once per request.
+    pub(crate) fn request(
         &self,
         request: OutgoingRequest,
-        written: &'a AtomicBool,
-    ) -> impl Future<Output = Result<Reply, Failure>> + Send + 'a {
-        let started = match request {
-            OutgoingRequest::Typed(request) => Ok(self.sender.request(request)),
+        timeout: Option<Duration>,
+    ) -> impl Future<Output = Result<Reply, Failure>> + Send + 'static {
+        let request = match request {
+            OutgoingRequest::Typed(request) => request,
             // The host takes typed requests, so raw params are typed here by the protocol's
             // own conversion: the step a wire server's transport runs on every frame. Params
             // that do not decode get the answer that transport sends (-32600 with the
             // decoder's message), and the processor never sees them, as over the wire.
-            OutgoingRequest::Raw(raw) => {
-                ClientRequest::try_from(raw).map(|request| self.sender.request(request))
-            }
+            OutgoingRequest::Raw(raw) => match ClientRequest::try_from(raw) {
+                Ok(request) => request,
+                Err(error) => return Either::Left(ready(Ok(Err(error)))),
+            },
         };
-        async move {
-            let reply = match started {
-                Ok(reply) => reply,
-                Err(error) => return Ok(Err(error)),
-            };
-            // A failed enqueue is reported on the first poll, so a first poll that is pending
-            // (or already answered) means the request was written.
-            let mut reply = pin!(reply);
-            let mut first = true;
-            let outcome = std::future::poll_fn(|cx| {
-                let poll = reply.as_mut().poll(cx);
-                if first {
-                    first = false;
-                    if !matches!(poll, Poll::Ready(Err(_))) {
-                        written.store(true, Ordering::Relaxed);
-                    }
-                }
-                poll
-            })
-            .await;
-            outcome.map_err(|error| {
-                if written.load(Ordering::Relaxed) {
-                    Failure::Disconnected {
-                        sent: true,
-                        reason: error.to_string(),
-                    }
-                } else if error.kind() == io::ErrorKind::WouldBlock {
-                    Failure::NotSent("the in-process host's client queue is full".into())
-                } else {
-                    Failure::NotSent(format!("the in-process host is not running: {error}"))
-                }
-            })
-        }
+        let reply = match self.sender.try_request(request) {
+            Ok(reply) => reply.map(|reply| reply.map_err(host_stopped)),
+            Err(error) => return Either::Left(ready(Err(not_sent(error)))),
+        };
+        Either::Right(match timeout {
+            // Only a request with a timeout pays for a timer.
+            Some(after) => Either::Left(tokio::time::timeout(after, reply).map(move |outcome| {
+                outcome.unwrap_or(Err(Failure::TimedOut { after, sent: true }))
+            })),
+            None => Either::Right(reply),
+        })
     }
 
     pub(crate) async fn answer(
@@ -156,6 +135,23 @@ impl InProcessBackend {
 
     pub(crate) fn abandon(&self) {
         self.stop.cancel();
+    }
+}
+
+/// The host stopped after the request was written and before it replied.
+fn host_stopped(error: io::Error) -> Failure {
+    Failure::Disconnected {
+        sent: true,
+        reason: error.to_string(),
+    }
+}
+
+/// The host refused the request before it was written.
+fn not_sent(error: io::Error) -> Failure {
+    if error.kind() == io::ErrorKind::WouldBlock {
+        Failure::NotSent("the in-process host's client queue is full".into())
+    } else {
+        Failure::NotSent(format!("the in-process host is not running: {error}"))
     }
 }
 

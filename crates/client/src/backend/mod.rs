@@ -4,7 +4,8 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use futures::future::Either;
 use serde_json::Value;
@@ -63,6 +64,8 @@ pub(crate) enum Failure {
     Disconnected { sent: bool, reason: String },
     /// The server could not be started or reached.
     Connect(String),
+    /// No reply within `after`; `sent` says whether the request had been written.
+    TimedOut { after: Duration, sent: bool },
 }
 
 impl Failure {
@@ -77,6 +80,11 @@ impl Failure {
                 reason,
             },
             Self::Connect(reason) => ClientError::Connect { reason },
+            Self::TimedOut { after, sent } => ClientError::TimedOut {
+                method,
+                after,
+                sent,
+            },
         }
     }
 }
@@ -88,24 +96,33 @@ pub(crate) enum Backend {
 }
 
 impl Backend {
-    /// Sends `request` and waits for its reply. `written` is set once the request has left
-    /// the client (the caller reads it if it gives up waiting). In-process, the request is
-    /// handed over before this returns, so the future holds only the wait.
+    /// Sends `request` and waits for its reply, for at most `timeout`. In-process, the request
+    /// is handed over before this returns, so the future holds only the wait.
     pub(crate) fn request<'a>(
         &'a self,
         shared: &'a Arc<Shared>,
         request: OutgoingRequest,
-        written: &'a AtomicBool,
+        timeout: Option<Duration>,
     ) -> impl Future<Output = Result<Reply, Failure>> + Send + 'a {
         match self {
-            Self::InProcess(backend) => Either::Left(backend.request(request, written)),
+            Self::InProcess(backend) => Either::Left(backend.request(request, timeout)),
             // Boxed: connecting and the handshake make the wire future kilobytes large, and
             // every request future would otherwise carry that size, the in-process ones
             // included (moving it cost more than the rest of the client's work). A wire
             // request does I/O, so one allocation is noise there.
-            Self::Wire(backend) => {
-                Either::Right(Box::pin(backend.request(shared, request, written)))
-            }
+            Self::Wire(backend) => Either::Right(Box::pin(async move {
+                let written = AtomicBool::new(false);
+                let reply = backend.request(shared, request, &written);
+                match timeout {
+                    Some(after) => tokio::time::timeout(after, reply)
+                        .await
+                        .unwrap_or_else(|_| {
+                            let sent = written.load(Ordering::Relaxed);
+                            Err(Failure::TimedOut { after, sent })
+                        }),
+                    None => reply.await,
+                }
+            })),
         }
     }
 
@@ -135,7 +152,7 @@ impl Backend {
     }
 
     /// Ends the connection within the close timeout.
-    pub(crate) async fn close(&self, close_timeout: std::time::Duration) {
+    pub(crate) async fn close(&self, close_timeout: Duration) {
         match self {
             Self::InProcess(backend) => backend.close().await,
             Self::Wire(backend) => backend.close(close_timeout).await,

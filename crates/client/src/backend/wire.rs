@@ -386,6 +386,7 @@ fn failure_reason(failure: Failure) -> String {
         Failure::NotSent(reason) | Failure::Connect(reason) => reason,
         Failure::Disconnected { reason, .. } => reason,
         Failure::Closed => "the client was closed".into(),
+        Failure::TimedOut { after, .. } => format!("no reply within {after:?}"),
     }
 }
 
