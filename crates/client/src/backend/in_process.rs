@@ -6,7 +6,9 @@
 
 use std::future::{Future, ready};
 use std::io;
+use std::pin::pin;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::Duration;
 
 use futures::FutureExt as _;
@@ -16,8 +18,10 @@ use tandem_host::in_process::{self, InProcessStartArgs};
 use tandem_host::{InProcessClientHandle, InProcessClientSender, InProcessServerEvent};
 use tandem_protocol::{ClientRequest, InitializeResponse, JSONRPCErrorError, RequestId};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::deadline::{DeadlineWatch, Watched};
 use super::{Failure, Incoming, OutgoingRequest, Reply};
 use crate::client::Shared;
 
@@ -27,6 +31,8 @@ pub(crate) const GENERATION: u64 = 1;
 pub(crate) struct InProcessBackend {
     sender: InProcessClientSender,
     initialize: InitializeResponse,
+    /// The timeouts of pending requests, enforced by one sweeper task.
+    deadlines: Arc<DeadlineWatch>,
     stop: CancellationToken,
     worker: Mutex<Option<JoinHandle<()>>>,
     handle: Mutex<Option<InProcessClientHandle>>,
@@ -40,6 +46,7 @@ impl InProcessBackend {
         Ok(Self {
             sender: handle.sender(),
             initialize: handle.initialize_response().clone(),
+            deadlines: Arc::new(DeadlineWatch::default()),
             stop: CancellationToken::new(),
             worker: Mutex::new(None),
             handle: Mutex::new(Some(handle)),
@@ -55,6 +62,8 @@ impl InProcessBackend {
             .expect("the worker is spawned once");
         let worker = tokio::spawn(run_worker(handle, shared, self.stop.clone()));
         *self.worker.lock().unwrap_or_else(|p| p.into_inner()) = Some(worker);
+        // Stopped with the worker; it holds no request, so nothing waits for it.
+        tokio::spawn(self.deadlines.clone().run_sweeper(self.stop.clone()));
     }
 
     pub(crate) fn initialize_response(&self) -> &InitializeResponse {
@@ -62,15 +71,14 @@ impl InProcessBackend {
     }
 
     /// Hands `request` to the host at once and returns the wait for its reply, for at most
-    /// `timeout`. Built from combinators rather than an `async` block, so the request is not
-    /// kept in the returned future, and the host's wait is held once, not once per layer: the
-    /// future stays small, which matters because callers move it (into a `FuturesUnordered`,
-    /// a task) once per request.
+    /// `timeout`. The request itself is not kept in the returned future, which stays small:
+    /// callers move it (into a `FuturesUnordered`, a task) once per request. The timeout is
+    /// watched by the client's [`DeadlineWatch`], not by a timer of its own.
     pub(crate) fn request(
         &self,
         request: OutgoingRequest,
         timeout: Option<Duration>,
-    ) -> impl Future<Output = Result<Reply, Failure>> + Send + 'static {
+    ) -> impl Future<Output = Result<Reply, Failure>> + Send + '_ {
         let request = match request {
             OutgoingRequest::Typed(request) => request,
             // The host takes typed requests, so raw params are typed here by the protocol's
@@ -83,16 +91,40 @@ impl InProcessBackend {
             },
         };
         let reply = match self.sender.try_request(request) {
-            Ok(reply) => reply.map(|reply| reply.map_err(host_stopped)),
+            Ok(reply) => reply,
             Err(error) => return Either::Left(ready(Err(not_sent(error)))),
         };
-        Either::Right(match timeout {
-            // Only a request with a timeout pays for a timer.
-            Some(after) => Either::Left(tokio::time::timeout(after, reply).map(move |outcome| {
-                outcome.unwrap_or(Err(Failure::TimedOut { after, sent: true }))
-            })),
-            None => Either::Right(reply),
-        })
+        let Some(after) = timeout else {
+            return Either::Right(Either::Left(reply.map(|reply| reply.map_err(host_stopped))));
+        };
+        // Measured from the hand-over, as a timer started here would be.
+        let deadline = Instant::now() + after;
+        let deadlines = &*self.deadlines;
+        Either::Right(Either::Right(async move {
+            let mut reply = pin!(reply);
+            // Watched only once the reply is not there at the first look.
+            let mut watched: Option<Watched<'_>> = None;
+            std::future::poll_fn(|cx| {
+                if let Poll::Ready(reply) = reply.as_mut().poll(cx) {
+                    return Poll::Ready(reply.map_err(host_stopped));
+                }
+                let expired = match &watched {
+                    Some(watched) => watched.expired(cx.waker()),
+                    None => {
+                        // A deadline already past (a zero timeout) is expired by the sweeper
+                        // at once, and this task woken.
+                        watched = Some(deadlines.watch(deadline, cx.waker()));
+                        false
+                    }
+                };
+                if expired {
+                    Poll::Ready(Err(Failure::TimedOut { after, sent: true }))
+                } else {
+                    Poll::Pending
+                }
+            })
+            .await
+        }))
     }
 
     pub(crate) async fn answer(

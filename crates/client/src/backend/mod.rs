@@ -18,6 +18,7 @@ use crate::client::Shared;
 use crate::error::ClientError;
 
 pub(crate) mod child;
+pub(crate) mod deadline;
 pub(crate) mod in_process;
 pub(crate) mod websocket;
 pub(crate) mod wire;
