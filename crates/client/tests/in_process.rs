@@ -284,6 +284,41 @@ async fn timeouts_and_closed_clients_are_classified() {
     assert!(error.is_retry_safe());
 }
 
+/// Timeouts are per request: a short one sent while a long one is pending fires first, on
+/// time, and the long one still fires on time.
+#[tokio::test(start_paused = true)]
+async fn a_short_timeout_behind_a_long_one_fires_first() {
+    let processor = TestProcessor::builder().on("test/never", |_call| async move {});
+    let options = ClientOptions::new().request_timeout(Some(Duration::from_secs(10)));
+    let client = test_client(processor, options).await;
+    let started = tokio::time::Instant::now();
+    let long = tokio::spawn({
+        let client = client.clone();
+        async move { client.request("test/never", json!({})).await }
+    });
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let short = client
+        .request_with(
+            "test/never",
+            json!({}),
+            RequestOptions::new().timeout(Some(Duration::from_millis(100))),
+        )
+        .await
+        .expect_err("no answer");
+    assert!(
+        matches!(short, ClientError::TimedOut { after, sent: true, .. } if after == Duration::from_millis(100)),
+        "{short:?}"
+    );
+    assert_eq!(started.elapsed(), Duration::from_millis(101));
+    let long = long.await.expect("no panic").expect_err("no answer");
+    assert!(
+        matches!(long, ClientError::TimedOut { after, sent: true, .. } if after == Duration::from_secs(10)),
+        "{long:?}"
+    );
+    assert_eq!(started.elapsed(), Duration::from_secs(10));
+    client.close().await;
+}
+
 /// Acceptance 5: a subscription that is never read ends with a loss error after its bound;
 /// another subscription on the same client receives everything.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
