@@ -76,26 +76,27 @@ async fn execute(args: RunArgs, global: GlobalOptions) -> Result<i32, SessionErr
 }
 
 async fn drive(client: &Client, args: &RunArgs) -> Result<i32, SessionError> {
-    let thread = client
-        .start_thread(args.server.thread_params()?)
-        .await?
-        .thread;
     // Lossless: with --json every notification is printed, so none may be skipped; a slow
-    // stdout slows the server down instead.
+    // stdout slows the server down instead. Subscribed first, so `thread/started` is printed
+    // too.
     let mut notifications = args.json.then(|| {
         client.subscribe(
             SubscriptionOptions::new(SubscriptionFilter::All).overflow(Overflow::Lossless),
         )
     });
+    let thread = client
+        .start_thread(args.server.thread_params()?)
+        .await?
+        .thread;
     let mut turn = client
         .start_turn(args.server.turn_params(&thread.id, &args.prompt))
         .await?;
     let ask = !args.yes && stdin_is_terminal();
     let mut interrupts = 0;
     let mut printed_newline = true;
-    // With --json, whether `turn/completed` was already printed: the subscription may deliver
-    // it before the turn handle reports the completion.
-    let mut completion_printed = false;
+    // Whether the loop below already printed this turn's `turn/completed`: the subscription
+    // and the turn handle race, and either may deliver the completion first.
+    let mut printed_completion = false;
     let finished = loop {
         tokio::select! {
             event = turn.next_event() => match event {
@@ -108,7 +109,7 @@ async fn drive(client: &Client, args: &RunArgs) -> Result<i32, SessionError> {
                 None => break wait(turn).await?,
             },
             Some(event) = next_notification(&mut notifications) => {
-                completion_printed |= completes(&event, turn.id());
+                printed_completion |= completes(&event, turn.id());
                 print_json(&event);
             }
             _ = tokio::signal::ctrl_c() => {
@@ -128,10 +129,9 @@ async fn drive(client: &Client, args: &RunArgs) -> Result<i32, SessionError> {
             }
         }
     };
-    // Everything up to and including `turn/completed` is already queued: print it in order.
-    if let Some(subscription) = notifications.as_mut()
-        && !completion_printed
-    {
+    // Everything up to and including `turn/completed` is already queued: print what the loop
+    // did not, in order.
+    if let Some(subscription) = notifications.as_mut().filter(|_| !printed_completion) {
         while let Some(Ok(event)) = subscription.next().await {
             let last = completes(&event, &finished.id);
             print_json(&event);
@@ -146,9 +146,9 @@ async fn drive(client: &Client, args: &RunArgs) -> Result<i32, SessionError> {
     Ok(exit_code(&finished))
 }
 
-/// Whether `event` is the `turn/completed` of the turn `turn_id`.
+/// Whether `event` is the `turn/completed` of `turn_id`.
 fn completes(event: &Event, turn_id: &str) -> bool {
-    matches!(event, Event::Notification(ServerNotification::TurnCompleted(n)) if n.turn.id == turn_id)
+    matches!(event, Event::Notification(ServerNotification::TurnCompleted(done)) if done.turn.id == turn_id)
 }
 
 async fn wait(turn: TurnHandle) -> Result<Turn, SessionError> {

@@ -1,11 +1,13 @@
 //! End-to-end tests of `tandem run` and `tandem chat` (issue 9, acceptance 7): the binary run
 //! as a user runs it, through pipes and under a pseudo-terminal (tmux), against the
-//! in-process reference server and its scripted agent.
+//! in-process reference server and its scripted agent, and against a real `tandem app-server`
+//! spawned over stdio (`--spawn`) or listening on a websocket (`--connect`).
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -121,7 +123,18 @@ fn run_json_prints_every_notification_as_a_line() {
             value["method"].as_str().expect("a notification").to_owned()
         })
         .collect();
+    // Every notification: from the thread's start to the turn's completion, each once.
+    assert_eq!(
+        methods.first().map(String::as_str),
+        Some("thread/started"),
+        "{methods:?}"
+    );
     assert!(methods.contains(&"turn/started".to_owned()), "{methods:?}");
+    assert_eq!(
+        methods.iter().filter(|m| *m == "turn/completed").count(),
+        1,
+        "{methods:?}"
+    );
     assert!(
         methods.contains(&"item/agentMessage/delta".to_owned()),
         "{methods:?}"
@@ -146,6 +159,213 @@ fn run_reports_an_unreachable_server() {
     command.args(["run", "--token-file", "/tmp/x", "hello"]);
     let usage = run_with(command, None);
     assert_eq!(usage.status.code(), Some(2), "--token-file needs --connect");
+}
+
+/// `--spawn` with the binary under test as the server: `tandem run` starts
+/// `tandem app-server --listen stdio://` itself, talks to it over its stdin and stdout, and
+/// ends it on exit.
+#[test]
+fn run_spawns_a_real_app_server_over_stdio() {
+    let home = home();
+    let spawn = format!(
+        "'{}' app-server --listen stdio://",
+        env!("CARGO_BIN_EXE_tandem")
+    );
+    let mut command = tandem(&home);
+    command.args(["run", "--spawn", &spawn, "hello"]);
+    let output = run_with(command, None);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "You said: \"hello\"\n");
+    assert_no_server_left(&home);
+
+    // Approvals travel over the wire too: declined without a terminal, granted with --yes.
+    let mut command = tandem(&home);
+    command.args(["run", "--spawn", &spawn, "/sh echo over-stdio"]);
+    let declined = run_with(command, None);
+    assert_eq!(
+        declined.status.code(),
+        Some(0),
+        "{}",
+        text(&declined.stderr)
+    );
+    assert!(
+        text(&declined.stderr).contains("declined `echo over-stdio`"),
+        "{}",
+        text(&declined.stderr)
+    );
+    let mut command = tandem(&home);
+    command.args(["run", "--yes", "--spawn", &spawn, "/sh echo over-stdio"]);
+    let approved = run_with(command, None);
+    assert_eq!(
+        approved.status.code(),
+        Some(0),
+        "{}",
+        text(&approved.stderr)
+    );
+    assert!(
+        text(&approved.stderr).contains("over-stdio\n"),
+        "{}",
+        text(&approved.stderr)
+    );
+    assert_no_server_left(&home);
+}
+
+/// Fails if a process with `TANDEM_HOME=home` (a spawned server, or anything it started)
+/// is still alive a few seconds after the client exited.
+fn assert_no_server_left(home: &std::path::Path) {
+    let home = home.display().to_string();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = tandem_test_support::live_pids_with_env("TANDEM_HOME", &home);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the spawned server outlived tandem run: pids {left:?}"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `tandem app-server --listen ws://127.0.0.1:0`, SIGTERMed (then killed) when dropped.
+struct WebSocketServer {
+    child: Child,
+    url: String,
+}
+
+impl WebSocketServer {
+    /// Starts the server with the app-server options `extra` after the listen address.
+    fn start(home: &PathBuf, extra: &[&str]) -> Self {
+        let mut command = tandem(home);
+        command
+            .args(["app-server", "--listen", "ws://127.0.0.1:0"])
+            .args(extra);
+        let mut child = command.spawn().expect("the server starts");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (address_tx, address) = mpsc::channel();
+        // Drained for as long as the server runs: a full stderr pipe would block it.
+        thread::spawn(move || {
+            let mut address_tx = Some(address_tx);
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Some(address) = line.trim().strip_prefix("listening on: ws://")
+                    && let Some(tx) = address_tx.take()
+                {
+                    let _ = tx.send(address.to_owned());
+                }
+            }
+        });
+        let address = address
+            .recv_timeout(DEADLINE)
+            .expect("the server prints `listening on: ws://ADDR`");
+        Self {
+            child,
+            url: format!("ws://{address}"),
+        }
+    }
+}
+
+impl Drop for WebSocketServer {
+    fn drop(&mut self) {
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            let pid = nix::unistd::Pid::from_raw(pid);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `--connect` to a real websocket app-server: the turn runs there (its thread is the
+/// server's), and the server keeps serving the next client.
+#[test]
+fn run_connects_to_a_real_websocket_app_server() {
+    let home = home();
+    let server = WebSocketServer::start(&home, &[]);
+    for prompt in ["hello", "again"] {
+        let mut command = tandem(&home);
+        command.args(["run", "--connect", &server.url, prompt]);
+        let output = run_with(command, None);
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+        assert_eq!(text(&output.stdout), format!("You said: \"{prompt}\"\n"));
+    }
+
+    let mut command = tandem(&home);
+    command.args(["run", "--json", "--connect", &server.url, "hello"]);
+    let output = run_with(command, None);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let last = text(&output.stdout)
+        .lines()
+        .last()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).expect("a JSON line"));
+    assert_eq!(
+        last.as_ref().map(|line| line["method"].clone()),
+        Some(serde_json::json!("turn/completed")),
+        "{}",
+        text(&output.stdout)
+    );
+    drop(server);
+}
+
+/// `--connect` with `--token-file` to a server that checks a capability token: the right
+/// token connects, a missing or wrong one is refused with the server's reason.
+#[test]
+fn run_connects_with_a_token_file() {
+    let home = home();
+    std::fs::create_dir_all(&home).expect("home");
+    let (token, wrong) = (home.join("token"), home.join("wrong-token"));
+    std::fs::write(&token, "conformance-token\n").expect("token written");
+    std::fs::write(&wrong, "not-the-token\n").expect("token written");
+    let token_flag = token.display().to_string();
+    let server = WebSocketServer::start(
+        &home,
+        &[
+            "--ws-auth",
+            "capability-token",
+            "--ws-token-file",
+            &token_flag,
+        ],
+    );
+
+    let mut command = tandem(&home);
+    command.args([
+        "run",
+        "--connect",
+        &server.url,
+        "--token-file",
+        &token_flag,
+        "hello",
+    ]);
+    let output = run_with(command, None);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert_eq!(text(&output.stdout), "You said: \"hello\"\n");
+
+    let wrong_flag = wrong.display().to_string();
+    for (flags, reason) in [
+        (vec![], "missing Authorization"),
+        (
+            vec!["--token-file", wrong_flag.as_str()],
+            "invalid bearer token",
+        ),
+    ] {
+        let mut command = tandem(&home);
+        command
+            .args(["run", "--connect", &server.url])
+            .args(&flags)
+            .arg("hello");
+        let refused = run_with(command, None);
+        assert_eq!(refused.status.code(), Some(1));
+        let stderr = text(&refused.stderr);
+        assert!(
+            stderr.contains("401") && stderr.contains(reason),
+            "{stderr}"
+        );
+    }
 }
 
 #[test]

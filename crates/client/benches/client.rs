@@ -2,6 +2,14 @@
 //! same requests sent straight to `InProcessClientHandle`, in the same run, on a
 //! current-thread and a 2-worker runtime. The ratio is the client's overhead: id generation,
 //! the timeout, error classification and decoding the typed response.
+//!
+//! `-- --bench --profile client|handle FIGURE` runs one side of one figure (named as in the
+//! first column) once, and nothing else, for a profiler:
+//!
+//! ```text
+//! valgrind --tool=callgrind target/release/deps/client-HASH --bench \
+//!     --profile client "pipelined, 64 in flight (current-thread)"
+//! ```
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -143,9 +151,33 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
+/// The side of a figure that `--profile` runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Client,
+    Handle,
+}
+
+/// `--profile SIDE FIGURE`, if given.
+fn profile_request() -> Option<(Side, String)> {
+    let args: Vec<String> = std::env::args().collect();
+    let at = args.iter().position(|arg| arg == "--profile")?;
+    let side = match args.get(at + 1).map(String::as_str) {
+        Some("client") => Side::Client,
+        Some("handle") => Side::Handle,
+        other => panic!("--profile takes `client` or `handle`, got {other:?}"),
+    };
+    let figure = args
+        .get(at + 2)
+        .cloned()
+        .expect("--profile SIDE takes a figure name, e.g. \"round trip (current-thread)\"");
+    Some((side, figure))
+}
+
 fn main() {
     // `cargo test --benches` runs this without `--bench`; keep that quick.
     let quick = !std::env::args().any(|arg| arg == "--bench");
+    let profile = profile_request();
     let scale = if quick { 100 } else { 1 };
     let runtimes = [
         (
@@ -177,6 +209,17 @@ fn main() {
                 PIPELINED / scale,
             ),
         ] {
+            let figure = format!("{name} ({flavor})");
+            if let Some((side, wanted)) = &profile {
+                if *wanted == figure {
+                    let seconds = match side {
+                        Side::Client => runtime.block_on(through_client(case, n)),
+                        Side::Handle => runtime.block_on(direct(case, n)),
+                    };
+                    println!("{figure}: {n} requests in {seconds:.3} s");
+                }
+                continue;
+            }
             runtime.block_on(direct(case, n));
             runtime.block_on(through_client(case, n));
             let (mut client_runs, mut direct_runs) = (Vec::new(), Vec::new());
@@ -198,7 +241,7 @@ fn main() {
             };
             println!(
                 "{:<40} {:>14} {:>14} {:>7.2}x",
-                format!("{name} ({flavor})"),
+                figure,
                 shown_client,
                 shown_direct,
                 client / direct

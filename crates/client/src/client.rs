@@ -4,31 +4,22 @@
 
 use std::collections::HashSet;
 use std::fmt;
+use std::future::{Future, ready};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::FutureExt as _;
+use futures::future::Either;
+use serde::Deserialize as _;
 use serde_json::Value;
 use tandem_host::MessageProcessor;
 use tandem_host::OutgoingMessageSender;
 use tandem_host::in_process::{InProcessStartArgs, ProcessorFactory};
-use tandem_protocol::client_methods::{
-    ConfigRead, ProcessKill, ProcessResizePty, ProcessSpawn, ProcessWriteStdin,
-    ThreadAttachmentAdd, ThreadAttachmentRemove, ThreadDelete, ThreadFork, ThreadList,
-    ThreadLoadedList, ThreadNameSet, ThreadRead, ThreadResume, ThreadStart, ThreadTurnsList,
-    ThreadUnsubscribe, TurnInterrupt, TurnStart, TurnSteer,
-};
+use tandem_protocol::client_methods::{ProcessSpawn, TurnStart};
 use tandem_protocol::{
-    ClientRequest, ConfigReadParams, ConfigReadResponse, EmptyResponse, InitializeResponse,
-    JSONRPCErrorError, JSONRPCRequest, ProcessKillParams, ProcessResizePtyParams,
-    ProcessSpawnParams, ProcessWriteStdinParams, RequestId, RequestMethod, ServerNotification,
-    ThreadAttachmentAddParams, ThreadAttachmentAddResponse, ThreadAttachmentRemoveParams,
-    ThreadDeleteParams, ThreadForkParams, ThreadForkResponse, ThreadListParams, ThreadListResponse,
-    ThreadLoadedListParams, ThreadLoadedListResponse, ThreadNameSetParams, ThreadReadParams,
-    ThreadReadResponse, ThreadResumeParams, ThreadResumeResponse, ThreadStartParams,
-    ThreadStartResponse, ThreadTurnsListParams, ThreadTurnsListResponse, ThreadUnsubscribeParams,
-    ThreadUnsubscribeResponse, TurnInterruptParams, TurnStartParams, TurnSteerParams,
-    TurnSteerResponse,
+    ClientRequest, InitializeResponse, JSONRPCErrorError, JSONRPCRequest, ProcessSpawnParams,
+    RequestId, RequestMethod, ServerNotification, TurnStartParams,
 };
 use tandem_server::{ServerOptions, TandemServer};
 use tokio::sync::mpsc;
@@ -37,7 +28,7 @@ use crate::backend::child::ChildCommand;
 use crate::backend::in_process::InProcessBackend;
 use crate::backend::websocket::WebSocketTarget;
 use crate::backend::wire::{Connector, WireBackend};
-use crate::backend::{Backend, Incoming};
+use crate::backend::{Backend, Failure, Incoming, OutgoingRequest};
 use crate::error::ClientError;
 use crate::options::{ClientOptions, RequestOptions};
 use crate::process::{ProcessHandle, ProcessShared};
@@ -207,41 +198,29 @@ impl Shared {
         }
     }
 
-    /// One attempt: send, wait within `timeout`, classify.
-    async fn execute_once(
-        self: &Arc<Self>,
-        method: &str,
-        request: ClientRequest,
+    /// One attempt: send now, then wait within `timeout` and classify. The request is handed
+    /// to the backend before this returns (in-process, to the host itself), and the wait is
+    /// a combinator, not an `async` block, so the future holds neither the request nor a
+    /// second copy of the backend's wait.
+    fn execute_once<'a>(
+        self: &'a Arc<Self>,
+        method: &'a str,
+        request: OutgoingRequest,
         timeout: Option<Duration>,
-    ) -> Result<Value, ClientError> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(ClientError::Closed {
-                method: method.to_owned(),
-            });
-        }
-        let written = AtomicBool::new(false);
-        let reply = self.backend.request(self, request, &written);
-        let outcome = match timeout {
-            Some(limit) => match tokio::time::timeout(limit, reply).await {
-                Ok(outcome) => outcome,
-                Err(_) => {
-                    return Err(ClientError::TimedOut {
-                        method: method.to_owned(),
-                        after: limit,
-                        sent: written.load(Ordering::Relaxed),
-                    });
-                }
-            },
-            None => reply.await,
+    ) -> impl Future<Output = Result<Value, ClientError>> + Send + 'a {
+        let reply = if self.closed.load(Ordering::Acquire) {
+            Either::Left(ready(Err(Failure::Closed)))
+        } else {
+            Either::Right(self.backend.request(self, request, timeout))
         };
-        match outcome {
+        reply.map(move |outcome| match outcome {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(ClientError::Server {
                 method: method.to_owned(),
                 error,
             }),
             Err(failure) => Err(failure.into_error(method)),
-        }
+        })
     }
 }
 
@@ -253,7 +232,7 @@ async fn execute<F>(
     mut build: F,
 ) -> Result<Value, ClientError>
 where
-    F: FnMut(RequestId, bool) -> Result<ClientRequest, ClientError>,
+    F: FnMut(RequestId, bool) -> OutgoingRequest,
 {
     let timeout = options.timeout.unwrap_or(shared.options.request_timeout);
     let retries = options
@@ -263,7 +242,7 @@ where
     let mut attempt = 0;
     loop {
         let last = attempt == retries;
-        let request = build(shared.next_request_id(), last)?;
+        let request = build(shared.next_request_id(), last);
         match shared.execute_once(method, request, timeout).await {
             Err(error)
                 if !last
@@ -489,12 +468,17 @@ impl Client {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn call<M>(&self, params: M::Params) -> Result<M::Response, ClientError>
+    pub fn call<M>(
+        &self,
+        params: M::Params,
+    ) -> impl Future<Output = Result<M::Response, ClientError>> + Send
     where
         M: RequestMethod<Request = ClientRequest>,
         M::Params: Clone,
     {
-        self.call_with::<M>(params, RequestOptions::default()).await
+        // Not an `async fn`: that would wrap `call_with` in one more future, and hold `params`
+        // twice, in every call.
+        self.call_with::<M>(params, RequestOptions::default())
     }
 
     /// [`Self::call`] with per-request options.
@@ -515,11 +499,17 @@ impl Client {
             // The common case, kept free of the retry loop's state.
             let timeout = options.timeout.unwrap_or(shared.options.request_timeout);
             let request = M::into_request(shared.next_request_id(), params);
-            shared.execute_once(M::METHOD, request, timeout).await?
+            shared
+                .execute_once(M::METHOD, OutgoingRequest::Typed(request), timeout)
+                .await?
         } else {
-            Self::call_retrying::<M>(shared, params, options).await?
+            // Boxed so that its retry state (a backoff timer) does not grow every call's
+            // future; retries wait for milliseconds anyway.
+            Box::pin(Self::call_retrying::<M>(shared, params, options)).await?
         };
-        serde_json::from_value(value).map_err(|error| ClientError::InvalidResponse {
+        // From a borrowed value: map keys are matched in place instead of being moved out one
+        // by one (the value is dropped whole afterwards either way).
+        M::Response::deserialize(&value).map_err(|error| ClientError::InvalidResponse {
             method: M::METHOD.to_owned(),
             reason: error.to_string(),
         })
@@ -542,13 +532,29 @@ impl Client {
             } else {
                 params.clone().expect("present until the last attempt")
             };
-            Ok(M::into_request(id, params))
+            OutgoingRequest::Typed(M::into_request(id, params))
         })
         .await
     }
 
-    /// Sends `method` with raw JSON `params` and returns the raw result. Params of a known
-    /// method are decoded into its typed request first; if they do not decode, nothing is sent.
+    /// Sends `method` with raw JSON `params` and returns the raw result.
+    ///
+    /// Over the wire the params are written exactly as given (unknown members included), so
+    /// the server judges them. The in-process host takes typed requests, so there the params
+    /// are typed first by the protocol's own conversion, the step a wire server's transport
+    /// runs on every frame; params that do not decode get the answer that transport sends,
+    /// [`ClientError::Server`] with -32600 ``Invalid request: ...``, and never reach the
+    /// processor. Either way the outcome is the same on every backend.
+    ///
+    /// ```no_run
+    /// # async fn example(client: tandem_client::Client) {
+    /// let error = client
+    ///     .request("thread/read", serde_json::json!({"threadId": 7}))
+    ///     .await
+    ///     .expect_err("a thread id is a string");
+    /// assert_eq!(error.server_error().map(|e| e.code), Some(-32600));
+    /// # }
+    /// ```
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, ClientError> {
         self.request_with(method, params, RequestOptions::default())
             .await
@@ -561,15 +567,14 @@ impl Client {
         params: Value,
         options: RequestOptions,
     ) -> Result<Value, ClientError> {
-        execute(self.shared(), method, options, |id, _| {
-            let wire = JSONRPCRequest {
+        let mut params = Some(params);
+        execute(self.shared(), method, options, |id, last| {
+            // As for typed calls, only retries pay for a copy of the params.
+            let params = if last { params.take() } else { params.clone() };
+            OutgoingRequest::Raw(JSONRPCRequest {
                 id,
                 method: method.to_owned(),
-                params: Some(params.clone()),
-            };
-            ClientRequest::try_from(wire).map_err(|error| ClientError::NotSent {
-                method: method.to_owned(),
-                reason: format!("the params do not decode: {}", error.message),
+                params,
             })
         })
         .await
@@ -587,110 +592,6 @@ impl Client {
         self.shared()
             .answer_server_request(generation, id, result)
             .await
-    }
-
-    /// `config/read`.
-    pub async fn config_read(
-        &self,
-        params: ConfigReadParams,
-    ) -> Result<ConfigReadResponse, ClientError> {
-        self.call::<ConfigRead>(params).await
-    }
-
-    /// `thread/start`: creates a thread and subscribes this connection to it.
-    pub async fn start_thread(
-        &self,
-        params: ThreadStartParams,
-    ) -> Result<ThreadStartResponse, ClientError> {
-        self.call::<ThreadStart>(params).await
-    }
-
-    /// `thread/resume`.
-    pub async fn resume_thread(
-        &self,
-        params: ThreadResumeParams,
-    ) -> Result<ThreadResumeResponse, ClientError> {
-        self.call::<ThreadResume>(params).await
-    }
-
-    /// `thread/read`.
-    pub async fn read_thread(
-        &self,
-        params: ThreadReadParams,
-    ) -> Result<ThreadReadResponse, ClientError> {
-        self.call::<ThreadRead>(params).await
-    }
-
-    /// `thread/list`.
-    pub async fn list_threads(
-        &self,
-        params: ThreadListParams,
-    ) -> Result<ThreadListResponse, ClientError> {
-        self.call::<ThreadList>(params).await
-    }
-
-    /// `thread/loaded/list`.
-    pub async fn list_loaded_threads(
-        &self,
-        params: ThreadLoadedListParams,
-    ) -> Result<ThreadLoadedListResponse, ClientError> {
-        self.call::<ThreadLoadedList>(params).await
-    }
-
-    /// `thread/turns/list`.
-    pub async fn list_turns(
-        &self,
-        params: ThreadTurnsListParams,
-    ) -> Result<ThreadTurnsListResponse, ClientError> {
-        self.call::<ThreadTurnsList>(params).await
-    }
-
-    /// `thread/unsubscribe`.
-    pub async fn unsubscribe_thread(
-        &self,
-        params: ThreadUnsubscribeParams,
-    ) -> Result<ThreadUnsubscribeResponse, ClientError> {
-        self.call::<ThreadUnsubscribe>(params).await
-    }
-
-    /// `thread/name/set`.
-    pub async fn set_thread_name(
-        &self,
-        params: ThreadNameSetParams,
-    ) -> Result<EmptyResponse, ClientError> {
-        self.call::<ThreadNameSet>(params).await
-    }
-
-    /// `thread/fork`.
-    pub async fn fork_thread(
-        &self,
-        params: ThreadForkParams,
-    ) -> Result<ThreadForkResponse, ClientError> {
-        self.call::<ThreadFork>(params).await
-    }
-
-    /// `thread/delete`.
-    pub async fn delete_thread(
-        &self,
-        params: ThreadDeleteParams,
-    ) -> Result<EmptyResponse, ClientError> {
-        self.call::<ThreadDelete>(params).await
-    }
-
-    /// `thread/attachment/add`.
-    pub async fn add_attachment(
-        &self,
-        params: ThreadAttachmentAddParams,
-    ) -> Result<ThreadAttachmentAddResponse, ClientError> {
-        self.call::<ThreadAttachmentAdd>(params).await
-    }
-
-    /// `thread/attachment/remove`.
-    pub async fn remove_attachment(
-        &self,
-        params: ThreadAttachmentRemoveParams,
-    ) -> Result<EmptyResponse, ClientError> {
-        self.call::<ThreadAttachmentRemove>(params).await
     }
 
     /// `turn/start`, returning a [`TurnHandle`] that was subscribed before the request was
@@ -715,22 +616,6 @@ impl Client {
             shared: turn_shared,
         };
         Ok(TurnHandle::new(self.clone(), setup, response.turn))
-    }
-
-    /// `turn/steer`.
-    pub async fn steer_turn(
-        &self,
-        params: TurnSteerParams,
-    ) -> Result<TurnSteerResponse, ClientError> {
-        self.call::<TurnSteer>(params).await
-    }
-
-    /// `turn/interrupt`.
-    pub async fn interrupt_turn(
-        &self,
-        params: TurnInterruptParams,
-    ) -> Result<EmptyResponse, ClientError> {
-        self.call::<TurnInterrupt>(params).await
     }
 
     /// `process/spawn` (experimental), returning a [`ProcessHandle`] subscribed before the
@@ -768,29 +653,5 @@ impl Client {
             subscription,
             process_shared,
         ))
-    }
-
-    /// `process/writeStdin` (experimental).
-    pub async fn write_stdin(
-        &self,
-        params: ProcessWriteStdinParams,
-    ) -> Result<EmptyResponse, ClientError> {
-        self.call::<ProcessWriteStdin>(params).await
-    }
-
-    /// `process/kill` (experimental).
-    pub async fn kill_process(
-        &self,
-        params: ProcessKillParams,
-    ) -> Result<EmptyResponse, ClientError> {
-        self.call::<ProcessKill>(params).await
-    }
-
-    /// `process/resizePty` (experimental).
-    pub async fn resize_pty(
-        &self,
-        params: ProcessResizePtyParams,
-    ) -> Result<EmptyResponse, ClientError> {
-        self.call::<ProcessResizePty>(params).await
     }
 }

@@ -64,7 +64,9 @@ pub enum ClientError {
         /// What ended the connection.
         reason: String,
     },
-    /// The server answered with a JSON-RPC error.
+    /// The server answered with a JSON-RPC error. (In-process, raw params that do not decode
+    /// get this answer from the protocol's decoding without reaching the processor, exactly as
+    /// a wire server's transport answers them; see [`crate::Client::request`].)
     #[error("the server rejected `{method}`: {} (code {})", .error.message, .error.code)]
     Server {
         /// The request's method.

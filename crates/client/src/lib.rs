@@ -31,6 +31,7 @@
 mod backend;
 mod client;
 mod error;
+mod methods;
 mod options;
 mod process;
 mod router;

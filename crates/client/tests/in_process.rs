@@ -284,6 +284,41 @@ async fn timeouts_and_closed_clients_are_classified() {
     assert!(error.is_retry_safe());
 }
 
+/// Timeouts are per request: a short one sent while a long one is pending fires first, on
+/// time, and the long one still fires on time.
+#[tokio::test(start_paused = true)]
+async fn a_short_timeout_behind_a_long_one_fires_first() {
+    let processor = TestProcessor::builder().on("test/never", |_call| async move {});
+    let options = ClientOptions::new().request_timeout(Some(Duration::from_secs(10)));
+    let client = test_client(processor, options).await;
+    let started = tokio::time::Instant::now();
+    let long = tokio::spawn({
+        let client = client.clone();
+        async move { client.request("test/never", json!({})).await }
+    });
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let short = client
+        .request_with(
+            "test/never",
+            json!({}),
+            RequestOptions::new().timeout(Some(Duration::from_millis(100))),
+        )
+        .await
+        .expect_err("no answer");
+    assert!(
+        matches!(short, ClientError::TimedOut { after, sent: true, .. } if after == Duration::from_millis(100)),
+        "{short:?}"
+    );
+    assert_eq!(started.elapsed(), Duration::from_millis(101));
+    let long = long.await.expect("no panic").expect_err("no answer");
+    assert!(
+        matches!(long, ClientError::TimedOut { after, sent: true, .. } if after == Duration::from_secs(10)),
+        "{long:?}"
+    );
+    assert_eq!(started.elapsed(), Duration::from_secs(10));
+    client.close().await;
+}
+
 /// Acceptance 5: a subscription that is never read ends with a loss error after its bound;
 /// another subscription on the same client receives everything.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -595,7 +630,7 @@ async fn turn_handles_stream_typed_events_and_take_approvals() {
 }
 
 /// A turn interrupted through its handle completes as interrupted; `call` and raw `request`
-/// reach the same methods; params that do not decode are not sent.
+/// reach the same methods; raw params that do not decode are refused with -32600.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupts_typed_calls_and_raw_requests() {
     let home = home();
@@ -627,12 +662,20 @@ async fn interrupts_typed_calls_and_raw_requests() {
         .expect("raw");
     assert_eq!(serde_json::to_value(&typed).unwrap(), raw);
 
+    // Params that do not decode get the answer a wire server's transport gives them.
     let error = client
         .request("thread/read", json!({"threadId": 7}))
         .await
         .expect_err("does not decode");
-    assert!(matches!(error, ClientError::NotSent { .. }), "{error:?}");
-    assert!(error.is_retry_safe());
+    let rejected = error.server_error().expect("a server error");
+    assert_eq!(
+        (rejected.code, rejected.message.as_str()),
+        (
+            -32600,
+            "Invalid request: invalid type: integer `7`, expected a string"
+        )
+    );
+    assert!(!error.is_retry_safe());
 
     let error = client
         .request("thread/read", json!({"threadId": "no-such-thread"}))

@@ -115,6 +115,14 @@ enum ClientCommand {
     },
 }
 
+/// The error of a request whose reply never came because the host stopped.
+fn stopped_before_replying() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::BrokenPipe,
+        "in-process host stopped before replying",
+    )
+}
+
 /// A cloneable sender for using one in-process host from many tasks.
 ///
 /// Every call enqueues without waiting: a full client queue gives
@@ -138,6 +146,8 @@ impl InProcessClientSender {
 
     /// Sends a request now and returns a future for its reply: the result object or the
     /// JSON-RPC error. Dropping the future cancels the request (the processor's token fires).
+    /// A request that could not be enqueued fails on the future's first poll; see
+    /// [`Self::try_request`] to learn that at once.
     pub fn request(
         &self,
         request: ClientRequest,
@@ -150,17 +160,37 @@ impl InProcessClientSender {
             reply,
             cancel,
         });
+        // Not built on `try_request`: that would nest one more future in the hottest path.
         async move {
             sent?;
-            let result = answer.await.map_err(|_| {
-                io::Error::new(
-                    io::ErrorKind::BrokenPipe,
-                    "in-process host stopped before replying",
-                )
-            });
+            let result = answer.await.map_err(|_| stopped_before_replying());
             on_drop.disarm();
             result
         }
+    }
+
+    /// [`Self::request`], telling at once whether the request was enqueued: `Err` means it
+    /// never reached the host ([`io::ErrorKind::WouldBlock`]: the client queue is full;
+    /// [`io::ErrorKind::BrokenPipe`]: the host stopped), `Ok` holds the wait for the reply,
+    /// which fails with [`io::ErrorKind::BrokenPipe`] only if the host stops before replying.
+    /// Clients that classify failures as "sent" or "not sent" need that difference.
+    pub fn try_request(
+        &self,
+        request: ClientRequest,
+    ) -> io::Result<impl Future<Output = io::Result<RequestResult>> + Send + use<>> {
+        let (reply, answer) = oneshot::channel();
+        let cancel = CancellationToken::new();
+        let on_drop = cancel.clone().drop_guard();
+        self.enqueue(ClientCommand::Request {
+            request: Box::new(request),
+            reply,
+            cancel,
+        })?;
+        Ok(async move {
+            let result = answer.await.map_err(|_| stopped_before_replying());
+            on_drop.disarm();
+            result
+        })
     }
 
     /// Sends a client notification.

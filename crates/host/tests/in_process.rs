@@ -209,9 +209,22 @@ async fn full_client_queue_is_would_block_and_shut_down_host_is_broken_pipe() {
     let a = handle.request(custom_request(1, "echo", json!(1)));
     let b = handle.request(custom_request(2, "echo", json!(2)));
     let c = handle.request(custom_request(3, "echo", json!(3)));
+    // `try_request` says so at once, without a poll.
+    let refused = handle
+        .sender()
+        .try_request(custom_request(9, "echo", json!(9)));
+    assert_eq!(
+        refused.map(|_| ()).unwrap_err().kind(),
+        io::ErrorKind::WouldBlock
+    );
     assert_eq!(c.await.unwrap_err().kind(), io::ErrorKind::WouldBlock);
     assert_eq!(a.await.unwrap(), Ok(json!(1)));
     assert_eq!(b.await.unwrap(), Ok(json!(2)));
+    let accepted = handle
+        .sender()
+        .try_request(custom_request(10, "echo", json!(10)))
+        .expect("room again");
+    assert_eq!(accepted.await.unwrap(), Ok(json!(10)));
 
     let sender = handle.sender();
     handle.shutdown().await.unwrap();
@@ -220,6 +233,11 @@ async fn full_client_queue_is_would_block_and_shut_down_host_is_broken_pipe() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
+    let refused = sender.try_request(custom_request(11, "echo", json!(11)));
+    assert_eq!(
+        refused.map(|_| ()).unwrap_err().kind(),
+        io::ErrorKind::BrokenPipe
+    );
     assert_eq!(
         sender
             .notify(tandem_protocol::ClientNotification::Custom {

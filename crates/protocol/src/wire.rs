@@ -215,6 +215,24 @@ pub fn encode_client_message(
     }
 }
 
+/// Appends the JSON of a request whose params are sent exactly as given, not typed first: what
+/// a client writes for a raw request (its params may be of a newer protocol, or deliberately
+/// malformed), leaving the server to judge them. No trailing newline; `params: None` is
+/// written as `null`, which servers read as `{}`.
+///
+/// On failure `out` is left as it was.
+pub fn encode_raw_request(request: &JSONRPCRequest, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    write_json(
+        out,
+        &RequestOut {
+            id: &request.id,
+            method: &request.method,
+            params: &request.params,
+        },
+        || describe_request(&request.id, &request.method),
+    )
+}
+
 /// Appends the JSON of `message` to `out`: no trailing newline (framing is the transport's).
 ///
 /// On failure `out` is left as it was.

@@ -251,6 +251,55 @@ fn a_decode_reply_becomes_the_server_error_to_send() {
     assert!(text(&bytes).starts_with(r#"{"id":9,"error":{"code":-32600,"#));
 }
 
+/// A raw request goes out with its params untouched, so the server, not the client, judges
+/// them: good params decode to the typed request, bad ones get the server's -32600 with the
+/// request's id.
+#[test]
+fn raw_requests_carry_their_params_as_given() {
+    let raw = |id: i64, params: Value| JSONRPCRequest {
+        id: RequestId::Integer(id),
+        method: "thread/read".into(),
+        params: Some(params),
+    };
+    let mut out = Vec::new();
+    encode_raw_request(&raw(1, json!({"threadId": 123, "extra": [1]})), &mut out).unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&out).unwrap(),
+        json!({"id": 1, "method": "thread/read", "params": {"threadId": 123, "extra": [1]}})
+    );
+    let Err(DecodeError::Reply(JSONRPCError { id, error })) = decode_client_message(&out) else {
+        panic!("params of the wrong type are answered")
+    };
+    assert_eq!(id, Some(RequestId::Integer(1)));
+    assert_eq!(
+        error.message,
+        "Invalid request: invalid type: integer `123`, expected a string"
+    );
+
+    let mut out = Vec::new();
+    encode_raw_request(&raw(2, json!({"threadId": "t"})), &mut out).unwrap();
+    let Ok(ClientMessage::Request(ClientRequest::ThreadRead { request_id, params })) =
+        decode_client_message(&out)
+    else {
+        panic!("good params decode: {}", text(&out))
+    };
+    assert_eq!(
+        (request_id, params.thread_id.as_str()),
+        (RequestId::Integer(2), "t")
+    );
+
+    let mut out = Vec::new();
+    let without = JSONRPCRequest {
+        params: None,
+        ..raw(3, json!(null))
+    };
+    encode_raw_request(&without, &mut out).unwrap();
+    assert_eq!(
+        text(&out),
+        r#"{"id":3,"method":"thread/read","params":null}"#
+    );
+}
+
 /// Found by the property test: without serde_json's `float_roundtrip` the parser may land one
 /// ulp off, so a relayed number changed and the re-encoded message decoded to another value.
 #[test]

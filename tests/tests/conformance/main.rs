@@ -20,6 +20,7 @@ mod in_process_driver;
 mod normalize;
 mod scenarios;
 mod session;
+mod shapes;
 mod wire;
 
 /// One `#[tokio::test]` per scenario in each transport's module. Real processes run in most

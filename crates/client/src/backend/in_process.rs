@@ -4,22 +4,25 @@
 //! that a reply queued behind a parked guaranteed notification is never stuck waiting for an
 //! embedder that does not read events.
 
-use std::future::Future;
+use std::future::{Future, ready};
 use std::io;
 use std::pin::pin;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
 
+use futures::FutureExt as _;
+use futures::future::Either;
 use serde_json::Value;
 use tandem_host::in_process::{self, InProcessStartArgs};
 use tandem_host::{InProcessClientHandle, InProcessClientSender, InProcessServerEvent};
 use tandem_protocol::{ClientRequest, InitializeResponse, JSONRPCErrorError, RequestId};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{Failure, Incoming};
+use super::deadline::{DeadlineWatch, Watched};
+use super::{Failure, Incoming, OutgoingRequest, Reply};
 use crate::client::Shared;
 
 /// The in-process connection never restarts: its generation is always the first.
@@ -28,6 +31,8 @@ pub(crate) const GENERATION: u64 = 1;
 pub(crate) struct InProcessBackend {
     sender: InProcessClientSender,
     initialize: InitializeResponse,
+    /// The timeouts of pending requests, enforced by one sweeper task.
+    deadlines: Arc<DeadlineWatch>,
     stop: CancellationToken,
     worker: Mutex<Option<JoinHandle<()>>>,
     handle: Mutex<Option<InProcessClientHandle>>,
@@ -41,6 +46,7 @@ impl InProcessBackend {
         Ok(Self {
             sender: handle.sender(),
             initialize: handle.initialize_response().clone(),
+            deadlines: Arc::new(DeadlineWatch::default()),
             stop: CancellationToken::new(),
             worker: Mutex::new(None),
             handle: Mutex::new(Some(handle)),
@@ -56,44 +62,69 @@ impl InProcessBackend {
             .expect("the worker is spawned once");
         let worker = tokio::spawn(run_worker(handle, shared, self.stop.clone()));
         *self.worker.lock().unwrap_or_else(|p| p.into_inner()) = Some(worker);
+        // Stopped with the worker; it holds no request, so nothing waits for it.
+        tokio::spawn(self.deadlines.clone().run_sweeper(self.stop.clone()));
     }
 
     pub(crate) fn initialize_response(&self) -> &InitializeResponse {
         &self.initialize
     }
 
-    pub(crate) async fn request(
+    /// Hands `request` to the host at once and returns the wait for its reply, for at most
+    /// `timeout`. The request itself is not kept in the returned future, which stays small:
+    /// callers move it (into a `FuturesUnordered`, a task) once per request. The timeout is
+    /// watched by the client's [`DeadlineWatch`], not by a timer of its own.
+    pub(crate) fn request(
         &self,
-        request: ClientRequest,
-        written: &AtomicBool,
-    ) -> Result<Result<Value, JSONRPCErrorError>, Failure> {
-        // The host enqueues synchronously and reports a failed enqueue on the first poll, so a
-        // first poll that is pending (or already answered) means the request was written.
-        let mut reply = pin!(self.sender.request(request));
-        let mut first = true;
-        let outcome = std::future::poll_fn(|cx| {
-            let poll = reply.as_mut().poll(cx);
-            if first {
-                first = false;
-                if !matches!(poll, Poll::Ready(Err(_))) {
-                    written.store(true, Ordering::Relaxed);
+        request: OutgoingRequest,
+        timeout: Option<Duration>,
+    ) -> impl Future<Output = Result<Reply, Failure>> + Send + '_ {
+        let request = match request {
+            OutgoingRequest::Typed(request) => request,
+            // The host takes typed requests, so raw params are typed here by the protocol's
+            // own conversion: the step a wire server's transport runs on every frame. Params
+            // that do not decode get the answer that transport sends (-32600 with the
+            // decoder's message), and the processor never sees them, as over the wire.
+            OutgoingRequest::Raw(raw) => match ClientRequest::try_from(raw) {
+                Ok(request) => request,
+                Err(error) => return Either::Left(ready(Ok(Err(error)))),
+            },
+        };
+        let reply = match self.sender.try_request(request) {
+            Ok(reply) => reply,
+            Err(error) => return Either::Left(ready(Err(not_sent(error)))),
+        };
+        let Some(after) = timeout else {
+            return Either::Right(Either::Left(reply.map(|reply| reply.map_err(host_stopped))));
+        };
+        // Measured from the hand-over, as a timer started here would be.
+        let deadline = Instant::now() + after;
+        let deadlines = &*self.deadlines;
+        Either::Right(Either::Right(async move {
+            let mut reply = pin!(reply);
+            // Watched only once the reply is not there at the first look.
+            let mut watched: Option<Watched<'_>> = None;
+            std::future::poll_fn(|cx| {
+                if let Poll::Ready(reply) = reply.as_mut().poll(cx) {
+                    return Poll::Ready(reply.map_err(host_stopped));
                 }
-            }
-            poll
-        })
-        .await;
-        outcome.map_err(|error| {
-            if written.load(Ordering::Relaxed) {
-                Failure::Disconnected {
-                    sent: true,
-                    reason: error.to_string(),
+                let expired = match &watched {
+                    Some(watched) => watched.expired(cx.waker()),
+                    None => {
+                        // A deadline already past (a zero timeout) is expired by the sweeper
+                        // at once, and this task woken.
+                        watched = Some(deadlines.watch(deadline, cx.waker()));
+                        false
+                    }
+                };
+                if expired {
+                    Poll::Ready(Err(Failure::TimedOut { after, sent: true }))
+                } else {
+                    Poll::Pending
                 }
-            } else if error.kind() == io::ErrorKind::WouldBlock {
-                Failure::NotSent("the in-process host's client queue is full".into())
-            } else {
-                Failure::NotSent(format!("the in-process host is not running: {error}"))
-            }
-        })
+            })
+            .await
+        }))
     }
 
     pub(crate) async fn answer(
@@ -136,6 +167,23 @@ impl InProcessBackend {
 
     pub(crate) fn abandon(&self) {
         self.stop.cancel();
+    }
+}
+
+/// The host stopped after the request was written and before it replied.
+fn host_stopped(error: io::Error) -> Failure {
+    Failure::Disconnected {
+        sent: true,
+        reason: error.to_string(),
+    }
+}
+
+/// The host refused the request before it was written.
+fn not_sent(error: io::Error) -> Failure {
+    if error.kind() == io::ErrorKind::WouldBlock {
+        Failure::NotSent("the in-process host's client queue is full".into())
+    } else {
+        Failure::NotSent(format!("the in-process host is not running: {error}"))
     }
 }
 

@@ -2,22 +2,29 @@
 //! (a spawned child over stdio, a websocket). Each hands the router typed [`Incoming`] events
 //! and carries requests and server-request answers out; everything above them is shared.
 
+use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
+use futures::future::Either;
 use serde_json::Value;
 use tandem_protocol::{
-    ClientRequest, InitializeResponse, JSONRPCErrorError, RequestId, ServerNotification,
-    ServerRequest,
+    ClientRequest, InitializeResponse, JSONRPCErrorError, JSONRPCRequest, RequestId,
+    ServerNotification, ServerRequest,
 };
 
 use crate::client::Shared;
 use crate::error::ClientError;
 
 pub(crate) mod child;
+pub(crate) mod deadline;
 pub(crate) mod in_process;
 pub(crate) mod websocket;
 pub(crate) mod wire;
+
+/// A reply as a backend hands it over: the server's result or its error.
+pub(crate) type Reply = Result<Value, JSONRPCErrorError>;
 
 /// What a transport hands the router.
 #[derive(Debug)]
@@ -26,6 +33,25 @@ pub(crate) enum Incoming {
     Request(ServerRequest),
     /// The in-process host skipped this many best-effort events.
     Lagged(u64),
+}
+
+/// A request on its way to a backend.
+#[derive(Debug)]
+pub(crate) enum OutgoingRequest {
+    /// Built from typed params ([`crate::Client::call`] and the typed helpers).
+    Typed(ClientRequest),
+    /// Raw JSON params ([`crate::Client::request`]): written as given over the wire, so the
+    /// server judges them; decoded by the in-process backend, whose host takes typed requests.
+    Raw(JSONRPCRequest),
+}
+
+impl OutgoingRequest {
+    pub(crate) fn id(&self) -> &RequestId {
+        match self {
+            Self::Typed(request) => request.id(),
+            Self::Raw(request) => &request.id,
+        }
+    }
 }
 
 /// Why a request got no reply, before the client adds the method name.
@@ -39,6 +65,8 @@ pub(crate) enum Failure {
     Disconnected { sent: bool, reason: String },
     /// The server could not be started or reached.
     Connect(String),
+    /// No reply within `after`; `sent` says whether the request had been written.
+    TimedOut { after: Duration, sent: bool },
 }
 
 impl Failure {
@@ -53,6 +81,11 @@ impl Failure {
                 reason,
             },
             Self::Connect(reason) => ClientError::Connect { reason },
+            Self::TimedOut { after, sent } => ClientError::TimedOut {
+                method,
+                after,
+                sent,
+            },
         }
     }
 }
@@ -64,17 +97,33 @@ pub(crate) enum Backend {
 }
 
 impl Backend {
-    /// Sends `request` and waits for its reply. `written` is set once the request has left
-    /// the client (the caller reads it if it gives up waiting).
-    pub(crate) async fn request(
-        &self,
-        shared: &Arc<Shared>,
-        request: ClientRequest,
-        written: &AtomicBool,
-    ) -> Result<Result<Value, JSONRPCErrorError>, Failure> {
+    /// Sends `request` and waits for its reply, for at most `timeout`. In-process, the request
+    /// is handed over before this returns, so the future holds only the wait.
+    pub(crate) fn request<'a>(
+        &'a self,
+        shared: &'a Arc<Shared>,
+        request: OutgoingRequest,
+        timeout: Option<Duration>,
+    ) -> impl Future<Output = Result<Reply, Failure>> + Send + 'a {
         match self {
-            Self::InProcess(backend) => backend.request(request, written).await,
-            Self::Wire(backend) => backend.request(shared, request, written).await,
+            Self::InProcess(backend) => Either::Left(backend.request(request, timeout)),
+            // Boxed: connecting and the handshake make the wire future kilobytes large, and
+            // every request future would otherwise carry that size, the in-process ones
+            // included (moving it cost more than the rest of the client's work). A wire
+            // request does I/O, so one allocation is noise there.
+            Self::Wire(backend) => Either::Right(Box::pin(async move {
+                let written = AtomicBool::new(false);
+                let reply = backend.request(shared, request, &written);
+                match timeout {
+                    Some(after) => tokio::time::timeout(after, reply)
+                        .await
+                        .unwrap_or_else(|_| {
+                            let sent = written.load(Ordering::Relaxed);
+                            Err(Failure::TimedOut { after, sent })
+                        }),
+                    None => reply.await,
+                }
+            })),
         }
     }
 
@@ -104,7 +153,7 @@ impl Backend {
     }
 
     /// Ends the connection within the close timeout.
-    pub(crate) async fn close(&self, close_timeout: std::time::Duration) {
+    pub(crate) async fn close(&self, close_timeout: Duration) {
         match self {
             Self::InProcess(backend) => backend.close().await,
             Self::Wire(backend) => backend.close(close_timeout).await,

@@ -11,13 +11,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use serde_json::Value;
 use tandem_protocol::wire::{
     ClientMessage, DecodeError, ServerMessage, decode_server_message, encode_client_message,
+    encode_raw_request,
 };
 use tandem_protocol::{
-    ClientNotification, ClientRequest, EmptyParams, InitializeResponse, JSONRPCErrorError,
-    RequestId,
+    ClientNotification, ClientRequest, EmptyParams, InitializeResponse, RequestId,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -25,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::child::{ChildCommand, ChildLink};
 use super::websocket::{WebSocketLink, WebSocketTarget};
-use super::{Failure, Incoming};
+use super::{Failure, Incoming, OutgoingRequest, Reply};
 use crate::client::Shared;
 
 /// One frame for the writer, with the flag it sets once the frame is written.
@@ -91,8 +90,6 @@ pub(crate) enum Connector {
     Child(ChildCommand),
     WebSocket(WebSocketTarget),
 }
-
-type Reply = Result<Value, JSONRPCErrorError>;
 
 struct PendingReply {
     reply: oneshot::Sender<Reply>,
@@ -300,7 +297,7 @@ impl WireBackend {
             params: shared.options().initialize_params(),
         };
         let written = AtomicBool::new(false);
-        let reply = send_request(connection, request, &written);
+        let reply = send_request(connection, OutgoingRequest::Typed(request), &written);
         let limit = shared
             .options()
             .request_timeout
@@ -336,7 +333,7 @@ impl WireBackend {
     pub(crate) async fn request(
         &self,
         shared: &Arc<Shared>,
-        request: ClientRequest,
+        request: OutgoingRequest,
         written: &AtomicBool,
     ) -> Result<Reply, Failure> {
         let connection = self.ensure(shared).await?;
@@ -389,19 +386,25 @@ fn failure_reason(failure: Failure) -> String {
         Failure::NotSent(reason) | Failure::Connect(reason) => reason,
         Failure::Disconnected { reason, .. } => reason,
         Failure::Closed => "the client was closed".into(),
+        Failure::TimedOut { after, .. } => format!("no reply within {after:?}"),
     }
 }
 
 /// Registers `request`, queues its frame and waits for the reply.
 async fn send_request(
     connection: &Connection,
-    request: ClientRequest,
+    request: OutgoingRequest,
     written: &AtomicBool,
 ) -> Result<Reply, Failure> {
     let id = request.id().clone();
     let mut bytes = Vec::new();
-    encode_client_message(&ClientMessage::Request(request), &mut bytes)
-        .map_err(|error| Failure::NotSent(error.to_string()))?;
+    match request {
+        OutgoingRequest::Typed(request) => {
+            encode_client_message(&ClientMessage::Request(request), &mut bytes)
+        }
+        OutgoingRequest::Raw(request) => encode_raw_request(&request, &mut bytes),
+    }
+    .map_err(|error| Failure::NotSent(error.to_string()))?;
     let flag = Arc::new(AtomicBool::new(false));
     let (reply, answer) = oneshot::channel();
     {
