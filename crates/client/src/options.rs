@@ -155,7 +155,7 @@ impl ClientOptions {
 
     /// Which notifications count as guaranteed: the in-process host parks them instead of
     /// dropping them, and a subscription that cannot take one ends with a loss error instead
-    /// of skipping it. Default: protocol.md section 6 (`process/outputDelta`,
+    /// of skipping it. Default: docs/protocol.md section 6 (`process/outputDelta`,
     /// `process/exited`, `turn/completed`, `thread/attachment/updated`).
     pub fn delivery_policy(mut self, policy: DeliveryPolicy) -> Self {
         self.delivery_policy = policy;

@@ -1,4 +1,4 @@
-//! The shapes of protocol.md section 7 that conformance expectations are written with, as
+//! The shapes of docs/protocol.md section 7 that conformance expectations are written with, as
 //! normalized JSON (see `normalize.rs`): shared by the JSON-level suite (`conformance`) and the
 //! tandem-client suite (`client_conformance`), so both compare against one set of expected
 //! results.

@@ -1,4 +1,4 @@
-//! Every error code of protocol.md section 2 that a client can provoke, through typed calls
+//! Every error code of docs/protocol.md section 2 that a client can provoke, through typed calls
 //! and raw requests, each with the message the table documents and the classification of
 //! `ClientError` (sent; safe to retry only for -32001); and overload answered, then retried by
 //! `retry_overloaded`.

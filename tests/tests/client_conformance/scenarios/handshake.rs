@@ -1,4 +1,4 @@
-//! The handshake of protocol.md section 3 as a client sees it: the client performs
+//! The handshake of docs/protocol.md section 3 as a client sees it: the client performs
 //! `initialize` itself (with what `ClientOptions` says), a second `initialize` is refused and
 //! changes nothing, notification opt-outs and experimental gating follow the options.
 
