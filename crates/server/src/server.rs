@@ -338,7 +338,9 @@ impl MessageProcessor for TandemServer {
     }
 
     async fn shutdown(&self) {
-        let turn_commands = self.threads.shutdown();
+        // Interrupt every turn first: each then stores its interrupted state and queues its
+        // turn/completed, which is what is waited for below before the store is checkpointed.
+        let turns = self.threads.shutdown();
         let all: Vec<Arc<ConnectionProcesses>> = self.lock().drain().map(|(_, p)| p).collect();
         // Concurrently, so that every connection's processes and every turn's commands are
         // signalled at once and the reap waits overlap within the host's shutdown stage.
@@ -346,9 +348,13 @@ impl MessageProcessor for TandemServer {
         for processes in all {
             kills.spawn(async move { processes.manager.kill_all().await });
         }
-        for commands in turn_commands {
+        for (commands, ended) in turns {
             kills.spawn(async move { commands.kill_all().await });
+            kills.spawn(async move { ended.cancelled().await });
         }
         while kills.join_next().await.is_some() {}
+        // Only now is every turn's last write queued, so the checkpoint leaves the database
+        // file complete on its own (docs/reliability.md).
+        self.threads.checkpoint().await;
     }
 }

@@ -799,12 +799,37 @@ async fn store_survives_sigkill_in_the_middle_of_a_turn() {
     .await;
     child.kill().await.expect("SIGKILL");
 
-    let handle = start(options(home.path(), 60, false)).await;
+    // The turn in progress was stored with its input when turn/start answered; reopening the
+    // store closes it as interrupted, with the reason.
+    let mut handle = start(options(home.path(), 60, false)).await;
     let read = call::<ThreadRead>(&handle, json!({"threadId": id, "includeTurns": true})).await;
     let statuses: Vec<_> = read.thread.turns.iter().map(|turn| turn.status).collect();
-    assert_eq!(statuses, vec![TurnStatus::Completed, TurnStatus::Completed]);
+    assert_eq!(
+        statuses,
+        vec![
+            TurnStatus::Completed,
+            TurnStatus::Completed,
+            TurnStatus::Interrupted
+        ]
+    );
+    let cut = &read.thread.turns[2];
+    assert_eq!(
+        cut.error.as_ref().map(|error| error.message.as_str()),
+        Some(tandem_server::store::INTERRUPTED_BY_STOP)
+    );
+    assert!(
+        matches!(&cut.items[0], ThreadItem::UserMessage { content, .. }
+            if content == &vec![tandem_protocol::UserInput::text("three\n/sleep 600000")]),
+        "{cut:?}"
+    );
+    // The thread resumes and takes a new turn.
     let resumed = call::<ThreadResume>(&handle, json!({"threadId": id})).await;
     assert_eq!(resumed.thread.status, ThreadStatus::Idle);
+    start_turn(&handle, &id, "four").await;
+    assert_eq!(
+        turn_completed(&mut handle).await.status,
+        TurnStatus::Completed
+    );
     shutdown(handle).await;
 }
 

@@ -59,9 +59,24 @@ pub enum StoreError {
         /// The newest version this build knows.
         supported: i64,
     },
-    /// A query or transaction failed.
+    /// A query or transaction failed outside a store operation that knows the file (the
+    /// statements inside one); [`StoreError::Database`] is what callers see.
     #[error("thread database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// The database could not be read or written: the disk is full, the file or its
+    /// directory is read-only, another process holds the lock, or the disk failed. Nothing of
+    /// the operation was kept.
+    #[error("cannot {action} the thread database {path}: {detail}; {advice}")]
+    Database {
+        /// `read` or `write to`.
+        action: &'static str,
+        /// The database file.
+        path: PathBuf,
+        /// What SQLite said.
+        detail: String,
+        /// What the user can do about it.
+        advice: &'static str,
+    },
     /// A stored value does not decode: the file was edited by hand or by an incompatible
     /// build.
     #[error("thread database holds an unreadable {what}: {source}")]
@@ -81,7 +96,81 @@ pub enum StoreError {
         #[source]
         source: serde_json::Error,
     },
+    /// A test or embedder store refused a write (e.g. a fault-injecting test double); the
+    /// message is the store's own and names where it failed.
+    #[error("{0}")]
+    Unavailable(String),
     /// The blocking task running a database operation panicked or was cancelled.
     #[error("thread database task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
+}
+
+impl StoreError {
+    /// `error`, raised while doing `action` (`read` or `write to`) on the database at `path`,
+    /// as the error a caller sees: SQLite failures become [`StoreError::Database`] naming the
+    /// file and what to do; every other error is returned as it is.
+    pub(crate) fn at(self, action: &'static str, path: &std::path::Path) -> Self {
+        match self {
+            StoreError::Sqlite(error) => StoreError::Database {
+                action,
+                path: path.to_owned(),
+                advice: advice(&error),
+                detail: error.to_string(),
+            },
+            other => other,
+        }
+    }
+
+    /// A copy of this error for a second caller, as far as it can be copied: every caller of
+    /// a failed group commit gets the same message.
+    pub(crate) fn duplicate(&self) -> Self {
+        match self {
+            StoreError::Database {
+                action,
+                path,
+                detail,
+                advice,
+            } => StoreError::Database {
+                action,
+                path: path.clone(),
+                detail: detail.clone(),
+                advice,
+            },
+            other => StoreError::Unavailable(other.to_string()),
+        }
+    }
+
+    /// Whether the failure is the storage's (disk, permissions, lock, I/O) rather than a
+    /// request's (unknown thread, bad cursor): the server reports these as internal errors
+    /// and fails the turn that needed the write.
+    pub fn is_storage_failure(&self) -> bool {
+        !matches!(
+            self,
+            StoreError::ThreadNotFound(_)
+                | StoreError::TurnNotFound { .. }
+                | StoreError::ThreadExists(_)
+                | StoreError::InvalidCursor(_)
+        )
+    }
+}
+
+/// What the user can do about `error`.
+fn advice(error: &rusqlite::Error) -> &'static str {
+    use rusqlite::ErrorCode;
+    match error.sqlite_error_code() {
+        Some(ErrorCode::DiskFull) => "free space on the disk that holds it, then retry",
+        Some(ErrorCode::ReadOnly) => {
+            "make the file, its -wal and -shm files and their directory writable, then retry"
+        }
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+            "another process holds its lock; stop that process or retry later"
+        }
+        Some(ErrorCode::PermissionDenied | ErrorCode::CannotOpen) => {
+            "check the permissions of the file and its directory (TANDEM_HOME), then retry"
+        }
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => {
+            "the file is damaged; move it aside to start an empty store"
+        }
+        _ => "check the disk that holds it and that TANDEM_HOME is writable, then retry",
+    }
 }

@@ -6,7 +6,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use tandem_protocol::{
-    SortDirection, ThreadAttachment, ThreadAttachmentAddOutcome, ThreadAttachmentAddResponse, Turn,
+    SortDirection, ThreadAttachment, ThreadAttachmentAddOutcome, ThreadAttachmentAddResponse,
+    ThreadItem, Turn,
 };
 
 use super::{
@@ -53,6 +54,18 @@ fn entry_mut<'a>(
     threads
         .get_mut(thread_id)
         .ok_or_else(|| StoreError::ThreadNotFound(thread_id.to_owned()))
+}
+
+fn turn_mut<'a>(entry: &'a mut Entry, turn_id: &str) -> Result<&'a mut Turn, StoreError> {
+    let thread_id = &entry.record.id;
+    entry
+        .turns
+        .iter_mut()
+        .find(|turn| turn.id == turn_id)
+        .ok_or_else(|| StoreError::TurnNotFound {
+            thread_id: thread_id.clone(),
+            turn_id: turn_id.to_owned(),
+        })
 }
 
 #[async_trait]
@@ -158,6 +171,48 @@ impl ThreadStore for InMemoryThreadStore {
             Some(stored) => *stored = turn.clone(),
             None => entry.turns.push(turn.clone()),
         }
+        update.apply(&mut entry.record);
+        Ok(entry.record.clone())
+    }
+
+    async fn put_item(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        index: usize,
+        item: &ThreadItem,
+    ) -> Result<(), StoreError> {
+        let mut threads = self.lock();
+        let stored = turn_mut(entry_mut(&mut threads, thread_id)?, turn_id)?;
+        let len = stored.items.len();
+        match stored.items.get_mut(index) {
+            Some(slot) => *slot = item.clone(),
+            None if index == len => stored.items.push(item.clone()),
+            None => {
+                return Err(StoreError::Unavailable(format!(
+                    "item {index} of turn {turn_id} in thread {thread_id} would leave a gap \
+                     after item {len}; this is a bug in the caller"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    async fn finish_turn(
+        &self,
+        thread_id: &str,
+        turn: &Turn,
+        update: &ThreadUpdate,
+    ) -> Result<ThreadRecord, StoreError> {
+        let mut threads = self.lock();
+        let entry = entry_mut(&mut threads, thread_id)?;
+        let stored = turn_mut(entry, &turn.id)?;
+        stored.status = turn.status;
+        stored.items_view = turn.items_view;
+        stored.error = turn.error.clone();
+        stored.started_at = turn.started_at;
+        stored.completed_at = turn.completed_at;
+        stored.duration_ms = turn.duration_ms;
         update.apply(&mut entry.record);
         Ok(entry.record.clone())
     }

@@ -9,18 +9,25 @@
 //! Both implementations share the value types and the semantics defined here (update rules,
 //! list filters, cursor formats), so a thread behaves the same whichever store holds it.
 //!
-//! Files: `error` holds [`StoreError`], `memory` and `sqlite` the two implementations, `tests`
-//! one suite run against both plus the SQLite durability tests.
+//! A turn is written as it happens (issue 13): [`ThreadStore::begin_turn`] before `turn/start`
+//! answers, [`ThreadStore::put_item`] before each `item/completed`, and
+//! [`ThreadStore::finish_turn`] before `turn/completed`. A turn left `inProgress` by a crash
+//! is closed as `interrupted` when the durable store opens (`recovery`).
+//!
+//! Files: `error` holds [`StoreError`], `memory` and `sqlite` the two implementations,
+//! `recovery` what a turn cut short by a crash becomes, `tests` one suite run against both
+//! plus the SQLite durability tests.
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use tandem_protocol::{
     ApprovalPolicy, DynamicToolSpec, SessionSource, SortDirection, Thread, ThreadAttachment,
-    ThreadAttachmentAddResponse, ThreadStatus, Turn,
+    ThreadAttachmentAddResponse, ThreadItem, ThreadStatus, Turn,
 };
 
 mod error;
 mod memory;
+mod recovery;
 mod sqlite;
 
 #[cfg(test)]
@@ -28,6 +35,7 @@ mod tests;
 
 pub use error::StoreError;
 pub use memory::InMemoryThreadStore;
+pub use recovery::{INTERRUPTED_BY_STOP, close_unfinished_item, close_unfinished_turn};
 pub use sqlite::SqliteThreadStore;
 
 /// Page size used by callers that have no `limit` of their own.
@@ -358,6 +366,48 @@ pub trait ThreadStore: Send + Sync {
         turn: &Turn,
         update: &ThreadUpdate,
     ) -> Result<ThreadRecord, StoreError>;
+
+    /// Stores a turn that has just started (status `inProgress`, with its user input as its
+    /// first item) after the thread's other turns and applies `update`, all or nothing, so
+    /// that the input survives a crash before the turn ends. The default is
+    /// [`ThreadStore::commit_turn`], whose semantics this is.
+    async fn begin_turn(
+        &self,
+        thread_id: &str,
+        turn: &Turn,
+        update: &ThreadUpdate,
+    ) -> Result<ThreadRecord, StoreError> {
+        self.commit_turn(thread_id, turn, update).await
+    }
+
+    /// Stores `item` as item number `index` (from 0) of the stored turn `turn_id`, replacing
+    /// the item at that index (a started item completing) or appending it (`index` one past
+    /// the last). Fails with [`StoreError::TurnNotFound`] for an unknown turn.
+    async fn put_item(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        index: usize,
+        item: &ThreadItem,
+    ) -> Result<(), StoreError>;
+
+    /// Records the end of the stored turn `turn.id`: its status, error, completion time and
+    /// duration (its items are already stored through [`ThreadStore::put_item`]; `turn.items`
+    /// is ignored), and applies `update` to the thread, all or nothing. Returns the updated
+    /// record.
+    async fn finish_turn(
+        &self,
+        thread_id: &str,
+        turn: &Turn,
+        update: &ThreadUpdate,
+    ) -> Result<ThreadRecord, StoreError>;
+
+    /// Makes everything written so far live in the store's main file (for SQLite: a WAL
+    /// checkpoint that truncates the log), so that a copy of that file alone is complete.
+    /// Called at shutdown; the store stays usable. Stores without a log do nothing.
+    async fn checkpoint(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 
     /// One page of the thread's turns, with their items. A cursor that names no turn of the
     /// thread fails with [`StoreError::InvalidCursor`].

@@ -10,6 +10,15 @@
 //! - One connection behind a mutex, used from `spawn_blocking`. SQLite calls block, so they
 //!   stay off the async workers; the mutex serializes this process's transactions, and
 //!   `BEGIN IMMEDIATE` with a busy timeout serializes them against other processes.
+//! - Group commit (issue 13). A turn now writes as it happens (its start, each item, its
+//!   end), several times what one commit per turn cost. Writes are queued; whoever holds the
+//!   connection next runs everything queued in one transaction, each write in a savepoint of
+//!   its own so that one failing write does not take the others down, and one fsync covers
+//!   them all. A caller is answered only after the commit, so "stored" always means durable.
+//! - Recovery on open: a turn left `inProgress` by a crash is closed as `interrupted`, with
+//!   its started items closed ([`super::recovery`]).
+//! - [`ThreadStore::checkpoint`] at shutdown copies the WAL into the database file and
+//!   truncates it, so that after a clean exit `threads.sqlite` alone holds everything.
 //! - The schema is versioned with `PRAGMA user_version` and created (or, in later versions,
 //!   migrated) inside one immediate transaction, so two servers starting on a fresh home do
 //!   not race. A file from a newer build is refused rather than misread.
@@ -17,8 +26,9 @@
 //!   are stored as the JSON of their protocol types, which round-trips them exactly; columns
 //!   that queries filter or sort on are plain columns.
 
+use std::any::Any;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -27,12 +37,15 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tandem_protocol::{
-    SortDirection, ThreadAttachment, ThreadAttachmentAddOutcome, ThreadAttachmentAddResponse, Turn,
+    SortDirection, ThreadAttachment, ThreadAttachmentAddOutcome, ThreadAttachmentAddResponse,
+    ThreadItem, Turn, TurnError,
 };
+use tokio::sync::oneshot;
 
 use super::{
-    Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore, ThreadUpdate, TurnListQuery,
-    effective_limit, parse_thread_cursor, source_kind, thread_cursor,
+    INTERRUPTED_BY_STOP, Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore,
+    ThreadUpdate, TurnListQuery, close_unfinished_item, effective_limit, parse_thread_cursor,
+    source_kind, thread_cursor,
 };
 
 /// The schema version this build writes and reads.
@@ -111,11 +124,34 @@ const TURN_COLUMNS: &str = "id, status, items_view, error, started_at, completed
 
 const ATTACHMENT_COLUMNS: &str = "id, attachment_type, identity_key, payload, created_at";
 
+/// A write waiting for the next group commit: the operation, run inside the batch's
+/// transaction, and where its result goes once the batch has committed (or failed).
+struct PendingWrite {
+    apply: Box<dyn FnOnce(&Connection) -> Result<Box<dyn Any + Send>, StoreError> + Send>,
+    reply: oneshot::Sender<Result<Box<dyn Any + Send>, StoreError>>,
+}
+
 /// A [`ThreadStore`] in an SQLite database under `TANDEM_HOME`.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SqliteThreadStore {
     connection: Arc<Mutex<Connection>>,
+    /// Writes queued for the next group commit, in arrival order.
+    writes: Arc<Mutex<Vec<PendingWrite>>>,
     path: PathBuf,
+}
+
+impl std::fmt::Debug for SqliteThreadStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteThreadStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panicking operation drops its transaction, which rolls back, so the connection
+    // behind a poisoned lock is still in a clean state; the queue is only pushed and taken.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl SqliteThreadStore {
@@ -142,9 +178,24 @@ impl SqliteThreadStore {
         let mut connection = Connection::open(&path).map_err(open_error)?;
         configure(&connection).map_err(open_error)?;
         migrate(&mut connection, &path)?;
+        match recover(&mut connection) {
+            Ok(0) => {}
+            Ok(recovered) => tracing::warn!(
+                path = %path.display(),
+                turns = recovered,
+                "closed turns left running by a crash as interrupted"
+            ),
+            // The store still reads; every write will fail with the same cause, and is
+            // reported where it happens.
+            Err(error) => tracing::error!(
+                error = %error.at("write to", &path),
+                "cannot close turns left running by a crash"
+            ),
+        }
         tracing::debug!(path = %path.display(), "thread store opened");
         Ok(Self {
             connection: Arc::new(Mutex::new(connection)),
+            writes: Arc::new(Mutex::new(Vec::new())),
             path,
         })
     }
@@ -154,22 +205,185 @@ impl SqliteThreadStore {
         &self.path
     }
 
-    /// Runs `operation` on the connection on the blocking pool. The operation completes even
-    /// if the caller stops waiting, so a dropped request never leaves a write half done.
+    /// Runs the read `operation` on the connection on the blocking pool.
     pub(super) async fn run<T, F>(&self, operation: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     {
         let connection = Arc::clone(&self.connection);
+        let path = self.path.clone();
         tokio::task::spawn_blocking(move || {
-            // A panicking operation drops its transaction, which rolls back, so the connection
-            // behind a poisoned lock is still in a clean state.
-            let mut connection = connection.lock().unwrap_or_else(PoisonError::into_inner);
-            operation(&mut connection)
+            let mut connection = lock(&connection);
+            operation(&mut connection).map_err(|error| error.at("read", &path))
         })
         .await?
     }
+
+    /// Queues the write `operation` for the next group commit and returns its result once
+    /// that commit is durable. The write completes (or fails) even if the caller stops
+    /// waiting, so a dropped request never leaves a write half done.
+    async fn write<T, F>(&self, operation: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        lock(&self.writes).push(PendingWrite {
+            apply: Box::new(move |connection| {
+                operation(connection).map(|value| Box::new(value) as Box<dyn Any + Send>)
+            }),
+            reply,
+        });
+        let store = self.clone();
+        // The flush that runs this write may be this task or one queued before it; either
+        // way, the answer arrives once the write's batch has committed.
+        let flush = tokio::task::spawn_blocking(move || store.flush());
+        match answer.await {
+            Ok(result) => Ok(*result?
+                .downcast::<T>()
+                .expect("a write's answer has the type its operation returned")),
+            Err(_) => {
+                // The flush panicked before answering; its join error says why.
+                flush.await?;
+                Err(StoreError::Unavailable(format!(
+                    "the write to the thread database {} was lost; retry",
+                    self.path.display()
+                )))
+            }
+        }
+    }
+
+    /// Runs every queued write, in batches: one transaction (one fsync) per batch.
+    fn flush(&self) {
+        let connection = lock(&self.connection);
+        loop {
+            let batch = std::mem::take(&mut *lock(&self.writes));
+            if batch.is_empty() {
+                return;
+            }
+            commit_batch(&connection, &self.path, batch);
+        }
+    }
+}
+
+/// Runs `batch` in one immediate transaction, each write in a savepoint, then commits and
+/// answers every write: its own result if the commit succeeded, the commit's error if not.
+fn commit_batch(connection: &Connection, path: &Path, batch: Vec<PendingWrite>) {
+    let failure = |error: rusqlite::Error| StoreError::from(error).at("write to", path);
+    let mut applied: Vec<(oneshot::Sender<_>, Box<dyn Any + Send>)> = Vec::new();
+    let mut batch = batch.into_iter();
+    if let Err(error) = connection.execute_batch("BEGIN IMMEDIATE") {
+        let error = failure(error);
+        for write in batch {
+            let _ = write.reply.send(Err(error.duplicate()));
+        }
+        return;
+    }
+    while let Some(write) = batch.next() {
+        let result = connection
+            .execute_batch("SAVEPOINT one_write")
+            .map_err(failure)
+            .and_then(|()| (write.apply)(connection))
+            .and_then(|value| {
+                connection
+                    .execute_batch("RELEASE one_write")
+                    .map_err(failure)?;
+                Ok(value)
+            });
+        match result {
+            Ok(value) => applied.push((write.reply, value)),
+            Err(error) => {
+                let error = error.at("write to", path);
+                if connection.is_autocommit() {
+                    // SQLite rolled the whole transaction back (it does on a full disk or an
+                    // I/O error): the writes before this one in the batch are gone too.
+                    for (reply, _) in applied.drain(..) {
+                        let _ = reply.send(Err(error.duplicate()));
+                    }
+                    let _ = write.reply.send(Err(error));
+                    if let Err(error) = connection.execute_batch("BEGIN IMMEDIATE") {
+                        let error = failure(error);
+                        for write in batch {
+                            let _ = write.reply.send(Err(error.duplicate()));
+                        }
+                        return;
+                    }
+                } else {
+                    if let Err(rollback) =
+                        connection.execute_batch("ROLLBACK TO one_write; RELEASE one_write")
+                    {
+                        tracing::warn!(error = %rollback, "cannot roll back a failed write");
+                    }
+                    let _ = write.reply.send(Err(error));
+                }
+            }
+        }
+    }
+    match connection.execute_batch("COMMIT") {
+        Ok(()) => {
+            for (reply, value) in applied {
+                let _ = reply.send(Ok(value));
+            }
+        }
+        Err(error) => {
+            let error = failure(error);
+            if !connection.is_autocommit()
+                && let Err(rollback) = connection.execute_batch("ROLLBACK")
+            {
+                tracing::warn!(error = %rollback, "cannot roll back a failed commit");
+            }
+            for (reply, _) in applied {
+                let _ = reply.send(Err(error.duplicate()));
+            }
+        }
+    }
+}
+
+/// Closes every turn a crash left `inProgress` (see [`super::recovery`]); returns how many.
+/// Reads first, so that a healthy (or read-only) store is not written to at all.
+fn recover(connection: &mut Connection) -> Result<usize, StoreError> {
+    let unfinished: Vec<(String, String)> = connection
+        .prepare("SELECT thread_id, id FROM turns WHERE status = 'inProgress'")?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    if unfinished.is_empty() {
+        return Ok(0);
+    }
+    let reason = encode(
+        &TurnError {
+            message: INTERRUPTED_BY_STOP.to_owned(),
+            additional_details: None,
+        },
+        "turn error",
+    )?;
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    for (thread_id, turn_id) in &unfinished {
+        transaction.execute(
+            "UPDATE turns SET status = 'interrupted', error = ?3 \
+             WHERE thread_id = ?1 AND id = ?2",
+            params![thread_id, turn_id, reason],
+        )?;
+        let items: Vec<(i64, String)> = transaction
+            .prepare("SELECT idx, item FROM items WHERE thread_id = ?1 AND turn_id = ?2")?
+            .query_map(params![thread_id, turn_id], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })?
+            .collect::<Result<_, _>>()?;
+        for (index, item) in items {
+            let mut item: ThreadItem = decode(&item, || {
+                format!("item {index} of turn {turn_id} in thread {thread_id}")
+            })?;
+            if close_unfinished_item(&mut item) {
+                transaction.execute(
+                    "UPDATE items SET item = ?4 WHERE thread_id = ?1 AND turn_id = ?2 AND idx = ?3",
+                    params![thread_id, turn_id, index, encode(&item, "item")?],
+                )?;
+            }
+        }
+    }
+    transaction.commit()?;
+    Ok(unfinished.len())
 }
 
 fn configure(connection: &Connection) -> rusqlite::Result<()> {
@@ -419,6 +633,18 @@ fn read_thread(
         .transpose()
 }
 
+/// The position of the stored turn `turn_id` in its thread, if it is stored.
+fn turn_seq(
+    connection: &Connection,
+    thread_id: &str,
+    turn_id: &str,
+) -> Result<Option<i64>, StoreError> {
+    Ok(connection
+        .prepare_cached("SELECT seq FROM turns WHERE thread_id = ?1 AND id = ?2")?
+        .query_row(params![thread_id, turn_id], |row| row.get(0))
+        .optional()?)
+}
+
 fn require_thread(connection: &Connection, thread_id: &str) -> Result<(), StoreError> {
     connection
         .prepare_cached("SELECT 1 FROM threads WHERE id = ?1")?
@@ -563,17 +789,14 @@ impl ThreadStore for SqliteThreadStore {
     ) -> Result<(), StoreError> {
         let thread = thread.clone();
         let history = history.to_vec();
-        self.run(move |connection| {
-            let transaction =
-                connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            if read_thread(&transaction, &thread.id)?.is_some() {
+        self.write(move |connection| {
+            if read_thread(connection, &thread.id)?.is_some() {
                 return Err(StoreError::ThreadExists(thread.id));
             }
-            upsert_thread(&transaction, &thread)?;
+            upsert_thread(connection, &thread)?;
             for (seq, turn) in (1..).zip(&history) {
-                insert_turn(&transaction, &thread.id, seq, turn)?;
+                insert_turn(connection, &thread.id, seq, turn)?;
             }
-            transaction.commit()?;
             Ok(())
         })
         .await
@@ -610,14 +833,11 @@ impl ThreadStore for SqliteThreadStore {
     ) -> Result<ThreadRecord, StoreError> {
         let thread_id = thread_id.to_owned();
         let update = update.clone();
-        self.run(move |connection| {
-            let transaction =
-                connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let mut record = read_thread(&transaction, &thread_id)?
+        self.write(move |connection| {
+            let mut record = read_thread(connection, &thread_id)?
                 .ok_or_else(|| StoreError::ThreadNotFound(thread_id.clone()))?;
             update.apply(&mut record);
-            upsert_thread(&transaction, &record)?;
-            transaction.commit()?;
+            upsert_thread(connection, &record)?;
             Ok(record)
         })
         .await
@@ -674,9 +894,9 @@ impl ThreadStore for SqliteThreadStore {
 
     async fn delete_thread(&self, thread_id: &str) -> Result<bool, StoreError> {
         let thread_id = thread_id.to_owned();
-        self.run(move |connection| {
+        self.write(move |connection| {
             // Turns, items and attachments go with it through ON DELETE CASCADE, in the same
-            // implicit transaction.
+            // transaction.
             let deleted = connection.execute("DELETE FROM threads WHERE id = ?1", [&thread_id])?;
             Ok(deleted > 0)
         })
@@ -692,38 +912,124 @@ impl ThreadStore for SqliteThreadStore {
         let thread_id = thread_id.to_owned();
         let turn = turn.clone();
         let update = update.clone();
-        self.run(move |connection| {
-            let transaction =
-                connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let mut record = read_thread(&transaction, &thread_id)?
+        self.write(move |connection| {
+            let mut record = read_thread(connection, &thread_id)?
                 .ok_or_else(|| StoreError::ThreadNotFound(thread_id.clone()))?;
-            let existing: Option<i64> = transaction
-                .prepare_cached("SELECT seq FROM turns WHERE thread_id = ?1 AND id = ?2")?
-                .query_row(params![thread_id, turn.id], |row| row.get(0))
-                .optional()?;
-            let seq = match existing {
+            let seq = match turn_seq(connection, &thread_id, &turn.id)? {
                 Some(seq) => {
                     // Replacing deletes the old items through the cascade; the turn keeps its
                     // place.
-                    transaction.execute(
+                    connection.execute(
                         "DELETE FROM turns WHERE thread_id = ?1 AND id = ?2",
                         params![thread_id, turn.id],
                     )?;
                     seq
                 }
-                None => transaction.query_row(
+                None => connection.query_row(
                     "SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE thread_id = ?1",
                     [&thread_id],
                     |row| row.get(0),
                 )?,
             };
-            insert_turn(&transaction, &thread_id, seq, &turn)?;
+            insert_turn(connection, &thread_id, seq, &turn)?;
             update.apply(&mut record);
-            upsert_thread(&transaction, &record)?;
-            transaction.commit()?;
+            upsert_thread(connection, &record)?;
             Ok(record)
         })
         .await
+    }
+
+    async fn put_item(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        index: usize,
+        item: &ThreadItem,
+    ) -> Result<(), StoreError> {
+        let thread_id = thread_id.to_owned();
+        let turn_id = turn_id.to_owned();
+        let index = i64::try_from(index).expect("a turn holds fewer than i64::MAX items");
+        // Encoded here, on the caller's task, so the writer only copies bytes.
+        let item = encode(item, "item")?;
+        self.write(move |connection| {
+            if turn_seq(connection, &thread_id, &turn_id)?.is_none() {
+                return Err(StoreError::TurnNotFound { thread_id, turn_id });
+            }
+            connection
+                .prepare_cached(
+                    "INSERT INTO items (thread_id, turn_id, idx, item) VALUES (?1, ?2, ?3, ?4) \
+                     ON CONFLICT (thread_id, turn_id, idx) DO UPDATE SET item = excluded.item",
+                )?
+                .execute(params![thread_id, turn_id, index, item])?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn finish_turn(
+        &self,
+        thread_id: &str,
+        turn: &Turn,
+        update: &ThreadUpdate,
+    ) -> Result<ThreadRecord, StoreError> {
+        let thread_id = thread_id.to_owned();
+        let turn_id = turn.id.clone();
+        let status = encode_word(&turn.status, "turn status")?;
+        let items_view = encode_word(&turn.items_view, "turn itemsView")?;
+        let error = turn
+            .error
+            .as_ref()
+            .map(|error| encode(error, "turn error"))
+            .transpose()?;
+        let times = (turn.started_at, turn.completed_at, turn.duration_ms);
+        let update = update.clone();
+        self.write(move |connection| {
+            let mut record = read_thread(connection, &thread_id)?
+                .ok_or_else(|| StoreError::ThreadNotFound(thread_id.clone()))?;
+            let changed = connection
+                .prepare_cached(
+                    "UPDATE turns SET status = ?3, items_view = ?4, error = ?5, \
+                     started_at = ?6, completed_at = ?7, duration_ms = ?8 \
+                     WHERE thread_id = ?1 AND id = ?2",
+                )?
+                .execute(params![
+                    thread_id, turn_id, status, items_view, error, times.0, times.1, times.2
+                ])?;
+            if changed == 0 {
+                return Err(StoreError::TurnNotFound { thread_id, turn_id });
+            }
+            update.apply(&mut record);
+            upsert_thread(connection, &record)?;
+            Ok(record)
+        })
+        .await
+    }
+
+    async fn checkpoint(&self) -> Result<(), StoreError> {
+        let store = self.clone();
+        let path = self.path.clone();
+        tokio::task::spawn_blocking(move || {
+            // Writes queued before the checkpoint go into it.
+            store.flush();
+            let connection = lock(&store.connection);
+            // (busy, log frames, checkpointed frames); busy means a reader in another process
+            // kept part of the log, which stays valid and is checkpointed by a later writer.
+            let (busy, log, done): (i64, i64, i64) = connection
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                })
+                .map_err(|error| StoreError::from(error).at("write to", &path))?;
+            if busy != 0 {
+                tracing::warn!(
+                    path = %path.display(),
+                    log,
+                    done,
+                    "another process is reading the thread database; part of its log stays in the -wal file"
+                );
+            }
+            Ok(())
+        })
+        .await?
     }
 
     async fn list_turns(
@@ -769,12 +1075,10 @@ impl ThreadStore for SqliteThreadStore {
     ) -> Result<ThreadAttachmentAddResponse, StoreError> {
         let thread_id = thread_id.to_owned();
         let attachment = attachment.clone();
-        self.run(move |connection| {
-            let transaction =
-                connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            require_thread(&transaction, &thread_id)?;
+        self.write(move |connection| {
+            require_thread(connection, &thread_id)?;
             let existing = find_attachment(
-                &transaction,
+                connection,
                 &thread_id,
                 &attachment.attachment_type,
                 &attachment.identity_key,
@@ -785,7 +1089,7 @@ impl ThreadStore for SqliteThreadStore {
                     attachment: existing,
                 });
             }
-            transaction
+            connection
                 .prepare_cached(&format!(
                     "INSERT INTO attachments (thread_id, {ATTACHMENT_COLUMNS}) \
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
@@ -798,7 +1102,6 @@ impl ThreadStore for SqliteThreadStore {
                     encode(&attachment.payload, "attachment payload")?,
                     attachment.created_at,
                 ])?;
-            transaction.commit()?;
             Ok(ThreadAttachmentAddResponse {
                 outcome: ThreadAttachmentAddOutcome::Created,
                 attachment,
@@ -816,20 +1119,16 @@ impl ThreadStore for SqliteThreadStore {
         let thread_id = thread_id.to_owned();
         let attachment_type = attachment_type.to_owned();
         let identity_key = identity_key.to_owned();
-        self.run(move |connection| {
-            let transaction =
-                connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            require_thread(&transaction, &thread_id)?;
-            let removed =
-                find_attachment(&transaction, &thread_id, &attachment_type, &identity_key)?;
+        self.write(move |connection| {
+            require_thread(connection, &thread_id)?;
+            let removed = find_attachment(connection, &thread_id, &attachment_type, &identity_key)?;
             if removed.is_some() {
-                transaction.execute(
+                connection.execute(
                     "DELETE FROM attachments \
                      WHERE thread_id = ?1 AND attachment_type = ?2 AND identity_key = ?3",
                     params![thread_id, attachment_type, identity_key],
                 )?;
             }
-            transaction.commit()?;
             Ok(removed)
         })
         .await

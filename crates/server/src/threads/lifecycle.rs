@@ -9,6 +9,7 @@ use tandem_protocol::{
     ThreadClosedNotification, ThreadStatus, ThreadStatusChangedNotification,
     ThreadUnsubscribeResponse, ThreadUnsubscribeStatus, Turn,
 };
+use tokio_util::sync::CancellationToken;
 
 use crate::process::ProcessManager;
 use crate::store::{ThreadRecord, ThreadStore};
@@ -157,16 +158,28 @@ impl ThreadService {
         self.outgoing.broadcast_notification(closed).await;
     }
 
-    /// Stops every running turn (the host is shutting down) and returns their commands, for
-    /// the caller to kill and reap: the turns may not get to it before the process exits.
-    pub(crate) fn shutdown(&self) -> Vec<ProcessManager> {
-        let mut commands = Vec::new();
+    /// Stops every running turn (the host is shutting down) and returns, per turn, its
+    /// commands (for the caller to kill and reap: the turn may not get to it before the
+    /// process exits) and the token that is cancelled once its interrupted state is stored
+    /// and its `turn/completed` queued.
+    pub(crate) fn shutdown(&self) -> Vec<(ProcessManager, CancellationToken)> {
+        let mut turns = Vec::new();
         for thread in lock(&self.loaded).values() {
             if let Some(active) = &thread.state().active {
                 active.cancel.cancel();
-                commands.push(active.processes.clone());
+                turns.push((active.processes.clone(), active.ended.clone()));
             }
         }
-        commands
+        turns
+    }
+
+    /// Moves everything the durable store wrote into its main file (see
+    /// [`ThreadStore::checkpoint`]); nothing to do if it was never opened.
+    pub(crate) async fn checkpoint(&self) {
+        if let Some(store) = self.durable.get()
+            && let Err(error) = store.checkpoint().await
+        {
+            tracing::warn!(%error, "cannot checkpoint the thread store at shutdown");
+        }
     }
 }

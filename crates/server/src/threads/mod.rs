@@ -119,6 +119,9 @@ pub(crate) struct ActiveTurn {
     /// The turn's commands. Shared with its driver so that shutdown kills them itself: the
     /// process may exit before the turn task gets to act on its cancellation.
     pub(crate) processes: ProcessManager,
+    /// Cancelled once the turn's end is stored and its `turn/completed` queued: what shutdown
+    /// waits for before it checkpoints the store.
+    pub(crate) ended: CancellationToken,
 }
 
 /// Input steered into a running turn, and whether the turn still takes any.

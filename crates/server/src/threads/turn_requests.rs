@@ -4,13 +4,14 @@ use std::sync::{Arc, Mutex};
 
 use tandem_host::ConnectionRequestId;
 use tandem_protocol::{
-    ApprovalPolicy, JSONRPCErrorError, ThreadStatus, Turn, TurnInterruptParams, TurnItemsView,
-    TurnStartParams, TurnStartResponse, TurnStatus, TurnSteerParams, TurnSteerResponse, UserInput,
+    ApprovalPolicy, JSONRPCErrorError, ThreadItem, ThreadStatus, Turn, TurnError,
+    TurnInterruptParams, TurnItemsView, TurnStartParams, TurnStartResponse, TurnStatus,
+    TurnSteerParams, TurnSteerResponse, UserInput,
 };
 use tokio_util::sync::CancellationToken;
 
 use crate::process::ProcessManager;
-use crate::store::{self, ThreadUpdate};
+use crate::store::{self, ThreadStore, ThreadUpdate};
 use crate::turn;
 
 use super::{ActiveTurn, LoadedThread, SteerQueue, ThreadService, lock, now_secs, store_error};
@@ -71,40 +72,49 @@ impl ThreadService {
             // request again, behind the end of that turn.
             return Some((params, id));
         }
-        let settings = ThreadUpdate {
+        let now = now_secs();
+        let first_turn = thread.state().record.preview.is_empty();
+        // Settings, preview and the turn with its input in one write: when `turn/start`
+        // answers, the input is durable.
+        let update = ThreadUpdate {
             approval_policy: params
                 .approval_policy
                 .map(|policy| policy.unwrap_or(ApprovalPolicy::OnRequest)),
             model: params.model.clone(),
+            preview: first_turn.then(|| turn::preview_of(&params.input)),
+            updated_at: Some(now),
             ..ThreadUpdate::default()
         };
-        if settings != ThreadUpdate::default() {
-            let result = match self.store_for(thread.ephemeral).await {
-                Ok(store) => store
-                    .update_thread(&thread.id, &settings)
-                    .await
-                    .map_err(store_error),
-                Err(error) => Err(error),
-            };
-            match result {
-                Ok(record) => thread.state().record = record,
-                Err(error) => {
-                    self.outgoing.send_error(id, error).await;
-                    return None;
-                }
-            }
-        }
-        let now = now_secs();
-        let turn = Turn {
+        let user_message = ThreadItem::UserMessage {
             id: store::new_id(),
-            items: Vec::new(),
-            items_view: TurnItemsView::NotLoaded,
+            content: params.input.clone(),
+            client_id: params.client_user_message_id.clone(),
+        };
+        let mut turn = Turn {
+            id: store::new_id(),
+            items: vec![user_message],
+            items_view: TurnItemsView::Full,
             status: TurnStatus::InProgress,
             error: None,
             started_at: Some(now),
             completed_at: None,
             duration_ms: None,
         };
+        let store = match self.store_for(thread.ephemeral).await {
+            Ok(store) => store,
+            Err(error) => {
+                self.outgoing.send_error(id, error).await;
+                return None;
+            }
+        };
+        match store.begin_turn(&thread.id, &turn, &update).await {
+            Ok(record) => thread.state().record = record,
+            Err(error) => {
+                self.outgoing.send_error(id, store_error(error)).await;
+                return None;
+            }
+        }
+        let user_message = turn.items.pop().expect("the turn holds its user message");
         let active = Arc::new(ActiveTurn {
             id: turn.id.clone(),
             connection: id.connection_id,
@@ -112,28 +122,26 @@ impl ThreadService {
             steered: Mutex::new(SteerQueue::default()),
             steer_signal: tokio::sync::Notify::new(),
             interrupt_replies: Mutex::new(Vec::new()),
-            snapshot: Mutex::new(Turn {
-                items_view: TurnItemsView::Full,
-                ..turn.clone()
-            }),
+            snapshot: Mutex::new(turn.clone()),
             processes: ProcessManager::new(),
+            ended: CancellationToken::new(),
         });
         {
             let mut state = thread.state();
             state.active = Some(Arc::clone(&active));
             self.update_unload(&thread, &mut state);
         }
+        turn.items_view = TurnItemsView::NotLoaded;
         self.outgoing
             .send_response(id, TurnStartResponse { turn: turn.clone() })
             .await;
-        turn::spawn(
-            Arc::clone(self),
-            thread,
-            active,
+        let started = turn::StartedTurn {
             turn,
-            params.input,
-            params.client_user_message_id,
-        );
+            user_message,
+            input: params.input,
+            store,
+        };
+        turn::spawn(Arc::clone(self), thread, active, started);
         None
     }
 
@@ -193,35 +201,47 @@ impl ThreadService {
         Ok(())
     }
 
-    /// Records the end of a turn: commits it, updates the live state, then lets the unload
-    /// countdown run again. Called by the turn task through [`ThreadService::sequenced`].
-    pub(crate) async fn commit_turn(
+    /// Records the end of a turn in `store` (status, error, times; the items are already
+    /// stored) and in the live state. If the store cannot write it, the turn becomes `failed`
+    /// with the store's error (and the thread `systemError`), and that failure is written if
+    /// the store takes it, so the client is never told `completed` about a turn a restart
+    /// would not read back as completed. Called by the turn task through
+    /// [`ThreadService::sequenced`].
+    pub(crate) async fn record_turn_end(
         self: &Arc<Self>,
         thread: &Arc<LoadedThread>,
-        turn: &Turn,
-        status: ThreadStatus,
-        preview: Option<String>,
+        store: &dyn ThreadStore,
+        turn: &mut Turn,
+        status: &mut ThreadStatus,
     ) {
-        let update = ThreadUpdate {
-            status: Some(status),
+        let update = |status: &ThreadStatus| ThreadUpdate {
+            status: Some(status.clone()),
             updated_at: Some(now_secs()),
-            preview,
             ..ThreadUpdate::default()
         };
-        let result = match self.store_for(thread.ephemeral).await {
-            Ok(store) => store
-                .commit_turn(&thread.id, turn, &update)
-                .await
-                .map_err(|error| error.to_string()),
-            Err(error) => Err(error.message),
-        };
+        let mut result = store.finish_turn(&thread.id, turn, &update(status)).await;
+        if let Err(error) = &result
+            && error.is_storage_failure()
+        {
+            tracing::error!(thread = %thread.id, turn = %turn.id, %error, "turn end not stored");
+            turn.status = TurnStatus::Failed;
+            turn.error = Some(TurnError {
+                message: error.to_string(),
+                additional_details: None,
+            });
+            *status = ThreadStatus::SystemError;
+            // A transient failure (a lock held by another process) may let the failure
+            // itself be recorded; if not, recovery closes the turn as interrupted on the
+            // next start, which is no more "completed" than what the client was told.
+            result = store.finish_turn(&thread.id, turn, &update(status)).await;
+        }
         let mut state = thread.state();
         match result {
             Ok(record) => state.record = record,
             Err(error) => {
                 // A deleted thread lands here too; its turn has nowhere to go.
-                tracing::warn!(thread = %thread.id, turn = %turn.id, %error, "turn not stored");
-                update.apply(&mut state.record);
+                tracing::warn!(thread = %thread.id, turn = %turn.id, %error, "turn end not stored");
+                update(status).apply(&mut state.record);
             }
         }
         state.history.push(turn.clone());

@@ -16,7 +16,7 @@
 mod commands;
 mod task;
 
-pub(crate) use task::spawn;
+pub(crate) use task::{StartedTurn, preview_of, spawn};
 
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
@@ -35,7 +35,7 @@ use tandem_protocol::{
 
 use crate::agent::AgentError;
 use crate::process::ProcessManager;
-use crate::store;
+use crate::store::{self, StoreError, ThreadStore};
 use crate::threads::{ActiveTurn, LoadedThread, now_millis};
 
 /// Text of the error that resolves a server request cancelled by a turn transition.
@@ -111,6 +111,16 @@ pub struct TurnDriver {
     processes: ProcessManager,
     /// Items completed so far, in order.
     items: Vec<ThreadItem>,
+    /// Where the turn is written as it happens: each item before its `item/completed`.
+    store: Arc<dyn ThreadStore>,
+    /// The stored index the next new item takes (the user's input is item 0).
+    next_index: usize,
+    /// Started items already stored (commands and tool calls), with their index, so that
+    /// their completion replaces them in place.
+    stored_started: Vec<(String, usize)>,
+    /// The first store failure: the turn then stops and ends `failed` with this message, and
+    /// no later item is reported as completed.
+    store_failure: Option<String>,
 }
 
 impl std::fmt::Debug for TurnDriver {
@@ -201,7 +211,54 @@ impl TurnDriver {
         self.thread.notify(&self.outgoing, note, None).await;
     }
 
-    async fn item_started(&self, item: &ThreadItem) {
+    /// Stores `item` as item `index` of the turn. On failure the turn stops (it ends `failed`
+    /// with the error) and `false` is returned: the caller must not report the item.
+    async fn persist(&mut self, index: usize, item: &ThreadItem) -> bool {
+        if self.store_failure.is_some() {
+            return false;
+        }
+        let stored = self
+            .store
+            .put_item(&self.thread.id, &self.turn_id, index, item)
+            .await;
+        match stored {
+            Ok(()) => true,
+            Err(error) => {
+                self.fail_on_store(&error);
+                false
+            }
+        }
+    }
+
+    /// Records the store failure that ends this turn and stops the agent.
+    fn fail_on_store(&mut self, error: &StoreError) {
+        tracing::error!(thread = %self.thread.id, turn = %self.turn_id, %error, "turn cannot be stored");
+        if self.store_failure.is_none() {
+            self.store_failure = Some(error.to_string());
+        }
+        self.active.cancel.cancel();
+    }
+
+    /// The store failure that ended the turn, if any.
+    pub(crate) fn take_store_failure(&mut self) -> Option<String> {
+        self.store_failure.take()
+    }
+
+    async fn item_started(&mut self, item: &ThreadItem) {
+        // A call is stored as soon as it starts, so that a crash while it runs leaves a
+        // started item for recovery to close (and the model an explicit "interrupted" result)
+        // rather than no trace of an action that may have taken effect.
+        if matches!(
+            item,
+            ThreadItem::CommandExecution { .. } | ThreadItem::DynamicToolCall { .. }
+        ) {
+            let index = self.next_index;
+            if !self.persist(index, item).await {
+                return;
+            }
+            self.next_index += 1;
+            self.stored_started.push((item.id().to_owned(), index));
+        }
         self.set_snapshot_item(item);
         self.notify(ServerNotification::ItemStarted(ItemStartedNotification {
             thread_id: self.thread.id.clone(),
@@ -212,8 +269,47 @@ impl TurnDriver {
         .await;
     }
 
+    /// Stores `item` (written before it is reported: "completed" means durable), then sends
+    /// `item/completed`. Not reported at all if it cannot be stored.
     async fn item_completed(&mut self, item: ThreadItem) {
+        let index = match self
+            .stored_started
+            .iter()
+            .position(|(id, _)| id == item.id())
+        {
+            Some(position) => self.stored_started.swap_remove(position).1,
+            None => self.next_index,
+        };
+        if !self.persist(index, &item).await {
+            return;
+        }
+        if index == self.next_index {
+            self.next_index += 1;
+        }
         self.set_snapshot_item(&item);
+        self.notify(ServerNotification::ItemCompleted(
+            ItemCompletedNotification {
+                thread_id: self.thread.id.clone(),
+                turn_id: self.turn_id.clone(),
+                item: item.clone(),
+                completed_at_ms: now_millis(),
+            },
+        ))
+        .await;
+        self.items.push(item);
+    }
+
+    /// Reports the user's input, which `turn/start` stored as item 0 before it answered.
+    async fn stored_user_message(&mut self, item: ThreadItem) {
+        self.next_index = self.next_index.max(1);
+        self.set_snapshot_item(&item);
+        self.notify(ServerNotification::ItemStarted(ItemStartedNotification {
+            thread_id: self.thread.id.clone(),
+            turn_id: self.turn_id.clone(),
+            item: item.clone(),
+            started_at_ms: now_millis(),
+        }))
+        .await;
         self.notify(ServerNotification::ItemCompleted(
             ItemCompletedNotification {
                 thread_id: self.thread.id.clone(),

@@ -1,43 +1,60 @@
 //! The task that runs one turn: status and `turn/started`, the agent (again for input that
-//! arrived as it returned), then the commit, the interrupt replies and `turn/completed`, in
-//! the thread's order.
+//! arrived as it returned), then the turn's end written to the store, the interrupt replies
+//! and `turn/completed`, in the thread's order. `turn/start` stored the turn and its input
+//! before it answered; the driver stores each item before reporting it; a store failure ends
+//! the turn `failed` with an `error` notification naming the database.
 
 use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
 use tandem_protocol::{
-    EmptyResponse, ErrorNotification, ServerNotification, ThreadStatus, Turn,
+    EmptyResponse, ErrorNotification, ServerNotification, ThreadItem, ThreadStatus, Turn,
     TurnCompletedNotification, TurnError, TurnItemsView, TurnStartedNotification, TurnStatus,
     UserInput,
 };
 
 use crate::agent::AgentError;
+use crate::store::ThreadStore;
 use crate::threads::{ActiveTurn, LoadedThread, ThreadService, now_secs};
 
 use super::{TurnDriver, elapsed_ms};
 
-/// Starts the task that runs `turn` on `thread`.
+/// What `turn/start` stored before it answered, and what the task needs of it.
+pub(crate) struct StartedTurn {
+    /// The turn as `turn/start` reported it (no items).
+    pub(crate) turn: Turn,
+    /// The user's input as stored: item 0 of the turn.
+    pub(crate) user_message: ThreadItem,
+    /// The input for the agent.
+    pub(crate) input: Vec<UserInput>,
+    /// The store that holds the thread.
+    pub(crate) store: Arc<dyn ThreadStore>,
+}
+
+/// Starts the task that runs `started` on `thread`.
 pub(crate) fn spawn(
     service: Arc<ThreadService>,
     thread: Arc<LoadedThread>,
     active: Arc<ActiveTurn>,
-    turn: Turn,
-    input: Vec<UserInput>,
-    client_id: Option<String>,
+    started: StartedTurn,
 ) {
-    tokio::spawn(run(service, thread, active, turn, input, client_id));
+    tokio::spawn(run(service, thread, active, started));
 }
 
 async fn run(
     service: Arc<ThreadService>,
     thread: Arc<LoadedThread>,
     active: Arc<ActiveTurn>,
-    turn: Turn,
-    input: Vec<UserInput>,
-    client_id: Option<String>,
+    started_turn: StartedTurn,
 ) {
+    let StartedTurn {
+        turn,
+        user_message,
+        input,
+        store,
+    } = started_turn;
     let outgoing = service.outgoing.clone();
-    let (history, cwd, model, approval_policy, tools, first_turn) = {
+    let (history, cwd, model, approval_policy, tools) = {
         let state = thread.state();
         (
             state.history.clone(),
@@ -45,7 +62,6 @@ async fn run(
             service.effective_model(&state.record),
             state.record.approval_policy,
             state.record.dynamic_tools.clone(),
-            state.record.preview.is_empty(),
         )
     };
     let started = Instant::now();
@@ -78,9 +94,12 @@ async fn run(
         tools,
         processes: active.processes.clone(),
         items: Vec::new(),
+        store: Arc::clone(&store),
+        next_index: 0,
+        stored_started: Vec::new(),
+        store_failure: None,
     };
-    let preview = first_turn.then(|| preview_of(&input));
-    driver.user_message(input.clone(), client_id).await;
+    driver.stored_user_message(user_message).await;
     let agent = Arc::clone(&service.agent);
     let mut result = agent.run_turn(&history, input, &mut driver).await;
     // Input steered after the agent last looked still belongs to this turn: hand it to the
@@ -109,7 +128,9 @@ async fn run(
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .closed = true;
-    if active.cancel.is_cancelled() {
+    if let Some(failure) = driver.take_store_failure() {
+        result = Err(AgentError::Failed(failure));
+    } else if active.cancel.is_cancelled() {
         result = Err(AgentError::Interrupted);
     }
     driver.processes.kill_all().await;
@@ -126,12 +147,12 @@ async fn run(
             ThreadStatus::SystemError,
         ),
     };
-    let finished = Turn {
+    let mut finished = Turn {
         id: turn.id.clone(),
         items: std::mem::take(&mut driver.items),
         items_view: TurnItemsView::Full,
         status,
-        error: error.clone(),
+        error,
         started_at: turn.started_at,
         completed_at: Some(now_secs()),
         duration_ms: Some(elapsed_ms(started)),
@@ -144,10 +165,13 @@ async fn run(
     let finisher = Arc::clone(&service);
     service.sequenced(&thread_id, async move {
         let service = finisher;
+        let mut thread_status = thread_status;
         service
-            .commit_turn(&thread, &finished, thread_status.clone(), preview)
+            .record_turn_end(&thread, store.as_ref(), &mut finished, &mut thread_status)
             .await;
-        if let Some(error) = error {
+        if finished.status == TurnStatus::Failed
+            && let Some(error) = finished.error.clone()
+        {
             thread
                 .notify(
                     &outgoing,
@@ -186,11 +210,12 @@ async fn run(
             )
             .await;
         service.finish_turn(&thread);
+        active.ended.cancel();
     });
 }
 
 /// The thread's preview: its first user text.
-fn preview_of(input: &[UserInput]) -> String {
+pub(crate) fn preview_of(input: &[UserInput]) -> String {
     input
         .iter()
         .find_map(|input| match input {

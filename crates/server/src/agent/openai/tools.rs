@@ -23,6 +23,12 @@ pub(crate) const ASK_USER_TOOL: &str = "ask_user";
 pub(crate) const DECLINED_RESULT: &str =
     "The user declined to run this command; it did not run. Do not retry it unchanged.";
 
+/// The result the model sees for a call that never produced an output: the server stopped
+/// (or crashed) while it ran. Every call in the history gets a result, so the model never
+/// meets a call left unanswered.
+pub(crate) const INTERRUPTED_RESULT: &str = "interrupted, no output: the server stopped before \
+     this call finished; it may or may not have taken effect, so check before repeating it.";
+
 /// The most command output the model sees; longer output keeps its head and tail.
 pub(crate) const MAX_OUTPUT_BYTES: usize = 16 * 1024;
 

@@ -5,8 +5,8 @@
 
 use serde_json::{Value, json};
 use tandem_protocol::{
-    CommandExecutionStatus, DynamicToolCallOutputContentItem, DynamicToolSpec, ThreadItem, Turn,
-    UserInput,
+    CommandExecutionStatus, DynamicToolCallOutputContentItem, DynamicToolCallStatus,
+    DynamicToolSpec, ThreadItem, Turn, UserInput,
 };
 
 use super::tool_calls::ToolCall;
@@ -161,6 +161,11 @@ pub(crate) fn replay_items(items: &[ThreadItem], entries: &mut Vec<Entry>) {
                 });
                 let output = if *status == CommandExecutionStatus::Declined {
                     tools::DECLINED_RESULT.to_owned()
+                } else if *status == CommandExecutionStatus::InProgress
+                    || (aggregated_output.is_none() && exit_code.is_none())
+                {
+                    // Left running by a crash (closed as failed on recovery, with nothing).
+                    tools::INTERRUPTED_RESULT.to_owned()
                 } else {
                     tools::command_result(*exit_code, aggregated_output.as_deref().unwrap_or(""))
                 };
@@ -175,6 +180,7 @@ pub(crate) fn replay_items(items: &[ThreadItem], entries: &mut Vec<Entry>) {
                 arguments,
                 content_items,
                 success,
+                status,
                 ..
             } => {
                 calls.push(ToolCall {
@@ -187,9 +193,15 @@ pub(crate) fn replay_items(items: &[ThreadItem], entries: &mut Vec<Entry>) {
                     .flatten()
                     .map(|DynamicToolCallOutputContentItem::InputText { text }| text.as_str())
                     .collect();
+                let output =
+                    if *status == DynamicToolCallStatus::InProgress || content_items.is_none() {
+                        tools::INTERRUPTED_RESULT.to_owned()
+                    } else {
+                        tools::dynamic_result(success.unwrap_or(false), &texts.join("\n"))
+                    };
                 results.push(Entry::ToolResult {
                     call_id: id.clone(),
-                    output: tools::dynamic_result(success.unwrap_or(false), &texts.join("\n")),
+                    output,
                 });
             }
         }
@@ -209,6 +221,50 @@ pub(crate) fn replay_history(history: &[Turn]) -> Vec<Entry> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn calls_a_crash_left_without_output_replay_as_interrupted() {
+        let mut command = ThreadItem::CommandExecution {
+            id: "c1".into(),
+            command: "make".into(),
+            cwd: "/".into(),
+            status: CommandExecutionStatus::InProgress,
+            command_actions: Vec::new(),
+            process_id: None,
+            exit_code: None,
+            aggregated_output: None,
+            duration_ms: None,
+        };
+        let tool = ThreadItem::DynamicToolCall {
+            id: "t1".into(),
+            tool: "lookup".into(),
+            namespace: None,
+            arguments: json!({}),
+            status: DynamicToolCallStatus::InProgress,
+            content_items: None,
+            success: None,
+            duration_ms: None,
+        };
+        for items in [vec![command.clone(), tool], {
+            // As recovery leaves it: closed as failed, still without output.
+            crate::store::close_unfinished_item(&mut command);
+            vec![command]
+        }] {
+            let mut entries = Vec::new();
+            replay_items(&items, &mut entries);
+            let results: Vec<&Entry> = entries
+                .iter()
+                .filter(|entry| matches!(entry, Entry::ToolResult { .. }))
+                .collect();
+            assert_eq!(results.len(), items.len(), "{entries:#?}");
+            for result in results {
+                assert!(
+                    matches!(result, Entry::ToolResult { output, .. } if output.starts_with("interrupted, no output")),
+                    "{result:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn tool_items_replay_as_one_call_message_then_results() {

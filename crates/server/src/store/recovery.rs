@@ -1,0 +1,58 @@
+//! What a turn cut short by a crash becomes when the store is opened again (issue 13 point 2):
+//! the turn `interrupted` with a reason, and every item it left started closed, so that no
+//! reader (a client, or an agent replaying the history) meets a turn or a tool call that will
+//! never end. Shared by every store so that they agree on the result.
+
+use tandem_protocol::{
+    CommandExecutionStatus, DynamicToolCallOutputContentItem, DynamicToolCallStatus, ThreadItem,
+    Turn, TurnError, TurnStatus,
+};
+
+/// The reason recorded on a turn that was still running when the server stopped.
+pub const INTERRUPTED_BY_STOP: &str = "the server stopped before this turn ended";
+
+/// Closes `turn` if it is still `inProgress`: status `interrupted`, the reason as its error,
+/// and every started item closed (see [`close_unfinished_item`]). Returns whether it changed.
+pub fn close_unfinished_turn(turn: &mut Turn) -> bool {
+    if turn.status != TurnStatus::InProgress {
+        return false;
+    }
+    turn.status = TurnStatus::Interrupted;
+    turn.error = Some(TurnError {
+        message: INTERRUPTED_BY_STOP.to_owned(),
+        additional_details: None,
+    });
+    for item in &mut turn.items {
+        close_unfinished_item(item);
+    }
+    true
+}
+
+/// Closes an item left started: a command still `inProgress` becomes `failed` with no exit
+/// code and no output (it may have run, so `declined` would be untrue); a dynamic tool call
+/// still `inProgress` becomes `failed` with an output that says it was interrupted. Returns
+/// whether it changed.
+pub fn close_unfinished_item(item: &mut ThreadItem) -> bool {
+    match item {
+        ThreadItem::CommandExecution { status, .. }
+            if *status == CommandExecutionStatus::InProgress =>
+        {
+            *status = CommandExecutionStatus::Failed;
+            true
+        }
+        ThreadItem::DynamicToolCall {
+            status,
+            content_items,
+            success,
+            ..
+        } if *status == DynamicToolCallStatus::InProgress => {
+            *status = DynamicToolCallStatus::Failed;
+            *success = Some(false);
+            *content_items = Some(vec![DynamicToolCallOutputContentItem::InputText {
+                text: format!("interrupted, no output: {INTERRUPTED_BY_STOP}"),
+            }]);
+            true
+        }
+        _ => false,
+    }
+}
