@@ -31,6 +31,8 @@ mod recovery;
 mod sqlite;
 
 #[cfg(test)]
+mod incremental_tests;
+#[cfg(test)]
 mod tests;
 
 pub use error::StoreError;

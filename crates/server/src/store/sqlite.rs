@@ -955,6 +955,15 @@ impl ThreadStore for SqliteThreadStore {
             if turn_seq(connection, &thread_id, &turn_id)?.is_none() {
                 return Err(StoreError::TurnNotFound { thread_id, turn_id });
             }
+            let count: i64 = connection
+                .prepare_cached("SELECT COUNT(*) FROM items WHERE thread_id = ?1 AND turn_id = ?2")?
+                .query_row(params![thread_id, turn_id], |row| row.get(0))?;
+            if index > count {
+                return Err(StoreError::Unavailable(format!(
+                    "item {index} of turn {turn_id} in thread {thread_id} would leave a gap \
+                     after item {count}; this is a bug in the caller"
+                )));
+            }
             connection
                 .prepare_cached(
                     "INSERT INTO items (thread_id, turn_id, idx, item) VALUES (?1, ?2, ?3, ?4) \
