@@ -432,3 +432,229 @@ async fn shutdown_stores_the_running_turn_and_checkpoints_the_log() {
         assert!(turns[0].completed_at.is_some());
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Real filesystems: full, read-only
+// ---------------------------------------------------------------------------------------------
+
+/// A tmpfs mounted for one test, unmounted when dropped.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    /// Mounts a tmpfs of `size` (e.g. `2m`); `None`, with a printed reason, where the machine
+    /// does not let this process mount.
+    fn mount(size: &str, test: &str) -> Option<Self> {
+        let dir = tempfile::tempdir().expect("mount point");
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
+        if mounted {
+            Some(Self { dir })
+        } else {
+            println!("{test}: skipped, this process cannot mount a tmpfs (needs root)");
+            None
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Remounts read-only (`ro`) or writable (`rw`).
+    fn remount(&self, mode: &str) {
+        let status = std::process::Command::new("mount")
+            .args(["-o", &format!("remount,{mode}")])
+            .arg(self.dir.path())
+            .status()
+            .expect("run mount");
+        assert!(status.success(), "remount {mode}");
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// Starts a thread in `home` and runs one turn to completion; returns the thread id.
+async fn thread_with_a_completed_turn(handle: &mut InProcessClientHandle) -> String {
+    let thread = try_call::<ThreadStart>(handle, json!({"approvalPolicy": "never"}))
+        .await
+        .expect("thread/start");
+    let thread_id = thread["thread"]["id"].as_str().unwrap().to_owned();
+    let params = json!({"threadId": thread_id, "input": [{"type": "text", "text": "first"}]});
+    let turn = try_call::<TurnStart>(handle, params)
+        .await
+        .expect("turn/start");
+    let notes = notes_until_turn_completed(handle, turn["turn"]["id"].as_str().unwrap()).await;
+    let Some(ServerNotification::TurnCompleted(done)) = notes.last() else {
+        unreachable!()
+    };
+    assert_eq!(done.turn.status, TurnStatus::Completed);
+    thread_id
+}
+
+/// Starts a turn that the store cannot take. Either `turn/start` is refused with -32603, or
+/// the turn ends `failed` after an `error` notification; both name `database`. Returns the
+/// id of the accepted turn, if it was accepted.
+async fn turn_the_store_cannot_take(
+    handle: &mut InProcessClientHandle,
+    thread_id: &str,
+    database: &Path,
+) -> Option<String> {
+    let database = database.display().to_string();
+    let params =
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "/sh echo more"}]});
+    match try_call::<TurnStart>(handle, params).await {
+        Err(error) => {
+            assert_eq!(error.code, error_codes::INTERNAL_ERROR, "{error:?}");
+            assert!(error.message.contains(&database), "{}", error.message);
+            println!("turn/start refused: {}", error.message);
+            None
+        }
+        Ok(reply) => {
+            let turn_id = reply["turn"]["id"].as_str().unwrap().to_owned();
+            let notes = notes_until_turn_completed(handle, &turn_id).await;
+            let Some(ServerNotification::TurnCompleted(done)) = notes.last() else {
+                unreachable!()
+            };
+            assert_eq!(done.turn.status, TurnStatus::Failed, "{notes:?}");
+            let error = notes
+                .iter()
+                .find_map(|note| match note {
+                    ServerNotification::Error(error) if error.turn_id == turn_id => {
+                        Some(error.error.message.clone())
+                    }
+                    _ => None,
+                })
+                .expect("an error notification");
+            assert!(error.contains(&database), "{error}");
+            println!("turn failed: {error}");
+            Some(turn_id)
+        }
+    }
+}
+
+/// After the failure, what a restart reads agrees with what the client was told: the first
+/// turn completed, the second (if it was accepted at all) not completed.
+async fn restart_agrees(home: &Path, thread_id: &str, second: Option<&str>) {
+    let store = SqliteThreadStore::open(home).await.expect("reopen");
+    let (_, turns) = store
+        .get_thread_with_turns(thread_id)
+        .await
+        .expect("read")
+        .expect("thread stored");
+    assert_eq!(turns[0].status, TurnStatus::Completed);
+    match second {
+        None => assert_eq!(turns.len(), 1, "{turns:?}"),
+        Some(second) => {
+            assert_eq!(turns.len(), 2, "{turns:?}");
+            assert_eq!(turns[1].id, second);
+            assert_ne!(turns[1].status, TurnStatus::Completed);
+        }
+    }
+    drop(store);
+    // And the thread takes a new turn once the store can write again.
+    let mut handle = start(options(home)).await;
+    try_call::<ThreadResume>(&handle, json!({"threadId": thread_id}))
+        .await
+        .expect("thread/resume");
+    let params = json!({"threadId": thread_id, "input": [{"type": "text", "text": "again"}]});
+    let turn = try_call::<TurnStart>(&handle, params)
+        .await
+        .expect("turn/start");
+    let notes = notes_until_turn_completed(&mut handle, turn["turn"]["id"].as_str().unwrap()).await;
+    assert!(
+        matches!(notes.last(), Some(ServerNotification::TurnCompleted(done)) if done.turn.status == TurnStatus::Completed)
+    );
+    shutdown(handle).await;
+}
+
+/// The scenario: `TANDEM_HOME` on a 2 MiB tmpfs, filled after the first turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_fails_the_turn_and_a_restart_agrees() {
+    let Some(disk) = Tmpfs::mount("2m", "a_full_disk_fails_the_turn_and_a_restart_agrees") else {
+        return;
+    };
+    let home = disk.path().join("home");
+    let database = home.join(SqliteThreadStore::FILE_NAME);
+    let mut handle = start(options(&home)).await;
+    let thread_id = thread_with_a_completed_turn(&mut handle).await;
+
+    let filler = disk.path().join("filler");
+    {
+        use std::io::Write as _;
+        let mut file = std::fs::File::create(&filler).expect("filler");
+        let chunk = vec![0u8; 16 * 1024];
+        while file.write_all(&chunk).is_ok() {}
+        let _ = file.sync_all();
+    }
+    let second = turn_the_store_cannot_take(&mut handle, &thread_id, &database).await;
+    shutdown(handle).await;
+
+    std::fs::remove_file(&filler).expect("free the disk");
+    restart_agrees(&home, &thread_id, second.as_deref()).await;
+}
+
+/// A store that became read-only, on a resumed thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_store_fails_the_turn_of_a_resumed_thread() {
+    let Some(disk) = Tmpfs::mount(
+        "16m",
+        "a_read_only_store_fails_the_turn_of_a_resumed_thread",
+    ) else {
+        return;
+    };
+    let home = disk.path().join("home");
+    let database = home.join(SqliteThreadStore::FILE_NAME);
+    // On a runtime of its own, dropped at the end, so that no task of the server (an idle
+    // unload countdown) keeps the database open.
+    let first_home = home.clone();
+    let thread_id = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            let mut handle = start(options(&first_home)).await;
+            let thread_id = thread_with_a_completed_turn(&mut handle).await;
+            shutdown(handle).await;
+            thread_id
+        })
+    })
+    .join()
+    .expect("first run");
+
+    // Remounted while no file is open (a mounted filesystem with a file open for writing
+    // cannot become read-only): the store became read-only between two runs.
+    disk.remount("ro");
+    let mut handle = start(options(&home)).await;
+    let second = match try_call::<ThreadResume>(&handle, json!({"threadId": thread_id})).await {
+        // Where SQLite cannot even open the file read-only, the resume itself is refused.
+        Err(error) => {
+            assert_eq!(error.code, error_codes::INTERNAL_ERROR, "{error:?}");
+            assert!(
+                error.message.contains(&database.display().to_string()),
+                "{}",
+                error.message
+            );
+            println!("thread/resume refused: {}", error.message);
+            None
+        }
+        Ok(_) => turn_the_store_cannot_take(&mut handle, &thread_id, &database).await,
+    };
+    shutdown(handle).await;
+
+    disk.remount("rw");
+    restart_agrees(&home, &thread_id, second.as_deref()).await;
+}
