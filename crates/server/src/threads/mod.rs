@@ -154,9 +154,15 @@ impl LoadedThread {
         if let Some(extra) = extra.filter(|extra| !targets.contains(extra)) {
             targets.push(extra);
         }
+        // The last target takes the note itself: a notification can carry a whole turn, and
+        // with one subscriber (the usual case) nothing is copied.
+        let Some(last) = targets.pop() else {
+            return;
+        };
         for connection in targets {
             outgoing.send_notification(connection, note.clone()).await;
         }
+        outgoing.send_notification(last, note).await;
     }
 
     /// Sets the live status and tells the subscribers.

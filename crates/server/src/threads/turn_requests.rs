@@ -245,6 +245,12 @@ impl ThreadService {
             }
         }
         state.history.push(turn.clone());
+        // From here on readers see the turn in the history; the running turn's copy of its
+        // items (which can be as large as the input) goes now rather than with the task.
+        // Nothing reads between the two: thread requests queue behind this task.
+        if let Some(active) = &state.active {
+            lock(&active.snapshot).items = Vec::new();
+        }
     }
 
     /// Clears the thread's active turn and restarts the unload countdown if it is idle.
