@@ -13,7 +13,7 @@ mod turn;
 
 pub use agent::{
     Agent, AgentBuildError, AgentError, CommandOptions, CommandOutcome, OpenAiCompatibleAgent,
-    ScriptedAgent, StreamingMessage, ToolOutcome, TurnDriver,
+    ScriptedAgent, StreamingMessage, ToolOutcome, TurnDriver, TurnItems,
 };
 pub use config::{ConfigError, ServerConfig, ServerConfigBuilder};
 pub use options::{ServerOptions, ServerOptionsError};

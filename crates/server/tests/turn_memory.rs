@@ -3,9 +3,15 @@
 //! other test's allocations move the process's resident size while it is measured.
 //!
 //! The input is one line of text, which the scripted agent answers by quoting it: the turn
-//! legitimately holds the input and an answer of the same size. The bounds are generous
-//! (peak growth under 8 N, growth after unload under 2 N) so that allocator noise does not
-//! flake; what they catch is a copy per subscriber, per notification or per re-encoding.
+//! legitimately holds the input and an answer of the same size, and streams the answer.
+//!
+//! The measured turn runs in a child process (this test binary again) with glibc's mmap
+//! threshold fixed at 1 MiB (`MALLOC_MMAP_THRESHOLD_`): freed large buffers then go back to
+//! the system at once, so the resident size follows the server's live copies rather than
+//! glibc's retention heuristics (with the default, dynamic threshold, buffers of a few MiB are
+//! kept in the heap after they are freed, and what is kept varies from run to run by several
+//! times N). The bounds: peak growth under 10.5 N (measured 9.1-9.2 N; 11.1 N before the
+//! copies removed in issue 13), growth after unload under 2 N (measured 0 to 1.1 N).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -36,12 +42,48 @@ fn rss() -> u64 {
     pages * 4096
 }
 
-fn request<M: RequestMethod<Request = ClientRequest>>(id: i64, params: serde_json::Value) -> ClientRequest {
-    M::into_request(RequestId::Integer(id), serde_json::from_value(params).expect("params"))
+fn request<M: RequestMethod<Request = ClientRequest>>(
+    id: i64,
+    params: serde_json::Value,
+) -> ClientRequest {
+    M::into_request(
+        RequestId::Integer(id),
+        serde_json::from_value(params).expect("params"),
+    )
+}
+
+/// Set in the child that measures.
+const CHILD_ENV: &str = "TANDEM_TEST_TURN_MEMORY_CHILD";
+
+#[test]
+fn a_large_turn_input_costs_a_small_multiple_and_nothing_after_unload() {
+    let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "measure_a_large_turn",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(CHILD_ENV, "1")
+        .env("MALLOC_MMAP_THRESHOLD_", "1048576")
+        .output()
+        .expect("run the measuring child");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    print!("{stdout}");
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "the measuring child failed:\n{stdout}\n{stderr}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_large_turn_input_costs_a_small_multiple_and_nothing_after_unload() {
+#[ignore = "run in a child process by a_large_turn_input_costs_a_small_multiple_and_nothing_after_unload"]
+async fn measure_a_large_turn() {
+    assert!(
+        std::env::var_os(CHILD_ENV).is_some(),
+        "run by a_large_turn_input_costs_a_small_multiple_and_nothing_after_unload"
+    );
     let home = tempfile::tempdir().expect("temp home");
     let options = ServerOptions::load(
         ServerConfig::builder()
@@ -93,7 +135,10 @@ async fn a_large_turn_input_costs_a_small_multiple_and_nothing_after_unload() {
     run_turn(&mut handle, next_id(), &thread_id, input).await;
     for thread in [&thread_id, &warm_thread] {
         sender
-            .request(request::<ThreadUnsubscribe>(next_id(), json!({"threadId": thread})))
+            .request(request::<ThreadUnsubscribe>(
+                next_id(),
+                json!({"threadId": thread}),
+            ))
             .await
             .expect("host")
             .expect("thread/unsubscribe");
@@ -101,8 +146,9 @@ async fn a_large_turn_input_costs_a_small_multiple_and_nothing_after_unload() {
     // Unloaded: wait for its thread/closed.
     timeout(PROMPT, async {
         loop {
-            if let Some(InProcessServerEvent::ServerNotification(ServerNotification::ThreadClosed(closed))) =
-                handle.next_event().await
+            if let Some(InProcessServerEvent::ServerNotification(ServerNotification::ThreadClosed(
+                closed,
+            ))) = handle.next_event().await
                 && closed.thread_id == thread_id
             {
                 return;
@@ -125,7 +171,10 @@ async fn a_large_turn_input_costs_a_small_multiple_and_nothing_after_unload() {
         peak >> 20,
         after >> 20
     );
-    assert!(peak_growth < 8.0, "peak grew by {peak_growth:.1} times the input");
+    assert!(
+        peak_growth < 10.5,
+        "peak grew by {peak_growth:.1} times the input"
+    );
     assert!(kept < 2.0, "{kept:.1} times the input kept after unload");
     handle.shutdown().await.expect("shutdown");
 }
@@ -148,8 +197,9 @@ async fn run_turn(
     drop(started);
     timeout(PROMPT, async {
         loop {
-            if let Some(InProcessServerEvent::ServerNotification(ServerNotification::TurnCompleted(done))) =
-                handle.next_event().await
+            if let Some(InProcessServerEvent::ServerNotification(
+                ServerNotification::TurnCompleted(done),
+            )) = handle.next_event().await
                 && done.thread_id == thread_id
             {
                 assert_eq!(done.turn.status, TurnStatus::Completed);

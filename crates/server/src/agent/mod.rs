@@ -18,7 +18,9 @@ pub use scripted::ScriptedAgent;
 use async_trait::async_trait;
 use tandem_protocol::{Turn, UserInput};
 
-pub use crate::turn::{CommandOptions, CommandOutcome, StreamingMessage, ToolOutcome, TurnDriver};
+pub use crate::turn::{
+    CommandOptions, CommandOutcome, StreamingMessage, ToolOutcome, TurnDriver, TurnItems,
+};
 
 /// Why an agent stopped a turn early.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -34,7 +34,7 @@ impl Agent for ScriptedAgent {
         let mut pending = input;
         while !pending.is_empty() {
             for line in input_lines(&pending) {
-                run_line(&line, driver).await?;
+                run_line(line, driver).await?;
             }
             pending = driver.take_steered_input().await?;
         }
@@ -42,8 +42,8 @@ impl Agent for ScriptedAgent {
     }
 }
 
-/// The non-empty lines of every text input, in order.
-fn input_lines(input: &[UserInput]) -> Vec<String> {
+/// The non-empty lines of every text input, in order (borrowed: an input can be large).
+fn input_lines(input: &[UserInput]) -> Vec<&str> {
     input
         .iter()
         .filter_map(|input| match input {
@@ -53,7 +53,6 @@ fn input_lines(input: &[UserInput]) -> Vec<String> {
         .flat_map(str::lines)
         .map(str::trim)
         .filter(|line| !line.is_empty())
-        .map(str::to_owned)
         .collect()
 }
 

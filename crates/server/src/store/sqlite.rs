@@ -439,6 +439,30 @@ fn encode<T: Serialize>(value: &T, what: &'static str) -> Result<String, StoreEr
     serde_json::to_string(value).map_err(|source| StoreError::Encode { what, source })
 }
 
+/// [`encode`] into a buffer of exactly the encoded size: an item can be as large as a turn's
+/// input, and a buffer grown by doubling would briefly hold up to twice that, plus the copy
+/// made at each growth.
+fn encode_exact<T: Serialize>(value: &T, what: &'static str) -> Result<String, StoreError> {
+    /// Counts the bytes written to it.
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let fail = |source| StoreError::Encode { what, source };
+    let mut counter = Counter(0);
+    serde_json::to_writer(&mut counter, value).map_err(fail)?;
+    let mut buffer = Vec::with_capacity(counter.0);
+    serde_json::to_writer(&mut buffer, value).map_err(fail)?;
+    // serde_json writes only valid UTF-8.
+    String::from_utf8(buffer).map_err(|error| StoreError::Unavailable(error.to_string()))
+}
+
 fn decode<T: DeserializeOwned>(text: &str, what: impl FnOnce() -> String) -> Result<T, StoreError> {
     serde_json::from_str(text).map_err(|source| StoreError::Corrupt {
         what: what(),
@@ -720,7 +744,12 @@ fn insert_turn(
     )?;
     for (index, item) in turn.items.iter().enumerate() {
         let index = i64::try_from(index).expect("a turn holds fewer than i64::MAX items");
-        statement.execute(params![thread_id, turn.id, index, encode(item, "item")?])?;
+        statement.execute(params![
+            thread_id,
+            turn.id,
+            index,
+            encode_exact(item, "item")?
+        ])?;
     }
     Ok(())
 }
@@ -950,7 +979,7 @@ impl ThreadStore for SqliteThreadStore {
         let turn_id = turn_id.to_owned();
         let index = i64::try_from(index).expect("a turn holds fewer than i64::MAX items");
         // Encoded here, on the caller's task, so the writer only copies bytes.
-        let item = encode(item, "item")?;
+        let item = encode_exact(item, "item")?;
         self.write(move |connection| {
             if turn_seq(connection, &thread_id, &turn_id)?.is_none() {
                 return Err(StoreError::TurnNotFound { thread_id, turn_id });

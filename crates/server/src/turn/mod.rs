@@ -97,6 +97,24 @@ pub enum CommandOutcome {
     },
 }
 
+/// The items of a running turn, as [`TurnDriver::items`] returns them: a guard on the turn's
+/// snapshot that reads as a slice.
+pub struct TurnItems<'a>(std::sync::MutexGuard<'a, tandem_protocol::Turn>);
+
+impl std::ops::Deref for TurnItems<'_> {
+    type Target = [ThreadItem];
+
+    fn deref(&self) -> &[ThreadItem] {
+        &self.0.items
+    }
+}
+
+impl std::fmt::Debug for TurnItems<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.items.iter()).finish()
+    }
+}
+
 /// The agent's handle on its turn. Every method that waits returns
 /// [`AgentError::Interrupted`] as soon as the turn is interrupted.
 pub struct TurnDriver {
@@ -109,8 +127,6 @@ pub struct TurnDriver {
     approval_policy: ApprovalPolicy,
     tools: Vec<DynamicToolSpec>,
     processes: ProcessManager,
-    /// Items completed so far, in order.
-    items: Vec<ThreadItem>,
     /// Where the turn is written as it happens: each item before its `item/completed`.
     store: Arc<dyn ThreadStore>,
     /// The stored index the next new item takes (the user's input is item 0).
@@ -166,8 +182,16 @@ impl TurnDriver {
 
     /// The items of this turn completed so far, oldest first: the user's input (and input
     /// steered in since), messages, commands and tool calls.
-    pub fn items(&self) -> &[ThreadItem] {
-        &self.items
+    ///
+    /// The items live once, in the running turn's snapshot that `thread/read` shows, so the
+    /// returned guard holds its lock: use it and drop it, never across an `await`.
+    pub fn items(&self) -> TurnItems<'_> {
+        TurnItems(
+            self.active
+                .snapshot
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
     }
 
     /// Whether the turn was interrupted. Agents that wait on something the driver does not
@@ -259,7 +283,7 @@ impl TurnDriver {
             self.next_index += 1;
             self.stored_started.push((item.id().to_owned(), index));
         }
-        self.set_snapshot_item(item);
+        self.set_snapshot_item(item.clone());
         self.notify(ServerNotification::ItemStarted(ItemStartedNotification {
             thread_id: self.thread.id.clone(),
             turn_id: self.turn_id.clone(),
@@ -286,7 +310,6 @@ impl TurnDriver {
         if index == self.next_index {
             self.next_index += 1;
         }
-        self.set_snapshot_item(&item);
         self.notify(ServerNotification::ItemCompleted(
             ItemCompletedNotification {
                 thread_id: self.thread.id.clone(),
@@ -296,13 +319,12 @@ impl TurnDriver {
             },
         ))
         .await;
-        self.items.push(item);
+        self.set_snapshot_item(item);
     }
 
     /// Reports the user's input, which `turn/start` stored as item 0 before it answered.
     async fn stored_user_message(&mut self, item: ThreadItem) {
         self.next_index = self.next_index.max(1);
-        self.set_snapshot_item(&item);
         self.notify(ServerNotification::ItemStarted(ItemStartedNotification {
             thread_id: self.thread.id.clone(),
             turn_id: self.turn_id.clone(),
@@ -319,19 +341,20 @@ impl TurnDriver {
             },
         ))
         .await;
-        self.items.push(item);
+        self.set_snapshot_item(item);
     }
 
-    /// Puts `item` into the snapshot that `thread/read` shows, replacing an earlier version.
-    fn set_snapshot_item(&self, item: &ThreadItem) {
+    /// Puts `item` into the snapshot that `thread/read` shows (and [`TurnDriver::items`]
+    /// reads), replacing an earlier version.
+    fn set_snapshot_item(&self, item: ThreadItem) {
         let mut snapshot = self
             .active
             .snapshot
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         match snapshot.items.iter_mut().find(|old| old.id() == item.id()) {
-            Some(old) => *old = item.clone(),
-            None => snapshot.items.push(item.clone()),
+            Some(old) => *old = item,
+            None => snapshot.items.push(item),
         }
     }
 

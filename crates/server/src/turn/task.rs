@@ -14,7 +14,7 @@ use tandem_protocol::{
 };
 
 use crate::agent::AgentError;
-use crate::store::ThreadStore;
+use crate::store::{self, ThreadStore};
 use crate::threads::{ActiveTurn, LoadedThread, ThreadService, now_secs};
 
 use super::{TurnDriver, elapsed_ms};
@@ -93,7 +93,6 @@ async fn run(
         approval_policy,
         tools,
         processes: active.processes.clone(),
-        items: Vec::new(),
         store: Arc::clone(&store),
         next_index: 0,
         stored_started: Vec::new(),
@@ -149,7 +148,8 @@ async fn run(
     };
     let mut finished = Turn {
         id: turn.id.clone(),
-        items: std::mem::take(&mut driver.items),
+        // Taken from the snapshot when the end is recorded, below.
+        items: Vec::new(),
         items_view: TurnItemsView::Full,
         status,
         error,
@@ -166,6 +166,20 @@ async fn run(
     service.sequenced(&thread_id, async move {
         let service = finisher;
         let mut thread_status = thread_status;
+        // The snapshot held the turn's only copy of its items; `thread/read` queues behind
+        // this task, so nobody sees the turn without them.
+        finished.items = std::mem::take(
+            &mut active
+                .snapshot
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .items,
+        );
+        // An item whose completion could not be stored (the turn then failed) is still in
+        // its started state: show it closed, as recovery would.
+        for item in &mut finished.items {
+            store::close_unfinished_item(item);
+        }
         service
             .record_turn_end(&thread, store.as_ref(), &mut finished, &mut thread_status)
             .await;

@@ -329,7 +329,7 @@ impl Agent for OpenAiCompatibleAgent {
         // The input is already this turn's first item (and, when the turn hands over input
         // that arrived late, so is everything the turn did before).
         let mut entries = transcript::replay_history(history);
-        transcript::replay_items(driver.items(), &mut entries);
+        transcript::replay_items(&driver.items(), &mut entries);
         let mut conversation = Conversation {
             instructions: transcript::instructions(driver.cwd()),
             entries,
