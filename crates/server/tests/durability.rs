@@ -298,7 +298,7 @@ async fn a_store_failing_on_any_write_never_reports_unstored_work() {
     assert!(session_clean.refusals.is_empty());
     let total = clean.writes.load(Ordering::SeqCst);
     // thread/start, and per turn at least its start, one item and its end.
-    assert!(total >= 1 + 3 * TURNS.len(), "{total} writes");
+    assert!(total > 3 * TURNS.len(), "{total} writes");
     let mut failed_turns = 0;
     for fail_at in 1..=total {
         let store = Arc::new(FailingStore::new(fail_at));

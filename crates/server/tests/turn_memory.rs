@@ -10,8 +10,8 @@
 //! the system at once, so the resident size follows the server's live copies rather than
 //! glibc's retention heuristics (with the default, dynamic threshold, buffers of a few MiB are
 //! kept in the heap after they are freed, and what is kept varies from run to run by several
-//! times N). The bounds: peak growth under 10.5 N (measured 9.1-9.2 N; 11.1 N before the
-//! copies removed in issue 13), growth after unload under 2 N (measured 0 to 1.1 N).
+//! times N). The bounds: peak growth under 10.5 N (measured 9.1-9.2 N; 11.1-11.2 N before
+//! a turn's items were kept once), growth after unload under 2 N (measured 0 to 1.1 N).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

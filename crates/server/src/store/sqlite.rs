@@ -124,11 +124,15 @@ const TURN_COLUMNS: &str = "id, status, items_view, error, started_at, completed
 
 const ATTACHMENT_COLUMNS: &str = "id, attachment_type, identity_key, payload, created_at";
 
+/// What a queued write returns: its operation's value, boxed so that writes of different
+/// types share one queue.
+type WriteResult = Result<Box<dyn Any + Send>, StoreError>;
+
 /// A write waiting for the next group commit: the operation, run inside the batch's
 /// transaction, and where its result goes once the batch has committed (or failed).
 struct PendingWrite {
-    apply: Box<dyn FnOnce(&Connection) -> Result<Box<dyn Any + Send>, StoreError> + Send>,
-    reply: oneshot::Sender<Result<Box<dyn Any + Send>, StoreError>>,
+    apply: Box<dyn FnOnce(&Connection) -> WriteResult + Send>,
+    reply: oneshot::Sender<WriteResult>,
 }
 
 /// A [`ThreadStore`] in an SQLite database under `TANDEM_HOME`.
