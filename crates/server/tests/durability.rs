@@ -658,3 +658,26 @@ async fn a_read_only_store_fails_the_turn_of_a_resumed_thread() {
     disk.remount("rw");
     restart_agrees(&home, &thread_id, second.as_deref()).await;
 }
+
+/// A running turn is in the store as it happens, but a fork takes only turns that ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_during_a_turn_copies_only_ended_turns() {
+    let home = tempfile::tempdir().expect("temp home");
+    let mut handle = start(options(home.path())).await;
+    let thread_id = thread_with_a_completed_turn(&mut handle).await;
+    let params =
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "/sleep 60000"}]});
+    try_call::<TurnStart>(&handle, params)
+        .await
+        .expect("turn/start");
+    let fork = try_call::<tandem_protocol::client_methods::ThreadFork>(
+        &handle,
+        json!({"threadId": thread_id}),
+    )
+    .await
+    .expect("thread/fork");
+    let turns = fork["thread"]["turns"].as_array().expect("turns");
+    assert_eq!(turns.len(), 1, "{turns:?}");
+    assert_eq!(turns[0]["status"], "completed");
+    shutdown(handle).await;
+}

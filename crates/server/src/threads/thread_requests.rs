@@ -10,6 +10,7 @@ use tandem_protocol::{
     ThreadNameUpdatedNotification, ThreadOverrides, ThreadReadParams, ThreadReadResponse,
     ThreadResumeParams, ThreadResumeResponse, ThreadStartParams, ThreadStartResponse,
     ThreadStartedNotification, ThreadStatus, ThreadTurnsListParams, ThreadTurnsListResponse,
+    TurnStatus,
 };
 
 use crate::server::SERVER_VERSION;
@@ -325,8 +326,11 @@ impl ThreadService {
             .await
             .map_err(store_error)?
             .ok_or_else(|| not_found(&source.id))?;
-        let history = store::history_through(&source.id, history, params.last_turn_id.as_deref())
-            .map_err(store_error)?;
+        let mut history =
+            store::history_through(&source.id, history, params.last_turn_id.as_deref())
+                .map_err(store_error)?;
+        // A running turn is stored as it happens; the fork takes only turns that ended.
+        history.retain(|turn| turn.status != TurnStatus::InProgress);
         let ephemeral = params.ephemeral.unwrap_or(source.ephemeral);
         let mut record = source.forked(store::new_id(), now_secs());
         record.ephemeral = ephemeral;
