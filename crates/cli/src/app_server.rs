@@ -2,9 +2,11 @@
 //! app-servers launch theirs: `--listen stdio://` (the default) serves one client on
 //! stdin/stdout, `--listen ws://IP:PORT` serves websocket clients.
 //!
-//! The end of stdin, SIGTERM and SIGINT all shut down the same way: connections close, every
-//! process group the server started is killed, and the binary exits 0 within a few seconds
-//! (completed turns are already durable; each commits as it completes).
+//! The end of stdin, SIGTERM, SIGINT and SIGHUP (a closed terminal or ssh session) all shut
+//! down the same way: no new work is read, what is owed to each client is written (for a
+//! moment at most; nothing owed, no wait), then the processor's shutdown interrupts running
+//! turns, kills every process group the server started and writes what it must, each stage
+//! bounded, and the binary exits 0 within a few seconds.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -16,7 +18,6 @@ use tandem_host::MessageProcessor;
 use tandem_host::transport::websocket::{self, BearerToken, WebSocketOptions};
 use tandem_host::transport::{TransportHost, TransportHostOptions, stdio};
 use tandem_server::TandemServer;
-use tokio::signal::unix::{SignalKind, signal};
 
 use crate::settings::GlobalOptions;
 
@@ -37,8 +38,16 @@ Transports:
                  A non-loopback address requires --ws-auth.
 
 Shutdown:
-  End of stdin (stdio), SIGTERM or SIGINT: every process the server started is killed and
-  tandem exits 0 within 5 s.
+  End of stdin (stdio), SIGTERM, SIGINT or SIGHUP: no new requests are read, what is owed to
+  clients is written (at most 250 ms; an idle server does not wait), running turns are
+  interrupted and stored, every process the server started is killed, and tandem exits 0
+  within 5 s.
+
+Slow clients:
+  Each connection's writer queue holds at most --ws-writer-queue messages (websocket) and
+  --writer-queue-bytes bytes. Over stdio a full queue holds the server back; a websocket
+  connection whose queue stays full for --ws-slow-grace-secs, or that owes a second queue's
+  worth, is closed with code 1008. Nothing is dropped while a connection lives.
 
 Environment:
   TANDEM_HOME  the server's home directory (threads database, config.toml)
@@ -78,6 +87,10 @@ pub(crate) struct AppServerArgs {
     /// Seconds a websocket connection's writer queue may stay full before it is closed.
     #[arg(long, value_name = "SECS", default_value_t = websocket::DEFAULT_SLOW_CONNECTION_GRACE.as_secs_f64())]
     ws_slow_grace_secs: f64,
+    /// Bytes (encoded) queued for one connection's writer (stdio or websocket) before the queue
+    /// counts as full.
+    #[arg(long, value_name = "BYTES", default_value_t = tandem_host::transport::DEFAULT_WRITER_QUEUE_BYTES)]
+    writer_queue_bytes: usize,
 }
 
 #[derive(Debug, Subcommand)]
@@ -167,6 +180,7 @@ pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
     let host_options = TransportHostOptions {
         channel_capacity: args.channel_capacity,
         shutdown_stage_timeout: SHUTDOWN_STAGE_TIMEOUT,
+        writer_queue_bytes: args.writer_queue_bytes,
         ..TransportHostOptions::default()
     };
     let host = TransportHost::start(
@@ -209,26 +223,18 @@ pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
     }
 }
 
-/// Runs `serve` until it returns or SIGTERM/SIGINT arrives; a signal stops the host, which
-/// ends `serve` too.
+/// Runs `serve` until it returns or SIGTERM, SIGINT or SIGHUP arrives; a signal stops the host,
+/// which ends `serve` too.
 async fn until_signal(
     host: &TransportHost,
     serve: impl Future<Output = std::io::Result<()>>,
 ) -> std::io::Result<()> {
-    let (mut terminate, mut interrupt) = (
-        signal(SignalKind::terminate())?,
-        signal(SignalKind::interrupt())?,
-    );
+    let mut signals = crate::signals::ShutdownSignals::install()?;
     tokio::pin!(serve);
     tokio::select! {
         served = &mut serve => served,
-        _ = terminate.recv() => {
-            tracing::info!("SIGTERM: shutting down");
-            host.shutdown().await;
-            Ok(())
-        }
-        _ = interrupt.recv() => {
-            tracing::info!("SIGINT: shutting down");
+        name = signals.recv() => {
+            tracing::info!("{name}: shutting down");
             host.shutdown().await;
             Ok(())
         }

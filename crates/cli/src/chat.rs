@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 
 use crate::session::{ServerArgs, SessionError, approval_question, is_yes, stdin_is_terminal};
 use crate::settings::GlobalOptions;
+use crate::signals::ShutdownSignals;
 
 /// Exit code after a second Ctrl-C (128 + SIGINT).
 const INTERRUPTED_EXIT_CODE: i32 = 130;
@@ -186,6 +187,10 @@ pub(crate) async fn run(args: ChatArgs, global: GlobalOptions) -> i32 {
 }
 
 async fn execute(args: ChatArgs, global: GlobalOptions) -> Result<i32, SessionError> {
+    // SIGTERM and SIGHUP (the terminal closed) shut the server down cleanly; Ctrl-C keeps its
+    // meaning inside the chat.
+    let mut signals =
+        ShutdownSignals::install_without_interrupt().map_err(SessionError::Signals)?;
     let client = args.server.client(SessionSource::Cli, &global).await?;
     let thread = client
         .start_thread(args.server.thread_params()?)
@@ -210,7 +215,13 @@ async fn execute(args: ChatArgs, global: GlobalOptions) -> Result<i32, SessionEr
         "thread {} (type /help for commands)",
         chat.thread_id
     ));
-    let code = chat.run().await;
+    let code = tokio::select! {
+        code = chat.run() => code,
+        signal = signals.recv() => {
+            eprintln!("\ntandem: {signal}: stopping; a running turn is interrupted");
+            signal.exit_code()
+        }
+    };
     client.close().await;
     Ok(code)
 }

@@ -10,6 +10,7 @@ mod exec;
 mod run;
 mod session;
 mod settings;
+mod signals;
 mod terminal;
 
 /// Tandem: an agent app-server hosted inside the process that uses it.

@@ -16,6 +16,7 @@ use crate::session::{
     ServerArgs, SessionError, approval_question, ask_line, is_yes, stdin_is_terminal,
 };
 use crate::settings::GlobalOptions;
+use crate::signals::ShutdownSignals;
 
 /// Exit code of a turn that failed.
 const FAILED_EXIT_CODE: i32 = 1;
@@ -69,8 +70,18 @@ pub(crate) async fn run(args: RunArgs, global: GlobalOptions) -> i32 {
 }
 
 async fn execute(args: RunArgs, global: GlobalOptions) -> Result<i32, SessionError> {
+    // Before the server starts: from then on SIGTERM and SIGHUP shut it down (the turn
+    // interrupted and stored, its processes killed) instead of killing tandem on the spot.
+    let mut signals =
+        ShutdownSignals::install_without_interrupt().map_err(SessionError::Signals)?;
     let client = args.server.client(SessionSource::Exec, &global).await?;
-    let outcome = drive(&client, &args).await;
+    let outcome = tokio::select! {
+        outcome = drive(&client, &args) => outcome,
+        signal = signals.recv() => {
+            eprintln!("\ntandem: {signal}: stopping; the running turn is interrupted");
+            Ok(signal.exit_code())
+        }
+    };
     client.close().await;
     outcome
 }

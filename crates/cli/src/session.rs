@@ -53,6 +53,11 @@ pub(crate) enum SessionError {
     /// The current directory is unusable for the thread.
     #[error("cannot use the current directory for the thread: {0}")]
     CurrentDir(String),
+    /// The SIGTERM/SIGHUP handlers that shut the session down cleanly could not be installed.
+    #[error(
+        "cannot install the SIGTERM and SIGHUP handlers (check the process's signal limits): {0}"
+    )]
+    Signals(io::Error),
 }
 
 impl ServerArgs {

@@ -52,6 +52,8 @@ async fn help_works_for_every_command() {
                 "--max-message-bytes <BYTES>",
                 "--ws-writer-queue <N>",
                 "--ws-slow-grace-secs <SECS>",
+                "--writer-queue-bytes <BYTES>",
+                "SIGHUP",
                 "-c, --config <KEY=VALUE>",
                 "--enable <FEATURE>",
                 "--disable <FEATURE>",

@@ -142,6 +142,72 @@ fn run_json_prints_every_notification_as_a_line() {
     assert_eq!(methods.last().map(String::as_str), Some("turn/completed"));
 }
 
+/// `tandem run --json "/sleep 60000"` until `turn/started` is printed, then `signal`: tandem
+/// stops the turn and its in-process server (rather than dying on the spot, as it did on
+/// SIGHUP), and exits with 128 + the signal's number well within the shutdown budget.
+fn run_shuts_down_on(signal: nix::sys::signal::Signal) {
+    let home = home();
+    let mut command = tandem(&home);
+    command.args(["run", "--json", "/sleep 60000"]);
+    let mut child = command.spawn().expect("tandem starts");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (lines_tx, lines) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if lines_tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let line = lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| {
+                let _ = child.kill();
+                panic!("no turn/started within {DEADLINE:?}");
+            });
+        if line.contains("\"turn/started\"") {
+            break;
+        }
+    }
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid fits i32"));
+    let since = Instant::now();
+    nix::sys::signal::kill(pid, signal).expect("signal tandem");
+    let limit = Duration::from_secs(5);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if since.elapsed() > limit {
+            let _ = child.kill();
+            panic!("tandem run did not exit within {limit:?} of {signal}");
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    let mut stderr = String::new();
+    let _ =
+        std::io::Read::read_to_string(child.stderr.as_mut().expect("piped stderr"), &mut stderr);
+    assert_eq!(
+        status.code(),
+        Some(128 + signal as i32),
+        "{signal}: {status:?}; stderr:\n{stderr}"
+    );
+    assert!(stderr.contains(signal.as_str()), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn run_shuts_down_cleanly_on_sigterm() {
+    run_shuts_down_on(nix::sys::signal::Signal::SIGTERM);
+}
+
+#[test]
+fn run_shuts_down_cleanly_on_sighup() {
+    run_shuts_down_on(nix::sys::signal::Signal::SIGHUP);
+}
+
 #[test]
 fn run_reports_an_unreachable_server() {
     let home = home();

@@ -252,6 +252,8 @@ pub async fn start(args: InProcessStartArgs) -> io::Result<InProcessClientHandle
         ConnectionId::IN_PROCESS,
         writer_tx,
         WriterFlow::Backpressure,
+        // In-process messages are never encoded; the message count bounds the queue.
+        None,
     );
     let router_shutdown = CancellationToken::new();
     let router_task = tokio::spawn(router.run(router_rx, router_shutdown.clone()));
@@ -619,7 +621,7 @@ impl Runtime {
     }
 
     fn outbound_message(&mut self, envelope: WriterMessage) {
-        let Envelope { message, ack } = *envelope;
+        let Envelope { message, ack, .. } = *envelope;
         match message {
             OutgoingMessage::Response { id, result } => self.resolve(id, Ok(result), ack),
             OutgoingMessage::Error { id, error } => self.resolve(id, Err(error), ack),

@@ -69,6 +69,7 @@
 //! # }
 //! ```
 
+mod byte_budget;
 mod delivery;
 mod dispatch;
 pub mod in_process;

@@ -16,6 +16,7 @@ use tandem_protocol::{
 };
 use tokio::sync::{mpsc, oneshot};
 
+use crate::byte_budget::ByteBudget;
 use crate::delivery::{DeliveryAck, NotificationFilter};
 use crate::processor::{ConnectionId, ConnectionRequestId};
 use crate::router::WriterFlow;
@@ -54,6 +55,9 @@ pub enum OutgoingMessage {
 pub(crate) struct Envelope {
     pub(crate) message: OutgoingMessage,
     pub(crate) ack: Option<DeliveryAck>,
+    /// What the router charged the connection's byte budget for it (0: no budget); the writer
+    /// releases it when it takes the message.
+    pub(crate) queued_bytes: usize,
 }
 
 /// What the router and the writer queues carry. Boxed once at the producer: an envelope is a
@@ -83,6 +87,8 @@ pub(crate) enum RouterInput {
         connection: ConnectionId,
         writer: mpsc::Sender<WriterMessage>,
         flow: WriterFlow,
+        /// The byte bound of `writer`, if it has one (wire connections).
+        budget: Option<Arc<ByteBudget>>,
     },
     ConnectionInitialized {
         connection: ConnectionId,
@@ -255,7 +261,11 @@ impl OutgoingMessageSender {
     async fn route(&self, target: Target, message: OutgoingMessage, ack: Option<DeliveryAck>) {
         let input = RouterInput::Message {
             target,
-            message: Box::new(Envelope { message, ack }),
+            message: Box::new(Envelope {
+                message,
+                ack,
+                queued_bytes: 0,
+            }),
         };
         if self.shared.router.send(input).await.is_err() {
             tracing::debug!("outbound router has stopped; message discarded");

@@ -14,8 +14,13 @@
 //! - [`WriterFlow::CloseWhenStalled`] (websocket connections, many per host): the router never
 //!   waits on one connection's writer. Messages that do not fit are kept in order in that
 //!   connection's backlog and moved over as room appears; if the writer makes no progress for
-//!   the grace period, or the backlog reaches the writer queue's own capacity, the connection
-//!   is closed (with a log line naming it) instead of dropping anything while it lives.
+//!   the grace period, or the backlog reaches the writer queue's own capacity (in messages or
+//!   in bytes), the connection is closed (with a log line naming it) instead of dropping
+//!   anything while it lives.
+//!
+//! A wire connection's writer queue is bounded in bytes as well as in messages
+//! ([`ByteBudget`]): a message that would take the queue over its byte limit does not fit,
+//! exactly as when the queue is full of messages.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -27,6 +32,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::byte_budget::{ByteBudget, encoded_size};
 use crate::delivery::NotificationFilter;
 use crate::outgoing::{Envelope, OutgoingMessage, RouterInput, Target, WriterMessage};
 use crate::processor::ConnectionId;
@@ -51,9 +57,13 @@ struct Connection {
     /// to messages addressed to it directly.
     filter: Option<NotificationFilter>,
     flow: WriterFlow,
+    /// The byte bound of `writer`; `None` bounds it in messages only (in-process).
+    budget: Option<Arc<ByteBudget>>,
     /// Messages that did not fit, oldest first; only ever non-empty under
     /// [`WriterFlow::CloseWhenStalled`].
     backlog: VecDeque<WriterMessage>,
+    /// The encoded size of what `backlog` holds.
+    backlog_bytes: usize,
     /// When the writer last made progress while the backlog was non-empty.
     stalled_since: Option<Instant>,
 }
@@ -90,6 +100,7 @@ impl OutboundRouter {
         id: ConnectionId,
         writer: mpsc::Sender<WriterMessage>,
         flow: WriterFlow,
+        budget: Option<Arc<ByteBudget>>,
     ) {
         self.connections.insert(
             id,
@@ -97,7 +108,9 @@ impl OutboundRouter {
                 writer,
                 filter: None,
                 flow,
+                budget,
                 backlog: VecDeque::new(),
+                backlog_bytes: 0,
                 stalled_since: None,
             },
         );
@@ -143,7 +156,8 @@ impl OutboundRouter {
                 connection,
                 writer,
                 flow,
-            } => self.add_connection(connection, writer, flow),
+                budget,
+            } => self.add_connection(connection, writer, flow, budget),
             RouterInput::ConnectionInitialized { connection, filter } => {
                 if let Some(entry) = self.connections.get_mut(&connection) {
                     entry.filter = Some(filter);
@@ -166,17 +180,29 @@ impl OutboundRouter {
                 }
             }
             Target::Broadcast => {
-                let Envelope { message, ack } = *message;
+                let Envelope { message, ack, .. } = *message;
                 let recipients: Vec<ConnectionId> = self
                     .connections
                     .iter()
                     .filter(|(_, connection)| allows(connection, &message, true))
                     .map(|(id, _)| *id)
                     .collect();
+                // Measured once for every recipient with a byte budget.
+                let mut bytes = None;
                 for id in recipients {
+                    let budgeted = self
+                        .connections
+                        .get(&id)
+                        .is_some_and(|connection| connection.budget.is_some());
+                    let queued_bytes = if budgeted {
+                        *bytes.get_or_insert_with(|| encoded_size(&message))
+                    } else {
+                        0
+                    };
                     let copy = Box::new(Envelope {
                         message: message.clone(),
                         ack: ack.clone(),
+                        queued_bytes,
                     });
                     self.write(id, copy).await;
                 }
@@ -184,12 +210,26 @@ impl OutboundRouter {
         }
     }
 
-    async fn write(&mut self, id: ConnectionId, message: WriterMessage) {
+    async fn write(&mut self, id: ConnectionId, mut message: WriterMessage) {
         let Some(connection) = self.connections.get_mut(&id) else {
             return;
         };
+        // A broadcast copy comes measured; from here on the size travels with the message to
+        // the writer, which releases it.
+        if connection.budget.is_some() && message.queued_bytes == 0 {
+            message.queued_bytes = encoded_size(&message.message);
+        }
         if let WriterFlow::Backpressure = connection.flow {
+            let bytes = message.queued_bytes;
+            if let Some(budget) = &connection.budget {
+                // Waiting for bytes to drain is the same backpressure as waiting for room.
+                budget.room_for(bytes).await;
+                budget.charge(bytes);
+            }
             if connection.writer.send(message).await.is_err() {
+                if let Some(budget) = &connection.budget {
+                    budget.release(bytes);
+                }
                 tracing::debug!(%id, "connection writer closed; message dropped");
             }
             return;
@@ -198,20 +238,22 @@ impl OutboundRouter {
         if !connection.backlog.is_empty() {
             return self.queue_behind(id, message);
         }
-        match connection.writer.try_send(message) {
+        let bytes = message.queued_bytes;
+        if connection
+            .budget
+            .as_ref()
+            .is_some_and(|budget| !budget.fits(bytes))
+        {
+            // Over the byte bound: the same as a full queue.
+            connection.stalled_since = Some(Instant::now());
+            self.room.push(room_future(id, connection, bytes));
+            return self.queue_behind(id, message);
+        }
+        match try_send(connection, message) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(message)) => {
                 connection.stalled_since = Some(Instant::now());
-                let writer = connection.writer.clone();
-                self.room.push(Box::pin(async move {
-                    (
-                        id,
-                        writer
-                            .reserve_owned()
-                            .await
-                            .map_err(|_| mpsc::error::SendError(())),
-                    )
-                }));
+                self.room.push(room_future(id, connection, bytes));
                 self.queue_behind(id, message);
             }
             Err(mpsc::error::TrySendError::Closed(_)) => {
@@ -224,11 +266,20 @@ impl OutboundRouter {
         let Some(connection) = self.connections.get_mut(&id) else {
             return;
         };
+        connection.backlog_bytes += message.queued_bytes;
         connection.backlog.push_back(message);
         // Owing a second queue's worth means the writer is not keeping up at all; memory must
         // stay bounded, so the connection goes now rather than at the end of the grace period.
         if connection.backlog.len() >= connection.writer.max_capacity() {
             self.close(id, "its writer queue overflowed");
+        } else if connection.backlog.len() > 1
+            && connection
+                .budget
+                .as_ref()
+                .is_some_and(|budget| connection.backlog_bytes >= budget.limit())
+        {
+            // (A single message larger than the limit waits for an empty queue instead.)
+            self.close(id, "its writer queue overflowed its byte limit");
         }
     }
 
@@ -244,6 +295,7 @@ impl OutboundRouter {
         let Ok(permit) = permit else {
             // The writer is gone; the connection's own close path removes it.
             connection.backlog.clear();
+            connection.backlog_bytes = 0;
             connection.stalled_since = None;
             return;
         };
@@ -251,36 +303,42 @@ impl OutboundRouter {
             drop(permit);
             return;
         };
+        // The room future waited for this message's bytes to fit, and only the router charges.
+        connection.backlog_bytes -= first.queued_bytes;
+        if let Some(budget) = &connection.budget {
+            budget.charge(first.queued_bytes);
+        }
         permit.send(first);
         while let Some(message) = connection.backlog.pop_front() {
-            if let Err(error) = connection.writer.try_send(message) {
-                match error {
-                    mpsc::error::TrySendError::Full(message) => {
-                        connection.backlog.push_front(message);
-                        break;
-                    }
-                    mpsc::error::TrySendError::Closed(_) => {
-                        connection.backlog.clear();
-                        break;
-                    }
+            let bytes = message.queued_bytes;
+            if connection
+                .budget
+                .as_ref()
+                .is_some_and(|budget| !budget.fits(bytes))
+            {
+                connection.backlog.push_front(message);
+                break;
+            }
+            match try_send(connection, message) {
+                Ok(()) => connection.backlog_bytes -= bytes,
+                Err(mpsc::error::TrySendError::Full(message)) => {
+                    connection.backlog.push_front(message);
+                    break;
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => {
+                    connection.backlog.clear();
+                    connection.backlog_bytes = 0;
+                    break;
                 }
             }
         }
-        if connection.backlog.is_empty() {
-            connection.stalled_since = None;
-        } else {
+        if let Some(front) = connection.backlog.front() {
             // Progress was made: the grace period starts over.
+            let bytes = front.queued_bytes;
             connection.stalled_since = Some(Instant::now());
-            let writer = connection.writer.clone();
-            self.room.push(Box::pin(async move {
-                (
-                    id,
-                    writer
-                        .reserve_owned()
-                        .await
-                        .map_err(|_| mpsc::error::SendError(())),
-                )
-            }));
+            self.room.push(room_future(id, connection, bytes));
+        } else {
+            connection.stalled_since = None;
         }
     }
 
@@ -324,12 +382,55 @@ impl OutboundRouter {
         if let Some(connection) = self.connections.remove(&id) {
             let queued = connection.backlog.len() + connection.writer.max_capacity()
                 - connection.writer.capacity();
-            tracing::warn!(%id, queued, "closing {id}: {reason}");
+            let queued_bytes = connection.backlog_bytes
+                + connection
+                    .budget
+                    .as_ref()
+                    .map_or(0, |budget| budget.queued());
+            tracing::warn!(%id, queued, queued_bytes, "closing {id}: {reason}");
             if let WriterFlow::CloseWhenStalled { close, .. } = connection.flow {
                 close.close(CloseReason::SlowConsumer);
             }
         }
     }
+}
+
+/// Hands `message` to the connection's writer without waiting, charging its bytes if it goes.
+fn try_send(
+    connection: &Connection,
+    message: WriterMessage,
+) -> Result<(), mpsc::error::TrySendError<WriterMessage>> {
+    let bytes = message.queued_bytes;
+    // Charged first: the writer may take the message and release it at once.
+    if let Some(budget) = &connection.budget {
+        budget.charge(bytes);
+    }
+    let sent = connection.writer.try_send(message);
+    if sent.is_err()
+        && let Some(budget) = &connection.budget
+    {
+        budget.release(bytes);
+    }
+    sent
+}
+
+/// Resolves once `connection`'s writer queue has room for one message of `bytes`: a slot, and
+/// the bytes under its limit.
+fn room_future(id: ConnectionId, connection: &Connection, bytes: usize) -> RoomFuture {
+    let writer = connection.writer.clone();
+    let budget = connection.budget.clone();
+    Box::pin(async move {
+        if let Some(budget) = budget {
+            budget.room_for(bytes).await;
+        }
+        (
+            id,
+            writer
+                .reserve_owned()
+                .await
+                .map_err(|_| mpsc::error::SendError(())),
+        )
+    })
 }
 
 async fn sleep_until(deadline: Option<Instant>) {
@@ -365,6 +466,7 @@ mod tests {
                     result: json!({}),
                 },
                 ack: None,
+                queued_bytes: 0,
             }),
         }
     }
@@ -399,12 +501,12 @@ mod tests {
             grace,
             close: close.clone(),
         };
-        router.add_connection(ConnectionId(1), stalled_tx, flow.clone());
+        router.add_connection(ConnectionId(1), stalled_tx, flow.clone(), None);
         let other = WriterFlow::CloseWhenStalled {
             grace,
             close: Arc::new(CloseSignal::default()),
         };
-        router.add_connection(ConnectionId(2), healthy_tx, other);
+        router.add_connection(ConnectionId(2), healthy_tx, other, None);
         tokio::spawn(router.run(input_rx, shutdown.clone()));
         Setup {
             input,
@@ -424,6 +526,7 @@ mod tests {
                     result: json!({}),
                 },
                 ack: None,
+                queued_bytes: 0,
             }),
         }
     }
@@ -481,5 +584,159 @@ mod tests {
             .await
             .expect("closed on overflow");
         s.shutdown.cancel();
+    }
+
+    /// A message of about `bytes` encoded bytes for connection 1.
+    fn sized(n: i64, bytes: usize) -> RouterInput {
+        RouterInput::Message {
+            target: Target::Connection(ConnectionId(1)),
+            message: Box::new(Envelope {
+                message: OutgoingMessage::Response {
+                    id: RequestId::Integer(n),
+                    result: json!("x".repeat(bytes)),
+                },
+                ack: None,
+                queued_bytes: 0,
+            }),
+        }
+    }
+
+    /// Connection 1 with room for 1000 messages but only `limit` bytes; nobody reads it.
+    fn budgeted(
+        flow: impl FnOnce(Arc<CloseSignal>) -> WriterFlow,
+        limit: usize,
+    ) -> (
+        mpsc::Sender<RouterInput>,
+        mpsc::Receiver<WriterMessage>,
+        Arc<ByteBudget>,
+        Arc<CloseSignal>,
+        CancellationToken,
+    ) {
+        let (input, input_rx) = mpsc::channel(16);
+        let (writer_tx, writer) = mpsc::channel(1000);
+        let close = Arc::new(CloseSignal::default());
+        let budget = Arc::new(ByteBudget::new(limit));
+        let shutdown = CancellationToken::new();
+        let mut router = OutboundRouter::new();
+        router.add_connection(
+            ConnectionId(1),
+            writer_tx,
+            flow(close.clone()),
+            Some(budget.clone()),
+        );
+        tokio::spawn(router.run(input_rx, shutdown.clone()));
+        (input, writer, budget, close, shutdown)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_websocket_queue_over_its_bytes_stalls_and_closes_after_the_grace_period() {
+        let grace = Duration::from_secs(10);
+        let (input, mut writer, budget, close, shutdown) = budgeted(
+            |close| WriterFlow::CloseWhenStalled { grace, close },
+            10_000,
+        );
+        // Two 4 KB messages fit 10 KB; the third does not, though 997 slots are free.
+        for n in 0..3 {
+            input.send(sized(n, 4_000)).await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(writer.len(), 2, "the byte bound holds the third back");
+        assert!(
+            budget.queued() <= 10_000,
+            "{} bytes queued",
+            budget.queued()
+        );
+        // Taking one (and releasing its bytes, as the connection writer does) moves it over.
+        let first = writer.recv().await.unwrap();
+        budget.release(first.queued_bytes);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(
+            writer.len(),
+            2,
+            "the backlog moved once bytes were released"
+        );
+        // A fourth waits again; with nothing read for the grace period the connection goes.
+        input.send(sized(3, 4_000)).await.unwrap();
+        tokio::time::sleep(grace - Duration::from_secs(1)).await;
+        assert_eq!(close.reason(), None, "closed before the grace period");
+        let reason = tokio::time::timeout(Duration::from_secs(2), close.closed())
+            .await
+            .expect("closed after the grace period");
+        assert_eq!(reason, CloseReason::SlowConsumer);
+        shutdown.cancel();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn owing_a_second_queue_of_bytes_closes_at_once() {
+        let (input, _writer, _budget, close, shutdown) = budgeted(
+            |close| WriterFlow::CloseWhenStalled {
+                grace: Duration::from_secs(3600),
+                close,
+            },
+            10_000,
+        );
+        // 8 KB queued, then 8 KB + 4 KB owed behind it: over 10 KB in the backlog.
+        for (n, bytes) in [(0, 8_000), (1, 8_000), (2, 4_000)] {
+            input.send(sized(n, bytes)).await.unwrap();
+        }
+        let reason = tokio::time::timeout(Duration::from_secs(1), close.closed())
+            .await
+            .expect("closed on overflowing its bytes");
+        assert_eq!(reason, CloseReason::SlowConsumer);
+        shutdown.cancel();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_single_oversized_message_waits_for_an_empty_queue_instead_of_closing() {
+        let (input, mut writer, budget, close, shutdown) = budgeted(
+            |close| WriterFlow::CloseWhenStalled {
+                grace: Duration::from_secs(10),
+                close,
+            },
+            10_000,
+        );
+        input.send(sized(0, 4_000)).await.unwrap();
+        input.send(sized(1, 50_000)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(close.reason(), None);
+        for expected in 0..2 {
+            let message = tokio::time::timeout(Duration::from_secs(1), writer.recv())
+                .await
+                .expect("delivered")
+                .unwrap();
+            assert_eq!(id_of(&message), expected);
+            budget.release(message.queued_bytes);
+        }
+        assert_eq!(close.reason(), None);
+        shutdown.cancel();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_backpressured_queue_over_its_bytes_holds_the_router_back() {
+        let (input, mut writer, budget, close, shutdown) =
+            budgeted(|_| WriterFlow::Backpressure, 10_000);
+        for n in 0..3 {
+            input.send(sized(n, 4_000)).await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert_eq!(
+            writer.len(),
+            2,
+            "the router waits for bytes, not just slots"
+        );
+        for expected in 0..3 {
+            let message = tokio::time::timeout(Duration::from_secs(1), writer.recv())
+                .await
+                .expect("delivered once bytes are released")
+                .unwrap();
+            assert_eq!(id_of(&message), expected);
+            budget.release(message.queued_bytes);
+        }
+        assert_eq!(
+            close.reason(),
+            None,
+            "a backpressured connection is never closed"
+        );
+        shutdown.cancel();
     }
 }

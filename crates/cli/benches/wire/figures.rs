@@ -1,7 +1,10 @@
-//! The three figures, measured the same way on every target: sequential round trips of
-//! `thread/loaded/list`, the same request with [`IN_FLIGHT`] outstanding, and the bytes per
+//! The four figures, measured the same way on every target: sequential round trips of
+//! `thread/loaded/list`, the same request with [`IN_FLIGHT`] outstanding, the bytes per
 //! second of a streamed `process/spawn` of `head -c N /dev/zero`, timed from the spawn request
-//! to `process/exited` with every delta decoded and counted.
+//! to `process/exited` with every delta decoded and counted, and sequential round trips of an
+//! ephemeral `thread/start`, each timed until both its reply and the `thread/started` that
+//! follows it have arrived. The last one is where a socket without `TCP_NODELAY` shows: the
+//! notification's segment waits for the ACK of the reply's, which the peer delays (~40 ms).
 //!
 //! Over a wire ([`measure_wire`]) every message is encoded and decoded by the protocol crate's
 //! codec; in-process ([`measure_in_process`]) the same requests are typed values through an
@@ -17,6 +20,7 @@ use tandem_host::in_process::{self, InProcessClientHandle, InProcessServerEvent}
 use tandem_protocol::wire::{ClientMessage, ServerMessage};
 use tandem_protocol::{
     ClientRequest, ProcessSpawnParams, RequestId, ServerNotification, ThreadLoadedListParams,
+    ThreadStartParams,
 };
 use tandem_server::{ServerOptions, TandemServer};
 
@@ -38,6 +42,8 @@ pub(crate) struct Sizes {
     pub(crate) output_bytes: u64,
     /// Untimed round trips on every new connection, so that lazy setup (and a JIT) is done.
     pub(crate) warm_up: usize,
+    /// Round trips of the notified figure (ephemeral `thread/start`).
+    pub(crate) notified: usize,
 }
 
 /// One run's figures for one target.
@@ -49,6 +55,15 @@ pub(crate) struct Figures {
     pub(crate) pipelined: f64,
     /// Bytes per second of streamed process output.
     pub(crate) output: f64,
+    /// Seconds per ephemeral `thread/start`, until its reply and `thread/started` arrived.
+    pub(crate) notified_round_trip: f64,
+}
+
+fn ephemeral_thread_start(request_id: RequestId) -> ClientRequest {
+    ClientRequest::ThreadStart {
+        request_id,
+        params: ThreadStartParams::new().ephemeral(true),
+    }
 }
 
 fn loaded_list(request_id: RequestId) -> ClientRequest {
@@ -99,11 +114,42 @@ pub(crate) async fn measure_wire(
     let began = Instant::now();
     process_output(client, sizes.output_bytes).await?;
     let output = sizes.output_bytes as f64 / began.elapsed().as_secs_f64();
+
+    let began = Instant::now();
+    notified(client, sizes.notified).await?;
+    let notified_round_trip = began.elapsed().as_secs_f64() / sizes.notified as f64;
     Ok(Figures {
         round_trip,
         pipelined,
         output,
+        notified_round_trip,
     })
+}
+
+/// `count` ephemeral `thread/start`s, each sent once the previous one's reply and its
+/// `thread/started` have both arrived.
+async fn notified(client: &mut WireClient, count: usize) -> Result<(), WireError> {
+    for _ in 0..count {
+        let id = RequestId::Integer(client.next_request_id());
+        client.queue(&ClientMessage::Request(ephemeral_thread_start(id.clone())));
+        client.flush().await?;
+        let (mut answered, mut started) = (false, false);
+        while !(answered && started) {
+            let message = client.next().await?;
+            if matches!(
+                message,
+                ServerMessage::Notification {
+                    notification: ServerNotification::ThreadStarted(_),
+                    ..
+                }
+            ) {
+                started = true;
+            } else if is_answer(client, &message, |answered| *answered == id)? {
+                answered = true;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `count` requests, each sent once the previous one is answered.
@@ -316,9 +362,25 @@ async fn in_process_figures(
         }
     }
     let output = sizes.output_bytes as f64 / began.elapsed().as_secs_f64();
+
+    let began = Instant::now();
+    for _ in 0..sizes.notified {
+        call(handle, ephemeral_thread_start(id())).await?;
+        loop {
+            match handle.next_event().await {
+                Some(InProcessServerEvent::ServerNotification(
+                    ServerNotification::ThreadStarted(_),
+                )) => break,
+                Some(_) => {}
+                None => return Err("the in-process host stopped".to_owned()),
+            }
+        }
+    }
+    let notified_round_trip = began.elapsed().as_secs_f64() / sizes.notified as f64;
     Ok(Figures {
         round_trip,
         pipelined,
         output,
+        notified_round_trip,
     })
 }

@@ -12,7 +12,9 @@
 //!   app-server (the one Tandem's protocol copies) is measured beside Tandem.
 //!
 //! Figures (see [`figures`]): sequential round trips of `thread/loaded/list`, the same request
-//! with 64 in flight, and streamed `process/spawn` output of `head -c 268435456 /dev/zero`.
+//! with 64 in flight, streamed `process/spawn` output of `head -c 268435456 /dev/zero`, and
+//! sequential ephemeral `thread/start`s, each until its reply and `thread/started` arrived
+//! (a reply followed by a notification: websocket must stay within 2x of stdio).
 //! Runs go round every target in turn, after one warm-up round; medians are reported with the
 //! target ratios computed from them.
 //!
@@ -36,6 +38,7 @@ const FULL: Sizes = Sizes {
     pipelined: 50_000,
     output_bytes: 256 * MIB,
     warm_up: 1_000,
+    notified: 2_000,
 };
 
 const QUICK: Sizes = Sizes {
@@ -43,12 +46,16 @@ const QUICK: Sizes = Sizes {
     pipelined: 500,
     output_bytes: MIB,
     warm_up: 10,
+    notified: 20,
 };
 
 /// Targets of issue 8; each ratio is computed from the same run's medians.
 const IN_PROCESS_OVER_STDIO_ROUND_TRIP: f64 = 5.0;
 const STDIO_OVER_OTHER_PIPELINED: f64 = 2.0;
 const STDIO_OVER_OTHER_OUTPUT: f64 = 100.0;
+/// Issue 13: a reply followed by a notification over websocket, at most this many times the
+/// stdio time.
+const WEBSOCKET_OVER_STDIO_NOTIFIED_AT_MOST: f64 = 2.0;
 
 #[derive(Debug, Clone)]
 enum Target {
@@ -252,10 +259,11 @@ async fn measure(target: Target, sizes: Sizes) -> Result<Figures, String> {
 
 fn show(figures: &Figures) -> String {
     format!(
-        "{:.2} us/round trip, {:.1} k requests/s, {:.1} MB/s",
+        "{:.2} us/round trip, {:.1} k requests/s, {:.1} MB/s, {:.2} us/notified round trip",
         figures.round_trip * 1e6,
         figures.pipelined / 1e3,
-        figures.output / 1e6
+        figures.output / 1e6,
+        figures.notified_round_trip * 1e6
     )
 }
 
@@ -270,33 +278,37 @@ fn medians(row: &Row) -> Figures {
         round_trip: pick(|figures| figures.round_trip),
         pipelined: pick(|figures| figures.pipelined),
         output: pick(|figures| figures.output),
+        notified_round_trip: pick(|figures| figures.notified_round_trip),
     }
 }
 
 fn report(rows: &[Row], options: &Options, sizes: Sizes) {
     println!(
         "wire benchmark, median of {} run(s): {} sequential round trips of thread/loaded/list, \
-         {} with {IN_FLIGHT} in flight, {} MiB of streamed process output",
+         {} with {IN_FLIGHT} in flight, {} MiB of streamed process output, {} ephemeral \
+         thread/start until reply and thread/started (notified)",
         options.runs,
         sizes.sequential,
         sizes.pipelined,
-        sizes.output_bytes / MIB
+        sizes.output_bytes / MIB,
+        sizes.notified
     );
     for (n, argv) in options.servers.iter().enumerate() {
         println!("  [{}] {}", n + 1, argv.join(" "));
     }
     println!(
-        "{:<20} {:>16} {:>18} {:>16}",
-        "target", "round trip", "64 in flight", "process output"
+        "{:<20} {:>16} {:>18} {:>16} {:>16}",
+        "target", "round trip", "64 in flight", "process output", "notified"
     );
     let medians: Vec<Figures> = rows.iter().map(medians).collect();
     for (row, figures) in rows.iter().zip(&medians) {
         println!(
-            "{:<20} {:>13.2} us {:>14.1} k/s {:>11.1} MB/s",
+            "{:<20} {:>13.2} us {:>14.1} k/s {:>11.1} MB/s {:>13.2} us",
             row.label,
             figures.round_trip * 1e6,
             figures.pipelined / 1e3,
-            figures.output / 1e6
+            figures.output / 1e6,
+            figures.notified_round_trip * 1e6
         );
     }
     let find = |label: &str| {
@@ -329,6 +341,16 @@ fn report(rows: &[Row], options: &Options, sizes: Sizes) {
             "process output, websocket / stdio",
             websocket.output / stdio.output,
             None,
+        );
+        let notified = websocket.notified_round_trip / stdio.notified_round_trip;
+        println!(
+            "  {:<56} {notified:>8.2}x (target <= {WEBSOCKET_OVER_STDIO_NOTIFIED_AT_MOST}x: {})",
+            "notified round trip, websocket / stdio (time)",
+            if notified <= WEBSOCKET_OVER_STDIO_NOTIFIED_AT_MOST {
+                "met"
+            } else {
+                "MISSED"
+            }
         );
     }
     for n in 0..options.servers.len() {

@@ -103,8 +103,10 @@ impl WebSocketTarget {
         let config = WebSocketConfig::default()
             .max_message_size(Some(self.max_message_bytes))
             .max_frame_size(Some(self.max_message_bytes));
+        // `true`: TCP_NODELAY. Each frame is a whole message; with Nagle's algorithm a request
+        // sent right after another waits for the server's delayed ACK (~40 ms).
         let (stream, _response) =
-            tokio_tungstenite::connect_async_with_config(request, Some(config), false)
+            tokio_tungstenite::connect_async_with_config(request, Some(config), true)
                 .await
                 .map_err(|error| describe_connect_error(&self.url, error))?;
         let (sink, source) = stream.split();

@@ -8,6 +8,10 @@
 //! 2. the reply lane: process-control replies, which must pass queued notifications;
 //! 3. the writer queue from the outbound router: ordinary replies, notifications and server
 //!    requests, in the order the processor emitted them.
+//!
+//! When the host shuts down, the writer keeps writing only while something is owed: a message
+//! queued, or a request read and not yet answered. An idle connection closes at once; a busy
+//! one gets at most [`SHUTDOWN_DRAIN`].
 
 use std::io;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -21,6 +25,7 @@ use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use crate::byte_budget::ByteBudget;
 use crate::delivery::DeliveryAck;
 use crate::dispatch::ProcessorMessage;
 use crate::outgoing::{Envelope, LaneReply, OutgoingMessage, PendingServerRequests, WriterMessage};
@@ -230,14 +235,17 @@ pub(crate) struct Outbound {
     pub(crate) answers: mpsc::Receiver<JSONRPCError>,
     pub(crate) replies: mpsc::Receiver<LaneReply>,
     pub(crate) writer: mpsc::Receiver<WriterMessage>,
+    /// The writer queue's byte bound: what each message was charged is released on taking it.
+    pub(crate) budget: Arc<ByteBudget>,
     pub(crate) in_flight: Arc<InFlight>,
     pub(crate) close: Arc<CloseSignal>,
     /// Cancelled when the host shuts down.
     pub(crate) stop: CancellationToken,
 }
 
-/// How long a writer keeps writing what is queued once the host shuts down.
-const SHUTDOWN_DRAIN: Duration = Duration::from_millis(250);
+/// The longest a writer keeps writing what is owed once the host shuts down (nothing owed: no
+/// wait at all).
+pub(crate) const SHUTDOWN_DRAIN: Duration = Duration::from_millis(250);
 
 /// One message picked for the wire, with the acknowledgement its producer waits for.
 struct Pick {
@@ -248,8 +256,17 @@ struct Pick {
 }
 
 impl Outbound {
+    /// Whether the peer is owed nothing more: no message queued for it, and every request it
+    /// sent answered.
+    fn owes_nothing(&self) -> bool {
+        self.answers.is_empty()
+            && self.replies.is_empty()
+            && self.writer.is_empty()
+            && lock(&self.in_flight).is_empty()
+    }
+
     /// Writes until every queue is closed, the connection is asked to close, or the host stops
-    /// (after a short drain of what is queued).
+    /// (after writing what is still owed, for at most [`SHUTDOWN_DRAIN`]).
     pub(crate) async fn run(mut self, mut sink: impl FrameSink) {
         let mut frame = Vec::with_capacity(4096);
         let mut drain_until: Option<tokio::time::Instant> = None;
@@ -260,7 +277,17 @@ impl Outbound {
         loop {
             if !(answers_open || replies_open || writer_open) {
                 // Every queue is closed: the connection is finished.
-                sink.close(CloseReason::Finished).await;
+                let reason = if drain_until.is_some() {
+                    CloseReason::ShuttingDown
+                } else {
+                    CloseReason::Finished
+                };
+                sink.close(reason).await;
+                return;
+            }
+            // Shutting down and nothing owed: no reason to wait for anything.
+            if drain_until.is_some() && self.owes_nothing() {
+                sink.close(CloseReason::ShuttingDown).await;
                 return;
             }
             let pick = tokio::select! {
@@ -270,7 +297,7 @@ impl Outbound {
                     sink.close(reason).await;
                     return;
                 }
-                // Shutdown: keep writing what is queued for a moment, then say goodbye.
+                // Shutdown: keep writing what is owed for a moment, then say goodbye.
                 () = self.stop.cancelled(), if drain_until.is_none() => {
                     drain_until = Some(tokio::time::Instant::now() + SHUTDOWN_DRAIN);
                     continue;
@@ -307,7 +334,10 @@ impl Outbound {
                 },
                 // 3. Everything else, in the order the processor emitted it.
                 envelope = self.writer.recv(), if writer_open => match envelope {
-                    Some(envelope) => pick_envelope(*envelope),
+                    Some(envelope) => {
+                        self.budget.release(envelope.queued_bytes);
+                        pick_envelope(*envelope)
+                    }
                     None => {
                         writer_open = false;
                         continue;
@@ -375,7 +405,7 @@ impl Outbound {
 }
 
 fn pick_envelope(envelope: Envelope) -> Pick {
-    let Envelope { message, ack } = envelope;
+    let Envelope { message, ack, .. } = envelope;
     let (message, answers) = match message {
         OutgoingMessage::Response { id, result } => (
             ServerMessage::Response {
@@ -423,5 +453,188 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use tokio::time::Instant;
+
+    /// What a test writer did: the frames it wrote and how it was closed.
+    #[derive(Default)]
+    struct Written {
+        frames: Vec<String>,
+        closed: Option<CloseReason>,
+    }
+
+    /// A sink that records, or (`stuck`) never finishes a write: a peer that stopped reading.
+    struct TestSink {
+        written: Arc<Mutex<Written>>,
+        stuck: bool,
+    }
+
+    #[async_trait]
+    impl FrameSink for TestSink {
+        async fn send(&mut self, frame: &mut Vec<u8>) -> io::Result<()> {
+            if self.stuck {
+                std::future::pending::<()>().await;
+            }
+            let text = String::from_utf8(std::mem::take(frame)).expect("JSON is UTF-8");
+            self.written.lock().unwrap().frames.push(text);
+            Ok(())
+        }
+
+        async fn close(&mut self, reason: CloseReason) {
+            self.written.lock().unwrap().closed = Some(reason);
+        }
+    }
+
+    /// The producer ends of one writer's queues, kept open for the whole test.
+    struct Queues {
+        _answers: mpsc::Sender<JSONRPCError>,
+        _replies: mpsc::Sender<LaneReply>,
+        writer: mpsc::Sender<WriterMessage>,
+        budget: Arc<ByteBudget>,
+        in_flight: Arc<InFlight>,
+        stop: CancellationToken,
+        written: Arc<Mutex<Written>>,
+        task: tokio::task::JoinHandle<()>,
+    }
+
+    fn start(stuck: bool) -> Queues {
+        let (answers_tx, answers) = mpsc::channel(8);
+        let (replies_tx, replies) = mpsc::channel(8);
+        let (writer_tx, writer) = mpsc::channel(8);
+        let budget = Arc::new(ByteBudget::new(1024));
+        let in_flight = Arc::new(InFlight::default());
+        let stop = CancellationToken::new();
+        let written = Arc::new(Mutex::new(Written::default()));
+        let outbound = Outbound {
+            id: ConnectionId(1),
+            answers,
+            replies,
+            writer,
+            budget: budget.clone(),
+            in_flight: in_flight.clone(),
+            close: Arc::new(CloseSignal::default()),
+            stop: stop.clone(),
+        };
+        let sink = TestSink {
+            written: written.clone(),
+            stuck,
+        };
+        Queues {
+            _answers: answers_tx,
+            _replies: replies_tx,
+            writer: writer_tx,
+            budget,
+            in_flight,
+            stop,
+            written,
+            task: tokio::spawn(outbound.run(sink)),
+        }
+    }
+
+    fn response(n: i64, queued_bytes: usize) -> WriterMessage {
+        Box::new(Envelope {
+            message: OutgoingMessage::Response {
+                id: RequestId::Integer(n),
+                result: json!({"n": n}),
+            },
+            ack: None,
+            queued_bytes,
+        })
+    }
+
+    /// Stops the host and waits for the writer to close; returns how long that took on the
+    /// (paused) clock.
+    async fn stop_and_wait(queues: &mut Queues) -> Duration {
+        let since = Instant::now();
+        queues.stop.cancel();
+        tokio::time::timeout(Duration::from_secs(5), &mut queues.task)
+            .await
+            .expect("the writer closes within the drain bound")
+            .unwrap();
+        since.elapsed()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_connection_closes_at_once_on_shutdown() {
+        let mut queues = start(false);
+        let took = stop_and_wait(&mut queues).await;
+        // With the clock paused, any wait on a timer would have advanced it.
+        assert_eq!(took, Duration::ZERO, "no fixed drain when nothing is owed");
+        assert_eq!(
+            queues.written.lock().unwrap().closed,
+            Some(CloseReason::ShuttingDown)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn what_is_queued_is_written_before_the_close() {
+        let mut queues = start(false);
+        for n in 0..3 {
+            queues.writer.send(response(n, 100)).await.unwrap();
+            queues.budget.charge(100);
+        }
+        let took = stop_and_wait(&mut queues).await;
+        assert_eq!(took, Duration::ZERO);
+        let written = queues.written.lock().unwrap();
+        assert_eq!(written.frames.len(), 3, "{:?}", written.frames);
+        assert!(
+            written.frames[2].contains(r#""id":2"#),
+            "{}",
+            written.frames[2]
+        );
+        assert_eq!(written.closed, Some(CloseReason::ShuttingDown));
+        assert_eq!(queues.budget.queued(), 0, "every byte charged was released");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_still_owed_is_waited_for_within_the_bound() {
+        let mut queues = start(false);
+        lock(&queues.in_flight).insert(RequestId::Integer(7), CancellationToken::new());
+        let writer = queues.writer.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            writer.send(response(7, 0)).await.unwrap();
+        });
+        let took = stop_and_wait(&mut queues).await;
+        assert_eq!(
+            took,
+            Duration::from_millis(100),
+            "closed once the answer was written"
+        );
+        let written = queues.written.lock().unwrap();
+        assert_eq!(written.frames.len(), 1);
+        assert!(written.frames[0].contains(r#""id":7"#));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_that_never_comes_is_given_up_after_the_drain() {
+        let mut queues = start(false);
+        lock(&queues.in_flight).insert(RequestId::Integer(7), CancellationToken::new());
+        let took = stop_and_wait(&mut queues).await;
+        assert_eq!(took, SHUTDOWN_DRAIN);
+        assert_eq!(
+            queues.written.lock().unwrap().closed,
+            Some(CloseReason::ShuttingDown)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_peer_that_does_not_read_is_abandoned_after_the_drain() {
+        let mut queues = start(true);
+        queues.writer.send(response(1, 0)).await.unwrap();
+        // Let the writer take the message and block on the stuck sink.
+        tokio::task::yield_now().await;
+        let took = stop_and_wait(&mut queues).await;
+        assert_eq!(took, SHUTDOWN_DRAIN);
+        assert_eq!(
+            queues.written.lock().unwrap().closed,
+            Some(CloseReason::ShuttingDown)
+        );
     }
 }

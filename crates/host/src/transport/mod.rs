@@ -37,6 +37,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::byte_budget::ByteBudget;
 use crate::dispatch::{Dispatcher, ProcessorMessage};
 use crate::in_process::{DEFAULT_IN_PROCESS_CHANNEL_CAPACITY, DEFAULT_SHUTDOWN_STAGE_TIMEOUT};
 use crate::outgoing::{OutgoingMessageSender, PendingServerRequests, RouterInput};
@@ -60,7 +61,13 @@ pub struct TransportHostOptions {
     pub shutdown_stage_timeout: Duration,
     /// Stamped on every connection (and the threads it starts). Default `appServer`.
     pub session_source: SessionSource,
+    /// Bytes (encoded) one connection's writer queue may hold, beside its message capacity;
+    /// over it the queue counts as full. Default [`DEFAULT_WRITER_QUEUE_BYTES`].
+    pub writer_queue_bytes: usize,
 }
+
+/// Default [`TransportHostOptions::writer_queue_bytes`]: 64 MiB.
+pub const DEFAULT_WRITER_QUEUE_BYTES: usize = 64 * 1024 * 1024;
 
 impl Default for TransportHostOptions {
     fn default() -> Self {
@@ -68,6 +75,7 @@ impl Default for TransportHostOptions {
             channel_capacity: DEFAULT_IN_PROCESS_CHANNEL_CAPACITY,
             shutdown_stage_timeout: DEFAULT_SHUTDOWN_STAGE_TIMEOUT,
             session_source: SessionSource::AppServer,
+            writer_queue_bytes: DEFAULT_WRITER_QUEUE_BYTES,
         }
     }
 }
@@ -173,6 +181,7 @@ impl TransportHost {
         let (reply_tx, replies) = mpsc::channel(capacity);
         let (answers_tx, answers) = mpsc::channel(capacity);
         let close = Arc::new(CloseSignal::default());
+        let budget = Arc::new(ByteBudget::new(self.options.writer_queue_bytes));
         let flow = match policy {
             WriterPolicy::Backpressure => WriterFlow::Backpressure,
             WriterPolicy::CloseWhenStalled { grace } => WriterFlow::CloseWhenStalled {
@@ -187,6 +196,7 @@ impl TransportHost {
                 connection: id,
                 writer: writer_tx,
                 flow,
+                budget: Some(budget.clone()),
             })
             .await;
         let (opened_tx, opened) = tokio::sync::oneshot::channel();
@@ -219,6 +229,7 @@ impl TransportHost {
                 answers,
                 replies,
                 writer,
+                budget,
                 in_flight,
                 close: close.clone(),
                 stop: self.stop.clone(),

@@ -12,14 +12,17 @@
 //! shuts the host down.
 
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use tandem_protocol::JSONRPCErrorError;
+
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
 use super::connection::{CloseReason, FrameSink, error_for};
 use super::{TransportHost, WriterPolicy};
+use crate::byte_budget::ByteBudget;
 
 /// Default [`StdioOptions::max_line_bytes`]: 64 MiB.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
@@ -31,6 +34,15 @@ const LINES_AHEAD: usize = 16;
 /// a client that stops reading holds the producers back (with at most this many lines, e.g.
 /// 64 KiB deltas, in memory).
 const LINES_BEHIND: usize = 16;
+
+/// Bytes of the lines queued for the stdout thread: with multi-megabyte messages (a turn's
+/// large input echoed back) [`LINES_BEHIND`] alone would not bound the memory. A line larger
+/// than this still goes, alone.
+const BYTES_BEHIND: usize = 4 * 1024 * 1024;
+
+/// The writer's encoding buffer keeps at most this capacity between lines, so one huge message
+/// does not pin its size for the rest of the session.
+const KEPT_FRAME_CAPACITY: usize = 256 * 1024;
 
 /// How long the end of input waits for the requests already read to be answered.
 const IN_FLIGHT_FINISH: std::time::Duration = std::time::Duration::from_secs(1);
@@ -248,6 +260,8 @@ impl<W: AsyncWrite + Unpin + Send> FrameSink for LineSink<W> {
 struct ThreadLineSink {
     /// `None` once closed.
     lines: Option<mpsc::Sender<Vec<u8>>>,
+    /// The bytes of the queued lines; the thread releases each line once written.
+    bytes: Arc<ByteBudget>,
     /// Fires when the thread has written and flushed everything and stopped.
     finished: Option<oneshot::Receiver<()>>,
 }
@@ -256,18 +270,23 @@ impl ThreadLineSink {
     fn spawn<W: Write + Send + 'static>(output: W) -> io::Result<Self> {
         let (lines, mut queued) = mpsc::channel::<Vec<u8>>(LINES_BEHIND);
         let (done, finished) = oneshot::channel();
+        let bytes = Arc::new(ByteBudget::new(BYTES_BEHIND));
+        let written = bytes.clone();
         std::thread::Builder::new()
             .name("tandem-stdout".into())
             .spawn(move || {
                 // Sized for a whole 64 KiB delta (as base64) plus the answers queued beside it.
                 let mut output = BufWriter::with_capacity(128 * 1024, output);
-                if let Err(error) = write_lines(&mut queued, &mut output) {
+                if let Err(error) = write_lines(&mut queued, &mut output, &written) {
                     tracing::debug!(%error, "writing to stdout failed");
                 }
+                // Nothing more is written: a sender waiting for room must not wait forever.
+                written.release(usize::MAX);
                 let _ = done.send(());
             })?;
         Ok(Self {
             lines: Some(lines),
+            bytes,
             finished: Some(finished),
         })
     }
@@ -275,11 +294,17 @@ impl ThreadLineSink {
 
 /// Writes every queued line, flushing whenever the queue runs empty, until the sink closes or
 /// a write fails (the thread then drops the queue, so the next `send` fails).
-fn write_lines(queued: &mut mpsc::Receiver<Vec<u8>>, output: &mut impl Write) -> io::Result<()> {
+fn write_lines(
+    queued: &mut mpsc::Receiver<Vec<u8>>,
+    output: &mut impl Write,
+    bytes: &ByteBudget,
+) -> io::Result<()> {
     while let Some(line) = queued.blocking_recv() {
         output.write_all(&line)?;
+        bytes.release(line.len());
         while let Ok(line) = queued.try_recv() {
             output.write_all(&line)?;
+            bytes.release(line.len());
         }
         output.flush()?;
     }
@@ -293,9 +318,16 @@ impl FrameSink for ThreadLineSink {
         let lines = self.lines.as_ref().ok_or_else(stopped)?;
         frame.push(b'\n');
         // The line moves to the thread; the writer task encodes the next one into a buffer of
-        // the same size.
-        let line = std::mem::replace(frame, Vec::with_capacity(frame.capacity()));
-        lines.send(line).await.map_err(|_| stopped())
+        // the same size (up to a limit).
+        let capacity = frame.capacity().min(KEPT_FRAME_CAPACITY);
+        let line = std::mem::replace(frame, Vec::with_capacity(capacity));
+        let size = line.len();
+        self.bytes.room_for(size).await;
+        self.bytes.charge(size);
+        lines.send(line).await.map_err(|_| {
+            self.bytes.release(size);
+            stopped()
+        })
     }
 
     async fn close(&mut self, _reason: CloseReason) {
@@ -409,5 +441,58 @@ mod tests {
         .await;
         assert_eq!(failed.kind(), io::ErrorKind::BrokenPipe);
         sink.close(CloseReason::ShuttingDown).await;
+    }
+
+    #[tokio::test]
+    async fn lines_queued_for_stdout_are_bounded_in_bytes() {
+        // Nobody reads: the thread blocks on its first write once the pipe and its buffer fill.
+        let (reader, writer) = io::pipe().unwrap();
+        let mut sink = ThreadLineSink::spawn(writer).unwrap();
+        let line = "x".repeat(1024 * 1024);
+        let mut queued = 0;
+        loop {
+            let mut frame = line.as_bytes().to_vec();
+            let sent =
+                tokio::time::timeout(std::time::Duration::from_millis(500), sink.send(&mut frame))
+                    .await;
+            match sent {
+                Ok(result) => {
+                    result.unwrap();
+                    queued += 1;
+                }
+                // Held back: the bytes behind the blocked thread reached their bound.
+                Err(_) => break,
+            }
+            assert!(queued <= LINES_BEHIND, "{queued} lines of 1 MiB queued");
+        }
+        let bound = BYTES_BEHIND / line.len() + 1;
+        assert!(
+            queued <= bound,
+            "{queued} lines of 1 MiB queued, at most {bound} expected"
+        );
+        // Reading lets everything through; closing flushes it.
+        let drained = std::thread::spawn(move || {
+            let mut reader = reader;
+            io::copy(&mut reader, &mut io::sink())
+        });
+        sink.close(CloseReason::ShuttingDown).await;
+        let bytes = drained.join().unwrap().unwrap();
+        assert_eq!(bytes, (queued as u64) * (line.len() as u64 + 1));
+    }
+
+    #[tokio::test]
+    async fn a_line_larger_than_the_byte_bound_still_goes() {
+        let (mut reader, writer) = io::pipe().unwrap();
+        let mut sink = ThreadLineSink::spawn(writer).unwrap();
+        let everything = std::thread::spawn(move || {
+            let mut text = Vec::new();
+            reader.read_to_end(&mut text).map(|_| text.len())
+        });
+        let huge = "y".repeat(BYTES_BEHIND * 2);
+        for _ in 0..2 {
+            send(&mut sink, &huge).await.unwrap();
+        }
+        sink.close(CloseReason::ShuttingDown).await;
+        assert_eq!(everything.join().unwrap().unwrap(), 2 * (huge.len() + 1));
     }
 }

@@ -9,9 +9,13 @@
 //!   one-line reason.
 //! - A message over the size limit closes that connection with code 1009, a text message that
 //!   is not UTF-8 with 1007 (RFC 6455 requires failing the connection).
-//! - Every connection has its own bounded writer queue; one that stays full for the grace
-//!   period closes that connection (code 1008, and a log line naming it). No other connection
-//!   waits for it (the outbound router never waits on a websocket writer).
+//! - Every connection has its own writer queue, bounded in messages and in bytes; one that
+//!   stays full for the grace period closes that connection (code 1008, and a log line naming
+//!   it). No other connection waits for it (the outbound router never waits on a websocket
+//!   writer).
+//! - Every accepted socket has `TCP_NODELAY`: each frame is one complete message, and Nagle's
+//!   algorithm would hold a notification behind the reply before it until the peer's delayed
+//!   ACK.
 
 use std::io;
 use std::net::SocketAddr;
@@ -25,6 +29,7 @@ use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgr
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt as _;
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt as _, StreamExt as _};
 use sha2::{Digest, Sha256};
@@ -144,6 +149,13 @@ pub async fn serve(
     let stop = host.stopping();
     let shared = Arc::new(Shared { host, options });
     let app = Router::new().fallback(route).with_state(shared);
+    // Without TCP_NODELAY a reply followed by a notification meets Nagle's algorithm against
+    // the peer's delayed ACK: the second frame waits ~40 ms.
+    let listener = listener.tap_io(|socket| {
+        if let Err(error) = socket.set_nodelay(true) {
+            tracing::warn!(%error, "cannot set TCP_NODELAY on an accepted socket");
+        }
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(async move { stop.cancelled().await })
         .await
@@ -252,7 +264,8 @@ async fn read_frames(
         let message = tokio::select! {
             biased;
             _ = close.closed() => return,
-            () = stop.cancelled() => return close.close(CloseReason::ShuttingDown),
+            // The writer sees the shutdown too, and writes what is still owed before it closes.
+            () = stop.cancelled() => return,
             message = stream.next() => message,
         };
         let handled = async {

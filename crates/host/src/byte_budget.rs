@@ -1,0 +1,181 @@
+//! The byte bound of a wire connection's writer queue. A message count alone does not bound
+//! memory: one `turn/start` with an 8 MB input makes several multi-megabyte notifications, and
+//! 32 768 of those fit a queue counted in messages. The outbound router (the queue's only
+//! producer) charges each message's encoded size here before it enters the queue, and the
+//! connection's writer releases it when it takes the message off; the router treats a queue
+//! over its byte limit exactly like a queue full of messages (waits on stdio, stalls and
+//! eventually closes a websocket connection).
+
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde::Serialize;
+use tokio::sync::Notify;
+
+use crate::outgoing::OutgoingMessage;
+
+/// Bytes queued for one connection's writer, against a limit.
+#[derive(Debug)]
+pub(crate) struct ByteBudget {
+    limit: usize,
+    queued: AtomicUsize,
+    /// Signalled whenever the writer releases bytes; the router is the only waiter.
+    released: Notify,
+}
+
+impl ByteBudget {
+    /// A budget of `limit` bytes (0 is treated as 1).
+    pub(crate) fn new(limit: usize) -> Self {
+        Self {
+            limit: limit.max(1),
+            queued: AtomicUsize::new(0),
+            released: Notify::new(),
+        }
+    }
+
+    /// The limit in bytes.
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Bytes charged and not yet released.
+    pub(crate) fn queued(&self) -> usize {
+        self.queued.load(Ordering::Acquire)
+    }
+
+    /// Whether a message of `bytes` fits now. An empty queue takes a message of any size:
+    /// otherwise one larger than the limit could never be sent.
+    pub(crate) fn fits(&self, bytes: usize) -> bool {
+        let queued = self.queued();
+        queued == 0 || queued.saturating_add(bytes) <= self.limit
+    }
+
+    /// Waits until a message of `bytes` fits. Only the router waits, so nothing can take the
+    /// room between this returning and the charge.
+    pub(crate) async fn room_for(&self, bytes: usize) {
+        while !self.fits(bytes) {
+            // `notify_one` keeps a permit when nobody waits yet: a release between the check
+            // and this await is not missed.
+            self.released.notified().await;
+        }
+    }
+
+    /// Charges `bytes` for a message entering the queue.
+    pub(crate) fn charge(&self, bytes: usize) {
+        self.queued.fetch_add(bytes, Ordering::AcqRel);
+    }
+
+    /// Releases what a message taken off the queue (or never queued after all) was charged.
+    pub(crate) fn release(&self, bytes: usize) {
+        if bytes == 0 {
+            return;
+        }
+        let _ = self
+            .queued
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |queued| {
+                Some(queued.saturating_sub(bytes))
+            });
+        self.released.notify_one();
+    }
+}
+
+/// The size of `message` as the writer will encode it, give or take the envelope (id, method,
+/// timestamp): its payload serialized into a counter, so no buffer is allocated.
+pub(crate) fn encoded_size(message: &OutgoingMessage) -> usize {
+    let mut counter = Counter(0);
+    let counted = match message {
+        OutgoingMessage::Response { result, .. } => serialize(&mut counter, result),
+        OutgoingMessage::Error { error, .. } => serialize(&mut counter, error),
+        OutgoingMessage::Notification(notification) => {
+            notification.serialize_params(&mut serde_json::Serializer::new(&mut counter))
+        }
+        OutgoingMessage::Request(request) => {
+            request.serialize_params(&mut serde_json::Serializer::new(&mut counter))
+        }
+    };
+    if counted.is_err() {
+        // The writer will fail to encode it too and answer with a small error instead.
+        return ENVELOPE_BYTES;
+    }
+    counter.0 + ENVELOPE_BYTES
+}
+
+/// What the JSON-RPC envelope (id, method, timestamp) adds to the payload, roughly.
+const ENVELOPE_BYTES: usize = 64;
+
+fn serialize(counter: &mut Counter, value: &impl Serialize) -> serde_json::Result<()> {
+    serde_json::to_writer(counter, value)
+}
+
+struct Counter(usize);
+
+impl Write for Counter {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::Arc;
+    use std::time::Duration;
+    use tandem_protocol::RequestId;
+
+    #[test]
+    fn an_empty_queue_takes_any_message_and_a_full_one_only_what_fits() {
+        let budget = ByteBudget::new(100);
+        assert!(
+            budget.fits(1_000),
+            "an empty queue takes even an oversized message"
+        );
+        budget.charge(60);
+        assert!(budget.fits(40));
+        assert!(!budget.fits(41));
+        budget.release(60);
+        assert_eq!(budget.queued(), 0);
+        // A release never underflows.
+        budget.release(5);
+        assert_eq!(budget.queued(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn room_appears_when_the_writer_releases() {
+        let budget = Arc::new(ByteBudget::new(100));
+        budget.charge(90);
+        let waiter = tokio::spawn({
+            let budget = budget.clone();
+            async move { budget.room_for(50).await }
+        });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(
+            !waiter.is_finished(),
+            "no room while 90 of 100 bytes are queued"
+        );
+        budget.release(90);
+        tokio::time::timeout(Duration::from_secs(1), waiter)
+            .await
+            .expect("room after the release")
+            .unwrap();
+    }
+
+    #[test]
+    fn the_size_is_the_encoded_size() {
+        let text = "x".repeat(10_000);
+        let message = OutgoingMessage::Response {
+            id: RequestId::Integer(1),
+            result: json!({ "text": text }),
+        };
+        let size = encoded_size(&message);
+        assert!(
+            (10_000..10_000 + 2 * ENVELOPE_BYTES).contains(&size),
+            "{size}"
+        );
+    }
+}
