@@ -116,7 +116,9 @@ impl ThreadService {
                 items_view: TurnItemsView::Full,
                 ..turn.clone()
             }),
-            processes: ProcessManager::new(),
+            processes: ProcessManager::new()
+                .with_kept_output_max(self.config.process_output_max_bytes)
+                .keeping_streamed_output(),
         });
         {
             let mut state = thread.state();
