@@ -183,7 +183,11 @@ impl GuardState {
             // Holds no directory busy, and sits in a group of its own so that a signal to
             // this process's group (a closed terminal, Ctrl-C) does not reach it first.
             .current_dir("/")
-            .process_group(0);
+            .process_group(0)
+            // It needs no environment, and without one it carries no marker: the watchdog of
+            // an outer tandem (which this process may be a child of) then leaves it alive to
+            // do its own sweep, and scans for this server's children do not count it.
+            .env_clear();
         let mut child = match command.spawn() {
             Ok(child) => child,
             Err(error) => {

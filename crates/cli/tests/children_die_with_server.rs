@@ -1,0 +1,361 @@
+//! Issue 13, points 5 and 6(a), against the real binary: nothing `tandem app-server` or
+//! `tandem exec` started survives it by more than 2 s, however it died (`kill -9` included,
+//! with a child that left its group with `setsid`), and the output kept for a non-streamed
+//! process is bounded by `process_output_max_bytes` whatever the request asked for.
+//!
+//! Processes are found by the test marker every child inherits, and checked by pid against
+//! `/proc` under a deadline (a zombie awaiting its reaper counts as dead).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::PROMPT;
+use common::client::Client;
+use common::server::{Launch, MARKER_VAR, describe};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+
+/// How long anything the binary started may outlive it (issue 13, point 5).
+const OUTLIVE_LIMIT: Duration = Duration::from_secs(2);
+
+/// Fields of `/proc/PID/stat` after the command name: `(state, ppid)`.
+fn stat(pid: u32) -> Option<(String, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.to_owned();
+    let ppid = fields.next()?.parse().ok()?;
+    Some((state, ppid))
+}
+
+/// Running or sleeping, not exited (a zombie has exited; only its parent's wait is missing).
+fn is_alive(pid: u32) -> bool {
+    stat(pid).is_some_and(|(state, _)| state != "Z")
+}
+
+fn cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|bytes| String::from_utf8_lossy(&bytes).replace('\0', " "))
+        .unwrap_or_default()
+}
+
+/// The watchdog helper the binary `parent` started, if it runs.
+fn watchdog_of(parent: u32) -> Option<u32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .find(|pid| {
+            stat(*pid).is_some_and(|(state, ppid)| ppid == parent && state != "Z")
+                && cmdline(*pid).contains("__tandem-helper watchdog")
+        })
+}
+
+/// Live processes carrying the test marker `marker`, but not `except` (the binary itself).
+fn marked(marker: &str, except: u32) -> Vec<u32> {
+    let mut pids = tandem_test_support::live_pids_with_env(MARKER_VAR, marker);
+    pids.retain(|pid| *pid != except);
+    pids
+}
+
+/// Waits until every `sleep SECONDS` of `wanted` (as many as listed) runs among the processes marked `marker`;
+/// returns every marked process then, by pid with its command line.
+async fn wait_for_sleeps(marker: &str, binary: u32, wanted: &[&str]) -> BTreeMap<u32, String> {
+    let deadline = Instant::now() + PROMPT;
+    loop {
+        let found: BTreeMap<u32, String> = marked(marker, binary)
+            .into_iter()
+            .map(|pid| (pid, cmdline(pid)))
+            .collect();
+        // Each entry of `wanted` needs a process of its own.
+        let missing: Vec<&&str> = wanted
+            .iter()
+            .filter(|seconds| {
+                let running = found
+                    .values()
+                    .filter(|line| line.trim_end() == format!("sleep {seconds}"))
+                    .count();
+                running < wanted.iter().filter(|other| other == seconds).count()
+            })
+            .collect();
+        if missing.is_empty() {
+            return found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "sleeps {missing:?} never ran; marked: {found:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Polls until none of `pids` is alive, at most [`OUTLIVE_LIMIT`] after `since`; returns how
+/// long after `since` the last one was gone.
+async fn assert_all_die(pids: &BTreeMap<u32, String>, since: Instant, what: &str) -> Duration {
+    loop {
+        let alive: Vec<String> = pids
+            .keys()
+            .filter(|pid| is_alive(**pid))
+            .map(|pid| describe(*pid))
+            .collect();
+        if alive.is_empty() {
+            return since.elapsed();
+        }
+        assert!(
+            since.elapsed() < OUTLIVE_LIMIT,
+            "{what}: still alive {OUTLIVE_LIMIT:?} later: {alive:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Waits (under [`PROMPT`]) for the watchdog to finish its sweep and exit.
+async fn assert_watchdog_exits(watchdog: u32) {
+    let deadline = Instant::now() + PROMPT;
+    while is_alive(watchdog) {
+        assert!(
+            Instant::now() < deadline,
+            "the watchdog {} did not exit",
+            describe(watchdog)
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn signal(pid: u32, signal: Signal) {
+    kill(Pid::from_raw(i32::try_from(pid).expect("pid fits")), signal).expect("signal");
+}
+
+#[tokio::test]
+async fn kill_9_of_app_server_kills_processes_turn_commands_and_setsid_children() {
+    let (server, client) = Launch::new("kill9_app_server").args(["app-server"]).stdio();
+    let mut client = Client::Stdio(client);
+    client.initialize(true).await;
+    let spawn = |handle: &str, command: Value| {
+        json!({
+            "processHandle": handle,
+            "command": command,
+            "cwd": std::env::temp_dir(),
+            "timeoutMs": null,
+        })
+    };
+    client
+        .ok(
+            1,
+            "process/spawn",
+            spawn("sleeper", json!(["sleep", "601"])),
+        )
+        .await;
+    // A child that leaves the group and the session (setsid), beside one that stays.
+    let escaper = json!(["sh", "-c", "setsid sleep 603 & sleep 604 & wait"]);
+    client
+        .ok(2, "process/spawn", spawn("escaper", escaper))
+        .await;
+    let thread = client
+        .ok(3, "thread/start", json!({"approvalPolicy": "never"}))
+        .await;
+    let thread_id = thread["thread"]["id"]
+        .as_str()
+        .expect("thread id")
+        .to_owned();
+    client
+        .ok(
+            4,
+            "turn/start",
+            json!({"threadId": thread_id, "input": [{"type": "text", "text": "/sh sleep 602"}]}),
+        )
+        .await;
+    let children = wait_for_sleeps(&server.marker, server.pid, &["601", "602", "603", "604"]).await;
+    let watchdog = watchdog_of(server.pid).expect("the server started its watchdog");
+    assert!(
+        !children.contains_key(&watchdog),
+        "the watchdog carries no marker"
+    );
+
+    let since = Instant::now();
+    server.signal(Signal::SIGKILL);
+    let pid = server.pid;
+    let exited = server.wait_exit(since, PROMPT).await;
+    assert_eq!(exited.status.code(), None, "killed by a signal");
+    let took = assert_all_die(&children, since, "after kill -9 of app-server").await;
+    eprintln!(
+        "kill -9 of app-server (pid {pid}): {} children gone {took:?} later",
+        children.len()
+    );
+    assert_watchdog_exits(watchdog).await;
+}
+
+/// `tandem exec -- sh -c 'setsid sleep 1000 & sleep 1000 & wait'` with the test marker, its
+/// output discarded (no pipe of ours keeps anything waiting).
+fn exec_with_escaper(marker: &str) -> std::process::Child {
+    let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("children-die-exec");
+    Command::new(env!("CARGO_BIN_EXE_tandem"))
+        .args([
+            "exec",
+            "--",
+            "sh",
+            "-c",
+            "setsid sleep 1000 & sleep 1000 & wait",
+        ])
+        .env("TANDEM_HOME", home)
+        .env_remove("TANDEM_LOG")
+        .env(MARKER_VAR, marker)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn tandem exec")
+}
+
+/// Waits for `child` to exit (under [`PROMPT`]), returning its status, when the exit was seen
+/// (polled every 5 ms) and its stderr.
+async fn reap(mut child: std::process::Child) -> (std::process::ExitStatus, Instant, String) {
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+        text
+    });
+    let deadline = Instant::now() + PROMPT;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break (status, Instant::now());
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            panic!("tandem exec did not exit within {PROMPT:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    // Stderr ends once the watchdog (which inherited it) is done too.
+    let deadline = Instant::now() + PROMPT;
+    while !reader.is_finished() {
+        assert!(
+            Instant::now() < deadline,
+            "stderr of tandem exec never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    (status.0, status.1, reader.join().expect("stderr reader"))
+}
+
+#[tokio::test]
+async fn kill_9_of_exec_kills_the_command_and_its_setsid_child() {
+    let marker = format!("kill9-exec-{}", std::process::id());
+    let child = exec_with_escaper(&marker);
+    let pid = child.id();
+    let children = wait_for_sleeps(&marker, pid, &["1000", "1000"]).await;
+    // The shell, the sleep in its group and the one that left it.
+    assert!(children.len() >= 3, "{children:?}");
+    let watchdog = watchdog_of(pid).expect("tandem exec started its watchdog");
+
+    let since = Instant::now();
+    signal(pid, Signal::SIGKILL);
+    let (status, _, stderr) = reap(child).await;
+    assert_eq!(status.code(), None, "killed by a signal; stderr: {stderr}");
+    let took = assert_all_die(&children, since, "after kill -9 of tandem exec").await;
+    eprintln!(
+        "kill -9 of tandem exec: {} processes gone {took:?} later",
+        children.len()
+    );
+    assert_watchdog_exits(watchdog).await;
+    assert!(
+        stderr.contains("the server is gone; killed"),
+        "the watchdog reports what it killed: {stderr}"
+    );
+}
+
+#[tokio::test]
+async fn sighup_and_sigterm_of_exec_kill_the_group_and_the_setsid_child() {
+    for sig in [Signal::SIGHUP, Signal::SIGTERM] {
+        let marker = format!("{sig}-exec-{}", std::process::id());
+        let child = exec_with_escaper(&marker);
+        let pid = child.id();
+        let children = wait_for_sleeps(&marker, pid, &["1000", "1000"]).await;
+        assert!(children.len() >= 3, "{children:?}");
+
+        let signalled = Instant::now();
+        signal(pid, sig);
+        let (status, exited, stderr) = reap(child).await;
+        // As for Ctrl-C: the command's group was killed, and tandem reports it.
+        assert_eq!(status.code(), Some(137), "{sig}; stderr: {stderr}");
+        // The setsid child held the command's output pipe, so tandem waited its drain budget
+        // before exiting; from then on the watchdog has it.
+        let took = assert_all_die(&children, exited, &format!("after {sig} of tandem exec")).await;
+        eprintln!(
+            "{sig} of tandem exec: exited {:?} after the signal, everything gone {took:?} after \
+             the exit",
+            exited - signalled
+        );
+    }
+}
+
+/// The server's peak resident memory, from `VmHWM` of `/proc/PID/status`, in bytes.
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().strip_suffix("kB"))
+        .and_then(|value| value.trim().parse().ok())
+        .expect("VmHWM in kB");
+    kib * 1024
+}
+
+#[tokio::test]
+async fn uncapped_output_of_a_non_streamed_process_is_bounded_by_the_server() {
+    const MAX: u64 = 8 * 1024 * 1024;
+    const WRITTEN: u64 = 300_000_000;
+    /// Far below the 300 MB the process writes; the server's own baseline is ~20 MB.
+    const RSS_BOUND: u64 = 150 * 1024 * 1024;
+    let (server, client) = Launch::new("kept_output_bound")
+        .args([
+            "app-server".to_owned(),
+            "-c".to_owned(),
+            format!("process_output_max_bytes={MAX}"),
+        ])
+        .stdio();
+    let mut client = Client::Stdio(client);
+    client.initialize(true).await;
+    client
+        .ok(
+            1,
+            "process/spawn",
+            json!({
+                "processHandle": "yes",
+                "command": ["sh", "-c", format!("yes | head -c {WRITTEN}")],
+                "cwd": std::env::temp_dir(),
+                "outputBytesCap": null,
+                "timeoutMs": null,
+            }),
+        )
+        .await;
+    let exited = tandem_test_support::within(
+        Duration::from_secs(120),
+        "process/exited of 300 MB of output",
+        client.notification("process/exited", |params| params["processHandle"] == "yes"),
+    )
+    .await;
+    let params = &exited["params"];
+    assert_eq!(params["exitCode"], 0, "{}", params["stderr"]);
+    assert_eq!(params["stdoutCapReached"], true);
+    assert_eq!(params["stderrCapReached"], false);
+    let stdout = params["stdout"].as_str().expect("stdout");
+    assert_eq!(stdout.len() as u64, MAX, "exactly the bound is kept");
+    assert!(stdout.starts_with("y\ny\n"));
+    let peak = peak_rss(server.pid);
+    eprintln!(
+        "300 MB of uncapped output, bound {} MiB: server peak RSS {:.1} MiB",
+        MAX >> 20,
+        peak as f64 / (1024.0 * 1024.0)
+    );
+    assert!(
+        peak < RSS_BOUND,
+        "server peak RSS {peak} bytes is over {RSS_BOUND}"
+    );
+    server.terminate().await;
+}
