@@ -189,18 +189,12 @@ async fn kill_9_of_app_server_kills_processes_turn_commands_and_setsid_children(
     assert_watchdog_exits(watchdog).await;
 }
 
-/// `tandem exec -- sh -c 'setsid sleep 1000 & sleep 1000 & wait'` with the test marker, its
-/// output discarded (no pipe of ours keeps anything waiting).
-fn exec_with_escaper(marker: &str) -> std::process::Child {
-    let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("children-die-exec");
+/// `tandem ARGS` with the test marker, its output discarded (no pipe of ours keeps anything
+/// waiting) but for stderr.
+fn tandem(marker: &str, args: &[&str]) -> std::process::Child {
+    let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("children-die");
     Command::new(env!("CARGO_BIN_EXE_tandem"))
-        .args([
-            "exec",
-            "--",
-            "sh",
-            "-c",
-            "setsid sleep 1000 & sleep 1000 & wait",
-        ])
+        .args(args)
         .env("TANDEM_HOME", home)
         .env_remove("TANDEM_LOG")
         .env(MARKER_VAR, marker)
@@ -208,7 +202,21 @@ fn exec_with_escaper(marker: &str) -> std::process::Child {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn tandem exec")
+        .expect("spawn tandem")
+}
+
+/// `tandem exec -- sh -c 'setsid sleep 1000 & sleep 1000 & wait'`.
+fn exec_with_escaper(marker: &str) -> std::process::Child {
+    tandem(
+        marker,
+        &[
+            "exec",
+            "--",
+            "sh",
+            "-c",
+            "setsid sleep 1000 & sleep 1000 & wait",
+        ],
+    )
 }
 
 /// Waits for `child` to exit (under [`PROMPT`]), returning its status, when the exit was seen
@@ -267,6 +275,30 @@ async fn kill_9_of_exec_kills_the_command_and_its_setsid_child() {
         stderr.contains("the server is gone; killed"),
         "the watchdog reports what it killed: {stderr}"
     );
+}
+
+#[tokio::test]
+async fn kill_9_of_run_kills_the_turn_command_and_its_setsid_child() {
+    // `tandem run` hosts the server in-process like exec; the scripted agent runs `/sh`.
+    let marker = format!("kill9-run-{}", std::process::id());
+    let child = tandem(
+        &marker,
+        &["run", "--yes", "/sh setsid sleep 1001 & sleep 1002 & wait"],
+    );
+    let pid = child.id();
+    let children = wait_for_sleeps(&marker, pid, &["1001", "1002"]).await;
+    let watchdog = watchdog_of(pid).expect("tandem run started its watchdog");
+
+    let since = Instant::now();
+    signal(pid, Signal::SIGKILL);
+    let (status, _, stderr) = reap(child).await;
+    assert_eq!(status.code(), None, "killed by a signal; stderr: {stderr}");
+    let took = assert_all_die(&children, since, "after kill -9 of tandem run").await;
+    eprintln!(
+        "kill -9 of tandem run: {} processes gone {took:?} later",
+        children.len()
+    );
+    assert_watchdog_exits(watchdog).await;
 }
 
 #[tokio::test]
