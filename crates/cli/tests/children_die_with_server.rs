@@ -391,3 +391,47 @@ async fn uncapped_output_of_a_non_streamed_process_is_bounded_by_the_server() {
     );
     server.terminate().await;
 }
+
+#[tokio::test]
+async fn a_turn_command_keeps_no_more_output_than_the_server_bound() {
+    const MAX: usize = 1000;
+    let (server, client) = Launch::new("turn_output_bound")
+        .args([
+            "app-server".to_owned(),
+            "-c".to_owned(),
+            format!("process_output_max_bytes={MAX}"),
+        ])
+        .stdio();
+    let mut client = Client::Stdio(client);
+    client.initialize(false).await;
+    let thread = client
+        .ok(1, "thread/start", json!({"approvalPolicy": "never"}))
+        .await;
+    let thread_id = thread["thread"]["id"]
+        .as_str()
+        .expect("thread id")
+        .to_owned();
+    // 100 000 bytes on stdout and as many on stderr: a hundred times the bound each.
+    let command = "/sh yes a | head -c 100000; yes b | head -c 100000 >&2";
+    client
+        .ok(
+            2,
+            "turn/start",
+            json!({"threadId": thread_id, "input": [{"type": "text", "text": command}]}),
+        )
+        .await;
+    let completed = client
+        .notification("item/completed", |params| {
+            params["item"]["type"] == "commandExecution"
+        })
+        .await;
+    let item = &completed["params"]["item"];
+    assert_eq!(item["exitCode"], 0, "{item}");
+    let output = item["aggregatedOutput"].as_str().expect("aggregatedOutput");
+    assert_eq!(output.len(), MAX, "stdout and stderr share the bound");
+    assert!(output.starts_with("a\na\n"), "{output}");
+    client
+        .notification("turn/completed", |params| params["threadId"] == thread_id)
+        .await;
+    server.terminate().await;
+}
