@@ -435,3 +435,118 @@ async fn a_turn_command_keeps_no_more_output_than_the_server_bound() {
         .await;
     server.terminate().await;
 }
+
+/// SIGHUP, SIGINT and SIGTERM as bits of a `/proc` signal mask (bit N-1 for signal N).
+const TERMINATION_MASK: u64 =
+    signal_bit(Signal::SIGHUP) | signal_bit(Signal::SIGINT) | signal_bit(Signal::SIGTERM);
+
+const fn signal_bit(signal: Signal) -> u64 {
+    1 << (signal as u32 - 1)
+}
+
+/// The blocked-signal mask of `pid`, from `SigBlk` of `/proc/PID/status`.
+fn blocked_signals(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            let hex = status
+                .lines()
+                .find_map(|line| line.strip_prefix("SigBlk:"))?;
+            u64::from_str_radix(hex.trim(), 16).ok()
+        })
+        .unwrap_or(0)
+}
+
+/// A process in a group of its own with an empty environment (`env -i`): only a group
+/// registration can find it.
+fn unmarked_group_leader() -> std::process::Child {
+    use std::os::unix::process::CommandExt as _;
+    Command::new("env")
+        .args(["-i", "sleep", "600"])
+        .process_group(0)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("spawn env -i sleep")
+}
+
+#[tokio::test]
+async fn the_watchdog_outlasts_termination_signals_and_kills_only_registered_groups_at_eof() {
+    let mut doomed = unmarked_group_leader();
+    let mut spared = unmarked_group_leader();
+    let mut watchdog = Command::new(env!("CARGO_BIN_EXE_tandem"))
+        .args(["__tandem-helper", "watchdog", "0123456789abcdef"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the watchdog");
+    let mut pipe = watchdog.stdin.take().expect("piped stdin");
+    use std::io::Write as _;
+    let lines = format!(
+        "+g {doomed}\n+g {spared}\n-g {spared}\nnot a message\n",
+        doomed = doomed.id(),
+        spared = spared.id()
+    );
+    pipe.write_all(lines.as_bytes()).expect("register");
+    pipe.flush().expect("flush");
+
+    // Once it runs its `main` (the process group it gets at spawn keeps a terminal's signals
+    // away before that): what a closed terminal or Ctrl-C would send must not take it down.
+    let deadline = Instant::now() + PROMPT;
+    while blocked_signals(watchdog.id()) & TERMINATION_MASK != TERMINATION_MASK {
+        assert!(
+            Instant::now() < deadline,
+            "the watchdog never blocked its signals"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    for sig in [Signal::SIGHUP, Signal::SIGTERM, Signal::SIGINT] {
+        signal(watchdog.id(), sig);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        watchdog.try_wait().expect("try_wait").is_none(),
+        "the watchdog died of a termination signal"
+    );
+    assert!(
+        is_alive(doomed.id()),
+        "nothing is killed before end of file"
+    );
+
+    drop(pipe);
+    let (status, _, stderr) = reap(watchdog).await;
+    assert_eq!(status.code(), Some(0), "stderr: {stderr}");
+    assert!(stderr.contains("ignoring line \"not a message"), "{stderr}");
+    assert!(stderr.contains("killed 1 process(es)"), "{stderr}");
+    let doomed_status = doomed.wait().expect("reap the registered group");
+    use std::os::unix::process::ExitStatusExt as _;
+    assert_eq!(doomed_status.signal(), Some(Signal::SIGKILL as i32));
+    assert!(
+        spared.try_wait().expect("try_wait").is_none(),
+        "a forgotten group is left alone"
+    );
+    spared.kill().expect("clean up");
+    spared.wait().expect("reap");
+}
+
+#[test]
+fn helper_usage_errors_exit_2() {
+    for args in [
+        &["__tandem-helper"][..],
+        &["__tandem-helper", "no-such-job"],
+        &["__tandem-helper", "watchdog"],
+        &["__tandem-helper", "watchdog", "not:a:token"],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_tandem"))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run tandem");
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&output.stderr).starts_with("tandem helper"),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}

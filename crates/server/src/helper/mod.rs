@@ -14,6 +14,7 @@
 //! process is killed with `SIGKILL` (see docs/reliability.md, "What dies with the server").
 
 use std::ffi::{OsStr, OsString};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -100,14 +101,21 @@ fn run_helper(args: Vec<OsString>) -> i32 {
     match subcommand.to_str() {
         Some(watchdog::SUBCOMMAND) => watchdog::main(rest),
         _ => {
-            eprintln!(
+            report(format_args!(
                 "tandem helper: unknown subcommand {} (expected: {})",
                 subcommand.to_string_lossy(),
                 SUBCOMMANDS.join(", ")
-            );
+            ));
             HELPER_USAGE_EXIT_CODE
         }
     }
+}
+
+/// Writes one diagnostic line to stderr, ignoring failure: `eprintln!` would panic on a closed
+/// stderr, which is likely for a helper that outlives the server and whoever read its stderr,
+/// and the job must go on.
+pub(crate) fn report(message: std::fmt::Arguments<'_>) {
+    let _ = writeln!(std::io::stderr(), "{message}");
 }
 
 /// Every subcommand [`run_if_helper`] knows.

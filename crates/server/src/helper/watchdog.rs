@@ -27,6 +27,7 @@ use nix::errno::Errno;
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, killpg, sigprocmask};
 use nix::unistd::Pid;
 
+use super::report;
 use crate::process::group::{ProcStat, all_processes};
 
 /// The subcommand name after [`super::HELPER_ARG`].
@@ -165,7 +166,9 @@ pub(crate) fn main(args: &[OsString]) -> i32 {
         _ => None,
     };
     let Some(token) = token else {
-        eprintln!("tandem helper watchdog: expected one argument, the server's marker token");
+        report(format_args!(
+            "tandem helper watchdog: expected one argument, the server's marker token"
+        ));
         return super::HELPER_USAGE_EXIT_CODE;
     };
     // Blocked rather than ignored: nothing to undo, and no `unsafe` to install a handler.
@@ -180,7 +183,9 @@ pub(crate) fn main(args: &[OsString]) -> i32 {
         blocked.add(signal);
     }
     if let Err(error) = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&blocked), None) {
-        eprintln!("tandem helper watchdog: cannot block termination signals: {error}");
+        report(format_args!(
+            "tandem helper watchdog: cannot block termination signals: {error}"
+        ));
     }
 
     let mut watched = Watched::default();
@@ -193,11 +198,15 @@ pub(crate) fn main(args: &[OsString]) -> i32 {
             Ok(0) => break,
             Ok(_) => match Message::parse(line.trim_end()) {
                 Some(message) => watched.apply(message),
-                None => eprintln!("tandem helper watchdog: ignoring line {line:?}"),
+                None => report(format_args!(
+                    "tandem helper watchdog: ignoring line {line:?}"
+                )),
             },
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
             Err(error) => {
-                eprintln!("tandem helper watchdog: reading from the server failed: {error}");
+                report(format_args!(
+                    "tandem helper watchdog: reading from the server failed: {error}"
+                ));
                 break;
             }
         }
@@ -206,17 +215,17 @@ pub(crate) fn main(args: &[OsString]) -> i32 {
     if outcome.killed > 0 {
         // Said on the server's stderr: after a crash, whoever reads it learns where its
         // children went; after an orderly exit, that something had escaped its group.
-        eprintln!(
+        report(format_args!(
             "tandem helper watchdog: the server is gone; killed {} process(es) it had started",
             outcome.killed
-        );
+        ));
     }
     if outcome.survivors > 0 {
-        eprintln!(
+        report(format_args!(
             "tandem helper watchdog: {} processes of the server were still running after {:?} \
              of killing",
             outcome.survivors, SWEEP_LIMIT
-        );
+        ));
         return 1;
     }
     0
@@ -260,13 +269,17 @@ fn sweep(watched: &Watched, token: &str) -> SweepOutcome {
         for group in &watched.groups {
             match killpg(Pid::from_raw(*group), Signal::SIGKILL) {
                 Ok(()) | Err(Errno::ESRCH) => {}
-                Err(error) => eprintln!("tandem helper watchdog: killing group {group}: {error}"),
+                Err(error) => report(format_args!(
+                    "tandem helper watchdog: killing group {group}: {error}"
+                )),
             }
         }
         for pid in alive {
             match kill(pid, Signal::SIGKILL) {
                 Ok(()) | Err(Errno::ESRCH) => {}
-                Err(error) => eprintln!("tandem helper watchdog: killing {pid}: {error}"),
+                Err(error) => report(format_args!(
+                    "tandem helper watchdog: killing {pid}: {error}"
+                )),
             }
             killed.insert(pid);
         }

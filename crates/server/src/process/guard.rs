@@ -24,6 +24,7 @@ use crate::helper::watchdog::{self, MARKER_ENV, Message, ScopeKind};
 static GUARD: Mutex<GuardState> = Mutex::new(GuardState {
     helper: None,
     no_helper_logged: false,
+    start_failure_logged: false,
     marker: None,
     running: None,
     watched: None,
@@ -35,6 +36,9 @@ struct GuardState {
     helper: Option<HelperProgram>,
     /// Whether the absence of a helper was logged already.
     no_helper_logged: bool,
+    /// Whether a failed start was logged at error level already (later ones go to debug, as
+    /// the start is retried with every child).
+    start_failure_logged: bool,
     /// This process's token and the marker value its children get, made on first use.
     marker: Option<Marker>,
     /// The watchdog, once started (and until it is found dead).
@@ -191,12 +195,17 @@ impl GuardState {
         let mut child = match command.spawn() {
             Ok(child) => child,
             Err(error) => {
-                tracing::error!(
-                    helper = %helper.path().display(),
-                    %error,
-                    "cannot start the watchdog helper; children will outlive a SIGKILL of \
-                     this process (check that the helper program exists and is executable)"
-                );
+                if std::mem::replace(&mut self.start_failure_logged, true) {
+                    tracing::debug!(helper = %helper.path().display(), %error, "the watchdog helper still cannot start");
+                } else {
+                    tracing::error!(
+                        helper = %helper.path().display(),
+                        %error,
+                        "cannot start the watchdog helper; children will outlive a SIGKILL of \
+                         this process until it starts (retried with every child; check that \
+                         the helper program exists and is executable)"
+                    );
+                }
                 return;
             }
         };
