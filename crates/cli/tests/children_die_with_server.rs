@@ -189,6 +189,49 @@ async fn kill_9_of_app_server_kills_processes_turn_commands_and_setsid_children(
     assert_watchdog_exits(watchdog).await;
 }
 
+#[tokio::test]
+async fn kill_9_of_app_server_reaches_what_a_nested_tandem_started() {
+    // A `tandem exec` run by the server, whose command leaves its session: the inner tandem
+    // has a watchdog of its own, and the outer one finds the grandchild by the marker chain.
+    let (server, client) = Launch::new("kill9_nested").args(["app-server"]).stdio();
+    let mut client = Client::Stdio(client);
+    client.initialize(true).await;
+    client
+        .ok(
+            1,
+            "process/spawn",
+            json!({
+                "processHandle": "inner",
+                "command": [
+                    env!("CARGO_BIN_EXE_tandem"), "exec", "--",
+                    "sh", "-c", "setsid sleep 1005 & sleep 1006 & wait",
+                ],
+                "cwd": std::env::temp_dir(),
+                "timeoutMs": null,
+            }),
+        )
+        .await;
+    let children = wait_for_sleeps(&server.marker, server.pid, &["1005", "1006"]).await;
+    let inner = *children
+        .iter()
+        .find(|(_, line)| line.contains(" exec -- sh"))
+        .expect("the inner tandem runs")
+        .0;
+    let outer_watchdog = watchdog_of(server.pid).expect("the outer watchdog");
+    let inner_watchdog = watchdog_of(inner).expect("the inner watchdog");
+
+    let since = Instant::now();
+    server.signal(Signal::SIGKILL);
+    let _ = server.wait_exit(since, PROMPT).await;
+    let took = assert_all_die(&children, since, "after kill -9 of the outer app-server").await;
+    eprintln!(
+        "kill -9 of app-server running tandem exec: {} processes gone {took:?} later",
+        children.len()
+    );
+    assert_watchdog_exits(outer_watchdog).await;
+    assert_watchdog_exits(inner_watchdog).await;
+}
+
 /// `tandem ARGS` with the test marker, its output discarded (no pipe of ours keeps anything
 /// waiting) but for stderr.
 fn tandem(marker: &str, args: &[&str]) -> std::process::Child {
