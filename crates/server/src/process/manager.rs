@@ -238,32 +238,33 @@ impl ProcessManager {
     /// the stream's `capReached` flag is set, as for the request's own cap. Streamed output is
     /// not kept (it waits for the consumer instead), so this does not bound it, unless
     /// [`Self::keeping_streamed_output`] says the sinks keep it.
-    pub fn with_kept_output_max(mut self, max_bytes: u64) -> Self {
-        self.limits_mut().max_bytes = Some(max_bytes);
-        self
+    pub fn with_kept_output_max(self, max_bytes: u64) -> Self {
+        self.with_limits(|limits| limits.max_bytes = Some(max_bytes))
     }
 
     /// Declares that the sinks given to this manager keep the streamed output they receive
     /// (a turn keeps its command's output for the item), so that the bound of
     /// [`Self::with_kept_output_max`] applies to streamed spawns too.
-    pub fn keeping_streamed_output(mut self) -> Self {
-        self.limits_mut().streamed_output_is_kept = true;
-        self
+    pub fn keeping_streamed_output(self) -> Self {
+        self.with_limits(|limits| limits.streamed_output_is_kept = true)
     }
 
-    /// The limits, settable only while this is the only handle (at construction).
-    fn limits_mut(&mut self) -> &mut KeptOutputLimits {
-        if Arc::get_mut(&mut self.inner).is_none() {
-            // Another clone exists: give this one a table of its own rather than change the
-            // limits under processes that already run.
-            self.inner = Arc::new(Inner {
-                state: Mutex::default(),
-                limits: self.inner.limits,
-            });
+    /// This manager with `update` applied to its limits. Meant for construction: should
+    /// another clone exist, this one gets a handle table of its own rather than changing the
+    /// limits under processes that already run.
+    fn with_limits(mut self, update: impl FnOnce(&mut KeptOutputLimits)) -> Self {
+        let mut limits = self.inner.limits;
+        update(&mut limits);
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.limits = limits,
+            None => {
+                self.inner = Arc::new(Inner {
+                    state: Mutex::default(),
+                    limits,
+                });
+            }
         }
-        &mut Arc::get_mut(&mut self.inner)
-            .expect("the manager was just made unique")
-            .limits
+        self
     }
 
     /// `process/spawn`: validates `params` and starts the child; returns once it is running.
