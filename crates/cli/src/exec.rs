@@ -57,8 +57,9 @@ Input:
 
 Process group:
   The command runs in a process group of its own. Ctrl-C (or SIGTERM, SIGHUP) kills that whole
-  group, and when tandem exits it kills whatever the command left running in the background:
-  nothing the command started outlives tandem.
+  group, and when tandem exits, however it exits (kill -9 included), a watchdog process kills
+  whatever the command left running: its group, and every process that inherited tandem's
+  TANDEM_SUPERVISOR variable, even one that left the group with setsid.
 
 Exit status:
   N     the command's exit code; 128+N if a signal N killed it

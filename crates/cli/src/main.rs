@@ -68,6 +68,9 @@ enum Command {
 const LOG_ENV: &str = "TANDEM_LOG";
 
 fn main() {
+    // A re-execution of this binary as a helper of the server (its watchdog) runs that job
+    // and exits here, before any runtime or logging is set up.
+    tandem_server::run_if_helper();
     // Usage errors and --help/--version exit here, with clap's codes (2 for usage errors).
     let cli = Cli::parse();
     // A server's stderr is often a pipe nobody reads: keep it to warnings unless asked.

@@ -8,7 +8,9 @@
 //! order.
 
 use clap::Args;
-use tandem_server::{ServerConfig, ServerConfigBuilder, ServerOptions, ServerOptionsError};
+use tandem_server::{
+    HelperProgram, ServerConfig, ServerConfigBuilder, ServerOptions, ServerOptionsError,
+};
 
 /// Feature names `--enable`/`--disable` know. Tandem has no optional features yet, so every
 /// name is unknown: that is a warning, not an error, because SDKs written for other app-servers
@@ -78,9 +80,18 @@ impl GlobalOptions {
         Ok(builder)
     }
 
-    /// Loads the server options (blocking: it reads config.toml).
+    /// Loads the server options (blocking: it reads config.toml), with this binary as the
+    /// server's helper program, so that every command's children die with tandem however it
+    /// ends (the watchdog; `main` runs the helper jobs).
     pub(crate) fn server_options(&self) -> Result<ServerOptions, SettingsError> {
-        Ok(ServerOptions::load(self.config_builder()?)?)
+        let options = ServerOptions::load(self.config_builder()?)?;
+        Ok(match HelperProgram::current_exe() {
+            Ok(helper) => options.with_helper_program(helper),
+            Err(error) => {
+                tracing::warn!(%error, "cannot find tandem's own binary; running without the watchdog");
+                options
+            }
+        })
     }
 }
 

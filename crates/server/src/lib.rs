@@ -4,6 +4,7 @@
 
 pub mod agent;
 pub mod config;
+pub mod helper;
 pub mod options;
 pub mod process;
 pub mod server;
@@ -16,6 +17,7 @@ pub use agent::{
     ScriptedAgent, StreamingMessage, ToolOutcome, TurnDriver, TurnItems,
 };
 pub use config::{ConfigError, ServerConfig, ServerConfigBuilder};
+pub use helper::{HelperProgram, run_if_helper};
 pub use options::{ServerOptions, ServerOptionsError};
 pub use server::TandemServer;
 pub use threads::{DEFAULT_MODEL, MODEL_PROVIDER};

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use crate::agent::{Agent, AgentBuildError, OpenAiCompatibleAgent, ScriptedAgent};
 use crate::config::{ConfigError, ServerConfig, ServerConfigBuilder};
+use crate::helper::HelperProgram;
 use crate::store::ThreadStore;
 
 /// Why [`ServerOptions`] could not be built.
@@ -50,6 +51,10 @@ pub struct ServerOptions {
     pub store: Option<Arc<dyn ThreadStore>>,
     /// The agent that runs every turn.
     pub agent: Arc<dyn Agent>,
+    /// The program re-executed for helper jobs, such as the watchdog that kills every child
+    /// when this process dies (see [`crate::helper`]); `None` runs without a watchdog, so
+    /// children outlive a `SIGKILL` of the process (logged once, at info level).
+    pub helper_program: Option<HelperProgram>,
 }
 
 impl fmt::Debug for ServerOptions {
@@ -57,6 +62,7 @@ impl fmt::Debug for ServerOptions {
         f.debug_struct("ServerOptions")
             .field("config", &self.config)
             .field("custom_store", &self.store.is_some())
+            .field("helper_program", &self.helper_program)
             .finish_non_exhaustive()
     }
 }
@@ -74,6 +80,7 @@ impl ServerOptions {
             config,
             store: None,
             agent,
+            helper_program: None,
         })
     }
 
@@ -99,6 +106,14 @@ impl ServerOptions {
     /// Uses `store` for persisted threads instead of SQLite under the home.
     pub fn with_store(mut self, store: Arc<dyn ThreadStore>) -> Self {
         self.store = Some(store);
+        self
+    }
+
+    /// Re-executes `program` for helper jobs; see [`ServerOptions::helper_program`]. The
+    /// program's `main` must call [`crate::run_if_helper`] first thing; the `tandem` binary
+    /// names itself ([`HelperProgram::current_exe`]).
+    pub fn with_helper_program(mut self, program: HelperProgram) -> Self {
+        self.helper_program = Some(program);
         self
     }
 

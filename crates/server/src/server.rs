@@ -145,6 +145,9 @@ impl TandemServer {
     /// A server that emits through `outgoing` (the sender the host hands its processor
     /// factory).
     pub fn new(outgoing: OutgoingMessageSender, options: ServerOptions) -> Self {
+        if let Some(helper) = &options.helper_program {
+            crate::helper::enable_watchdog(helper);
+        }
         let threads = Arc::new(ThreadService::new(
             outgoing.clone(),
             options.config.clone(),
@@ -177,7 +180,8 @@ impl TandemServer {
         let mut connections = self.lock();
         let entry = connections.entry(connection).or_insert_with(|| {
             Arc::new(ConnectionProcesses {
-                manager: ProcessManager::new(),
+                manager: ProcessManager::new()
+                    .with_kept_output_max(self.options.config.process_output_max_bytes),
                 sink: Arc::new(ConnectionSink {
                     outgoing: self.outgoing.clone(),
                     connection,

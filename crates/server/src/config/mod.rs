@@ -56,6 +56,14 @@ pub const DEFAULT_THREAD_UNLOAD_DELAY: Duration = Duration::from_secs(60);
 /// rejects nothing anyone would configure on purpose.
 const UPTIME_HEADROOM: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
 
+/// Config key of the server-wide bound on the output kept in memory for one process (stdout
+/// and stderr together), in bytes; see
+/// [`ProcessManager::with_kept_output_max`](crate::process::ProcessManager::with_kept_output_max).
+pub const PROCESS_OUTPUT_MAX_BYTES_KEY: &str = "process_output_max_bytes";
+
+/// Default of [`PROCESS_OUTPUT_MAX_BYTES_KEY`].
+pub const DEFAULT_PROCESS_OUTPUT_MAX_BYTES: u64 = crate::process::DEFAULT_KEPT_OUTPUT_MAX_BYTES;
+
 /// Config key of the default model.
 pub const MODEL_KEY: &str = "model";
 
@@ -68,6 +76,7 @@ pub const PROFILES_KEY: &str = "profiles";
 /// Every key the config file may hold; any other key is ignored with a warning.
 const KNOWN_KEYS: &[&str] = &[
     THREAD_UNLOAD_DELAY_KEY,
+    PROCESS_OUTPUT_MAX_BYTES_KEY,
     MODEL_KEY,
     MODEL_PROVIDER_KEY,
     MODEL_PROVIDERS_KEY,
@@ -156,6 +165,9 @@ pub struct ServerConfig {
     pub tandem_home: PathBuf,
     /// How long a loaded thread with no subscribers and no active turn stays loaded.
     pub thread_unload_delay: Duration,
+    /// Most bytes of output kept in memory for one process (stdout and stderr together) that
+    /// is not streamed to a client, whatever `outputBytesCap` it asked for.
+    pub process_output_max_bytes: u64,
     /// The model a thread uses unless `thread/start` or `turn/start` chose one.
     pub model: Option<String>,
     /// The selected provider's key in [`ServerConfig::model_providers`]; `None` runs turns
@@ -197,6 +209,7 @@ impl ServerConfig {
         json!({
             "tandem_home": self.tandem_home.display().to_string(),
             THREAD_UNLOAD_DELAY_KEY: self.thread_unload_delay.as_secs(),
+            PROCESS_OUTPUT_MAX_BYTES_KEY: self.process_output_max_bytes,
             MODEL_KEY: self.model,
             MODEL_PROVIDER_KEY: self.model_provider,
             MODEL_PROVIDERS_KEY: providers,
@@ -383,6 +396,9 @@ impl ServerConfigBuilder {
             thread_unload_delay: settings
                 .thread_unload_delay
                 .unwrap_or(DEFAULT_THREAD_UNLOAD_DELAY),
+            process_output_max_bytes: settings
+                .process_output_max_bytes
+                .unwrap_or(DEFAULT_PROCESS_OUTPUT_MAX_BYTES),
             model: settings.model,
             model_provider: settings.model_provider,
             model_providers: settings.model_providers,
@@ -458,6 +474,7 @@ fn read_file(path: &Path) -> Result<toml::Table, ConfigError> {
 #[derive(Debug, Default)]
 struct Settings {
     thread_unload_delay: Option<Duration>,
+    process_output_max_bytes: Option<u64>,
     model: Option<String>,
     model_provider: Option<String>,
     model_providers: BTreeMap<String, ModelProviderConfig>,
@@ -474,6 +491,15 @@ impl Settings {
                 parse_delay(
                     value,
                     &layered.origin_of(THREAD_UNLOAD_DELAY_KEY).to_string(),
+                )
+            })
+            .transpose()?;
+        let process_output_max_bytes = table
+            .get(PROCESS_OUTPUT_MAX_BYTES_KEY)
+            .map(|value| {
+                parse_output_max(
+                    value,
+                    &layered.origin_of(PROCESS_OUTPUT_MAX_BYTES_KEY).to_string(),
                 )
             })
             .transpose()?;
@@ -494,10 +520,29 @@ impl Settings {
         let (model_provider, model_providers) = providers::parse_providers(layered, complete)?;
         Ok(Self {
             thread_unload_delay,
+            process_output_max_bytes,
             model,
             model_provider,
             model_providers,
         })
+    }
+}
+
+fn parse_output_max(value: &toml::Value, origin: &str) -> Result<u64, ConfigError> {
+    let invalid = |reason: String| ConfigError::InvalidValue {
+        key: PROCESS_OUTPUT_MAX_BYTES_KEY.to_owned(),
+        value: value.to_string(),
+        origin: origin.to_owned(),
+        reason,
+    };
+    match value {
+        toml::Value::Integer(bytes) => u64::try_from(*bytes).map_err(|_| {
+            invalid("the bound must not be negative; use 0 to keep no output at all".into())
+        }),
+        other => Err(invalid(format!(
+            "expected a whole number of bytes (e.g. {DEFAULT_PROCESS_OUTPUT_MAX_BYTES}), found a {}",
+            other.type_str()
+        ))),
     }
 }
 

@@ -471,3 +471,38 @@ fn config_read_shows_the_provider_but_no_secret() {
     assert_eq!(provider["http_headers"]["authorization"], "<redacted>");
     assert!(!object.to_string().contains("s3cret"));
 }
+
+#[test]
+fn the_process_output_bound_defaults_to_64_mib_and_is_set_by_file_or_override() {
+    let home = home_with_config(None);
+    let config = load(home.path()).expect("load");
+    assert_eq!(config.process_output_max_bytes, 64 * 1024 * 1024);
+    assert_eq!(
+        config.to_config_object()["process_output_max_bytes"],
+        64 * 1024 * 1024
+    );
+
+    let home = home_with_config(Some("process_output_max_bytes = 4096\n"));
+    assert_eq!(
+        load(home.path()).expect("load").process_output_max_bytes,
+        4096
+    );
+    let config = builder(home.path())
+        .config_override("process_output_max_bytes", 0.into())
+        .load()
+        .expect("load");
+    assert_eq!(config.process_output_max_bytes, 0);
+
+    for (value, hint) in [
+        (toml::Value::from(-1), "negative"),
+        (toml::Value::from("8M"), "whole number of bytes"),
+    ] {
+        let error = builder(home.path())
+            .config_override("process_output_max_bytes", value)
+            .load()
+            .expect_err("invalid bound");
+        let text = error.to_string();
+        assert!(text.contains("process_output_max_bytes"), "{text}");
+        assert!(text.contains(hint), "{text}");
+    }
+}

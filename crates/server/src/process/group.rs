@@ -65,8 +65,29 @@ fn signal_group(pgid: Pid, signal: Signal) {
     }
 }
 
-/// Non-zombie processes whose session id is in `sessions`, read from `/proc/<pid>/stat`.
+/// Non-zombie processes whose session id is in `sessions`.
 fn live_session_members(sessions: &HashSet<Pid>) -> Vec<Pid> {
+    all_processes()
+        .into_iter()
+        .filter(|process| !process.zombie && sessions.contains(&process.session))
+        .map(|process| process.pid)
+        .collect()
+}
+
+/// One process as `/proc/<pid>/stat` describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProcStat {
+    pub(crate) pid: Pid,
+    /// Exited and waiting for its parent to reap it: nothing left to kill.
+    pub(crate) zombie: bool,
+    /// The process group id.
+    pub(crate) group: Pid,
+    /// The session id.
+    pub(crate) session: Pid,
+}
+
+/// Every process whose `/proc/<pid>/stat` could be read (one that exits meanwhile is skipped).
+pub(crate) fn all_processes() -> Vec<ProcStat> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -75,13 +96,54 @@ fn live_session_members(sessions: &HashSet<Pid>) -> Vec<Pid> {
         .filter_map(|entry| {
             let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
             let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-            // `pid (comm) state ppid pgrp session ...`; comm may contain spaces and parens.
-            let (_, rest) = stat.rsplit_once(')')?;
-            let mut fields = rest.split_whitespace();
-            let state = fields.next()?;
-            let session: i32 = fields.nth(2)?.parse().ok()?;
-            (state != "Z" && sessions.contains(&Pid::from_raw(session)))
-                .then_some(Pid::from_raw(pid))
+            parse_stat(pid, &stat)
         })
         .collect()
+}
+
+/// Parses `pid (comm) state ppid pgrp session ...`; comm may contain spaces and parens.
+fn parse_stat(pid: i32, stat: &str) -> Option<ProcStat> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?;
+    let group: i32 = fields.nth(1)?.parse().ok()?;
+    let session: i32 = fields.next()?.parse().ok()?;
+    Some(ProcStat {
+        pid: Pid::from_raw(pid),
+        zombie: state == "Z",
+        group: Pid::from_raw(group),
+        session: Pid::from_raw(session),
+    })
+}
+
+#[cfg(test)]
+mod unit_tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_parse_past_odd_command_names() {
+        let parsed = parse_stat(12, "12 (a) b (c)) S 1 34 56 0 -1 4194560").expect("parses");
+        assert_eq!(
+            parsed,
+            ProcStat {
+                pid: Pid::from_raw(12),
+                zombie: false,
+                group: Pid::from_raw(34),
+                session: Pid::from_raw(56),
+            }
+        );
+        assert!(parse_stat(3, "3 (z) Z 1 3 3 0").expect("parses").zombie);
+        assert_eq!(parse_stat(3, "3 (z) S 1"), None);
+    }
+
+    #[test]
+    fn this_process_is_listed_with_its_group_and_session() {
+        let me = Pid::this();
+        let found = all_processes()
+            .into_iter()
+            .find(|process| process.pid == me)
+            .expect("this process is in /proc");
+        assert_eq!(found.group, nix::unistd::getpgrp());
+        assert_eq!(found.session, nix::unistd::getsid(None).expect("getsid"));
+    }
 }

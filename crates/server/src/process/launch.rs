@@ -11,6 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::{Child, Command};
 
 use super::plan::SpawnPlan;
+use crate::helper::watchdog::MARKER_ENV;
 
 /// A readable output stream of the child.
 pub(crate) type OutputReader = Box<dyn AsyncRead + Send + Unpin>;
@@ -44,8 +45,9 @@ pub(crate) enum LaunchError {
     NoPid,
 }
 
-/// Builds the command shared by both wirings: program, arguments, cwd and environment.
-fn base_command(plan: &SpawnPlan) -> Command {
+/// Builds the command shared by both wirings: program, arguments, cwd and environment, with
+/// `marker` (the watchdog's, see `guard`) in [`MARKER_ENV`].
+fn base_command(plan: &SpawnPlan, marker: Option<&str>) -> Command {
     let mut command = Command::new(&plan.program);
     command.args(&plan.args).current_dir(&plan.cwd);
     // Entries are merged over the inherited environment; `null` removes a variable.
@@ -55,23 +57,29 @@ fn base_command(plan: &SpawnPlan) -> Command {
             None => command.env_remove(name),
         };
     }
+    // Set last, so that a request's `env` cannot remove it: it is how the watchdog finds the
+    // children that left their process group.
+    if let Some(marker) = marker {
+        command.env(MARKER_ENV, marker);
+    }
     // Our supervisor owns the child's lifetime (timeouts, kill, kill_all); dropping a handle
     // must not silently kill only the leader and leave the rest of the group behind.
     command.kill_on_drop(false);
     command
 }
 
-/// Starts the child described by `plan`.
-pub(crate) fn launch(plan: &SpawnPlan) -> Result<Launched, LaunchError> {
+/// Starts the child described by `plan`, with `marker` in its environment (see
+/// [`base_command`]).
+pub(crate) fn launch(plan: &SpawnPlan, marker: Option<&str>) -> Result<Launched, LaunchError> {
     if plan.tty {
-        launch_pty(plan)
+        launch_pty(plan, marker)
     } else {
-        launch_pipes(plan)
+        launch_pipes(plan, marker)
     }
 }
 
-fn launch_pipes(plan: &SpawnPlan) -> Result<Launched, LaunchError> {
-    let mut command = base_command(plan);
+fn launch_pipes(plan: &SpawnPlan, marker: Option<&str>) -> Result<Launched, LaunchError> {
+    let mut command = base_command(plan, marker);
     command
         .stdin(if plan.stream_stdin {
             Stdio::piped()
@@ -101,7 +109,7 @@ fn launch_pipes(plan: &SpawnPlan) -> Result<Launched, LaunchError> {
     })
 }
 
-fn launch_pty(plan: &SpawnPlan) -> Result<Launched, LaunchError> {
+fn launch_pty(plan: &SpawnPlan, marker: Option<&str>) -> Result<Launched, LaunchError> {
     let (pty, pts) = pty_process::open()?;
     pty.resize(pty_process::Size::new(plan.size.rows, plan.size.cols))?;
     let pty_control = pty.as_fd().try_clone_to_owned()?;
@@ -109,7 +117,7 @@ fn launch_pty(plan: &SpawnPlan) -> Result<Launched, LaunchError> {
     // terminal; a new session is also a new process group whose id is the child's pid, so
     // `process_group(0)` is neither needed nor allowed here (setsid fails for a group leader).
     // `spawn` consumes `pts`, so the parent holds no slave end and sees EOF/EIO at hang-up.
-    let mut child = pty_process::Command::from(base_command(plan)).spawn(pts)?;
+    let mut child = pty_process::Command::from(base_command(plan, marker)).spawn(pts)?;
     let pid = child.id().ok_or(LaunchError::NoPid)?;
     // The child's stdio are the PTY slave; tokio never captured them.
     child.stdin.take();

@@ -23,9 +23,10 @@ use tokio::sync::watch;
 
 use super::error::ProcessError;
 use super::group::{ProcessScope, kill_scopes};
+use super::guard;
 use super::launch::{self, InputWriter, Launched};
 use super::plan::{SpawnPlan, check_size};
-use super::stream::{StreamConfig, StreamMode, StreamSignals, pump};
+use super::stream::{OutputBudget, StreamConfig, StreamMode, StreamSignals, pump};
 use super::supervise::{Supervision, supervise};
 use super::{KILL_ALL_REAP_TIMEOUT, PTY_EOF_BYTE, ProcessEventSink};
 
@@ -92,6 +93,19 @@ impl fmt::Debug for SpawnedProcess {
 #[derive(Default)]
 pub(crate) struct Inner {
     state: Mutex<State>,
+    limits: KeptOutputLimits,
+}
+
+/// The server-wide bound on output kept in memory (see
+/// [`ProcessManager::with_kept_output_max`]).
+#[derive(Debug, Clone, Copy, Default)]
+struct KeptOutputLimits {
+    /// Most bytes of one process's output (stdout and stderr together) kept; `None` for no
+    /// bound beyond each request's `outputBytesCap`.
+    max_bytes: Option<u64>,
+    /// Whether the sinks of this manager keep streamed output too (a turn's commands), so
+    /// that the bound applies to streamed spawns as well.
+    streamed_output_is_kept: bool,
 }
 
 #[derive(Default)]
@@ -191,21 +205,66 @@ impl Drop for Inner {
         let state = self.lock();
         let scopes: Vec<ProcessScope> = state.scopes.iter().copied().collect();
         kill_scopes(&scopes);
+        // Killed: the watchdog need not remember them (and a manager per turn would make its
+        // table grow without bound). Members that are still dying carry the marker.
+        for scope in scopes {
+            guard::forget(scope);
+        }
     }
 }
 
-/// Forgets scopes that no longer have members, so a recycled id is never signalled.
+/// Forgets scopes that no longer have members, so a recycled id is never signalled (neither
+/// by this manager nor by the watchdog).
 fn prune_scopes(state: &mut State) {
     let active: HashSet<ProcessScope> = state.active.values().map(|entry| entry.scope).collect();
-    state
-        .scopes
-        .retain(|scope| active.contains(scope) || !scope.is_empty());
+    state.scopes.retain(|scope| {
+        let keep = active.contains(scope) || !scope.is_empty();
+        if !keep {
+            guard::forget(*scope);
+        }
+        keep
+    });
 }
 
 impl ProcessManager {
-    /// An empty manager for one connection.
+    /// An empty manager for one connection, keeping as much output as each request allows.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Bounds the output kept in memory for one process, stdout and stderr together, to
+    /// `max_bytes` (the server's `process_output_max_bytes`), whatever `outputBytesCap` a
+    /// non-streamed spawn asks for, `null` included. Output past it is read and dropped, and
+    /// the stream's `capReached` flag is set, as for the request's own cap. Streamed output is
+    /// not kept (it waits for the consumer instead), so this does not bound it, unless
+    /// [`Self::keeping_streamed_output`] says the sinks keep it.
+    pub fn with_kept_output_max(self, max_bytes: u64) -> Self {
+        self.with_limits(|limits| limits.max_bytes = Some(max_bytes))
+    }
+
+    /// Declares that the sinks given to this manager keep the streamed output they receive
+    /// (a turn keeps its command's output for the item), so that the bound of
+    /// [`Self::with_kept_output_max`] applies to streamed spawns too.
+    pub fn keeping_streamed_output(self) -> Self {
+        self.with_limits(|limits| limits.streamed_output_is_kept = true)
+    }
+
+    /// This manager with `update` applied to its limits. Meant for construction: should
+    /// another clone exist, this one gets a handle table of its own rather than changing the
+    /// limits under processes that already run.
+    fn with_limits(mut self, update: impl FnOnce(&mut KeptOutputLimits)) -> Self {
+        let mut limits = self.inner.limits;
+        update(&mut limits);
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.limits = limits,
+            None => {
+                self.inner = Arc::new(Inner {
+                    state: Mutex::default(),
+                    limits,
+                });
+            }
+        }
+        self
     }
 
     /// `process/spawn`: validates `params` and starts the child; returns once it is running.
@@ -226,11 +285,18 @@ impl ProcessManager {
         sink: Arc<dyn ProcessEventSink>,
     ) -> Result<SpawnedProcess, ProcessError> {
         let plan = SpawnPlan::from_params(params)?;
+        let limits = self.inner.limits;
+        let budget = limits
+            .max_bytes
+            .filter(|_| !plan.stream_output || limits.streamed_output_is_kept)
+            .map(|max| Arc::new(OutputBudget::new(max)));
         // Check and insert under one lock so two spawns cannot both claim a handle.
         let mut state = self.inner.lock();
         if state.active.contains_key(&plan.handle) {
             return Err(ProcessError::DuplicateHandle(plan.handle));
         }
+        // Before the child exists, so that it is guarded from its first instruction.
+        let marker = guard::prepare_child();
         let Launched {
             child,
             pid,
@@ -238,11 +304,13 @@ impl ProcessManager {
             stdout,
             stderr,
             pty_control,
-        } = launch::launch(&plan).map_err(|error| ProcessError::SpawnFailed(error.to_string()))?;
+        } = launch::launch(&plan, marker.as_deref())
+            .map_err(|error| ProcessError::SpawnFailed(error.to_string()))?;
         let scope = ProcessScope {
             leader: Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX)),
             session: plan.tty,
         };
+        guard::watch(scope);
         tracing::debug!(handle = %plan.handle, pid, tty = plan.tty, "process spawned");
 
         let (exited_tx, exited_rx) = watch::channel(false);
@@ -259,6 +327,7 @@ impl ProcessManager {
                 handle: plan.handle.clone(),
                 stream,
                 cap: plan.output_bytes_cap,
+                budget: budget.clone(),
                 mode: mode(),
                 is_pty: plan.tty,
             };

@@ -8,16 +8,18 @@
 //! Control requests never await the sink, so they answer even while it is stalled forever.
 //!
 //! Files: `error` holds every error text, `plan` validates spawn params, `launch` wires pipes
-//! or a PTY, `group` kills what a child started, `stream` is the output pump, `manager` owns
-//! the handle table and the control requests, `supervise` waits for exit and sends
-//! `process/exited`.
+//! or a PTY, `group` kills what a child started, `guard` registers it with the watchdog that
+//! kills it if this process dies (see [`crate::helper::watchdog`]), `stream` is the output
+//! pump, `manager` owns the handle table and the control requests, `supervise` waits for exit
+//! and sends `process/exited`.
 
 use std::time::Duration;
 
 use tandem_protocol::{ProcessExitedNotification, ProcessOutputDeltaNotification, PtySize};
 
 mod error;
-mod group;
+pub(crate) mod group;
+pub(crate) mod guard;
 mod launch;
 mod manager;
 mod plan;
@@ -44,6 +46,11 @@ pub const SIGNAL_EXIT_CODE_BASE: i32 = 128;
 
 /// Per-stream output cap applied when `outputBytesCap` is omitted (`null` means none).
 pub const DEFAULT_OUTPUT_BYTES_CAP: u64 = 1024 * 1024;
+
+/// Default of the server-wide bound on the output kept in memory for one process, stdout and
+/// stderr together (config key `process_output_max_bytes`; see
+/// [`ProcessManager::with_kept_output_max`]).
+pub const DEFAULT_KEPT_OUTPUT_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Most bytes merged into one `process/outputDelta`.
 pub const DELTA_MERGE_BYTES: usize = 64 * 1024;

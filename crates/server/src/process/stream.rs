@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -41,6 +42,9 @@ pub(crate) struct StreamConfig {
     pub(crate) stream: ProcessOutputStream,
     /// `None` means unlimited.
     pub(crate) cap: Option<u64>,
+    /// The server-wide bound shared by both streams of the process; `None` when it does not
+    /// apply (streamed output that nothing keeps).
+    pub(crate) budget: Option<Arc<OutputBudget>>,
     pub(crate) mode: StreamMode,
     /// PTY masters report hang-up as `EIO`, which is their EOF.
     pub(crate) is_pty: bool,
@@ -53,6 +57,34 @@ pub(crate) struct StreamOutcome {
     pub(crate) captured: Vec<u8>,
     pub(crate) cap_reached: bool,
     pub(crate) drain_timed_out: bool,
+}
+
+/// Bytes one process may still keep, shared by its stdout and stderr pumps (the server-wide
+/// `process_output_max_bytes`).
+#[derive(Debug)]
+pub(crate) struct OutputBudget {
+    remaining: AtomicU64,
+}
+
+impl OutputBudget {
+    pub(crate) fn new(max_bytes: u64) -> Self {
+        Self {
+            remaining: AtomicU64::new(max_bytes),
+        }
+    }
+
+    /// Takes up to `wanted` bytes from the budget; returns how many were granted.
+    fn take(&self, wanted: usize) -> usize {
+        let wanted = wanted as u64;
+        let previous = self
+            .remaining
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |remaining| {
+                Some(remaining.saturating_sub(wanted))
+            })
+            .unwrap_or_else(|remaining| remaining);
+        // At most `wanted`, which came from a `usize`.
+        usize::try_from(previous.min(wanted)).unwrap_or(0)
+    }
 }
 
 /// The signals a pump listens to.
@@ -239,15 +271,19 @@ pub(crate) async fn pump(
             }, if can_read => match read {
                 Ok(0) => reader = None,
                 Ok(n) => {
-                    let take = match config.cap {
+                    let mut take = match config.cap {
                         None => n,
                         Some(cap) => usize::try_from(cap - accepted).map_or(n, |room| room.min(n)),
                     };
+                    if let Some(budget) = &config.budget {
+                        take = budget.take(take);
+                    }
                     pending.commit_read(n, take);
                     accepted += take as u64;
                     // Bytes past the cap are read and dropped so the child never blocks on a
-                    // full pipe; `take < n` also flags a zero cap, where no delta can carry it.
-                    if config.cap.is_some_and(|cap| accepted >= cap && (cap > 0 || take < n)) {
+                    // full pipe; `take < n` also flags a zero cap, where no delta can carry it,
+                    // and output dropped by the server-wide budget.
+                    if take < n || config.cap.is_some_and(|cap| accepted >= cap && cap > 0) {
                         cap_reached = true;
                     }
                 }
@@ -353,6 +389,16 @@ mod unit_tests {
         read_into(&mut queue, b"dropped", 0);
         assert_eq!(queue.len, 4);
         assert_eq!(queue.into_bytes(), b"keep");
+    }
+
+    #[test]
+    fn the_output_budget_grants_what_is_left_and_then_nothing() {
+        let budget = OutputBudget::new(10);
+        assert_eq!(budget.take(4), 4);
+        assert_eq!(budget.take(0), 0);
+        assert_eq!(budget.take(8), 6);
+        assert_eq!(budget.take(1), 0);
+        assert_eq!(OutputBudget::new(u64::MAX).take(usize::MAX), usize::MAX);
     }
 
     #[tokio::test(start_paused = true)]

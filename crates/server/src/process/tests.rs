@@ -22,6 +22,8 @@ use tokio::sync::watch;
 
 use super::{DELTA_MERGE_BYTES, ProcessEventSink, ProcessManager};
 
+mod kept_output;
+
 const INVALID_REQUEST: i64 = -32600;
 const INVALID_PARAMS: i64 = -32602;
 const INTERNAL_ERROR: i64 = -32603;

@@ -123,7 +123,9 @@ impl ThreadService {
             steer_signal: tokio::sync::Notify::new(),
             interrupt_replies: Mutex::new(Vec::new()),
             snapshot: Mutex::new(turn.clone()),
-            processes: ProcessManager::new(),
+            processes: ProcessManager::new()
+                .with_kept_output_max(self.config.process_output_max_bytes)
+                .keeping_streamed_output(),
             ended: CancellationToken::new(),
         });
         {

@@ -1,0 +1,122 @@
+//! Helper programs: small jobs the server runs in a process of its own, by re-executing a
+//! binary that links this crate (the `tandem` binary re-executes itself).
+//!
+//! A separate process is needed where the job must outlive the server or run with a setup the
+//! server's own process must not have, and the workspace forbids the `unsafe` code a
+//! `fork` without `exec` would take. One mechanism serves every such job: the embedder names
+//! the program in [`crate::ServerOptions::with_helper_program`], the server starts it as
+//! `PROGRAM __tandem-helper SUBCOMMAND ARGS...`, and the program calls [`run_if_helper`] first
+//! thing in `main`, which runs the subcommand and exits instead of returning.
+//!
+//! Subcommands: `watchdog` (see [`watchdog`]) kills everything the server started once the
+//! server is gone, however it died. An embedder that names no helper program gets no
+//! watchdog: its children are still killed on every orderly shutdown, but not when its
+//! process is killed with `SIGKILL` (see docs/reliability.md, "What dies with the server").
+
+use std::ffi::{OsStr, OsString};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub mod watchdog;
+
+/// The first argument that makes a binary a helper rather than its usual self. Chosen so
+/// that no user would type it as a subcommand.
+pub const HELPER_ARG: &str = "__tandem-helper";
+
+/// The exit code of a helper invocation that names no known subcommand or malformed
+/// arguments (a usage error, as clap reports them).
+pub const HELPER_USAGE_EXIT_CODE: i32 = 2;
+
+/// The program the server re-executes for helper jobs, e.g. `std::env::current_exe()` of a
+/// binary whose `main` starts with [`run_if_helper`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HelperProgram {
+    path: PathBuf,
+}
+
+impl HelperProgram {
+    /// The helper at `path`. The binary must call [`run_if_helper`] before anything else.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into() }
+    }
+
+    /// The program of the running process, re-executed through `/proc/self/exe` where it
+    /// exists: that keeps working after the binary on disk was replaced or deleted (an
+    /// upgrade while the server runs), where its path would start the new version or nothing.
+    pub fn current_exe() -> std::io::Result<Self> {
+        let proc_self = Path::new("/proc/self/exe");
+        if proc_self.exists() {
+            return Ok(Self::new(proc_self));
+        }
+        std::env::current_exe().map(Self::new)
+    }
+
+    /// The program's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A command that runs `subcommand` of the helper with `args`; the caller sets up stdio.
+    pub fn command<I, S>(&self, subcommand: &str, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut command = Command::new(&self.path);
+        command.arg(HELPER_ARG).arg(subcommand).args(args);
+        command
+    }
+}
+
+/// Makes `program` this process's watchdog (see [`watchdog`]): from the next child any
+/// [`crate::process::ProcessManager`] starts, everything they start is killed when this process
+/// is gone, however it died. [`crate::TandemServer::new`] calls it with
+/// [`crate::ServerOptions::helper_program`]; call it yourself only when you run a
+/// `ProcessManager` without a `TandemServer`. The first program enabled in a process wins.
+pub fn enable_watchdog(program: &HelperProgram) {
+    crate::process::guard::enable(program);
+}
+
+/// Runs the helper job this process was started for, and exits, if its first argument is
+/// [`HELPER_ARG`]; returns at once otherwise. Call it first thing in `main`, before any
+/// runtime or thread is started: a helper must not inherit the binary's usual setup.
+pub fn run_if_helper() {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() != Some(OsStr::new(HELPER_ARG)) {
+        return;
+    }
+    std::process::exit(run_helper(args.collect()));
+}
+
+/// Runs the helper subcommand `args[0]` with the rest of `args`; returns the exit code.
+fn run_helper(args: Vec<OsString>) -> i32 {
+    let Some((subcommand, rest)) = args.split_first() else {
+        eprintln!(
+            "tandem helper: missing subcommand (expected: {})",
+            SUBCOMMANDS.join(", ")
+        );
+        return HELPER_USAGE_EXIT_CODE;
+    };
+    match subcommand.to_str() {
+        Some(watchdog::SUBCOMMAND) => watchdog::main(rest),
+        _ => {
+            report(format_args!(
+                "tandem helper: unknown subcommand {} (expected: {})",
+                subcommand.to_string_lossy(),
+                SUBCOMMANDS.join(", ")
+            ));
+            HELPER_USAGE_EXIT_CODE
+        }
+    }
+}
+
+/// Writes one diagnostic line to stderr, ignoring failure: `eprintln!` would panic on a closed
+/// stderr, which is likely for a helper that outlives the server and whoever read its stderr,
+/// and the job must go on.
+pub(crate) fn report(message: std::fmt::Arguments<'_>) {
+    let _ = writeln!(std::io::stderr(), "{message}");
+}
+
+/// Every subcommand [`run_if_helper`] knows.
+const SUBCOMMANDS: &[&str] = &[watchdog::SUBCOMMAND];
