@@ -15,7 +15,7 @@ pub use agent::{
     Agent, AgentBuildError, AgentError, CommandOptions, CommandOutcome, OpenAiCompatibleAgent,
     ScriptedAgent, StreamingMessage, ToolOutcome, TurnDriver,
 };
-pub use config::{ConfigError, ServerConfig, ServerConfigBuilder};
+pub use config::{ConfigError, ConfigWarning, ServerConfig, ServerConfigBuilder};
 pub use options::{ServerOptions, ServerOptionsError};
 pub use server::TandemServer;
 pub use threads::{DEFAULT_MODEL, MODEL_PROVIDER};

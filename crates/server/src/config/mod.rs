@@ -10,7 +10,8 @@
 //! joined with `tandem`.
 //!
 //! Files: `layers` merges the layers and remembers origins, `providers` holds the model
-//! provider settings, `tests` the tests.
+//! provider settings, `validate` finds unknown keys and provider settings that would fail the
+//! first request ([`ConfigWarning`]), `tests` the tests.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -23,6 +24,7 @@ use tandem_protocol::ConfigReadResponse;
 
 mod layers;
 mod providers;
+mod validate;
 
 /// The TOML crate whose [`toml::Value`] [`ServerConfigBuilder::config_override`] takes, so
 /// that embedders need not depend on a matching version themselves.
@@ -33,6 +35,7 @@ pub use providers::{
     DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_STREAM_MAX_RETRIES, MAX_STREAM_MAX_RETRIES,
     MODEL_PROVIDER_KEY, MODEL_PROVIDERS_KEY, ModelProviderConfig, WireApi,
 };
+pub use validate::ConfigWarning;
 
 /// The environment variable naming the server's home directory.
 pub const TANDEM_HOME_ENV: &str = "TANDEM_HOME";
@@ -65,7 +68,8 @@ pub const PROFILE_KEY: &str = "profile";
 /// Config key of the profile tables.
 pub const PROFILES_KEY: &str = "profiles";
 
-/// Every key the config file may hold; any other key is ignored with a warning.
+/// Every key the config file may hold; any other key is ignored with a warning
+/// ([`ConfigWarning::UnknownKey`]), or refused in strict mode.
 const KNOWN_KEYS: &[&str] = &[
     THREAD_UNLOAD_DELAY_KEY,
     MODEL_KEY,
@@ -132,6 +136,17 @@ pub enum ConfigError {
         path: PathBuf,
         /// The profiles the file defines.
         known: Vec<String>,
+    },
+    /// Strict mode ([`ServerConfigBuilder::strict`]) found keys nobody reads.
+    #[error(
+        "{}; correct or remove {}, or load without strict mode to ignore {} with a warning",
+        unknown.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "),
+        if unknown.len() == 1 { "it" } else { "them" },
+        if unknown.len() == 1 { "it" } else { "them" }
+    )]
+    UnknownKeys {
+        /// Every unknown key found ([`ConfigWarning::UnknownKey`]s).
+        unknown: Vec<ConfigWarning>,
     },
     /// A key holds a value the server cannot use.
     #[error("invalid {key} = {value} in {origin}: {reason}")]
@@ -221,6 +236,7 @@ pub struct ServerConfigBuilder {
     thread_unload_delay_secs: Option<u64>,
     profile: Option<String>,
     overrides: Vec<(String, toml::Value)>,
+    strict: bool,
 }
 
 impl ServerConfigBuilder {
@@ -271,14 +287,37 @@ impl ServerConfigBuilder {
         self
     }
 
+    /// With `strict`, a key that no part of Tandem reads (in the config file, a profile or an
+    /// override) is a [`ConfigError::UnknownKeys`] instead of a [`ConfigWarning`].
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// [`ServerConfigBuilder::load_with_warnings`], with each warning logged (`tracing`, level
+    /// warn) rather than returned.
+    ///
+    /// Blocking: it touches the filesystem.
+    pub fn load(self) -> Result<ServerConfig, ConfigError> {
+        let (config, warnings) = self.load_with_warnings()?;
+        for warning in warnings {
+            tracing::warn!("{warning}");
+        }
+        Ok(config)
+    }
+
     /// Resolves the home (creating it if missing), reads its config file if present, applies
     /// the profile and the overrides and validates the result. A config file that is
     /// unreadable, not TOML or holds a value of the wrong kind is an error even where an
     /// override replaces that value.
     ///
+    /// Also returns what the configuration gets wrong without failing to load
+    /// ([`ConfigWarning`]): unknown keys (errors in [`ServerConfigBuilder::strict`] mode), and a
+    /// selected provider whose API key variable is unset or that has no model.
+    ///
     /// Blocking: it touches the filesystem. Call it before starting the server, or from
     /// `spawn_blocking`.
-    pub fn load(self) -> Result<ServerConfig, ConfigError> {
+    pub fn load_with_warnings(self) -> Result<(ServerConfig, Vec<ConfigWarning>), ConfigError> {
         let home = match self.tandem_home {
             Some(path) => make_absolute(path)?,
             None => resolve_tandem_home(
@@ -293,6 +332,7 @@ impl ServerConfigBuilder {
         let path = home.join(CONFIG_FILE_NAME);
         let mut file = read_file(&path)?;
         let file_origin = Origin::File(path.clone());
+        let mut warnings = validate::unknown_keys(&file, &file_origin);
         let profiles = match file.remove(PROFILES_KEY) {
             None => toml::Table::new(),
             Some(toml::Value::Table(profiles)) => profiles,
@@ -305,14 +345,6 @@ impl ServerConfigBuilder {
                 });
             }
         };
-        for key in file
-            .keys()
-            .filter(|key| !KNOWN_KEYS.contains(&key.as_str()))
-        {
-            // Ignored rather than rejected so that a file shared with a newer server, or
-            // holding keys of other tools, still loads.
-            tracing::warn!(key = %key, file = %path.display(), "ignoring unknown config key");
-        }
         // The file on its own must be well-formed, even where a later layer replaces a value.
         let mut file_only = Layered::default();
         file_only.merge(file.clone(), &file_origin);
@@ -321,6 +353,10 @@ impl ServerConfigBuilder {
         let mut overrides = Layered::default();
         for (key, value) in self.overrides {
             overrides.set(&key, value, &Origin::Override)?;
+        }
+        warnings.extend(validate::unknown_keys(&overrides.table, &Origin::Override));
+        if self.strict && !warnings.is_empty() {
+            return Err(ConfigError::UnknownKeys { unknown: warnings });
         }
         let profile = match self.profile {
             Some(name) => Some(name),
@@ -378,7 +414,7 @@ impl ServerConfigBuilder {
                 &Origin::StartArguments.to_string(),
             )?);
         }
-        Ok(ServerConfig {
+        let config = ServerConfig {
             tandem_home: home,
             thread_unload_delay: settings
                 .thread_unload_delay
@@ -387,7 +423,11 @@ impl ServerConfigBuilder {
             model_provider: settings.model_provider,
             model_providers: settings.model_providers,
             profile,
-        })
+        };
+        warnings.extend(validate::provider_warnings(&config, |name| {
+            std::env::var_os(name)
+        }));
+        Ok((config, warnings))
     }
 }
 
