@@ -88,6 +88,19 @@ pub enum ConfigError {
          to an absolute path (this platform reports no data directory)"
     )]
     NoHome,
+    /// `TANDEM_HOME` holds a relative path: which directory it names would depend on where
+    /// tandem happens to be started.
+    #[error(
+        "{TANDEM_HOME_ENV} must be an absolute path, got {}: a relative one would name a \
+         different directory depending on where tandem starts; use e.g. \
+         {TANDEM_HOME_ENV}=\"$PWD/{}\"",
+        path.display(),
+        path.display()
+    )]
+    RelativeHomeVariable {
+        /// The variable's value.
+        path: PathBuf,
+    },
     /// A relative home could not be made absolute (the working directory is unreadable).
     #[error("cannot make TANDEM_HOME {path} absolute: {source}; set it to an absolute path")]
     RelativeHome {
@@ -139,9 +152,8 @@ pub enum ConfigError {
     },
     /// Strict mode ([`ServerConfigBuilder::strict`]) found keys nobody reads.
     #[error(
-        "{}; correct or remove {}, or load without strict mode to ignore {} with a warning",
+        "{} (strict mode: correct or remove {})",
         unknown.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "),
-        if unknown.len() == 1 { "it" } else { "them" },
         if unknown.len() == 1 { "it" } else { "them" }
     )]
     UnknownKeys {
@@ -237,6 +249,8 @@ pub struct ServerConfigBuilder {
     profile: Option<String>,
     overrides: Vec<(String, toml::Value)>,
     strict: bool,
+    /// `None` (the default) creates the home at load; `Some(false)` leaves it alone.
+    create_home: Option<bool>,
 }
 
 impl ServerConfigBuilder {
@@ -287,6 +301,15 @@ impl ServerConfigBuilder {
         self
     }
 
+    /// With `false`, [`ServerConfigBuilder::load`] does not create a missing home: for a
+    /// server that never makes a thread request (`tandem exec`), which then works under a home
+    /// it could not create. The thread store still creates it on the first thread request.
+    /// Default `true`.
+    pub fn create_home(mut self, create: bool) -> Self {
+        self.create_home = Some(create);
+        self
+    }
+
     /// With `strict`, a key that no part of Tandem reads (in the config file, a profile or an
     /// override) is a [`ConfigError::UnknownKeys`] instead of a [`ConfigWarning`].
     pub fn strict(mut self, strict: bool) -> Self {
@@ -301,7 +324,10 @@ impl ServerConfigBuilder {
     pub fn load(self) -> Result<ServerConfig, ConfigError> {
         let (config, warnings) = self.load_with_warnings()?;
         for warning in warnings {
-            tracing::warn!("{warning}");
+            match warning {
+                ConfigWarning::UnknownKey { .. } => tracing::warn!("{warning} (ignored)"),
+                _ => tracing::warn!("{warning}"),
+            }
         }
         Ok(config)
     }
@@ -325,10 +351,12 @@ impl ServerConfigBuilder {
                 dirs::data_dir().map(|dir| dir.join(DEFAULT_HOME_DIR_NAME)),
             )?,
         };
-        std::fs::create_dir_all(&home).map_err(|source| ConfigError::CreateHome {
-            path: home.clone(),
-            source,
-        })?;
+        if self.create_home != Some(false) {
+            std::fs::create_dir_all(&home).map_err(|source| ConfigError::CreateHome {
+                path: home.clone(),
+                source,
+            })?;
+        }
         let path = home.join(CONFIG_FILE_NAME);
         let mut file = read_file(&path)?;
         let file_origin = Origin::File(path.clone());
@@ -453,20 +481,24 @@ pub fn validate_thread_unload_delay(secs: u64, origin: &str) -> Result<Duration,
     }
 }
 
-/// The home from the `TANDEM_HOME` value if set and non-empty, else the platform default;
-/// made absolute. Split from the environment so that tests need not mutate it.
+/// The home from the `TANDEM_HOME` value if set and non-empty (it must be absolute), else the
+/// platform default. Split from the environment so that tests need not mutate it.
 fn resolve_tandem_home(
     env_value: Option<OsString>,
     platform_default: Option<PathBuf>,
 ) -> Result<PathBuf, ConfigError> {
     // An empty variable is how shells spell "unset" in `TANDEM_HOME= cmd`; treating it as the
     // working directory would scatter databases wherever the server happens to start.
-    let chosen = env_value
+    if let Some(path) = env_value
         .filter(|value| !value.is_empty())
         .map(PathBuf::from)
-        .or(platform_default)
-        .ok_or(ConfigError::NoHome)?;
-    make_absolute(chosen)
+    {
+        if path.is_relative() {
+            return Err(ConfigError::RelativeHomeVariable { path });
+        }
+        return Ok(path);
+    }
+    make_absolute(platform_default.ok_or(ConfigError::NoHome)?)
 }
 
 fn make_absolute(path: PathBuf) -> Result<PathBuf, ConfigError> {

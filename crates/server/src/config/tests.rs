@@ -147,9 +147,18 @@ fn home_resolution_prefers_the_variable_then_the_platform_default() {
         .expect("default");
     assert_eq!(empty_env, PathBuf::from("/data/tandem"));
 
-    let relative = resolve_tandem_home(Some(OsString::from("rel/home")), None).expect("rel");
-    assert!(relative.is_absolute());
-    assert!(relative.ends_with("rel/home"));
+    // A relative TANDEM_HOME would name another directory wherever tandem starts (issue 18).
+    let relative = resolve_tandem_home(Some(OsString::from("rel/home")), None)
+        .expect_err("relative")
+        .to_string();
+    assert!(
+        relative.contains("TANDEM_HOME must be an absolute path, got rel/home"),
+        "{relative}"
+    );
+    assert!(
+        relative.contains("TANDEM_HOME=\"$PWD/rel/home\""),
+        "{relative}"
+    );
 
     assert!(matches!(
         resolve_tandem_home(None, None),

@@ -50,7 +50,7 @@ impl fmt::Display for ConfigWarning {
                 origin,
                 suggestion,
             } => {
-                write!(f, "unknown config key `{key}` in {origin} is ignored")?;
+                write!(f, "unknown config key `{key}` in {origin}")?;
                 match suggestion {
                     Some(known) => write!(f, "; did you mean `{known}`?"),
                     None => Ok(()),
