@@ -243,7 +243,7 @@ fn exec_help_lists_every_option_and_usage_errors_exit_2() {
 }
 
 #[test]
-fn exec_of_a_missing_program_exits_127_with_the_reason() {
+fn exec_of_a_missing_program_exits_127_naming_it_with_the_reason() {
     let marker = new_marker("missing");
     let done = run(
         tandem(&marker).args(["exec", "--", "/nonexistent/tandem-no-such-binary"]),
@@ -252,7 +252,38 @@ fn exec_of_a_missing_program_exits_127_with_the_reason() {
     assert_eq!(done.code(), Some(127));
     assert_eq!(
         done.stderr(),
-        "tandem: failed to spawn process: No such file or directory (os error 2)\n"
+        "tandem: cannot run `/nonexistent/tandem-no-such-binary`: failed to spawn process: No \
+         such file or directory (os error 2)\n"
+    );
+}
+
+#[test]
+fn exec_needs_no_usable_home_but_refuses_a_relative_one() {
+    let marker = new_marker("home");
+    // exec makes no thread request: a home it cannot create is no obstacle (issue 18).
+    let done = run(
+        tandem(&marker)
+            .env("TANDEM_HOME", "/proc/tandem-cannot-create-this")
+            .args(["exec", "--", "echo", "hi"]),
+        None,
+    );
+    assert_eq!(done.code(), Some(0), "{}", done.stderr());
+    assert_eq!(done.stdout(), "hi\n");
+    assert!(!std::path::Path::new("/proc/tandem-cannot-create-this").exists());
+    // A relative TANDEM_HOME would name a different directory wherever tandem starts.
+    let relative = run(
+        tandem(&marker)
+            .env("TANDEM_HOME", "relative/home")
+            .args(["exec", "--", "echo", "hi"]),
+        None,
+    );
+    assert_eq!(relative.code(), Some(1));
+    assert!(
+        relative
+            .stderr()
+            .starts_with("tandem: TANDEM_HOME must be an absolute path, got relative/home"),
+        "{}",
+        relative.stderr()
     );
 }
 
@@ -280,6 +311,17 @@ fn exec_forwards_stdin_only_when_asked_and_honours_cap_and_cwd() {
     );
     assert_eq!(capped.stdout(), "12345");
     assert_eq!(capped.code(), Some(0));
+    // The cut is reported, on a line of its own (the output ended mid-line).
+    assert_eq!(
+        capped.stderr(),
+        "\ntandem: the command's stdout was cut at --cap 5 bytes; the rest was discarded\n"
+    );
+    let uncut = run(
+        tandem(&marker).args(["exec", "--cap", "50", "--", "echo", "1234567890"]),
+        None,
+    );
+    assert_eq!(uncut.stdout(), "1234567890\n");
+    assert_eq!(uncut.stderr(), "", "nothing was cut");
 
     let dir = std::env::temp_dir().canonicalize().unwrap();
     let cwd = run(

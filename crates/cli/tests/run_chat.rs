@@ -408,7 +408,9 @@ fn chat_lists_and_resumes_threads() {
         "/threads lists the first thread: {stdout}"
     );
     assert!(
-        stdout.contains(&format!("resumed thread {thread_id} (1 turns)")),
+        stdout.contains(&format!(
+            "resumed thread {thread_id}:\n> remember me\nYou said: \"remember me\""
+        )),
         "{stdout}"
     );
     assert!(stdout.contains("You said: \"again\""), "{stdout}");
