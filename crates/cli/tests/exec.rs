@@ -409,3 +409,81 @@ fn exec_leaves_no_background_process_behind() {
         live_marked(&marker, 0).is_empty()
     });
 }
+
+/// Starts `tandem exec ARGS` with piped stdin and waits for its first stdout line `ready`.
+fn start_until_ready(marker: &str, args: &[&str]) -> (Child, std::process::ChildStdin) {
+    let mut child = tandem(marker)
+        .args(args)
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("spawn tandem");
+    let stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut line = String::new();
+        let _ = stdout.read_line(&mut line);
+        let _ = ready_tx.send(line);
+        // Keep reading so the command never blocks on a full pipe.
+        let _ = std::io::copy(&mut stdout, &mut std::io::sink());
+    });
+    let line = ready_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the command starts");
+    assert_eq!(line.trim_end(), "ready");
+    (child, stdin)
+}
+
+/// Under --tty, Ctrl-C is a keystroke for the command's terminal, not a signal for tandem: the
+/// terminal sends the command SIGINT and the command decides; `sleep` dies of it, 128 + 2
+/// (issue 18: the README promised 137 here).
+#[test]
+fn exec_tty_ctrl_c_is_the_commands_keystroke_and_it_exits_130() {
+    let marker = new_marker("tty-ctrl-c");
+    let (mut child, mut stdin) = start_until_ready(
+        &marker,
+        &[
+            "exec",
+            "--tty",
+            "--",
+            "sh",
+            "-c",
+            "echo ready; exec sleep 30",
+        ],
+    );
+    use std::io::Write;
+    stdin.write_all(b"\x03").expect("Ctrl-C typed");
+    stdin.flush().expect("flushed");
+    let status = wait_with_deadline(&mut child, Duration::from_secs(10));
+    assert_eq!(status.code(), Some(130));
+}
+
+/// The one way the command outlives tandem: SIGKILL of tandem itself, which no process can
+/// catch (issue 18: the README said nothing outlives tandem; `tandem exec --help` now says
+/// this). If this starts failing, tandem found a way, and the help text should say so.
+#[test]
+fn exec_killed_with_sigkill_leaves_the_command_running() {
+    let marker = new_marker("sigkill");
+    let (mut child, _stdin) = start_until_ready(
+        &marker,
+        &["exec", "--", "sh", "-c", "echo ready; exec sleep 30"],
+    );
+    let tandem_pid = child.id();
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    let survivors = live_marked(&marker, tandem_pid);
+    assert_eq!(survivors.len(), 1, "the command survives: {survivors:?}");
+    for pid in survivors {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap());
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    }
+    eventually(Duration::from_secs(3), "the survivor is cleaned up", || {
+        live_marked(&marker, tandem_pid).is_empty()
+    });
+    let help = run(tandem(&marker).args(["exec", "--help"]), None);
+    assert!(
+        help.stdout().contains("Only SIGKILL of tandem itself"),
+        "{}",
+        help.stdout()
+    );
+}
