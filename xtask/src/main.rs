@@ -16,6 +16,14 @@ mod exec_bench;
 /// The CI steps, shared by `cargo xtask ci` and mirrored by `.ci/run`.
 const CI_STEPS: &[&[&str]] = &[
     &["test", "--workspace", "--locked"],
+    // A wire-only tandem-client builds without the reference server.
+    &[
+        "check",
+        "-p",
+        "tandem-client",
+        "--no-default-features",
+        "--locked",
+    ],
     &[
         "clippy",
         "--workspace",

@@ -8,6 +8,8 @@
 
 use std::collections::VecDeque;
 use std::io::{self, BufRead, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Args;
 use rustyline::ExternalPrinter;
@@ -16,11 +18,16 @@ use tandem_client::{
     ApprovalRequest, Client, ClientError, TurnEvent, TurnHandle, UserInputRequest,
 };
 use tandem_protocol::{
-    SessionSource, ThreadListParams, ThreadResumeParams, TurnInterruptParams, TurnStatus,
+    SessionSource, ThreadItem, ThreadListParams, ThreadResumeParams, Turn, TurnInterruptParams,
+    TurnStatus, UserInput,
 };
 use tokio::sync::mpsc;
 
-use crate::session::{ServerArgs, SessionError, approval_question, is_yes, stdin_is_terminal};
+use crate::run::retry_line;
+use crate::session::{
+    SCRIPTED_COMMANDS, SCRIPTED_NOTICE, ServerArgs, SessionError, approval_question, is_scripted,
+    is_yes, stdin_is_terminal,
+};
 use crate::settings::GlobalOptions;
 use crate::signals::ShutdownSignals;
 
@@ -28,6 +35,32 @@ use crate::signals::ShutdownSignals;
 const INTERRUPTED_EXIT_CODE: i32 = 130;
 
 const PROMPT: &str = "> ";
+
+/// The prompt while the running turn waits for an answer (an approval or a question), so that
+/// the line after the question does not look like the start of a new message. As wide as
+/// [`PROMPT`]: the line editor measures the prompt once per line.
+const ANSWER_PROMPT: &str = "? ";
+
+/// The line editor's prompt: [`ANSWER_PROMPT`] while the session waits for an answer, else
+/// [`PROMPT`]. The editor reads it on every redraw, which printing the question causes.
+#[derive(Clone, Default)]
+struct SharedPrompt(Arc<AtomicBool>);
+
+impl SharedPrompt {
+    fn set_answering(&self, answering: bool) {
+        self.0.store(answering, Ordering::Release);
+    }
+}
+
+impl rustyline::Prompt for SharedPrompt {
+    fn raw(&self) -> &str {
+        if self.0.load(Ordering::Acquire) {
+            ANSWER_PROMPT
+        } else {
+            PROMPT
+        }
+    }
+}
 
 const HELP: &str = "\
 Type a message for the agent. Commands:
@@ -105,8 +138,9 @@ impl Output {
     }
 }
 
-/// Starts the thread that reads input, with the line editor when stdin is a terminal.
-fn start_input() -> io::Result<(mpsc::Receiver<Input>, Output)> {
+/// Starts the thread that reads input, with the line editor (showing `prompt`) when stdin is a
+/// terminal.
+fn start_input(prompt: SharedPrompt) -> io::Result<(mpsc::Receiver<Input>, Output)> {
     let (tx, rx) = mpsc::channel(64);
     if !stdin_is_terminal() {
         std::thread::spawn(move || {
@@ -129,7 +163,7 @@ fn start_input() -> io::Result<(mpsc::Receiver<Input>, Output)> {
     let printer = editor.create_external_printer().map_err(io::Error::other)?;
     std::thread::spawn(move || {
         loop {
-            let input = match editor.readline(PROMPT) {
+            let input = match editor.readline(&prompt) {
                 Ok(line) => {
                     if !line.trim().is_empty() {
                         let _ = editor.add_history_entry(line.as_str());
@@ -173,6 +207,9 @@ struct Chat {
     queued: VecDeque<String>,
     eof: bool,
     interrupts: u32,
+    /// Whether the scripted agent answers on the current thread (no model configured).
+    scripted: bool,
+    prompt: SharedPrompt,
 }
 
 /// Runs `tandem chat` and returns the exit code; errors are reported on stderr.
@@ -196,7 +233,9 @@ async fn execute(args: ChatArgs, global: GlobalOptions) -> Result<i32, SessionEr
         .start_thread(args.server.thread_params()?)
         .await?
         .thread;
-    let (input, output) = start_input().map_err(|error| {
+    let scripted = is_scripted(&thread);
+    let prompt = SharedPrompt::default();
+    let (input, output) = start_input(prompt.clone()).map_err(|error| {
         SessionError::Client(ClientError::Connect {
             reason: format!("cannot read the terminal: {error}"),
         })
@@ -210,6 +249,8 @@ async fn execute(args: ChatArgs, global: GlobalOptions) -> Result<i32, SessionEr
         queued: VecDeque::new(),
         eof: false,
         interrupts: 0,
+        scripted,
+        prompt,
     };
     chat.output.line(&format!(
         "thread {} (type /help for commands)",
@@ -267,7 +308,12 @@ impl Chat {
             match text.split_once(char::is_whitespace).unwrap_or((text, "")) {
                 ("", _) => {}
                 ("/quit" | "/exit", _) => break,
-                ("/help", _) => self.output.line(HELP),
+                ("/help", _) => {
+                    self.output.line(HELP);
+                    if self.scripted {
+                        self.output.line(SCRIPTED_COMMANDS);
+                    }
+                }
                 ("/threads", _) => self.list_threads().await,
                 ("/resume", id) => self.resume(id.trim()).await,
                 ("/interrupt", _) => self.output.line("(no turn is running)"),
@@ -275,6 +321,9 @@ impl Chat {
                     let params = self.server.turn_params(&self.thread_id, &line);
                     match self.client.start_turn(params).await {
                         Ok(turn) => {
+                            if self.scripted && !self.server.quiet_notices {
+                                self.notice(SCRIPTED_NOTICE);
+                            }
                             if let Some(code) = self.follow(turn).await {
                                 return code;
                             }
@@ -316,14 +365,24 @@ impl Chat {
         }
         match self.client.resume_thread(ThreadResumeParams::new(id)).await {
             Ok(resumed) => {
+                self.scripted = is_scripted(&resumed.thread);
                 self.thread_id = resumed.thread.id;
-                self.output.line(&format!(
-                    "resumed thread {} ({} turns)",
-                    self.thread_id,
-                    resumed.thread.turns.len()
-                ));
+                self.output
+                    .line(&format!("resumed thread {}:", self.thread_id));
+                for line in history(&resumed.thread.turns) {
+                    self.output.line(&line);
+                }
             }
             Err(error) => self.output.line(&format!("error: {error}")),
+        }
+    }
+
+    /// A notice on stderr (or, under the line editor, above its prompt: writing to the
+    /// terminal behind the editor's back would garble the line being typed).
+    fn notice(&mut self, text: &str) {
+        match self.output {
+            Output::Plain { .. } => eprintln!("{text}"),
+            Output::Editor { .. } => self.output.line(text),
         }
     }
 
@@ -338,6 +397,7 @@ impl Chat {
             tokio::select! {
                 event = turn.next_event() => match event {
                     Some(Ok(TurnEvent::Completed(done))) => {
+                        self.prompt.set_answering(false);
                         self.output.end_line();
                         match done.status {
                             TurnStatus::Failed => {
@@ -412,10 +472,12 @@ impl Chat {
             TurnEvent::CommandOutput { delta, .. } => self.output.write(&delta),
             TurnEvent::ItemCompleted(_) => self.output.end_line(),
             TurnEvent::Approval(request) => {
+                self.prompt.set_answering(true);
                 self.output.line(&approval_question(request.command()));
                 return Some(Waiting::Approval(request));
             }
             TurnEvent::Question(request) => {
+                self.prompt.set_answering(true);
                 for question in request.questions() {
                     self.output.line(&format!("? {}", question.question));
                 }
@@ -428,6 +490,11 @@ impl Chat {
                         .fail(format!("tandem chat provides no tool named `{tool}`"))
                         .await;
                 });
+            }
+            // A retry of the model agent (`Reconnecting... 1/5`), one line each; an error that
+            // ends the turn is shown with the failed turn too.
+            TurnEvent::Error(error) if error.will_retry => {
+                self.output.line(&retry_line(&error.error))
             }
             TurnEvent::Error(error) => self.output.line(&format!("error: {}", error.error.message)),
             _ => {}
@@ -451,6 +518,7 @@ impl Chat {
                 }
             },
         };
+        self.prompt.set_answering(false);
         let answered = match (pending, line) {
             (Waiting::Approval(request), Some(line)) if is_yes(&line) => request.accept().await,
             (Waiting::Approval(request), _) => {
@@ -464,5 +532,78 @@ impl Chat {
             self.output.line(&format!("error: {error}"));
         }
         None
+    }
+}
+
+/// The lines that show `turns` after `/resume`: each user message after `> `, the agent's
+/// text, each command with its exit code, and how a turn that did not complete ended.
+fn history(turns: &[Turn]) -> Vec<String> {
+    let mut lines = Vec::new();
+    if turns.is_empty() {
+        lines.push("(no turns yet)".to_owned());
+    }
+    for turn in turns {
+        for item in &turn.items {
+            match item {
+                ThreadItem::UserMessage { content, .. } => {
+                    for input in content {
+                        if let UserInput::Text { text } = input {
+                            lines.push(format!("{PROMPT}{}", text.trim_end()));
+                        }
+                    }
+                }
+                ThreadItem::AgentMessage { text, .. } => lines.push(text.trim_end().to_owned()),
+                ThreadItem::CommandExecution {
+                    command, exit_code, ..
+                } => lines.push(match exit_code {
+                    Some(code) => format!("$ {command}  (exit {code})"),
+                    None => format!("$ {command}  (did not run)"),
+                }),
+                ThreadItem::DynamicToolCall { tool, .. } => lines.push(format!("(tool {tool})")),
+            }
+        }
+        match turn.status {
+            TurnStatus::Failed => lines.push(format!(
+                "(turn failed: {})",
+                turn.error
+                    .as_ref()
+                    .map(|error| error.message.as_str())
+                    .unwrap_or_default()
+            )),
+            TurnStatus::Interrupted => lines.push("(interrupted)".to_owned()),
+            TurnStatus::Completed | TurnStatus::InProgress => {}
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_shows_each_message_command_and_ending() {
+        let json = serde_json::json!([
+            {"id": "t1", "items": [
+                {"type": "userMessage", "id": "u1", "content": [{"type": "text", "text": "hello"}], "clientId": null},
+                {"type": "agentMessage", "id": "a1", "text": "You said: \"hello\""}
+            ], "itemsView": "full", "status": "completed", "error": null,
+             "startedAt": null, "completedAt": null, "durationMs": null},
+            {"id": "t2", "items": [
+                {"type": "userMessage", "id": "u2", "content": [{"type": "text", "text": "/fail no"}], "clientId": null}
+            ], "itemsView": "full", "status": "failed", "error": {"message": "no", "additionalDetails": null},
+             "startedAt": null, "completedAt": null, "durationMs": null}
+        ]);
+        let turns: Vec<Turn> = serde_json::from_value(json).expect("turns");
+        assert_eq!(
+            history(&turns),
+            [
+                "> hello",
+                "You said: \"hello\"",
+                "> /fail no",
+                "(turn failed: no)"
+            ]
+        );
+        assert_eq!(history(&[]), ["(no turns yet)"]);
     }
 }

@@ -60,20 +60,26 @@ Process group:
   group, and when tandem exits, however it exits (kill -9 included), a watchdog process kills
   whatever the command left running: its group, and every process that inherited tandem's
   TANDEM_SUPERVISOR variable, even one that left the group with setsid.
+  Under --tty, Ctrl-C is a keystroke for the command's terminal: the command gets SIGINT from
+  it and decides (most exit 130); SIGTERM and SIGHUP of tandem still kill the group (137).
 
 Exit status:
   N     the command's exit code; 128+N if a signal N killed it
   124   --timeout expired (the command's process group was killed)
-  137   Ctrl-C, SIGTERM or SIGHUP killed the command
+  137   Ctrl-C (without --tty), SIGTERM or SIGHUP killed the command
   141   tandem's own stdout or stderr was closed early (the command was killed)
   127   the command could not be started
   130   a second interrupt: tandem exits without waiting for the command's last output
   2     usage error
   1     any other failure of tandem itself
 
+Output cap:
+  When --cap cuts a stream, tandem says so on stderr after the command exits.
+
 Environment:
-  TANDEM_HOME  the server's home directory (default: $XDG_DATA_HOME/tandem or
-               $HOME/.local/share/tandem)
+  TANDEM_HOME  the server's home directory, an absolute path (default: $XDG_DATA_HOME/tandem
+               or $HOME/.local/share/tandem); exec reads its config.toml if there is one and
+               never creates it
   TANDEM_LOG   a tracing filter (e.g. debug) for tandem's own logs on stderr; off by default
 
 Example:
@@ -166,9 +172,14 @@ pub(crate) enum ExecError {
     /// The signal handlers that turn Ctrl-C into `process/kill` could not be installed.
     #[error("cannot listen for Ctrl-C, SIGTERM and SIGHUP: {0}")]
     Signals(io::Error),
-    /// The server refused `process/spawn`.
-    #[error("{}", .0.message)]
-    Spawn(JSONRPCErrorError),
+    /// The server refused `process/spawn`; the command (its first word) is named.
+    #[error("cannot run `{program}`: {}", error.message)]
+    Spawn {
+        /// The command's program.
+        program: String,
+        /// The server's answer.
+        error: JSONRPCErrorError,
+    },
     /// The host went away while the command was running.
     #[error("the in-process Tandem host stopped before the command exited")]
     HostStopped,
@@ -178,7 +189,7 @@ impl ExecError {
     fn exit_code(&self) -> i32 {
         match self {
             Self::NotADirectory(_) | Self::NonUtf8Cwd(_) => USAGE_EXIT_CODE,
-            Self::Spawn(error) if error.code == INTERNAL_ERROR => SPAWN_FAILED_EXIT_CODE,
+            Self::Spawn { error, .. } if error.code == INTERNAL_ERROR => SPAWN_FAILED_EXIT_CODE,
             _ => 1,
         }
     }
@@ -198,7 +209,9 @@ pub(crate) async fn run(args: ExecArgs, global: GlobalOptions) -> i32 {
 
 async fn execute(args: ExecArgs, global: GlobalOptions) -> Result<i32, ExecError> {
     let cwd = working_dir(args.cwd.as_deref())?;
-    let options = global.server_options()?;
+    // The home is never used by exec (no thread requests): it is not created, so exec works
+    // under a TANDEM_HOME it could not create. Provider settings do not matter here either.
+    let (options, _provider_warnings) = global.load_options(false)?;
     let mut start = InProcessStartArgs::new(
         move |outgoing| Arc::new(TandemServer::new(outgoing, options)) as Arc<dyn MessageProcessor>,
         initialize_params(),
@@ -253,6 +266,7 @@ async fn drive(
 ) -> Result<i32, ExecError> {
     let client = Client::new(handle.sender());
     let forward_stdin = args.stdin || args.tty;
+    let program = args.command.first().cloned().unwrap_or_default();
     let params = ProcessSpawnParams {
         process_handle: HANDLE.into(),
         command: args.command,
@@ -281,7 +295,7 @@ async fn drive(
     client
         .call(|request_id| ClientRequest::ProcessSpawn { request_id, params })
         .await?
-        .map_err(ExecError::Spawn)?;
+        .map_err(|error| ExecError::Spawn { program, error })?;
 
     // Dropping the set aborts these tasks once the command has exited.
     let mut helpers = JoinSet::new();
@@ -297,6 +311,19 @@ async fn drive(
     // Restore the terminal before anything else is printed.
     drop(raw_mode);
     let exit = outcome?;
+    for (stream, capped) in [
+        ("stdout", exit.stdout_capped),
+        ("stderr", exit.stderr_capped),
+    ] {
+        if let (true, Some(cap)) = (capped, args.cap.0) {
+            // On a terminal the notice would otherwise continue the command's last line.
+            let newline = if exit.ended_line { "" } else { "\n" };
+            eprintln!(
+                "{newline}tandem: the command's {stream} was cut at --cap {cap} bytes; the rest \
+                 was discarded"
+            );
+        }
+    }
     if exit.drain_timed_out {
         eprintln!(
             "tandem: stopped reading the command's output 2 s after it exited: a process it \
@@ -310,6 +337,11 @@ async fn drive(
 struct Exit {
     code: i32,
     drain_timed_out: bool,
+    /// Whether `--cap` cut each stream.
+    stdout_capped: bool,
+    stderr_capped: bool,
+    /// Whether the last output written (either stream) ended a line.
+    ended_line: bool,
 }
 
 /// Writes each delta to stdout or stderr as it arrives (flushed, so output is live) until
@@ -322,6 +354,7 @@ async fn relay_output(
     // Writes block this task only: the host, the command's pumps and the helpers run on the
     // runtime's workers, and a stalled reader of our stdout backpressures the command.
     let mut output_closed = false;
+    let mut ended_line = true;
     loop {
         let Some(event) = handle.next_event().await else {
             return Err(ExecError::HostStopped);
@@ -332,6 +365,9 @@ async fn relay_output(
             )) if delta.process_handle == HANDLE => {
                 if output_closed {
                     continue;
+                }
+                if let Some(last) = delta.delta.last() {
+                    ended_line = *last == b'\n';
                 }
                 // The bytes are the chunk the pump read from the command's pipe.
                 let written = match delta.stream {
@@ -359,6 +395,9 @@ async fn relay_output(
                 return Ok(Exit {
                     code,
                     drain_timed_out: exited.output_drain_timed_out,
+                    stdout_capped: exited.stdout_cap_reached,
+                    stderr_capped: exited.stderr_cap_reached,
+                    ended_line,
                 });
             }
             other => tracing::debug!(?other, "event ignored"),
@@ -550,9 +589,19 @@ mod tests {
 
     #[test]
     fn spawn_failures_exit_127_and_other_errors_1() {
-        let spawn = ExecError::Spawn(JSONRPCErrorError::internal("failed to spawn process: x"));
+        let spawn = ExecError::Spawn {
+            program: "nope".into(),
+            error: JSONRPCErrorError::internal("failed to spawn process: x"),
+        };
         assert_eq!(spawn.exit_code(), 127);
-        let refused = ExecError::Spawn(JSONRPCErrorError::invalid_request("bad"));
+        assert_eq!(
+            spawn.to_string(),
+            "cannot run `nope`: failed to spawn process: x"
+        );
+        let refused = ExecError::Spawn {
+            program: "x".into(),
+            error: JSONRPCErrorError::invalid_request("bad"),
+        };
         assert_eq!(refused.exit_code(), 1);
         assert_eq!(ExecError::NotADirectory("/x".into()).exit_code(), 2);
         assert_eq!(ExecError::HostStopped.exit_code(), 1);

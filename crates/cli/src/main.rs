@@ -73,12 +73,23 @@ fn main() {
     tandem_server::run_if_helper();
     // Usage errors and --help/--version exit here, with clap's codes (2 for usage errors).
     let cli = Cli::parse();
+    let trace_file = match &cli.command {
+        Command::Exec { global, .. }
+        | Command::AppServer { global, .. }
+        | Command::Run { global, .. }
+        | Command::Chat { global, .. } => global.trace_file.clone(),
+    }
+    .or_else(|| cli.global.trace_file.clone());
     // A server's stderr is often a pipe nobody reads: keep it to warnings unless asked.
-    init_logging(match cli.command {
+    let default = match cli.command {
         Command::AppServer { .. } => "warn",
         // Their stdout and stderr are the user's conversation.
         Command::Exec { .. } | Command::Run { .. } | Command::Chat { .. } => "off",
-    });
+    };
+    if let Err(error) = init_logging(default, trace_file.as_deref()) {
+        eprintln!("tandem: {error}");
+        std::process::exit(1);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -108,14 +119,45 @@ fn main() {
 
 /// Logs go to stderr, filtered by `TANDEM_LOG`; without it the command's `default` filter
 /// applies (`off` for `exec`, so the command's stderr is not mixed with tandem's diagnostics).
-fn init_logging(default: &str) {
-    use tracing_subscriber::EnvFilter;
+/// Never to stdout: it is the conversation, or the stdio transport's wire.
+///
+/// With `--trace-file PATH` the wire trace (target `tandem::wire`, every JSON message in and
+/// out per connection) also goes to PATH, whatever `TANDEM_LOG` says; `TANDEM_LOG` alone can
+/// send it to stderr (`TANDEM_LOG=tandem::wire=trace`).
+fn init_logging(default: &str, trace_file: Option<&std::path::Path>) -> Result<(), String> {
+    use tracing_subscriber::filter::{EnvFilter, Targets};
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::{Layer as _, fmt};
+
     let filter = EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let stderr = fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_filter(filter);
+    let trace = match trace_file {
+        Some(path) => {
+            let file = std::fs::File::create(path).map_err(|error| {
+                format!("--trace-file {}: cannot create it: {error}", path.display())
+            })?;
+            let wire_only = Targets::new().with_target(
+                tandem_host::transport::WIRE_TRACE_TARGET,
+                tracing::Level::TRACE,
+            );
+            Some(
+                fmt::layer()
+                    .with_writer(std::sync::Mutex::new(file))
+                    .with_ansi(false)
+                    .with_filter(wire_only),
+            )
+        }
+        None => None,
+    };
+    tracing_subscriber::registry()
+        .with(stderr)
+        .with(trace)
         .init();
+    Ok(())
 }
 
 #[cfg(test)]

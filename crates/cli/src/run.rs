@@ -13,7 +13,8 @@ use tandem_protocol::wire::{ServerMessage, encode_server_message};
 use tandem_protocol::{ServerNotification, SessionSource, Turn, TurnStatus};
 
 use crate::session::{
-    ServerArgs, SessionError, approval_question, ask_line, is_yes, stdin_is_terminal,
+    SCRIPTED_NOTICE, ServerArgs, SessionError, approval_question, ask_line, is_scripted, is_yes,
+    stdin_is_terminal,
 };
 use crate::settings::GlobalOptions;
 use crate::signals::ShutdownSignals;
@@ -102,6 +103,9 @@ async fn drive(client: &Client, args: &RunArgs) -> Result<i32, SessionError> {
     let mut turn = client
         .start_turn(args.server.turn_params(&thread.id, &args.prompt))
         .await?;
+    if is_scripted(&thread) && !args.server.quiet_notices {
+        eprintln!("{SCRIPTED_NOTICE}");
+    }
     let ask = !args.yes && stdin_is_terminal();
     let mut interrupts = 0;
     let mut printed_newline = true;
@@ -205,6 +209,12 @@ async fn handle_event(event: TurnEvent, args: &RunArgs, ask: bool, printed_newli
         TurnEvent::CommandOutput { delta, .. } if !args.json => {
             eprint!("{delta}");
         }
+        // The model agent retrying a failed request (`Reconnecting... 1/5`): one line each, as
+        // it happens, so a slow failure is not silent. An error that ends the turn is reported
+        // with the failed turn.
+        TurnEvent::Error(error) if !args.json && error.will_retry => {
+            eprintln!("{}", retry_line(&error.error));
+        }
         TurnEvent::Approval(request) => {
             let command = request.command().to_owned();
             let approve = if args.yes {
@@ -267,13 +277,27 @@ async fn handle_event(event: TurnEvent, args: &RunArgs, ask: bool, printed_newli
     }
 }
 
+/// The line shown for a retry: the server's message and what failed.
+pub(crate) fn retry_line(error: &tandem_protocol::TurnError) -> String {
+    match &error.additional_details {
+        Some(details) => format!("tandem: {} ({details})", error.message),
+        None => format!("tandem: {}", error.message),
+    }
+}
+
 fn print_json(event: &Event) {
     let Event::Notification(notification) = event else {
         return;
     };
+    // docs/protocol.md: every notification carries `emittedAtMs`, stamped when the message is
+    // written, as the wire transports do; these lines are tandem run's wire.
+    let emitted_at_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .and_then(|elapsed| i64::try_from(elapsed.as_millis()).ok());
     let message = ServerMessage::Notification {
         notification: notification.clone(),
-        emitted_at_ms: None,
+        emitted_at_ms,
     };
     let mut line = Vec::new();
     if encode_server_message(&message, &mut line).is_ok() {

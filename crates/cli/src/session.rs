@@ -1,14 +1,20 @@
 //! What `tandem run` and `tandem chat` share: the server options (in-process by default,
 //! `--connect ws://...` with `--token-file`, or `--spawn 'CMD ARGS'`), building the
-//! `tandem-client` client from them, the thread they work on, and the terminal questions of
-//! approvals and user input.
+//! `tandem-client` client from them, the thread they work on, the terminal questions of
+//! approvals and user input, and the checks and notices that keep a new user from talking to
+//! the scripted agent without knowing it: `--model` needs a configured provider, a selected
+//! provider needs its API key and a model, and the scripted agent's answers come with a notice.
 
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
 use clap::Args;
+use serde_json::Value;
 use tandem_client::{ChildCommand, Client, ClientError, ClientOptions, Transport, WebSocketTarget};
-use tandem_protocol::{SessionSource, ThreadStartParams, TurnStartParams};
+use tandem_protocol::{
+    ConfigReadParams, SessionSource, Thread, ThreadStartParams, TurnStartParams,
+};
+use tandem_server::ConfigWarning;
 
 use crate::settings::{GlobalOptions, SettingsError};
 
@@ -30,9 +36,36 @@ pub(crate) struct ServerArgs {
     #[arg(long, value_name = "'CMD ARGS'")]
     spawn: Option<String>,
 
-    /// The model for the thread and its turns.
+    /// The model for the thread and its turns; it needs a model provider (model_provider in
+    /// config.toml, or -c model_provider=NAME).
     #[arg(long, value_name = "M")]
     pub(crate) model: Option<String>,
+
+    /// Do not print the notice that the scripted agent (no model configured) answered.
+    #[arg(long)]
+    pub(crate) quiet_notices: bool,
+}
+
+/// The notice printed whenever the scripted agent answers: it is not a model, and a new user
+/// would otherwise take its echo for one.
+pub(crate) const SCRIPTED_NOTICE: &str = "tandem: note: no model is configured, so the scripted \
+     test agent answers; set model_provider and model in $TANDEM_HOME/config.toml or with -c \
+     (README: \"Using a real model\"); --quiet-notices hides this";
+
+/// The scripted agent's commands, for chat's `/help`.
+pub(crate) const SCRIPTED_COMMANDS: &str = "\
+The scripted agent (no model configured) answers each line of a message:
+  /sh CMD       run CMD with sh -c (asks for approval)
+  /ask TEXT     ask you TEXT and echo the answer
+  /sleep MS     wait MS milliseconds (interruptible)
+  /fail TEXT    fail the turn with TEXT
+  /tool N JSON  call the client tool N (none in tandem chat)
+  other text    quoted back: You said: \"...\"";
+
+/// Whether the scripted agent runs `thread`'s turns: the server records its own provider name
+/// on the threads it creates while no model provider is configured.
+pub(crate) fn is_scripted(thread: &Thread) -> bool {
+    thread.model_provider == tandem_server::MODEL_PROVIDER
 }
 
 /// Why a session could not start or went wrong.
@@ -58,6 +91,22 @@ pub(crate) enum SessionError {
         "cannot install the SIGTERM and SIGHUP handlers (check the process's signal limits): {0}"
     )]
     Signals(io::Error),
+    /// The selected provider lacks its API key or a model: the first request would fail.
+    #[error("{0}")]
+    Provider(ConfigWarning),
+    /// `--model` was given but no provider is selected, so the scripted agent would answer.
+    #[error(
+        "--model {model}: no model provider is selected, so no model would answer; select one \
+         of the configured providers ({}) with -c model_provider=NAME or model_provider in \
+         config.toml",
+        providers.join(", ")
+    )]
+    ModelWithoutProvider {
+        /// The model asked for.
+        model: String,
+        /// The providers the server's configuration defines.
+        providers: Vec<String>,
+    },
 }
 
 impl ServerArgs {
@@ -86,11 +135,27 @@ impl ServerArgs {
             Transport::Child(ChildCommand::new(program).args(args))
         } else {
             global.warn_unknown_features();
-            Transport::InProcess(global.server_options()?)
+            let (server, provider_warnings) = global.load_options(true)?;
+            for warning in provider_warnings {
+                // A model named on the command line makes the configured one unnecessary.
+                let model_given = self.model.is_some();
+                if !(model_given && matches!(warning, ConfigWarning::MissingModel { .. })) {
+                    return Err(SessionError::Provider(warning));
+                }
+            }
+            Transport::InProcess(server)
         };
         let client = Client::start(transport, options).await?;
         // Wire servers start lazily; fail here, with the reason, rather than on the first turn.
         client.connect().await?;
+        if let Some(model) = &self.model {
+            // Asked of the server, in-process or not: its configuration decides who answers.
+            let config = client
+                .config_read(ConfigReadParams::default())
+                .await?
+                .config;
+            check_model_has_provider(model, &config)?;
+        }
         Ok(client)
     }
 
@@ -116,6 +181,24 @@ impl ServerArgs {
             None => params,
         }
     }
+}
+
+/// Fails when `config` (a `config/read` result) selects no model provider: `--model` would
+/// otherwise be recorded on the thread and the scripted agent would answer anyway. A server
+/// whose configuration does not have Tandem's keys is not judged.
+fn check_model_has_provider(model: &str, config: &Value) -> Result<(), SessionError> {
+    let (Some(selected), Some(Value::Object(providers))) =
+        (config.get("model_provider"), config.get("model_providers"))
+    else {
+        return Ok(());
+    };
+    if !selected.is_null() {
+        return Ok(());
+    }
+    Err(SessionError::ModelWithoutProvider {
+        model: model.to_owned(),
+        providers: providers.keys().cloned().collect(),
+    })
 }
 
 /// Splits `line` into words as a POSIX shell would, with single quotes, double quotes (in
@@ -219,6 +302,29 @@ mod tests {
         assert_eq!(split_words("''").unwrap(), [""]);
         assert!(split_words("'open").is_err());
         assert!(split_words("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_model_needs_a_selected_provider() {
+        let unselected = serde_json::json!({
+            "model_provider": null,
+            "model_providers": {"ollama": {}, "openai": {}},
+        });
+        let error = check_model_has_provider("gpt-5", &unselected)
+            .expect_err("no provider")
+            .to_string();
+        assert!(
+            error.starts_with("--model gpt-5: no model provider is selected"),
+            "{error}"
+        );
+        assert!(error.contains("(ollama, openai)"), "{error}");
+        let selected = serde_json::json!({
+            "model_provider": "openai",
+            "model_providers": {"openai": {}},
+        });
+        assert!(check_model_has_provider("gpt-5", &selected).is_ok());
+        // Another app-server's configuration is not Tandem's to judge.
+        assert!(check_model_has_provider("gpt-5", &serde_json::json!({})).is_ok());
     }
 
     #[test]

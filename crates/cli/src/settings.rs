@@ -1,15 +1,21 @@
 //! The global options every `tandem` command accepts (before or after the subcommand), and how
-//! they become the server's configuration: `-c key=value` overrides, `--profile`, and the
-//! `--enable`/`--disable` feature switches that clients of other app-servers pass.
+//! they become the server's configuration: `-c key=value` overrides, `--profile`,
+//! `--strict-config`, `--trace-file`, and the `--enable`/`--disable` feature switches that
+//! clients of other app-servers pass (accepted, but hidden from `--help`: Tandem has no
+//! optional features). Configuration warnings (unknown keys with a "did you mean") are printed
+//! on stderr here, for every command.
 //!
 //! They are not clap `global` arguments: clap keeps only the innermost level's values of a
 //! global argument, so `tandem -c a=1 run -c b=2` would lose `a=1`. Instead the top level and
 //! each subcommand declare them, and [`GlobalOptions::then`] joins the two in command-line
 //! order.
 
+use std::path::PathBuf;
+
 use clap::Args;
 use tandem_server::{
-    HelperProgram, ServerConfig, ServerConfigBuilder, ServerOptions, ServerOptionsError,
+    ConfigWarning, HelperProgram, ServerConfig, ServerConfigBuilder, ServerOptions,
+    ServerOptionsError,
 };
 
 /// Feature names `--enable`/`--disable` know. Tandem has no optional features yet, so every
@@ -30,15 +36,24 @@ pub(crate) struct GlobalOptions {
         value_parser = check_override
     )]
     pub(crate) config: Vec<String>,
-    /// Turn a feature on (repeatable). Unknown features are ignored with a warning.
-    #[arg(long, value_name = "FEATURE")]
+    /// Turn a feature on (repeatable). Tandem has no optional features, so every name is
+    /// ignored with a warning; hidden from `--help`, accepted for clients of other app-servers.
+    #[arg(long, value_name = "FEATURE", hide = true)]
     pub(crate) enable: Vec<String>,
-    /// Turn a feature off (repeatable). Unknown features are ignored with a warning.
-    #[arg(long, value_name = "FEATURE")]
+    /// Turn a feature off (repeatable); like `--enable`, accepted and ignored with a warning.
+    #[arg(long, value_name = "FEATURE", hide = true)]
     pub(crate) disable: Vec<String>,
     /// Use `[profiles.NAME]` of config.toml over its top-level settings.
     #[arg(long, value_name = "NAME")]
     pub(crate) profile: Option<String>,
+    /// Refuse to start when config.toml or a -c override holds a key tandem does not know
+    /// (without it such keys are ignored with a warning on stderr).
+    #[arg(long)]
+    pub(crate) strict_config: bool,
+    /// Write the wire trace (every JSON message in and out, per connection) to PATH instead
+    /// of stderr; it is on whenever this is given (see TANDEM_LOG=tandem::wire=trace).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) trace_file: Option<PathBuf>,
 }
 
 /// A `-c` that is not `key=value`.
@@ -55,6 +70,8 @@ impl GlobalOptions {
         self.enable.extend(later.enable);
         self.disable.extend(later.disable);
         self.profile = later.profile.or(self.profile);
+        self.strict_config |= later.strict_config;
+        self.trace_file = later.trace_file.or(self.trace_file);
         self
     }
 
@@ -77,21 +94,54 @@ impl GlobalOptions {
         if let Some(profile) = &self.profile {
             builder = builder.profile(profile.clone());
         }
-        Ok(builder)
+        Ok(builder.strict(self.strict_config))
     }
 
-    /// Loads the server options (blocking: it reads config.toml), with this binary as the
-    /// server's helper program, so that every command's children die with tandem however it
-    /// ends (the watchdog; `main` runs the helper jobs).
+    /// Loads the server options (blocking: it reads config.toml) and prints every
+    /// configuration warning on stderr: what `tandem app-server` starts with.
     pub(crate) fn server_options(&self) -> Result<ServerOptions, SettingsError> {
-        let options = ServerOptions::load(self.config_builder()?)?;
-        Ok(match HelperProgram::current_exe() {
+        let (options, provider_warnings) = self.load_options(true)?;
+        for warning in provider_warnings {
+            print_warning(&warning);
+        }
+        Ok(options)
+    }
+
+    /// Loads the server options, prints the unknown-key warnings on stderr and returns the
+    /// others (a selected provider's unset API key or missing model) for the command to
+    /// judge. With `create_home` false a missing home is not created (`tandem exec`, which
+    /// never makes a thread request).
+    pub(crate) fn load_options(
+        &self,
+        create_home: bool,
+    ) -> Result<(ServerOptions, Vec<ConfigWarning>), SettingsError> {
+        let builder = self.config_builder()?.create_home(create_home);
+        let (options, warnings) = ServerOptions::load_with_warnings(builder)?;
+        // This binary is the server's helper program, so that every command's children die
+        // with tandem however it ends (the watchdog; `main` runs the helper jobs).
+        let options = match HelperProgram::current_exe() {
             Ok(helper) => options.with_helper_program(helper),
             Err(error) => {
                 tracing::warn!(%error, "cannot find tandem's own binary; running without the watchdog");
                 options
             }
-        })
+        };
+        let (unknown, others): (Vec<_>, Vec<_>) = warnings
+            .into_iter()
+            .partition(|warning| matches!(warning, ConfigWarning::UnknownKey { .. }));
+        for warning in &unknown {
+            print_warning(warning);
+        }
+        Ok((options, others))
+    }
+}
+
+fn print_warning(warning: &ConfigWarning) {
+    match warning {
+        ConfigWarning::UnknownKey { .. } => {
+            eprintln!("tandem: warning: {warning} (--strict-config makes this an error)")
+        }
+        _ => eprintln!("tandem: warning: {warning}"),
     }
 }
 

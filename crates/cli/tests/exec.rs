@@ -243,7 +243,7 @@ fn exec_help_lists_every_option_and_usage_errors_exit_2() {
 }
 
 #[test]
-fn exec_of_a_missing_program_exits_127_with_the_reason() {
+fn exec_of_a_missing_program_exits_127_naming_it_with_the_reason() {
     let marker = new_marker("missing");
     let done = run(
         tandem(&marker).args(["exec", "--", "/nonexistent/tandem-no-such-binary"]),
@@ -252,7 +252,38 @@ fn exec_of_a_missing_program_exits_127_with_the_reason() {
     assert_eq!(done.code(), Some(127));
     assert_eq!(
         done.stderr(),
-        "tandem: failed to spawn process: No such file or directory (os error 2)\n"
+        "tandem: cannot run `/nonexistent/tandem-no-such-binary`: failed to spawn process: No \
+         such file or directory (os error 2)\n"
+    );
+}
+
+#[test]
+fn exec_needs_no_usable_home_but_refuses_a_relative_one() {
+    let marker = new_marker("home");
+    // exec makes no thread request: a home it cannot create is no obstacle (issue 18).
+    let done = run(
+        tandem(&marker)
+            .env("TANDEM_HOME", "/proc/tandem-cannot-create-this")
+            .args(["exec", "--", "echo", "hi"]),
+        None,
+    );
+    assert_eq!(done.code(), Some(0), "{}", done.stderr());
+    assert_eq!(done.stdout(), "hi\n");
+    assert!(!std::path::Path::new("/proc/tandem-cannot-create-this").exists());
+    // A relative TANDEM_HOME would name a different directory wherever tandem starts.
+    let relative = run(
+        tandem(&marker)
+            .env("TANDEM_HOME", "relative/home")
+            .args(["exec", "--", "echo", "hi"]),
+        None,
+    );
+    assert_eq!(relative.code(), Some(1));
+    assert!(
+        relative
+            .stderr()
+            .starts_with("tandem: TANDEM_HOME must be an absolute path, got relative/home"),
+        "{}",
+        relative.stderr()
     );
 }
 
@@ -280,6 +311,17 @@ fn exec_forwards_stdin_only_when_asked_and_honours_cap_and_cwd() {
     );
     assert_eq!(capped.stdout(), "12345");
     assert_eq!(capped.code(), Some(0));
+    // The cut is reported, on a line of its own (the output ended mid-line).
+    assert_eq!(
+        capped.stderr(),
+        "\ntandem: the command's stdout was cut at --cap 5 bytes; the rest was discarded\n"
+    );
+    let uncut = run(
+        tandem(&marker).args(["exec", "--cap", "50", "--", "echo", "1234567890"]),
+        None,
+    );
+    assert_eq!(uncut.stdout(), "1234567890\n");
+    assert_eq!(uncut.stderr(), "", "nothing was cut");
 
     let dir = std::env::temp_dir().canonicalize().unwrap();
     let cwd = run(
@@ -366,4 +408,82 @@ fn exec_leaves_no_background_process_behind() {
     eventually(Duration::from_secs(3), "the sleeper is gone", || {
         live_marked(&marker, 0).is_empty()
     });
+}
+
+/// Starts `tandem exec ARGS` with piped stdin and waits for its first stdout line `ready`.
+fn start_until_ready(marker: &str, args: &[&str]) -> (Child, std::process::ChildStdin) {
+    let mut child = tandem(marker)
+        .args(args)
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("spawn tandem");
+    let stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut line = String::new();
+        let _ = stdout.read_line(&mut line);
+        let _ = ready_tx.send(line);
+        // Keep reading so the command never blocks on a full pipe.
+        let _ = std::io::copy(&mut stdout, &mut std::io::sink());
+    });
+    let line = ready_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the command starts");
+    assert_eq!(line.trim_end(), "ready");
+    (child, stdin)
+}
+
+/// Under --tty, Ctrl-C is a keystroke for the command's terminal, not a signal for tandem: the
+/// terminal sends the command SIGINT and the command decides; `sleep` dies of it, 128 + 2
+/// (issue 18: the README promised 137 here).
+#[test]
+fn exec_tty_ctrl_c_is_the_commands_keystroke_and_it_exits_130() {
+    let marker = new_marker("tty-ctrl-c");
+    let (mut child, mut stdin) = start_until_ready(
+        &marker,
+        &[
+            "exec",
+            "--tty",
+            "--",
+            "sh",
+            "-c",
+            "echo ready; exec sleep 30",
+        ],
+    );
+    use std::io::Write;
+    stdin.write_all(b"\x03").expect("Ctrl-C typed");
+    stdin.flush().expect("flushed");
+    let status = wait_with_deadline(&mut child, Duration::from_secs(10));
+    assert_eq!(status.code(), Some(130));
+}
+
+/// The one way the command outlives tandem: SIGKILL of tandem itself, which no process can
+/// catch (issue 18: the README said nothing outlives tandem; `tandem exec --help` now says
+/// this). If this starts failing, tandem found a way, and the help text should say so.
+#[test]
+fn exec_killed_with_sigkill_leaves_the_command_running() {
+    let marker = new_marker("sigkill");
+    let (mut child, _stdin) = start_until_ready(
+        &marker,
+        &["exec", "--", "sh", "-c", "echo ready; exec sleep 30"],
+    );
+    let tandem_pid = child.id();
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    let survivors = live_marked(&marker, tandem_pid);
+    assert_eq!(survivors.len(), 1, "the command survives: {survivors:?}");
+    for pid in survivors {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap());
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+    }
+    eventually(Duration::from_secs(3), "the survivor is cleaned up", || {
+        live_marked(&marker, tandem_pid).is_empty()
+    });
+    let help = run(tandem(&marker).args(["exec", "--help"]), None);
+    assert!(
+        help.stdout().contains("Only SIGKILL of tandem itself"),
+        "{}",
+        help.stdout()
+    );
 }

@@ -474,7 +474,9 @@ fn chat_lists_and_resumes_threads() {
         "/threads lists the first thread: {stdout}"
     );
     assert!(
-        stdout.contains(&format!("resumed thread {thread_id} (1 turns)")),
+        stdout.contains(&format!(
+            "resumed thread {thread_id}:\n> remember me\nYou said: \"remember me\""
+        )),
         "{stdout}"
     );
     assert!(stdout.contains("You said: \"again\""), "{stdout}");
@@ -581,6 +583,15 @@ fn chat_under_a_terminal_shows_the_same() {
     tmux.type_line("/sh echo hi");
     tmux.wait_for("approval prompt", |screen| {
         screen.contains("Allow the agent to run `echo hi`? [y/n]")
+    });
+    // The line after the question is an answer line (`? `), not a new message's `> `.
+    tmux.wait_for("the answer prompt below the question", |screen| {
+        let lines: Vec<&str> = screen
+            .lines()
+            .map(str::trim_end)
+            .filter(|line| !line.is_empty())
+            .collect();
+        lines.ends_with(&["Allow the agent to run `echo hi`? [y/n]", "?"])
     });
     tmux.type_line("y");
     tmux.wait_for("command output", |screen| {

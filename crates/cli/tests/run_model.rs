@@ -34,7 +34,7 @@ fn tandem(home: &Path, server: &MockServer, args: &[&str]) -> Command {
     command
         .env("TANDEM_HOME", home)
         .env_remove("TANDEM_LOG")
-        .env_remove("TANDEM_RUN_MODEL_KEY_NEVER_SET")
+        .env_remove("TANDEM_RUN_MODEL_KEY")
         .current_dir(home)
         .arg("-c")
         .arg("model_provider=mock")
@@ -287,27 +287,36 @@ async fn run_fails_with_the_key_hint_when_the_provider_answers_401() {
         .mount(&server)
         .await;
     let home = home();
-    let output = run(tandem(
-        &home,
-        &server,
-        &[
-            "-c",
-            "model=M",
-            "-c",
-            "model_providers.mock.env_key=TANDEM_RUN_MODEL_KEY_NEVER_SET",
-            "run",
-            "hi",
-        ],
-    ))
-    .await;
+    let keyed = [
+        "-c",
+        "model=M",
+        "-c",
+        "model_providers.mock.env_key=TANDEM_RUN_MODEL_KEY",
+        "run",
+        "hi",
+    ];
+    // An unset key variable is reported at start, before any request (issue 18).
+    let unset = run(tandem(&home, &server, &keyed)).await;
+    let stderr = text(&unset.stderr);
+    assert_eq!(unset.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("reads its API key from TANDEM_RUN_MODEL_KEY, which is not set"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("HTTP 401"),
+        "no request was sent: {stderr}"
+    );
+
+    // A key the provider refuses: the hint names the variable to check.
+    let mut wrong_key = tandem(&home, &server, &keyed);
+    wrong_key.env("TANDEM_RUN_MODEL_KEY", "sk-wrong");
+    let output = run(wrong_key).await;
     let stderr = text(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("the turn failed"), "{stderr}");
     assert!(stderr.contains("HTTP 401"), "{stderr}");
-    assert!(
-        stderr.contains("check TANDEM_RUN_MODEL_KEY_NEVER_SET: it is not set"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("check TANDEM_RUN_MODEL_KEY"), "{stderr}");
 
     // A provider without env_key sends no key; the hint says how to configure one.
     let keyless = run(tandem(&home, &server, &["-c", "model=M", "run", "hi"])).await;
@@ -319,10 +328,15 @@ async fn run_fails_with_the_key_hint_when_the_provider_answers_401() {
     );
     let requests = server.received_requests().await.expect("recording on");
     assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[0]
+            .headers
+            .get("authorization")
+            .map(|value| value.to_str().unwrap()),
+        Some("Bearer sk-wrong")
+    );
     assert!(
-        requests
-            .iter()
-            .all(|request| !request.headers.contains_key("authorization")),
+        !requests[1].headers.contains_key("authorization"),
         "no key was configured, so none is sent"
     );
 }

@@ -21,6 +21,7 @@ use tandem_protocol::{
     ClientRequest, InitializeResponse, JSONRPCErrorError, JSONRPCRequest, ProcessSpawnParams,
     RequestId, RequestMethod, ServerNotification, TurnStartParams,
 };
+#[cfg(feature = "in-process-server")]
 use tandem_server::{ServerOptions, TandemServer};
 use tokio::sync::mpsc;
 
@@ -44,7 +45,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
 /// Which server a [`Client`] talks to.
 pub enum Transport {
-    /// The reference server ([`TandemServer`]) in this process.
+    /// The reference server ([`TandemServer`]) in this process (feature
+    /// `in-process-server`, on by default).
+    #[cfg(feature = "in-process-server")]
     InProcess(ServerOptions),
     /// Any [`MessageProcessor`] in this process, built by the factory from the host's sender.
     Processor(ProcessorFactory),
@@ -59,6 +62,7 @@ pub enum Transport {
 impl fmt::Debug for Transport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            #[cfg(feature = "in-process-server")]
             Self::InProcess(options) => f.debug_tuple("InProcess").field(options).finish(),
             Self::Processor(_) => f.write_str("Processor(..)"),
             Self::Child(command) => f.debug_tuple("Child").field(command).finish(),
@@ -314,6 +318,7 @@ impl Client {
     /// [`Client::connect`].
     pub async fn start(transport: Transport, options: ClientOptions) -> Result<Self, ClientError> {
         let factory: ProcessorFactory = match transport {
+            #[cfg(feature = "in-process-server")]
             Transport::InProcess(server) => Box::new(move |outgoing| {
                 Arc::new(TandemServer::new(outgoing, server)) as Arc<dyn MessageProcessor>
             }),
@@ -365,7 +370,8 @@ impl Client {
     }
 
     /// The reference server in this process, with default options:
-    /// `Client::in_process(ServerOptions::new(dir)?).await?`.
+    /// `Client::in_process(ServerOptions::new(dir)?).await?` (feature `in-process-server`).
+    #[cfg(feature = "in-process-server")]
     pub async fn in_process(server: ServerOptions) -> Result<Self, ClientError> {
         Self::start(Transport::InProcess(server), ClientOptions::default()).await
     }

@@ -16,7 +16,7 @@ pub use agent::{
     Agent, AgentBuildError, AgentError, CommandOptions, CommandOutcome, OpenAiCompatibleAgent,
     ScriptedAgent, StreamingMessage, ToolOutcome, TurnDriver, TurnItems,
 };
-pub use config::{ConfigError, ServerConfig, ServerConfigBuilder};
+pub use config::{ConfigError, ConfigWarning, ServerConfig, ServerConfigBuilder};
 pub use helper::{HelperProgram, run_if_helper};
 pub use options::{ServerOptions, ServerOptionsError};
 pub use server::TandemServer;

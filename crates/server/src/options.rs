@@ -15,7 +15,7 @@ use std::io;
 use std::sync::Arc;
 
 use crate::agent::{Agent, AgentBuildError, OpenAiCompatibleAgent, ScriptedAgent};
-use crate::config::{ConfigError, ServerConfig, ServerConfigBuilder};
+use crate::config::{ConfigError, ConfigWarning, ServerConfig, ServerConfigBuilder};
 use crate::helper::HelperProgram;
 use crate::store::ThreadStore;
 
@@ -89,6 +89,16 @@ impl ServerOptions {
     /// selects (see [`ServerOptions::from_config`]). Blocking: it touches the filesystem.
     pub fn load(builder: ServerConfigBuilder) -> Result<Self, ServerOptionsError> {
         Self::from_config(builder.load()?)
+    }
+
+    /// [`ServerOptions::load`], also returning what the configuration gets wrong without
+    /// failing to load (unknown keys, a provider's unset API key variable or missing model;
+    /// see [`ServerConfigBuilder::load_with_warnings`]), for a front end to show its user.
+    pub fn load_with_warnings(
+        builder: ServerConfigBuilder,
+    ) -> Result<(Self, Vec<ConfigWarning>), ServerOptionsError> {
+        let (config, warnings) = builder.load_with_warnings()?;
+        Ok((Self::from_config(config)?, warnings))
     }
 
     /// Options with the home taken from `TANDEM_HOME`, else the platform data directory

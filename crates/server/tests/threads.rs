@@ -900,3 +900,34 @@ async fn input_steered_while_the_agent_returns_still_reaches_the_turn() {
     assert_eq!(said, vec!["got first", "got late"]);
     shutdown(handle).await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn turn_start_tells_an_unknown_thread_from_one_that_is_not_loaded() {
+    let home = home();
+    let mut handle = start(options(home.path(), 0, true)).await;
+    let text = json!([{"type": "text", "text": "hi"}]);
+
+    // A thread that never existed: resuming it would not help (issue 18).
+    let unknown = try_call::<TurnStart>(
+        &handle,
+        json!({"threadId": "no-such-thread", "input": text}),
+    )
+    .await
+    .expect_err("no such thread");
+    assert_eq!(unknown.code, error_codes::INVALID_REQUEST);
+    assert_eq!(unknown.message, "thread not found: no-such-thread");
+
+    // A stored thread that was unloaded: resuming it is the way.
+    let id = start_thread(&handle, json!({})).await;
+    unsubscribe(&handle, &id).await;
+    until(&mut handle, "thread/closed").await;
+    let unloaded = try_call::<TurnStart>(&handle, json!({"threadId": id, "input": text}))
+        .await
+        .expect_err("not loaded");
+    assert_eq!(unloaded.code, error_codes::INVALID_REQUEST);
+    assert_eq!(
+        unloaded.message,
+        format!("thread not loaded: {id}; resume it first")
+    );
+    shutdown(handle).await;
+}

@@ -41,6 +41,7 @@ pub(crate) enum FrameSink {
 
 impl FrameSink {
     async fn write(&mut self, frame: Vec<u8>) -> Result<(), String> {
+        trace_frame("out", &frame);
         match self {
             Self::Child(sink) => sink.write(frame).await,
             Self::WebSocket(sink) => sink.write(frame).await,
@@ -65,10 +66,25 @@ pub(crate) enum FrameSource {
 impl FrameSource {
     /// The next frame; `Err` with the reason once the stream ended.
     async fn next(&mut self) -> Result<Vec<u8>, String> {
-        match self {
+        let frame = match self {
             Self::Child(source) => source.next().await,
             Self::WebSocket(source) => source.next().await,
-        }
+        }?;
+        trace_frame("in ", &frame);
+        Ok(frame)
+    }
+}
+
+/// The client's side of the wire trace (the server's is in `tandem_host::transport`): every
+/// frame, under the same `tracing` target, so `TANDEM_LOG=tandem::wire=trace` shows both ends.
+fn trace_frame(direction: &str, frame: &[u8]) {
+    use tandem_host::transport::WIRE_TRACE_TARGET;
+    if tracing::enabled!(target: WIRE_TRACE_TARGET, tracing::Level::TRACE) {
+        tracing::trace!(
+            target: WIRE_TRACE_TARGET,
+            "client {direction} {}",
+            String::from_utf8_lossy(frame).trim_end()
+        );
     }
 }
 

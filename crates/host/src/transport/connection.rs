@@ -122,6 +122,7 @@ impl Inbound {
     /// Decodes and dispatches one frame. Waits only for room in the host-made answer queue,
     /// which is how a peer that does not read its answers stops being read.
     pub(crate) async fn frame(&self, frame: &[u8]) {
+        super::trace::inbound(self.id, frame);
         match wire::decode_client_message(frame) {
             Ok(ClientMessage::Request(request)) => self.request(request).await,
             Ok(ClientMessage::Notification(notification)) => {
@@ -377,6 +378,7 @@ impl Outbound {
             if let Some(id) = &pick.answers {
                 self.in_flight.answered(id);
             }
+            super::trace::outbound(self.id, &frame);
             // A peer that stopped reading must not keep a close, or shutdown, waiting forever.
             let written = tokio::select! {
                 biased;

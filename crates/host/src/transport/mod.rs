@@ -46,7 +46,10 @@ use crate::router::{OutboundRouter, WriterFlow};
 
 pub(crate) mod connection;
 pub mod stdio;
+mod trace;
 pub mod websocket;
+
+pub use trace::WIRE_TRACE_TARGET;
 
 use connection::{CloseSignal, Inbound, Outbound};
 

@@ -10,7 +10,8 @@
 //! joined with `tandem`.
 //!
 //! Files: `layers` merges the layers and remembers origins, `providers` holds the model
-//! provider settings, `tests` the tests.
+//! provider settings, `validate` finds unknown keys and provider settings that would fail the
+//! first request ([`ConfigWarning`]), `tests` the tests.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -23,6 +24,7 @@ use tandem_protocol::ConfigReadResponse;
 
 mod layers;
 mod providers;
+mod validate;
 
 /// The TOML crate whose [`toml::Value`] [`ServerConfigBuilder::config_override`] takes, so
 /// that embedders need not depend on a matching version themselves.
@@ -33,6 +35,7 @@ pub use providers::{
     DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_STREAM_MAX_RETRIES, MAX_STREAM_MAX_RETRIES,
     MODEL_PROVIDER_KEY, MODEL_PROVIDERS_KEY, ModelProviderConfig, WireApi,
 };
+pub use validate::ConfigWarning;
 
 /// The environment variable naming the server's home directory.
 pub const TANDEM_HOME_ENV: &str = "TANDEM_HOME";
@@ -73,7 +76,8 @@ pub const PROFILE_KEY: &str = "profile";
 /// Config key of the profile tables.
 pub const PROFILES_KEY: &str = "profiles";
 
-/// Every key the config file may hold; any other key is ignored with a warning.
+/// Every key the config file may hold; any other key is ignored with a warning
+/// ([`ConfigWarning::UnknownKey`]), or refused in strict mode.
 const KNOWN_KEYS: &[&str] = &[
     THREAD_UNLOAD_DELAY_KEY,
     PROCESS_OUTPUT_MAX_BYTES_KEY,
@@ -93,6 +97,19 @@ pub enum ConfigError {
          to an absolute path (this platform reports no data directory)"
     )]
     NoHome,
+    /// `TANDEM_HOME` holds a relative path: which directory it names would depend on where
+    /// tandem happens to be started.
+    #[error(
+        "{TANDEM_HOME_ENV} must be an absolute path, got {}: a relative one would name a \
+         different directory depending on where tandem starts; use e.g. \
+         {TANDEM_HOME_ENV}=\"$PWD/{}\"",
+        path.display(),
+        path.display()
+    )]
+    RelativeHomeVariable {
+        /// The variable's value.
+        path: PathBuf,
+    },
     /// A relative home could not be made absolute (the working directory is unreadable).
     #[error("cannot make TANDEM_HOME {path} absolute: {source}; set it to an absolute path")]
     RelativeHome {
@@ -141,6 +158,16 @@ pub enum ConfigError {
         path: PathBuf,
         /// The profiles the file defines.
         known: Vec<String>,
+    },
+    /// Strict mode ([`ServerConfigBuilder::strict`]) found keys nobody reads.
+    #[error(
+        "{} (strict mode: correct or remove {})",
+        unknown.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "),
+        if unknown.len() == 1 { "it" } else { "them" }
+    )]
+    UnknownKeys {
+        /// Every unknown key found ([`ConfigWarning::UnknownKey`]s).
+        unknown: Vec<ConfigWarning>,
     },
     /// A key holds a value the server cannot use.
     #[error("invalid {key} = {value} in {origin}: {reason}")]
@@ -234,6 +261,9 @@ pub struct ServerConfigBuilder {
     thread_unload_delay_secs: Option<u64>,
     profile: Option<String>,
     overrides: Vec<(String, toml::Value)>,
+    strict: bool,
+    /// `None` (the default) creates the home at load; `Some(false)` leaves it alone.
+    create_home: Option<bool>,
 }
 
 impl ServerConfigBuilder {
@@ -284,14 +314,49 @@ impl ServerConfigBuilder {
         self
     }
 
+    /// With `false`, [`ServerConfigBuilder::load`] does not create a missing home: for a
+    /// server that never makes a thread request (`tandem exec`), which then works under a home
+    /// it could not create. The thread store still creates it on the first thread request.
+    /// Default `true`.
+    pub fn create_home(mut self, create: bool) -> Self {
+        self.create_home = Some(create);
+        self
+    }
+
+    /// With `strict`, a key that no part of Tandem reads (in the config file, a profile or an
+    /// override) is a [`ConfigError::UnknownKeys`] instead of a [`ConfigWarning`].
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// [`ServerConfigBuilder::load_with_warnings`], with each warning logged (`tracing`, level
+    /// warn) rather than returned.
+    ///
+    /// Blocking: it touches the filesystem.
+    pub fn load(self) -> Result<ServerConfig, ConfigError> {
+        let (config, warnings) = self.load_with_warnings()?;
+        for warning in warnings {
+            match warning {
+                ConfigWarning::UnknownKey { .. } => tracing::warn!("{warning} (ignored)"),
+                _ => tracing::warn!("{warning}"),
+            }
+        }
+        Ok(config)
+    }
+
     /// Resolves the home (creating it if missing), reads its config file if present, applies
     /// the profile and the overrides and validates the result. A config file that is
     /// unreadable, not TOML or holds a value of the wrong kind is an error even where an
     /// override replaces that value.
     ///
+    /// Also returns what the configuration gets wrong without failing to load
+    /// ([`ConfigWarning`]): unknown keys (errors in [`ServerConfigBuilder::strict`] mode), and a
+    /// selected provider whose API key variable is unset or that has no model.
+    ///
     /// Blocking: it touches the filesystem. Call it before starting the server, or from
     /// `spawn_blocking`.
-    pub fn load(self) -> Result<ServerConfig, ConfigError> {
+    pub fn load_with_warnings(self) -> Result<(ServerConfig, Vec<ConfigWarning>), ConfigError> {
         let home = match self.tandem_home {
             Some(path) => make_absolute(path)?,
             None => resolve_tandem_home(
@@ -299,13 +364,16 @@ impl ServerConfigBuilder {
                 dirs::data_dir().map(|dir| dir.join(DEFAULT_HOME_DIR_NAME)),
             )?,
         };
-        std::fs::create_dir_all(&home).map_err(|source| ConfigError::CreateHome {
-            path: home.clone(),
-            source,
-        })?;
+        if self.create_home != Some(false) {
+            std::fs::create_dir_all(&home).map_err(|source| ConfigError::CreateHome {
+                path: home.clone(),
+                source,
+            })?;
+        }
         let path = home.join(CONFIG_FILE_NAME);
         let mut file = read_file(&path)?;
         let file_origin = Origin::File(path.clone());
+        let mut warnings = validate::unknown_keys(&file, &file_origin);
         let profiles = match file.remove(PROFILES_KEY) {
             None => toml::Table::new(),
             Some(toml::Value::Table(profiles)) => profiles,
@@ -318,14 +386,6 @@ impl ServerConfigBuilder {
                 });
             }
         };
-        for key in file
-            .keys()
-            .filter(|key| !KNOWN_KEYS.contains(&key.as_str()))
-        {
-            // Ignored rather than rejected so that a file shared with a newer server, or
-            // holding keys of other tools, still loads.
-            tracing::warn!(key = %key, file = %path.display(), "ignoring unknown config key");
-        }
         // The file on its own must be well-formed, even where a later layer replaces a value.
         let mut file_only = Layered::default();
         file_only.merge(file.clone(), &file_origin);
@@ -334,6 +394,10 @@ impl ServerConfigBuilder {
         let mut overrides = Layered::default();
         for (key, value) in self.overrides {
             overrides.set(&key, value, &Origin::Override)?;
+        }
+        warnings.extend(validate::unknown_keys(&overrides.table, &Origin::Override));
+        if self.strict && !warnings.is_empty() {
+            return Err(ConfigError::UnknownKeys { unknown: warnings });
         }
         let profile = match self.profile {
             Some(name) => Some(name),
@@ -391,7 +455,7 @@ impl ServerConfigBuilder {
                 &Origin::StartArguments.to_string(),
             )?);
         }
-        Ok(ServerConfig {
+        let config = ServerConfig {
             tandem_home: home,
             thread_unload_delay: settings
                 .thread_unload_delay
@@ -403,7 +467,11 @@ impl ServerConfigBuilder {
             model_provider: settings.model_provider,
             model_providers: settings.model_providers,
             profile,
-        })
+        };
+        warnings.extend(validate::provider_warnings(&config, |name| {
+            std::env::var_os(name)
+        }));
+        Ok((config, warnings))
     }
 }
 
@@ -429,20 +497,24 @@ pub fn validate_thread_unload_delay(secs: u64, origin: &str) -> Result<Duration,
     }
 }
 
-/// The home from the `TANDEM_HOME` value if set and non-empty, else the platform default;
-/// made absolute. Split from the environment so that tests need not mutate it.
+/// The home from the `TANDEM_HOME` value if set and non-empty (it must be absolute), else the
+/// platform default. Split from the environment so that tests need not mutate it.
 fn resolve_tandem_home(
     env_value: Option<OsString>,
     platform_default: Option<PathBuf>,
 ) -> Result<PathBuf, ConfigError> {
     // An empty variable is how shells spell "unset" in `TANDEM_HOME= cmd`; treating it as the
     // working directory would scatter databases wherever the server happens to start.
-    let chosen = env_value
+    if let Some(path) = env_value
         .filter(|value| !value.is_empty())
         .map(PathBuf::from)
-        .or(platform_default)
-        .ok_or(ConfigError::NoHome)?;
-    make_absolute(chosen)
+    {
+        if path.is_relative() {
+            return Err(ConfigError::RelativeHomeVariable { path });
+        }
+        return Ok(path);
+    }
+    make_absolute(platform_default.ok_or(ConfigError::NoHome)?)
 }
 
 fn make_absolute(path: PathBuf) -> Result<PathBuf, ConfigError> {

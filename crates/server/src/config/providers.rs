@@ -31,8 +31,8 @@ pub const MAX_STREAM_MAX_RETRIES: u32 = 100;
 /// provider says.
 pub const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// The keys a provider table may hold; others are ignored with a warning.
-const PROVIDER_KEYS: &[&str] = &[
+/// The keys a provider table may hold; others are ignored with a warning (`validate`).
+pub(crate) const PROVIDER_KEYS: &[&str] = &[
     "name",
     "base_url",
     "env_key",
@@ -237,12 +237,6 @@ fn parse_provider(
             ),
         ));
     };
-    for key in table
-        .keys()
-        .filter(|key| !PROVIDER_KEYS.contains(&key.as_str()))
-    {
-        tracing::warn!(key = %format!("{prefix}.{key}"), "ignoring unknown provider key");
-    }
     let key_of = |name: &str| format!("{prefix}.{name}");
     let fail = |name: &str, value: &toml::Value, reason: String| {
         invalid(layered, &key_of(name), value, reason)

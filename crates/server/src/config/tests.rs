@@ -147,9 +147,18 @@ fn home_resolution_prefers_the_variable_then_the_platform_default() {
         .expect("default");
     assert_eq!(empty_env, PathBuf::from("/data/tandem"));
 
-    let relative = resolve_tandem_home(Some(OsString::from("rel/home")), None).expect("rel");
-    assert!(relative.is_absolute());
-    assert!(relative.ends_with("rel/home"));
+    // A relative TANDEM_HOME would name another directory wherever tandem starts (issue 18).
+    let relative = resolve_tandem_home(Some(OsString::from("rel/home")), None)
+        .expect_err("relative")
+        .to_string();
+    assert!(
+        relative.contains("TANDEM_HOME must be an absolute path, got rel/home"),
+        "{relative}"
+    );
+    assert!(
+        relative.contains("TANDEM_HOME=\"$PWD/rel/home\""),
+        "{relative}"
+    );
 
     assert!(matches!(
         resolve_tandem_home(None, None),
@@ -505,4 +514,152 @@ fn the_process_output_bound_defaults_to_64_mib_and_is_set_by_file_or_override() 
         assert!(text.contains("process_output_max_bytes"), "{text}");
         assert!(text.contains(hint), "{text}");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation at load (issue 18): unknown keys, strict mode, the selected provider's key and model
+// ---------------------------------------------------------------------------------------------
+
+fn unknown_keys(warnings: &[ConfigWarning]) -> Vec<(String, String, Option<String>)> {
+    warnings
+        .iter()
+        .filter_map(|warning| match warning {
+            ConfigWarning::UnknownKey {
+                key,
+                origin,
+                suggestion,
+            } => Some((key.clone(), origin.clone(), suggestion.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn unknown_keys_of_the_file_and_of_overrides_warn_with_a_suggestion() {
+    let home = home_with_config(Some(
+        "modle = \"x\"\n[model_providers.local]\nbase_ur = \"http://h/v1\"\nbase_url = \"http://h/v1\"\n\
+         [profiles.fast]\nthread_unload_delay = 5\n",
+    ));
+    let (config, warnings) = ServerConfig::builder()
+        .tandem_home(home.path())
+        .config_override("model_provder", "openai".into())
+        .config_override("model", "m".into())
+        .load_with_warnings()
+        .expect("unknown keys do not stop loading");
+    assert_eq!(config.model.as_deref(), Some("m"));
+    assert_eq!(
+        config.model_provider, None,
+        "the misspelt key selects nothing"
+    );
+    let file = home.path().join(CONFIG_FILE_NAME).display().to_string();
+    assert_eq!(
+        unknown_keys(&warnings),
+        [
+            (
+                "model_providers.local.base_ur".to_owned(),
+                file.clone(),
+                Some("base_url".to_owned())
+            ),
+            ("modle".to_owned(), file.clone(), Some("model".to_owned())),
+            (
+                "profiles.fast.thread_unload_delay".to_owned(),
+                format!("profile fast of {file}"),
+                Some("thread_unload_delay_secs".to_owned())
+            ),
+            (
+                "model_provder".to_owned(),
+                "a -c override".to_owned(),
+                Some("model_provider".to_owned())
+            ),
+        ]
+    );
+    let message = warnings[1].to_string();
+    assert!(
+        message.contains("unknown config key `modle`") && message.contains("did you mean `model`?"),
+        "{message}"
+    );
+}
+
+#[test]
+fn strict_mode_makes_unknown_keys_errors_naming_each() {
+    let home = home_with_config(Some("modle = \"x\"\n"));
+    let error = ServerConfig::builder()
+        .tandem_home(home.path())
+        .config_override("model_provder", "openai".into())
+        .strict(true)
+        .load()
+        .expect_err("strict");
+    let message = error.to_string();
+    assert!(matches!(error, ConfigError::UnknownKeys { ref unknown } if unknown.len() == 2));
+    assert!(
+        message.contains("`modle`") && message.contains("`model`?"),
+        "{message}"
+    );
+    assert!(
+        message.contains("`model_provder` in a -c override"),
+        "{message}"
+    );
+    // A clean configuration loads in strict mode too.
+    let clean = home_with_config(Some("model = \"x\"\n"));
+    ServerConfig::builder()
+        .tandem_home(clean.path())
+        .strict(true)
+        .load()
+        .expect("no unknown key");
+}
+
+#[test]
+fn a_selected_provider_without_its_key_or_a_model_is_reported_at_load() {
+    let home = home_with_config(None);
+    let config = ServerConfig::builder()
+        .tandem_home(home.path())
+        .config_override("model_provider", "openai".into())
+        .load()
+        .expect("load");
+    let unset = validate::provider_warnings(&config, |_| None);
+    assert_eq!(
+        unset,
+        [
+            ConfigWarning::MissingApiKey {
+                provider: "openai".into(),
+                env_key: "OPENAI_API_KEY".into()
+            },
+            ConfigWarning::MissingModel {
+                provider: "openai".into()
+            },
+        ]
+    );
+    assert!(
+        unset[0].to_string().contains("export OPENAI_API_KEY="),
+        "{}",
+        unset[0]
+    );
+    assert!(
+        unset[1].to_string().contains("-c model=NAME"),
+        "{}",
+        unset[1]
+    );
+    let empty = validate::provider_warnings(&config, |_| Some("".into()));
+    assert!(
+        matches!(empty[0], ConfigWarning::MissingApiKey { .. }),
+        "an empty key is no key"
+    );
+
+    let configured = ServerConfig::builder()
+        .tandem_home(home.path())
+        .config_override("model_provider", "openai".into())
+        .config_override("model", "gpt-4.1".into())
+        .load()
+        .expect("load");
+    assert!(validate::provider_warnings(&configured, |_| Some("sk-x".into())).is_empty());
+    // Ollama sends no key; the scripted agent needs neither.
+    let ollama = ServerConfig::builder()
+        .tandem_home(home.path())
+        .config_override("model_provider", "ollama".into())
+        .config_override("model", "qwen3".into())
+        .load()
+        .expect("load");
+    assert!(validate::provider_warnings(&ollama, |_| None).is_empty());
+    let scripted = load(home.path()).expect("load");
+    assert!(validate::provider_warnings(&scripted, |_| None).is_empty());
 }

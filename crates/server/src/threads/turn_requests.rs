@@ -50,10 +50,14 @@ impl ThreadService {
             return None;
         }
         let Some(thread) = self.loaded(&params.thread_id) else {
-            let error = JSONRPCErrorError::invalid_request(format!(
-                "thread not loaded: {}; resume it first",
-                params.thread_id
-            ));
+            // "Resume it first" only helps for a thread that exists.
+            let error = match self.find(&params.thread_id).await {
+                Ok(None) => super::not_found(&params.thread_id),
+                Ok(Some(_)) | Err(_) => JSONRPCErrorError::invalid_request(format!(
+                    "thread not loaded: {}; resume it first",
+                    params.thread_id
+                )),
+            };
             self.outgoing.send_error(id, error).await;
             return None;
         };
