@@ -163,6 +163,8 @@ impl ThreadService {
     /// process exits) and the token that is cancelled once its interrupted state is stored
     /// and its `turn/completed` queued.
     pub(crate) fn shutdown(&self) -> Vec<(ProcessManager, CancellationToken)> {
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let mut turns = Vec::new();
         for thread in lock(&self.loaded).values() {
             if let Some(active) = &thread.state().active {
@@ -171,6 +173,11 @@ impl ThreadService {
             }
         }
         turns
+    }
+
+    /// Whether the host is shutting down (see [`ThreadService::shutdown`]).
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.stopping.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Moves everything the durable store wrote into its main file (see

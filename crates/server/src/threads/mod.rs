@@ -233,6 +233,9 @@ pub(crate) struct ThreadService {
     pub(crate) agent: Arc<dyn Agent>,
     loaded: Mutex<BTreeMap<String, Arc<LoadedThread>>>,
     sequencer: Mutex<Sequencer>,
+    /// Set when the host shuts down: no new turn starts from then on, so every running turn
+    /// is one that shutdown interrupts and waits for.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 impl ThreadService {
@@ -251,6 +254,7 @@ impl ThreadService {
             agent,
             loaded: Mutex::new(BTreeMap::new()),
             sequencer: Mutex::new(Sequencer::default()),
+            stopping: std::sync::atomic::AtomicBool::new(false),
         }
     }
 

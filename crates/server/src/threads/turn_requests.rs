@@ -76,6 +76,13 @@ impl ThreadService {
             // request again, behind the end of that turn.
             return Some((params, id));
         }
+        if self.is_stopping() {
+            // A turn begun now would run past the shutdown that waits for running turns.
+            let error =
+                JSONRPCErrorError::internal("the server is shutting down; no new turn starts");
+            self.outgoing.send_error(id, error).await;
+            return None;
+        }
         let now = now_secs();
         let first_turn = thread.state().record.preview.is_empty();
         // Settings, preview and the turn with its input in one write: when `turn/start`
