@@ -6,7 +6,8 @@
 //! child inherits it. The watchdog's stdin therefore reaches end of file exactly when the
 //! server's process is gone (or drops the pipe at exit). Meanwhile the server tells it, one
 //! line per change, which process groups and sessions it started and which it forgot
-//! ([`Message`]). At end of file the watchdog `SIGKILL`s, until none is left:
+//! (`+g PGID`, `+s SID`, `-g PGID`, `-s SID`). At end of file the watchdog `SIGKILL`s, until
+//! none is left:
 //!
 //! - every member of a registered process group or session, and
 //! - every process whose environment carries the server's token in [`MARKER_ENV`], which
