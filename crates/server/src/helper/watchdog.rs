@@ -6,7 +6,8 @@
 //! child inherits it. The watchdog's stdin therefore reaches end of file exactly when the
 //! server's process is gone (or drops the pipe at exit). Meanwhile the server tells it, one
 //! line per change, which process groups and sessions it started and which it forgot
-//! ([`Message`]). At end of file the watchdog `SIGKILL`s, until none is left:
+//! (`+g PGID`, `+s SID`, `-g PGID`, `-s SID`). At end of file the watchdog `SIGKILL`s, until
+//! none is left:
 //!
 //! - every member of a registered process group or session, and
 //! - every process whose environment carries the server's token in [`MARKER_ENV`], which
@@ -190,18 +191,23 @@ pub(crate) fn main(args: &[OsString]) -> i32 {
 
     let mut watched = Watched::default();
     let mut lines = BufReader::new(std::io::stdin().lock());
-    let mut line = String::new();
+    let mut line = Vec::new();
     loop {
         line.clear();
-        match lines.read_line(&mut line) {
+        // Bytes, not `read_line`: a line that is not UTF-8 is ignored like any other garbage
+        // instead of ending the watch early.
+        match lines.read_until(b'\n', &mut line) {
             // End of file: the server is gone (or let go of the pipe at exit).
             Ok(0) => break,
-            Ok(_) => match Message::parse(line.trim_end()) {
-                Some(message) => watched.apply(message),
-                None => report(format_args!(
-                    "tandem helper watchdog: ignoring line {line:?}"
-                )),
-            },
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&line);
+                match Message::parse(text.trim_end()) {
+                    Some(message) => watched.apply(message),
+                    None => report(format_args!(
+                        "tandem helper watchdog: ignoring line {text:?}"
+                    )),
+                }
+            }
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
             Err(error) => {
                 report(format_args!(
