@@ -1,17 +1,18 @@
 //! The byte bound of a wire connection's writer queue. A message count alone does not bound
 //! memory: one `turn/start` with an 8 MB input makes several multi-megabyte notifications, and
 //! 32 768 of those fit a queue counted in messages. The outbound router (the queue's only
-//! producer) charges each message's encoded size here before it enters the queue, and the
-//! connection's writer releases it when it takes the message off; the router treats a queue
-//! over its byte limit exactly like a queue full of messages (waits on stdio, stalls and
-//! eventually closes a websocket connection).
+//! producer) charges each message's encoded size (estimated, see [`crate::json_size`]) here
+//! before it enters the queue, and the connection's writer releases it when it takes the
+//! message off; the router treats a queue over its byte limit exactly like a queue full of
+//! messages (waits on stdio, stalls and eventually closes a websocket connection).
 
-use std::io::{self, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
+use tandem_protocol::{ServerNotification, ServerRequest};
 use tokio::sync::Notify;
 
+use crate::json_size;
 use crate::outgoing::OutgoingMessage;
 
 /// Bytes queued for one connection's writer, against a limit.
@@ -80,43 +81,39 @@ impl ByteBudget {
 }
 
 /// The size of `message` as the writer will encode it, give or take the envelope (id, method,
-/// timestamp): its payload serialized into a counter, so no buffer is allocated.
+/// timestamp) and escapes: its payload measured by [`crate::json_size`], in time that does not
+/// grow with the length of its strings.
 pub(crate) fn encoded_size(message: &OutgoingMessage) -> usize {
-    let mut counter = Counter(0);
-    let counted = match message {
-        OutgoingMessage::Response { result, .. } => serialize(&mut counter, result),
-        OutgoingMessage::Error { error, .. } => serialize(&mut counter, error),
+    let payload = match message {
+        OutgoingMessage::Response { result, .. } => json_size::estimate(result),
+        OutgoingMessage::Error { error, .. } => json_size::estimate(error),
         OutgoingMessage::Notification(notification) => {
-            notification.serialize_params(&mut serde_json::Serializer::new(&mut counter))
+            json_size::estimate(&NotificationParams(notification))
         }
-        OutgoingMessage::Request(request) => {
-            request.serialize_params(&mut serde_json::Serializer::new(&mut counter))
-        }
+        OutgoingMessage::Request(request) => json_size::estimate(&RequestParams(request)),
     };
-    if counted.is_err() {
-        // The writer will fail to encode it too and answer with a small error instead.
-        return ENVELOPE_BYTES;
-    }
-    counter.0 + ENVELOPE_BYTES
+    // One that cannot be serialized is answered with a small error by the writer instead.
+    payload.unwrap_or(0) + ENVELOPE_BYTES
 }
 
 /// What the JSON-RPC envelope (id, method, timestamp) adds to the payload, roughly.
 const ENVELOPE_BYTES: usize = 64;
 
-fn serialize(counter: &mut Counter, value: &impl Serialize) -> serde_json::Result<()> {
-    serde_json::to_writer(counter, value)
+/// A notification's `params`, as the wire encodes them.
+struct NotificationParams<'a>(&'a ServerNotification);
+
+impl Serialize for NotificationParams<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize_params(serializer)
+    }
 }
 
-struct Counter(usize);
+/// A server request's `params`, as the wire encodes them.
+struct RequestParams<'a>(&'a ServerRequest);
 
-impl Write for Counter {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.0 += bytes.len();
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+impl Serialize for RequestParams<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize_params(serializer)
     }
 }
 

@@ -73,6 +73,7 @@ mod byte_budget;
 mod delivery;
 mod dispatch;
 pub mod in_process;
+mod json_size;
 mod outgoing;
 mod processor;
 mod router;
