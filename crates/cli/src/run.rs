@@ -35,9 +35,16 @@ Exit status:
   130   the turn was interrupted (Ctrl-C)
   2     usage error
 
+Model:
+  Without a configured model provider the scripted test agent answers, and tandem says so on
+  stderr (--quiet-notices hides that). A model is configured in TANDEM_HOME/config.toml or with
+  -c: tandem -c model_provider=ollama -c model=qwen3:8b run hi. Retries of a failed model
+  request are shown on stderr as they happen.
+
 Environment:
-  TANDEM_HOME  the in-process server's home directory
-  TANDEM_LOG   a tracing filter for tandem's own logs on stderr; off by default";
+  TANDEM_HOME  the in-process server's home directory (an absolute path)
+  TANDEM_LOG   a tracing filter for tandem's own logs on stderr; off by default
+               (tandem::wire=trace: every JSON message in and out)";
 
 /// The options of `tandem run`.
 #[derive(Debug, Args)]
