@@ -1,0 +1,429 @@
+//! The checks run around every kill: after it, that nothing the server started is still alive
+//! ([`processes_dead`]) and that the database is intact ([`database_intact`]); after the
+//! restart, that everything acknowledged is there and closed ([`after_restart`]).
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use rusqlite::{Connection, OpenFlags};
+use serde_json::{Value, json};
+
+use crate::client::Client;
+use crate::ledger::{AcknowledgedTurn, Counts, Ledger, Violations};
+
+/// How long a process the server started may outlive it (issue 13, point 5).
+pub(crate) const SURVIVAL_LIMIT: Duration = Duration::from_secs(2);
+/// How often /proc is polled while processes are still alive.
+const POLL: Duration = Duration::from_millis(20);
+/// How long the cleanup waits for the survivors it SIGKILLed itself.
+const CLEANUP_LIMIT: Duration = Duration::from_secs(5);
+/// `thread/list` page size.
+const LIST_PAGE: u64 = 100;
+/// `thread/read` requests kept in flight at once.
+const READS_IN_FLIGHT: usize = 8;
+
+/// Turn statuses that end a turn.
+const TERMINAL_TURN: [&str; 3] = ["completed", "interrupted", "failed"];
+
+/// Checks every acknowledged thread and turn against what the restarted server reads back:
+/// present in `thread/list` and `thread/read`, each turn terminal with its input, no tool
+/// call without an output, and no stored status that contradicts a `turn/completed` the
+/// client read. With `final_statuses`, the statuses of the acknowledged turns are tallied.
+pub(crate) async fn after_restart(
+    client: &Client,
+    ledger: &Arc<Mutex<Ledger>>,
+    violations: &Arc<Mutex<Violations>>,
+    counts: &Arc<Mutex<Counts>>,
+    final_statuses: bool,
+) {
+    let expected: Vec<(String, Vec<(String, AcknowledgedTurn)>)> = {
+        let ledger = ledger.lock().unwrap_or_else(PoisonError::into_inner);
+        ledger
+            .threads()
+            .iter()
+            .map(|thread| (thread.clone(), ledger.turns_of(thread)))
+            .collect()
+    };
+    let violation = |kind: &str, key: &str, detail: String| {
+        violations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .add(kind, key, detail);
+    };
+    let listed = match list_threads(client).await {
+        Ok(listed) => listed,
+        Err(error) => {
+            violation("thread/list failed", "", error);
+            HashSet::new()
+        }
+    };
+    let mut statuses = BTreeMap::<String, u64>::new();
+    for batch in expected.chunks(READS_IN_FLIGHT) {
+        let reads = batch.iter().map(|(thread_id, _)| {
+            client.request(
+                "thread/read",
+                json!({"threadId": thread_id, "includeTurns": true}),
+            )
+        });
+        let replies = futures::future::join_all(reads).await;
+        for ((thread_id, acknowledged), reply) in batch.iter().zip(replies) {
+            let mut tally = Tally::default();
+            if !listed.contains(thread_id) {
+                violation(
+                    "acknowledged thread missing from thread/list",
+                    thread_id,
+                    format!("thread {thread_id}"),
+                );
+            }
+            let stored_turns = match reply {
+                Ok(result) => result["thread"]["turns"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default(),
+                Err(error) => {
+                    violation(
+                        "acknowledged thread unreadable",
+                        thread_id,
+                        format!("thread/read {thread_id}: {error}"),
+                    );
+                    Vec::new()
+                }
+            };
+            tally.threads += 1;
+            for turn in &stored_turns {
+                check_stored_turn(thread_id, turn, &mut tally, &violation);
+            }
+            for (turn_id, acknowledged) in acknowledged {
+                tally.turns += 1;
+                let stored = stored_turns.iter().find(|turn| turn["id"] == **turn_id);
+                let status = check_acknowledged_turn(turn_id, acknowledged, stored, &violation);
+                if final_statuses {
+                    *statuses.entry(status).or_default() += 1;
+                }
+            }
+            let mut counts = counts.lock().unwrap_or_else(PoisonError::into_inner);
+            counts.thread_checks += tally.threads;
+            counts.turn_checks += tally.turns;
+            counts.call_checks += tally.calls;
+        }
+    }
+    if final_statuses {
+        counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .final_statuses = statuses;
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    threads: u64,
+    turns: u64,
+    calls: u64,
+}
+
+/// Every thread id `thread/list` returns, page by page.
+async fn list_threads(client: &Client) -> Result<HashSet<String>, String> {
+    let mut ids = HashSet::new();
+    let mut cursor = Value::Null;
+    loop {
+        let result = client
+            .request("thread/list", json!({"limit": LIST_PAGE, "cursor": cursor}))
+            .await
+            .map_err(|error| error.to_string())?;
+        let page = result["data"].as_array().cloned().unwrap_or_default();
+        ids.extend(
+            page.iter()
+                .filter_map(|thread| thread["id"].as_str().map(str::to_owned)),
+        );
+        cursor = result["nextCursor"].clone();
+        if cursor.is_null() || page.is_empty() {
+            return Ok(ids);
+        }
+    }
+}
+
+/// Any stored turn: terminal, and no tool call in it is left without an outcome.
+fn check_stored_turn(
+    thread_id: &str,
+    turn: &Value,
+    tally: &mut Tally,
+    violation: &impl Fn(&str, &str, String),
+) {
+    let turn_id = turn["id"].as_str().unwrap_or_default();
+    let status = turn["status"].as_str().unwrap_or_default();
+    if !TERMINAL_TURN.contains(&status) {
+        violation(
+            "turn not in a terminal state after restart",
+            turn_id,
+            format!("turn {turn_id} of thread {thread_id} is {status:?}"),
+        );
+    }
+    for item in turn["items"].as_array().into_iter().flatten() {
+        let item_id = item["id"].as_str().unwrap_or_default();
+        let item_status = item["status"].as_str().unwrap_or_default();
+        let unfinished = match item["type"].as_str() {
+            Some("commandExecution") => {
+                item_status == "inProgress"
+                    || (item_status == "completed" && item["exitCode"].is_null())
+            }
+            Some("dynamicToolCall") => {
+                item_status == "inProgress"
+                    || (item_status == "completed" && item["success"].is_null())
+            }
+            _ => continue,
+        };
+        tally.calls += 1;
+        if unfinished {
+            violation(
+                "tool call without an output in history",
+                item_id,
+                format!(
+                    "{} item {item_id} of turn {turn_id} (turn {status}): status {item_status:?}, \
+                     exitCode {}",
+                    item["type"], item["exitCode"]
+                ),
+            );
+        }
+    }
+}
+
+/// An acknowledged turn: stored, with its input, and not contradicting what the client was
+/// told. Returns its stored status (`missing` when absent) for the final tally.
+fn check_acknowledged_turn(
+    turn_id: &str,
+    acknowledged: &AcknowledgedTurn,
+    stored: Option<&Value>,
+    violation: &impl Fn(&str, &str, String),
+) -> String {
+    let told = acknowledged.told_status.as_deref().unwrap_or("nothing");
+    let Some(turn) = stored else {
+        violation(
+            "acknowledged turn missing after restart",
+            turn_id,
+            format!(
+                "turn {turn_id} of thread {} (told: {told}; input {:?})",
+                acknowledged.thread_id,
+                abbreviate(&acknowledged.input)
+            ),
+        );
+        return "missing".to_owned();
+    };
+    let status = turn["status"].as_str().unwrap_or_default().to_owned();
+    let has_input = turn["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|item| item["type"] == "userMessage")
+        .flat_map(|item| item["content"].as_array().cloned().unwrap_or_default())
+        .any(|content| content["text"] == acknowledged.input.as_str());
+    if !has_input {
+        violation(
+            "acknowledged turn input missing after restart",
+            turn_id,
+            format!(
+                "turn {turn_id} ({status}) has no userMessage {:?}",
+                abbreviate(&acknowledged.input)
+            ),
+        );
+    }
+    if let Some(told) = &acknowledged.told_status
+        && *told != status
+    {
+        violation(
+            "stored turn contradicts turn/completed",
+            turn_id,
+            format!("turn {turn_id}: the client was told {told}, the store says {status}"),
+        );
+    }
+    status
+}
+
+fn abbreviate(text: &str) -> String {
+    const KEEP: usize = 60;
+    match text.char_indices().nth(KEEP) {
+        Some((end, _)) => format!("{}...", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+/// A live process of this run: not a zombie, and `marker` (`NAME=value`) in its environment.
+fn alive_with_marker(pid: i32, marker: &[u8]) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state follows the parenthesized command name, which may itself hold spaces.
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next());
+    if matches!(state, Some('Z' | 'X') | None) {
+        return false;
+    }
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .map(|environ| {
+            environ
+                .split(|byte| *byte == 0)
+                .any(|entry| entry == marker)
+        })
+        .unwrap_or(false)
+}
+
+/// Every live process carrying `marker`: what the server started, recorded or not
+/// (descendants of the commands, the server's own helpers).
+fn marked_processes(marker: &[u8]) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| alive_with_marker(*pid, marker))
+        .collect()
+}
+
+/// The pids the cycle's commands wrote to `pid_dir` (a file the kill interrupted before its
+/// write is skipped; the marker scan still sees that process).
+fn recorded_pids(pid_dir: &Path) -> Vec<(i32, String)> {
+    let Ok(entries) = std::fs::read_dir(pid_dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let pid = std::fs::read_to_string(entry.path())
+                .ok()?
+                .trim()
+                .parse()
+                .ok()?;
+            Some((pid, entry.file_name().to_string_lossy().into_owned()))
+        })
+        .collect()
+}
+
+fn describe(pid: i32, name: Option<&str>) -> String {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|bytes| String::from_utf8_lossy(&bytes).replace('\0', " "))
+        .unwrap_or_default();
+    let recorded = name.map_or_else(|| "unrecorded".to_owned(), |name| format!("wrote {name}"));
+    format!("pid {pid} ({recorded}): {}", abbreviate(cmdline.trim()))
+}
+
+/// Waits until nothing the killed server started is alive, at most [`SURVIVAL_LIMIT`] after
+/// `killed_at`; what is still alive then is a violation, and is killed here so the next cycle
+/// starts clean.
+pub(crate) async fn processes_dead(
+    marker: &str,
+    pid_dir: &Path,
+    killed_at: Instant,
+    cycle: u64,
+    violations: &Arc<Mutex<Violations>>,
+    counts: &Arc<Mutex<Counts>>,
+) {
+    let marker = marker.as_bytes();
+    let deadline = killed_at + SURVIVAL_LIMIT;
+    let mut alive = loop {
+        let recorded = recorded_pids(pid_dir);
+        let mut alive: BTreeMap<i32, Option<String>> = recorded
+            .iter()
+            .filter(|(pid, _)| alive_with_marker(*pid, marker))
+            .map(|(pid, name)| (*pid, Some(name.clone())))
+            .collect();
+        for pid in marked_processes(marker) {
+            alive.entry(pid).or_insert(None);
+        }
+        if alive.is_empty() || Instant::now() >= deadline {
+            counts
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .processes_checked += recorded.len() as u64;
+            break alive;
+        }
+        tokio::time::sleep(POLL).await;
+    };
+    if alive.is_empty() {
+        return;
+    }
+    {
+        let mut violations = violations.lock().unwrap_or_else(PoisonError::into_inner);
+        for (pid, name) in &alive {
+            violations.add(
+                "process alive 2 s after the server was killed",
+                &format!("{cycle}/{pid}"),
+                format!("kill {cycle}: {}", describe(*pid, name.as_deref())),
+            );
+        }
+        counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .processes_survived += alive.len() as u64;
+    }
+    let cleanup_deadline = Instant::now() + CLEANUP_LIMIT;
+    while !alive.is_empty() && Instant::now() < cleanup_deadline {
+        for pid in alive.keys() {
+            let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+        }
+        tokio::time::sleep(POLL).await;
+        alive.retain(|pid, _| alive_with_marker(*pid, marker));
+    }
+    assert!(
+        alive.is_empty(),
+        "the test could not kill what the server left running: {alive:?}"
+    );
+}
+
+/// `PRAGMA integrity_check` is `ok` and `PRAGMA foreign_key_check` finds nothing, on a
+/// read-only connection while no server runs.
+pub(crate) fn database_intact(
+    home: &Path,
+    when: &str,
+    violations: &Arc<Mutex<Violations>>,
+    counts: &Arc<Mutex<Counts>>,
+) {
+    let path = home.join("threads.sqlite");
+    if !path.exists() {
+        // Nothing was stored yet: the server was killed before it opened its store. The
+        // restart's checks then find every acknowledged thread missing, if there was one.
+        return;
+    }
+    let result = (|| -> rusqlite::Result<(Vec<String>, usize)> {
+        let connection = Connection::open_with_flags(
+            &path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        let integrity = connection
+            .prepare("PRAGMA integrity_check")?
+            .query_map([], |row| row.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let dangling = connection
+            .prepare("PRAGMA foreign_key_check")?
+            .query_map([], |_| Ok(()))?
+            .count();
+        Ok((integrity, dangling))
+    })();
+    counts
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .integrity_checks += 1;
+    let mut violations = violations.lock().unwrap_or_else(PoisonError::into_inner);
+    match result {
+        Ok((integrity, _)) if integrity != ["ok"] => violations.add(
+            "PRAGMA integrity_check not ok",
+            when,
+            format!("{when}: {}", integrity.join("; ")),
+        ),
+        Ok((_, dangling)) if dangling > 0 => violations.add(
+            "PRAGMA foreign_key_check found dangling rows",
+            when,
+            format!("{when}: {dangling} rows"),
+        ),
+        Ok(_) => {}
+        Err(error) => violations.add(
+            "database unreadable",
+            when,
+            format!("{when}: {}: {error}", path.display()),
+        ),
+    }
+}
