@@ -206,9 +206,10 @@ fn check_acknowledged_turn(
             "acknowledged turn missing after restart",
             turn_id,
             format!(
-                "turn {turn_id} of thread {} (told: {told}; input {:?})",
+                "turn {turn_id} of thread {}, acknowledged before kill {} (told: {told}; input {})",
                 acknowledged.thread_id,
-                abbreviate(&acknowledged.input)
+                acknowledged.kill,
+                describe_input(&acknowledged.input)
             ),
         );
         return "missing".to_owned();
@@ -226,8 +227,8 @@ fn check_acknowledged_turn(
             "acknowledged turn input missing after restart",
             turn_id,
             format!(
-                "turn {turn_id} ({status}) has no userMessage {:?}",
-                abbreviate(&acknowledged.input)
+                "turn {turn_id} ({status}) has no userMessage with its input {}",
+                describe_input(&acknowledged.input)
             ),
         );
     }
@@ -241,6 +242,32 @@ fn check_acknowledged_turn(
         );
     }
     status
+}
+
+/// A scripted input in a few words: its first word and its token (`c<kill>l<lane>t<turn>`),
+/// e.g. `/sh ... c3l1t4`.
+fn describe_input(input: &str) -> String {
+    let first = input.split_whitespace().next().unwrap_or_default();
+    let token = input
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .find(|word| is_token(word))
+        .unwrap_or("?");
+    format!("`{first} ... {token}`")
+}
+
+fn is_token(word: &str) -> bool {
+    let mut rest = word;
+    for tag in ['c', 'l', 't'] {
+        let Some(after) = rest.strip_prefix(tag) else {
+            return false;
+        };
+        let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if digits == 0 {
+            return false;
+        }
+        rest = &after[digits..];
+    }
+    rest.is_empty()
 }
 
 fn abbreviate(text: &str) -> String {
@@ -303,6 +330,22 @@ fn recorded_pids(pid_dir: &Path) -> Vec<(i32, String)> {
         .collect()
 }
 
+/// What a recorded process is, from the extension of the file its pid was written to.
+fn kind(name: Option<&str>) -> &'static str {
+    match name
+        .and_then(|name| name.rsplit_once('.'))
+        .map(|(_, extension)| extension)
+    {
+        None => "unrecorded",
+        Some("sh") => "turn command",
+        Some("bg") => "turn command's group member",
+        Some("setsid") => "turn command's setsid child",
+        Some("proc") => "process/spawn streaming",
+        Some("idle") => "process/spawn sleeping",
+        Some(_) => "other",
+    }
+}
+
 fn describe(pid: i32, name: Option<&str>) -> String {
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|bytes| String::from_utf8_lossy(&bytes).replace('\0', " "))
@@ -335,10 +378,13 @@ pub(crate) async fn processes_dead(
             alive.entry(pid).or_insert(None);
         }
         if alive.is_empty() || Instant::now() >= deadline {
-            counts
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .processes_checked += recorded.len() as u64;
+            let mut counts = counts.lock().unwrap_or_else(PoisonError::into_inner);
+            for (_, name) in &recorded {
+                *counts
+                    .processes_checked
+                    .entry(kind(Some(name)))
+                    .or_default() += 1;
+            }
             break alive;
         }
         tokio::time::sleep(POLL).await;
@@ -355,10 +401,13 @@ pub(crate) async fn processes_dead(
                 format!("kill {cycle}: {}", describe(*pid, name.as_deref())),
             );
         }
-        counts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .processes_survived += alive.len() as u64;
+        let mut counts = counts.lock().unwrap_or_else(PoisonError::into_inner);
+        for name in alive.values() {
+            *counts
+                .processes_survived
+                .entry(kind(name.as_deref()))
+                .or_default() += 1;
+        }
     }
     let cleanup_deadline = Instant::now() + CLEANUP_LIMIT;
     while !alive.is_empty() && Instant::now() < cleanup_deadline {

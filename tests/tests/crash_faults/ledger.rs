@@ -13,6 +13,8 @@ use std::fmt;
 pub(crate) struct AcknowledgedTurn {
     pub(crate) thread_id: String,
     pub(crate) input: String,
+    /// The kill point the turn was acknowledged before.
+    pub(crate) kill: u64,
     /// The status `turn/completed` reported, if the client read one before the kill.
     pub(crate) told_status: Option<String>,
 }
@@ -24,9 +26,16 @@ pub(crate) struct Ledger {
     thread_set: HashSet<String>,
     turns: HashMap<String, AcknowledgedTurn>,
     turn_order: Vec<String>,
+    /// The kill point the server now running will end at.
+    current_kill: u64,
 }
 
 impl Ledger {
+    /// Turns acknowledged from now on are acknowledged before kill point `index`.
+    pub(crate) fn begin_cycle(&mut self, index: u64) {
+        self.current_kill = index;
+    }
+
     pub(crate) fn thread_acknowledged(&mut self, thread_id: &str) {
         if self.thread_set.insert(thread_id.to_owned()) {
             self.threads.push(thread_id.to_owned());
@@ -44,6 +53,7 @@ impl Ledger {
             .or_insert_with(|| AcknowledgedTurn {
                 thread_id: thread_id.to_owned(),
                 input: input.to_owned(),
+                kill: self.current_kill,
                 told_status: None,
             });
     }
@@ -135,9 +145,10 @@ pub(crate) struct Counts {
     pub(crate) turn_checks: u64,
     /// Tool-call items checked for an output (one per item per restart).
     pub(crate) call_checks: u64,
-    /// Pids the workload's commands wrote, checked dead after their kill.
-    pub(crate) processes_checked: u64,
-    pub(crate) processes_survived: u64,
+    /// Pids the workload's commands wrote, checked after their kill, by kind.
+    pub(crate) processes_checked: BTreeMap<&'static str, u64>,
+    /// Processes alive past the deadline, by kind (`unrecorded`: found only by the marker).
+    pub(crate) processes_survived: BTreeMap<&'static str, u64>,
     pub(crate) integrity_checks: u64,
     /// Statuses of the acknowledged turns at the final restart.
     pub(crate) final_statuses: BTreeMap<String, u64>,
@@ -160,10 +171,23 @@ impl fmt::Display for Counts {
             "  checked: {} threads, {} turns, {} tool calls (summed over restarts), {} integrity checks",
             self.thread_checks, self.turn_checks, self.call_checks, self.integrity_checks
         )?;
+        let by_kind = |counts: &BTreeMap<&'static str, u64>| {
+            let total: u64 = counts.values().sum();
+            let kinds: Vec<String> = counts
+                .iter()
+                .map(|(kind, count)| format!("{kind} {count}"))
+                .collect();
+            format!("{total} ({})", kinds.join(", "))
+        };
         writeln!(
             f,
-            "  processes: {} checked after their kill, {} still alive after the deadline",
-            self.processes_checked, self.processes_survived
+            "  processes checked after their kill: {}",
+            by_kind(&self.processes_checked)
+        )?;
+        writeln!(
+            f,
+            "  processes still alive 2 s after their kill: {}",
+            by_kind(&self.processes_survived)
         )?;
         let statuses: Vec<String> = self
             .final_statuses

@@ -102,6 +102,10 @@ async fn sigkill_at_random_points_loses_nothing_acknowledged() {
     let began = Instant::now();
 
     for index in 0..points {
+        ledger
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .begin_cycle(index);
         let mut server = Server::start(
             &home,
             (MARKER_VAR, &marker_value),
@@ -130,9 +134,16 @@ async fn sigkill_at_random_points_loses_nothing_acknowledged() {
         };
         let resumable = resumable_threads(&ledger, &violations);
         let kill_point = kill_points.random_range(0..=MAX_KILL_POINT);
+        let workload_began = Instant::now();
         let lanes = workload::start(&cycle, &resumable);
         server.arm_kill(kill_point);
         let (killed_at, reached) = server.wait_killed(STALL_LIMIT).await;
+        println!(
+            "kill {index}: at message {kill_point}, {} ms into the workload",
+            killed_at
+                .saturating_duration_since(workload_began)
+                .as_millis()
+        );
         {
             let mut counts = counts.lock().unwrap_or_else(PoisonError::into_inner);
             counts.kills += 1;
@@ -168,6 +179,10 @@ async fn sigkill_at_random_points_loses_nothing_acknowledged() {
         );
     }
 
+    ledger
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .begin_cycle(points);
     // The last restart: everything checked once more (with the final tally), then a clean
     // shutdown and the database checked after it too.
     let server = Server::start(

@@ -235,7 +235,7 @@ async fn process_lane(cycle: Cycle) {
     };
     let params = spawn(
         &sleeper,
-        format!("echo $$ > {pids}/{sleeper}.proc; exec sleep 30"),
+        format!("echo $$ > {pids}/{sleeper}.idle; exec sleep 30"),
         false,
     );
     if let Err(error) = cycle.client.request("process/spawn", params).await {
