@@ -211,6 +211,32 @@ impl Server {
         server
     }
 
+    /// Starts the server as [`Self::start`] does and SIGKILLs it `delay` later, whatever it is
+    /// doing then (opening the store, recovering what the previous kill left, answering
+    /// `initialize`). Returns when the kill was sent, once the process is reaped.
+    pub(crate) async fn start_and_kill(
+        home: &Path,
+        marker: (&str, &str),
+        delay: Duration,
+    ) -> Instant {
+        let mut command = tandem_command(home)
+            .await
+            .unwrap_or_else(|error| panic!("cannot build the tandem binary: {error}"));
+        command
+            .args(["app-server", "--listen", "stdio://"])
+            .env(marker.0, marker.1)
+            .current_dir(home);
+        let mut process = ServerProcess::spawn(&mut command)
+            .unwrap_or_else(|error| panic!("cannot start tandem app-server: {error}"));
+        // Held open until the kill: stdin EOF would start a clean shutdown instead.
+        let _stdin = process.child_mut().stdin.take();
+        tokio::time::sleep(delay).await;
+        let _ = process.child_mut().start_kill();
+        let killed_at = Instant::now();
+        let _ = tokio::time::timeout(REQUEST_LIMIT, process.child_mut().wait()).await;
+        killed_at
+    }
+
     /// A handle for the workload and the checks.
     pub(crate) fn client(&self) -> Client {
         self.client.clone()

@@ -134,6 +134,8 @@ pub(crate) struct Counts {
     pub(crate) kills: u64,
     /// Kills sent because the workload stalled before its kill point.
     pub(crate) stalled_kills: u64,
+    /// Kills during a restart (store open, recovery, handshake), before the workload.
+    pub(crate) startup_kills: u64,
     pub(crate) restarts: u64,
     pub(crate) threads_started: u64,
     pub(crate) threads_resumed: u64,
@@ -158,8 +160,9 @@ impl fmt::Display for Counts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "  kills: {} ({} because the workload stalled), restarts: {}",
-            self.kills, self.stalled_kills, self.restarts
+            "  kills: {} during workloads ({} because the workload stalled), {} during a restart; \
+             restarts: {}",
+            self.kills, self.stalled_kills, self.startup_kills, self.restarts
         )?;
         writeln!(
             f,

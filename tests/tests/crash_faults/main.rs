@@ -50,6 +50,11 @@ const DEFAULT_SEED: u64 = 0x7A4D_E113;
 /// and a process lane produce a few hundred messages a second, so kills land from before the
 /// first reply to about two seconds into the workload.
 const MAX_KILL_POINT: u64 = 400;
+/// How often a kill point is preceded by a kill during the restart itself.
+const STARTUP_KILL_PROBABILITY: f64 = 0.2;
+/// The latest startup kill, after the spawn: the debug binary opens its store and recovers
+/// within this on an idle machine.
+const MAX_STARTUP_KILL: Duration = Duration::from_millis(80);
 /// How long a workload may take to reach its kill point before it counts as stalled.
 const STALL_LIMIT: Duration = Duration::from_secs(60);
 /// How long the lanes may take to notice the kill.
@@ -106,6 +111,35 @@ async fn sigkill_at_random_points_loses_nothing_acknowledged() {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .begin_cycle(index);
+        if kill_points.random_bool(STARTUP_KILL_PROBABILITY) {
+            let delay = Duration::from_micros(
+                kill_points.random_range(0..=MAX_STARTUP_KILL.as_micros() as u64),
+            );
+            let killed_at = Server::start_and_kill(&home, (MARKER_VAR, &marker_value), delay).await;
+            counts
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .startup_kills += 1;
+            let none_recorded = dir.join("pids").join(format!("startup-{index}"));
+            checks::processes_dead(
+                &marker,
+                &none_recorded,
+                killed_at,
+                index,
+                &violations,
+                &counts,
+            )
+            .await;
+            checks::database_intact(
+                &home,
+                &format!(
+                    "after the startup kill before kill {index} ({} ms)",
+                    delay.as_millis()
+                ),
+                &violations,
+                &counts,
+            );
+        }
         let mut server = Server::start(
             &home,
             (MARKER_VAR, &marker_value),
