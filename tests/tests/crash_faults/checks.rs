@@ -476,3 +476,197 @@ pub(crate) fn database_intact(
         ),
     }
 }
+
+/// The checks themselves, on states the server under test should never produce, so that a
+/// passing run means the checks looked and found nothing, not that they cannot fail.
+#[cfg(test)]
+mod self_checks {
+    use std::io::{Seek as _, SeekFrom, Write as _};
+
+    use super::*;
+
+    fn collect() -> (Arc<Mutex<Violations>>, Arc<Mutex<Counts>>) {
+        (
+            Arc::new(Mutex::new(Violations::default())),
+            Arc::new(Mutex::new(Counts::default())),
+        )
+    }
+
+    fn kinds(violations: &Mutex<Violations>) -> String {
+        violations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .to_string()
+    }
+
+    #[test]
+    fn an_open_turn_and_calls_without_an_outcome_are_violations() {
+        let violations = Mutex::new(Violations::default());
+        let record = |kind: &str, key: &str, detail: String| {
+            violations
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .add(kind, key, detail);
+        };
+        let turn = json!({
+            "id": "t1",
+            "status": "inProgress",
+            "items": [
+                {"type": "userMessage", "id": "u", "content": []},
+                {"type": "commandExecution", "id": "c1", "status": "inProgress", "exitCode": null},
+                {"type": "commandExecution", "id": "c2", "status": "completed", "exitCode": null},
+                {"type": "commandExecution", "id": "c3", "status": "failed", "exitCode": null},
+                {"type": "dynamicToolCall", "id": "d1", "status": "completed", "success": null},
+                {"type": "dynamicToolCall", "id": "d2", "status": "completed", "success": true},
+            ],
+        });
+        let mut tally = Tally::default();
+        check_stored_turn("h", &turn, &mut tally, &record);
+        let report = kinds(&violations);
+        assert!(
+            report.contains("turn not in a terminal state after restart: 1"),
+            "{report}"
+        );
+        // c1, c2 and d1 have no outcome; c3 (closed as failed) and d2 do.
+        assert!(
+            report.contains("tool call without an output in history: 3"),
+            "{report}"
+        );
+        assert_eq!(tally.calls, 5);
+    }
+
+    #[test]
+    fn a_lost_turn_a_lost_input_and_a_contradicted_status_are_violations() {
+        let violations = Mutex::new(Violations::default());
+        let record = |kind: &str, key: &str, detail: String| {
+            violations
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .add(kind, key, detail);
+        };
+        let acknowledged = AcknowledgedTurn {
+            thread_id: "h".into(),
+            input: "/sh echo c0l0t0".into(),
+            kill: 0,
+            told_status: Some("completed".into()),
+        };
+        let stored = |status: &str, text: &str| {
+            json!({"id": "t", "status": status, "items": [
+                {"type": "userMessage", "id": "u", "content": [{"type": "text", "text": text}]},
+            ]})
+        };
+        let good = stored("completed", "/sh echo c0l0t0");
+        assert_eq!(
+            check_acknowledged_turn("t", &acknowledged, Some(&good), &record),
+            "completed"
+        );
+        assert!(kinds(&violations).is_empty(), "{}", kinds(&violations));
+
+        let contradicted = stored("interrupted", "/sh echo c0l0t0");
+        check_acknowledged_turn("t", &acknowledged, Some(&contradicted), &record);
+        let without_input = stored("completed", "something else");
+        check_acknowledged_turn("t", &acknowledged, Some(&without_input), &record);
+        assert_eq!(
+            check_acknowledged_turn("t", &acknowledged, None, &record),
+            "missing"
+        );
+        let report = kinds(&violations);
+        assert!(
+            report.contains("stored turn contradicts turn/completed: 1"),
+            "{report}"
+        );
+        assert!(
+            report.contains("acknowledged turn input missing after restart: 1"),
+            "{report}"
+        );
+        assert!(
+            report.contains("acknowledged turn missing after restart: 1"),
+            "{report}"
+        );
+        assert!(report.contains("`/sh ... c0l0t0`"), "{report}");
+    }
+
+    #[test]
+    fn a_damaged_database_fails_and_a_sound_one_passes() {
+        let home = tempfile::tempdir().expect("temporary home");
+        let path = home.path().join("threads.sqlite");
+        {
+            let connection = Connection::open(&path).expect("create a database");
+            connection
+                .execute_batch(
+                    "CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL);
+                     CREATE INDEX t_body ON t (body);
+                     WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+                     INSERT INTO t SELECT i, printf('row %08d', i) FROM n;",
+                )
+                .expect("fill the database");
+        }
+        let (violations, counts) = collect();
+        database_intact(home.path(), "sound", &violations, &counts);
+        assert!(kinds(&violations).is_empty(), "{}", kinds(&violations));
+
+        // Scribble over the middle of the file: pages of the table and its index.
+        let length = std::fs::metadata(&path).expect("database size").len();
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .expect("open the database file");
+        file.seek(SeekFrom::Start(length / 2)).expect("seek");
+        file.write_all(&[0xA5; 8192]).expect("damage the database");
+        drop(file);
+        database_intact(home.path(), "damaged", &violations, &counts);
+        let report = kinds(&violations);
+        assert!(
+            report.contains("PRAGMA integrity_check not ok")
+                || report.contains("database unreadable"),
+            "{report}"
+        );
+        assert_eq!(
+            counts
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .integrity_checks,
+            2
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_process_left_alive_is_reported_then_killed() {
+        let pid_dir = tempfile::tempdir().expect("temporary pid directory");
+        let value = format!("self-check-{}", std::process::id());
+        let mut child = tokio::process::Command::new("sleep")
+            .arg("30")
+            .env("TANDEM_FAULT_SELF_CHECK", &value)
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start sleep");
+        let pid = child.id().expect("a running child has a pid");
+        std::fs::write(pid_dir.path().join("x.bg"), format!("{pid}\n")).expect("write its pid");
+        let (violations, counts) = collect();
+        // Killed "long ago": the deadline has passed, so the first look decides.
+        let killed_at = Instant::now()
+            .checked_sub(SURVIVAL_LIMIT)
+            .expect("the monotonic clock is past 2 s");
+        let marker = format!("TANDEM_FAULT_SELF_CHECK={value}");
+        processes_dead(&marker, pid_dir.path(), killed_at, 0, &violations, &counts).await;
+        let report = kinds(&violations);
+        assert!(
+            report.contains("process alive 2 s after the server was killed: 1"),
+            "{report}"
+        );
+        assert!(
+            report.contains(&format!("pid {pid} (wrote x.bg)")),
+            "{report}"
+        );
+        let status = tokio::time::timeout(Duration::from_secs(5), child.wait())
+            .await
+            .expect("the leftover is killed")
+            .expect("wait for sleep");
+        assert!(!status.success());
+        let counts = counts.lock().unwrap_or_else(PoisonError::into_inner);
+        assert_eq!(
+            counts.processes_survived.get("turn command's group member"),
+            Some(&1)
+        );
+    }
+}
