@@ -13,7 +13,7 @@ use rusqlite::{Connection, OpenFlags};
 use serde_json::{Value, json};
 
 use crate::client::Client;
-use crate::ledger::{AcknowledgedTurn, Counts, Ledger, Violations};
+use crate::ledger::{AcknowledgedTurn, Counts, Ledger, Scope, Violations};
 
 /// How long a process the server started may outlive it (issue 13, point 5).
 pub(crate) const SURVIVAL_LIMIT: Duration = Duration::from_secs(2);
@@ -29,25 +29,37 @@ const READS_IN_FLIGHT: usize = 8;
 /// Turn statuses that end a turn.
 const TERMINAL_TURN: [&str; 3] = ["completed", "interrupted", "failed"];
 
-/// Checks every acknowledged thread and turn against what the restarted server reads back:
-/// present in `thread/list` and `thread/read`, each turn terminal with its input, no tool
-/// call without an output, and no stored status that contradicts a `turn/completed` the
-/// client read. With `final_statuses`, the statuses of the acknowledged turns are tallied.
+/// Checks the acknowledged threads and turns against what the restarted server reads back:
+/// every acknowledged thread is in `thread/list`; each thread `scope` selects is readable by
+/// `thread/read`, each of its turns terminal, its acknowledged turns there with their input,
+/// no tool call without an output, and no stored status that contradicts a `turn/completed`
+/// the client read. With `final_statuses`, the statuses of the acknowledged turns are tallied.
 pub(crate) async fn after_restart(
     client: &Client,
     ledger: &Arc<Mutex<Ledger>>,
+    scope: Scope,
     violations: &Arc<Mutex<Violations>>,
     counts: &Arc<Mutex<Counts>>,
     final_statuses: bool,
 ) {
-    let expected: Vec<(String, Vec<(String, AcknowledgedTurn)>)> = {
+    let (all_threads, expected): (Vec<String>, Vec<ThreadToRead>) = {
         let ledger = ledger.lock().unwrap_or_else(PoisonError::into_inner);
-        ledger
-            .threads()
-            .iter()
-            .map(|thread| (thread.clone(), ledger.turns_of(thread)))
-            .collect()
+        let selected = ledger
+            .select(scope)
+            .into_iter()
+            .map(|thread| {
+                let turns = ledger.turns_of(&thread);
+                (thread, turns)
+            })
+            .collect();
+        (ledger.threads().to_vec(), selected)
     };
+    if matches!(scope, Scope::All) {
+        counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .full_checks += 1;
+    }
     let violation = |kind: &str, key: &str, detail: String| {
         violations
             .lock()
@@ -61,6 +73,15 @@ pub(crate) async fn after_restart(
             HashSet::new()
         }
     };
+    for thread_id in &all_threads {
+        if !listed.contains(thread_id) {
+            violation(
+                "acknowledged thread missing from thread/list",
+                thread_id,
+                format!("thread {thread_id}"),
+            );
+        }
+    }
     let mut statuses = BTreeMap::<String, u64>::new();
     for batch in expected.chunks(READS_IN_FLIGHT) {
         let reads = batch.iter().map(|(thread_id, _)| {
@@ -72,13 +93,6 @@ pub(crate) async fn after_restart(
         let replies = futures::future::join_all(reads).await;
         for ((thread_id, acknowledged), reply) in batch.iter().zip(replies) {
             let mut tally = Tally::default();
-            if !listed.contains(thread_id) {
-                violation(
-                    "acknowledged thread missing from thread/list",
-                    thread_id,
-                    format!("thread {thread_id}"),
-                );
-            }
             let stored_turns = match reply {
                 Ok(result) => result["thread"]["turns"]
                     .as_array()
@@ -118,6 +132,9 @@ pub(crate) async fn after_restart(
             .final_statuses = statuses;
     }
 }
+
+/// A thread to read back and the turns acknowledged on it, by id.
+type ThreadToRead = (String, Vec<(String, AcknowledgedTurn)>);
 
 #[derive(Default)]
 struct Tally {

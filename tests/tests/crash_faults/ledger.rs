@@ -8,6 +8,10 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
+use rand::SeedableRng as _;
+use rand::rngs::StdRng;
+use rand::seq::IndexedRandom as _;
+
 /// A turn the server acknowledged (`turn/start` answered).
 #[derive(Debug, Clone)]
 pub(crate) struct AcknowledgedTurn {
@@ -23,11 +27,28 @@ pub(crate) struct AcknowledgedTurn {
 #[derive(Debug, Default)]
 pub(crate) struct Ledger {
     threads: Vec<String>,
-    thread_set: HashSet<String>,
+    /// The last kill point before which each thread was started, resumed or given a turn.
+    last_touched: HashMap<String, u64>,
     turns: HashMap<String, AcknowledgedTurn>,
-    turn_order: Vec<String>,
+    /// Turn ids by thread, in acknowledgement order.
+    turns_by_thread: HashMap<String, Vec<String>>,
     /// The kill point the server now running will end at.
     current_kill: u64,
+}
+
+/// Which acknowledged threads a restart reads back in full.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Scope {
+    /// Every one.
+    All,
+    /// Those touched before kill point `since_kill` or later, and `sample` of the others
+    /// drawn with `seed` (long runs, where reading everything after every restart would make
+    /// the run quadratic).
+    Recent {
+        since_kill: u64,
+        sample: usize,
+        seed: u64,
+    },
 }
 
 impl Ledger {
@@ -37,25 +58,34 @@ impl Ledger {
     }
 
     pub(crate) fn thread_acknowledged(&mut self, thread_id: &str) {
-        if self.thread_set.insert(thread_id.to_owned()) {
+        if self
+            .last_touched
+            .insert(thread_id.to_owned(), self.current_kill)
+            .is_none()
+        {
             self.threads.push(thread_id.to_owned());
         }
     }
 
     pub(crate) fn turn_acknowledged(&mut self, thread_id: &str, turn_id: &str, input: &str) {
-        // A thread resumed from an earlier run is acknowledged by its first turn too.
+        // A thread resumed from an earlier run is touched by its turns too.
         self.thread_acknowledged(thread_id);
-        if !self.turns.contains_key(turn_id) {
-            self.turn_order.push(turn_id.to_owned());
+        if self.turns.contains_key(turn_id) {
+            return;
         }
-        self.turns
-            .entry(turn_id.to_owned())
-            .or_insert_with(|| AcknowledgedTurn {
+        self.turns_by_thread
+            .entry(thread_id.to_owned())
+            .or_default()
+            .push(turn_id.to_owned());
+        self.turns.insert(
+            turn_id.to_owned(),
+            AcknowledgedTurn {
                 thread_id: thread_id.to_owned(),
                 input: input.to_owned(),
                 kill: self.current_kill,
                 told_status: None,
-            });
+            },
+        );
     }
 
     pub(crate) fn told_turn_status(&mut self, turn_id: &str, status: &str) {
@@ -68,13 +98,36 @@ impl Ledger {
         &self.threads
     }
 
+    /// The threads `scope` selects, in acknowledgement order.
+    pub(crate) fn select(&self, scope: Scope) -> Vec<String> {
+        match scope {
+            Scope::All => self.threads.clone(),
+            Scope::Recent {
+                since_kill,
+                sample,
+                seed,
+            } => {
+                let recent = |thread: &String| self.last_touched[thread] >= since_kill;
+                let older: Vec<&String> = self.threads.iter().filter(|t| !recent(t)).collect();
+                let mut rng = StdRng::seed_from_u64(seed);
+                let sampled: HashSet<&String> =
+                    older.choose_multiple(&mut rng, sample).copied().collect();
+                self.threads
+                    .iter()
+                    .filter(|thread| recent(thread) || sampled.contains(thread))
+                    .cloned()
+                    .collect()
+            }
+        }
+    }
+
     /// The acknowledged turns of `thread_id`, with their ids.
     pub(crate) fn turns_of(&self, thread_id: &str) -> Vec<(String, AcknowledgedTurn)> {
-        self.turn_order
-            .iter()
-            .filter_map(|id| self.turns.get(id).map(|turn| (id, turn)))
-            .filter(|(_, turn)| turn.thread_id == thread_id)
-            .map(|(id, turn)| (id.clone(), turn.clone()))
+        self.turns_by_thread
+            .get(thread_id)
+            .into_iter()
+            .flatten()
+            .map(|id| (id.clone(), self.turns[id].clone()))
             .collect()
     }
 
@@ -152,6 +205,8 @@ pub(crate) struct Counts {
     /// Processes alive past the deadline, by kind (`unrecorded`: found only by the marker).
     pub(crate) processes_survived: BTreeMap<&'static str, u64>,
     pub(crate) integrity_checks: u64,
+    /// Restarts that read back every acknowledged thread (the others read a sample).
+    pub(crate) full_checks: u64,
     /// Statuses of the acknowledged turns at the final restart.
     pub(crate) final_statuses: BTreeMap<String, u64>,
 }
@@ -171,8 +226,14 @@ impl fmt::Display for Counts {
         )?;
         writeln!(
             f,
-            "  checked: {} threads, {} turns, {} tool calls (summed over restarts), {} integrity checks",
-            self.thread_checks, self.turn_checks, self.call_checks, self.integrity_checks
+            "  checked: {} threads, {} turns, {} tool calls (summed over restarts; {} of {} restarts \
+             read every thread), {} integrity checks",
+            self.thread_checks,
+            self.turn_checks,
+            self.call_checks,
+            self.full_checks,
+            self.restarts + 1,
+            self.integrity_checks
         )?;
         let by_kind = |counts: &BTreeMap<&'static str, u64>| {
             let total: u64 = counts.values().sum();
@@ -202,5 +263,44 @@ impl fmt::Display for Counts {
             "  acknowledged turns at the last restart: {}",
             statuses.join(", ")
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sampled_restart_reads_every_recent_thread_and_a_sample_of_the_rest() {
+        let mut ledger = Ledger::default();
+        for kill in 0..10u64 {
+            ledger.begin_cycle(kill);
+            for lane in 0..5 {
+                ledger.thread_acknowledged(&format!("k{kill}-{lane}"));
+            }
+        }
+        // An old thread resumed before kill 9 counts as recent.
+        ledger.turn_acknowledged("k0-0", "turn", "input");
+        let scope = Scope::Recent {
+            since_kill: 8,
+            sample: 7,
+            seed: 1,
+        };
+        let selected = ledger.select(scope);
+        let recent: Vec<&String> = selected
+            .iter()
+            .filter(|thread| thread.starts_with("k8-") || thread.starts_with("k9-"))
+            .collect();
+        assert_eq!(recent.len(), 10);
+        assert!(selected.contains(&"k0-0".to_owned()));
+        assert_eq!(selected.len(), 10 + 1 + 7);
+        assert_eq!(
+            selected,
+            ledger.select(scope),
+            "the sample follows the seed"
+        );
+        assert_eq!(ledger.select(Scope::All).len(), 50);
+        assert_eq!(ledger.turns_of("k0-0").len(), 1);
+        assert_eq!(ledger.turns_of("k0-0")[0].1.kill, 9);
     }
 }

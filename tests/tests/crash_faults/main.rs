@@ -39,7 +39,7 @@ use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
 
 use crate::client::Server;
-use crate::ledger::{Counts, Ledger, Violations};
+use crate::ledger::{Counts, Ledger, Scope, Violations};
 use crate::workload::Cycle;
 
 /// Kill points per run unless `TANDEM_FAULT_POINTS` says otherwise (CI-sized).
@@ -50,6 +50,13 @@ const DEFAULT_SEED: u64 = 0x7A4D_E113;
 /// and a process lane produce a few hundred messages a second, so kills land from before the
 /// first reply to about two seconds into the workload.
 const MAX_KILL_POINT: u64 = 400;
+/// Up to this many acknowledged threads, every restart reads every one back.
+const FULL_CHECK_THREADS: usize = 300;
+/// Past [`FULL_CHECK_THREADS`], every this many restarts read every thread back; the others
+/// read the threads the last two workloads touched and a sample of the rest.
+const FULL_CHECK_EVERY: u64 = 10;
+/// The older threads a sampled restart reads back.
+const CHECK_SAMPLE: usize = 60;
 /// How often a kill point is preceded by a kill during the restart itself.
 const STARTUP_KILL_PROBABILITY: f64 = 0.2;
 /// The latest startup kill, after the spawn: the debug binary opens its store and recovers
@@ -154,7 +161,10 @@ async fn sigkill_at_random_points_loses_nothing_acknowledged() {
                 .restarts += 1;
         }
         let client = server.client();
-        checks::after_restart(&client, &ledger, &violations, &counts, false).await;
+        let checks_began = Instant::now();
+        let scope = restart_scope(&ledger, index, seed);
+        checks::after_restart(&client, &ledger, scope, &violations, &counts, false).await;
+        let checks_took = checks_began.elapsed();
 
         let pid_dir = dir.join("pids").join(format!("cycle-{index}"));
         std::fs::create_dir_all(&pid_dir).expect("create the pid directory");
@@ -173,10 +183,12 @@ async fn sigkill_at_random_points_loses_nothing_acknowledged() {
         server.arm_kill(kill_point);
         let (killed_at, reached) = server.wait_killed(STALL_LIMIT).await;
         println!(
-            "kill {index}: at message {kill_point}, {} ms into the workload",
+            "kill {index}: at message {kill_point}, {} ms into the workload (restart checks took \
+             {} ms)",
             killed_at
                 .saturating_duration_since(workload_began)
-                .as_millis()
+                .as_millis(),
+            checks_took.as_millis()
         );
         {
             let mut counts = counts.lock().unwrap_or_else(PoisonError::into_inner);
@@ -230,7 +242,15 @@ async fn sigkill_at_random_points_loses_nothing_acknowledged() {
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .restarts += u64::from(points > 0);
-    checks::after_restart(&server.client(), &ledger, &violations, &counts, true).await;
+    checks::after_restart(
+        &server.client(),
+        &ledger,
+        Scope::All,
+        &violations,
+        &counts,
+        true,
+    )
+    .await;
     let tail = server.stderr_tail();
     match server.close(EXIT_LIMIT).await {
         Ok(status) if status.success() => {}
@@ -266,6 +286,27 @@ async fn sigkill_at_random_points_loses_nothing_acknowledged() {
         dir.display()
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What the restart before kill point `index` reads back: everything while the run is small
+/// (the CI size), and past that everything every [`FULL_CHECK_EVERY`] restarts and otherwise
+/// what the last two workloads touched plus a seeded sample, so that a long run
+/// (`TANDEM_FAULT_POINTS=500`) stays linear. The last restart always reads everything.
+fn restart_scope(ledger: &Mutex<Ledger>, index: u64, seed: u64) -> Scope {
+    let threads = ledger
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .threads()
+        .len();
+    if threads <= FULL_CHECK_THREADS || index.is_multiple_of(FULL_CHECK_EVERY) {
+        Scope::All
+    } else {
+        Scope::Recent {
+            since_kill: index.saturating_sub(2),
+            sample: CHECK_SAMPLE,
+            seed: seed ^ index,
+        }
+    }
 }
 
 /// Threads a lane may resume: acknowledged, and not already found missing.
