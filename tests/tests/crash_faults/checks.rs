@@ -363,12 +363,28 @@ fn kind(name: Option<&str>) -> &'static str {
     }
 }
 
+/// A survivor for the report: its pid, the file it wrote, its state, parent, group and
+/// session (which tell how it escaped), what it waits in, and its command line.
 fn describe(pid: i32, name: Option<&str>) -> String {
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|bytes| String::from_utf8_lossy(&bytes).replace('\0', " "))
         .unwrap_or_default();
     let recorded = name.map_or_else(|| "unrecorded".to_owned(), |name| format!("wrote {name}"));
-    format!("pid {pid} ({recorded}): {}", abbreviate(cmdline.trim()))
+    // After the parenthesized name: state, ppid, pgrp, session.
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().take(4).collect())
+        .unwrap_or_default();
+    let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+    format!(
+        "pid {pid} ({recorded}; state {} ppid {} pgid {} sid {} wchan {wchan}): {}",
+        fields.first().unwrap_or(&"?"),
+        fields.get(1).unwrap_or(&"?"),
+        fields.get(2).unwrap_or(&"?"),
+        fields.get(3).unwrap_or(&"?"),
+        abbreviate(cmdline.trim())
+    )
 }
 
 /// Waits until nothing the killed server started is alive, at most [`SURVIVAL_LIMIT`] after
@@ -672,7 +688,7 @@ mod self_checks {
             "{report}"
         );
         assert!(
-            report.contains(&format!("pid {pid} (wrote x.bg)")),
+            report.contains(&format!("pid {pid} (wrote x.bg; state S")),
             "{report}"
         );
         let status = tokio::time::timeout(Duration::from_secs(5), child.wait())
