@@ -675,12 +675,21 @@ mod self_checks {
             .expect("start sleep");
         let pid = child.id().expect("a running child has a pid");
         std::fs::write(pid_dir.path().join("x.bg"), format!("{pid}\n")).expect("write its pid");
+        let marker = format!("TANDEM_FAULT_SELF_CHECK={value}");
+        // Until it has exec'd, the child shows this test's environment, without the marker.
+        let exec_deadline = Instant::now() + Duration::from_secs(5);
+        while !alive_with_marker(pid as i32, marker.as_bytes()) {
+            assert!(
+                Instant::now() < exec_deadline,
+                "sleep never showed its marker"
+            );
+            tokio::time::sleep(POLL).await;
+        }
         let (violations, counts) = collect();
         // Killed "long ago": the deadline has passed, so the first look decides.
         let killed_at = Instant::now()
             .checked_sub(SURVIVAL_LIMIT)
             .expect("the monotonic clock is past 2 s");
-        let marker = format!("TANDEM_FAULT_SELF_CHECK={value}");
         processes_dead(&marker, pid_dir.path(), killed_at, 0, &violations, &counts).await;
         let report = kinds(&violations);
         assert!(
@@ -688,7 +697,7 @@ mod self_checks {
             "{report}"
         );
         assert!(
-            report.contains(&format!("pid {pid} (wrote x.bg; state S")),
+            report.contains(&format!("pid {pid} (wrote x.bg; state ")),
             "{report}"
         );
         let status = tokio::time::timeout(Duration::from_secs(5), child.wait())

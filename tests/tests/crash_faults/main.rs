@@ -95,89 +95,171 @@ fn run_dir() -> PathBuf {
 async fn sigkill_at_random_points_loses_nothing_acknowledged() {
     let points = env_u64("TANDEM_FAULT_POINTS", DEFAULT_POINTS);
     let seed = env_u64("TANDEM_FAULT_SEED", DEFAULT_SEED);
-    let dir = run_dir();
-    let home = dir.join("home");
-    let work_dir = dir.join("work");
-    std::fs::create_dir_all(&work_dir).expect("create the work directory");
-    std::fs::create_dir_all(&home).expect("create the tandem home");
-    let marker_value = format!("{}-{seed}", std::process::id());
-    let marker = format!("{MARKER_VAR}={marker_value}");
+    let run = Run::new(seed);
     println!(
         "crash faults: {points} kill points, TANDEM_FAULT_SEED={seed}, home {}",
-        home.display()
+        run.home.display()
     );
-
-    let ledger = Arc::new(Mutex::new(Ledger::default()));
-    let violations = Arc::new(Mutex::new(Violations::default()));
-    let counts = Arc::new(Mutex::new(Counts::default()));
     let mut kill_points = StdRng::seed_from_u64(seed);
     let began = Instant::now();
-
     for index in 0..points {
-        ledger
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .begin_cycle(index);
+        run.ledger().begin_cycle(index);
         if kill_points.random_bool(STARTUP_KILL_PROBABILITY) {
             let delay = Duration::from_micros(
                 kill_points.random_range(0..=MAX_STARTUP_KILL.as_micros() as u64),
             );
-            let killed_at = Server::start_and_kill(&home, (MARKER_VAR, &marker_value), delay).await;
-            counts
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .startup_kills += 1;
-            let none_recorded = dir.join("pids").join(format!("startup-{index}"));
-            checks::processes_dead(
-                &marker,
-                &none_recorded,
-                killed_at,
-                index,
-                &violations,
-                &counts,
-            )
-            .await;
-            checks::database_intact(
-                &home,
-                &format!(
-                    "after the startup kill before kill {index} ({} ms)",
-                    delay.as_millis()
-                ),
-                &violations,
-                &counts,
-            );
+            run.kill_during_restart(index, delay).await;
         }
-        let mut server = Server::start(
-            &home,
-            (MARKER_VAR, &marker_value),
-            Arc::clone(&ledger),
-            Arc::clone(&violations),
+        let kill_point = kill_points.random_range(0..=MAX_KILL_POINT);
+        run.kill_during_workload(index, kill_point).await;
+    }
+    run.ledger().begin_cycle(points);
+    run.last_restart(points > 0).await;
+
+    let counts = run.counts.lock().unwrap_or_else(PoisonError::into_inner);
+    let violations = run
+        .violations
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let ledger = run.ledger();
+    println!(
+        "crash faults: {points} kill points in {:.1} s (TANDEM_FAULT_SEED={seed}); {} threads and \
+         {} turns acknowledged\n{counts}",
+        began.elapsed().as_secs_f64(),
+        ledger.threads().len(),
+        ledger.turn_count(),
+    );
+    assert!(
+        violations.is_empty(),
+        "crash faults: violations (TANDEM_FAULT_SEED={seed}, TANDEM_FAULT_POINTS={points}; \
+         data kept in {}):\n{violations}",
+        run.dir.display()
+    );
+    let _ = std::fs::remove_dir_all(&run.dir);
+}
+
+/// One run: its directories, its marker, and what it has learned so far.
+struct Run {
+    seed: u64,
+    dir: PathBuf,
+    /// The `TANDEM_HOME` every server of the run shares.
+    home: PathBuf,
+    work_dir: PathBuf,
+    /// The value of [`MARKER_VAR`] in every server's environment.
+    marker_value: String,
+    /// `MARKER_VAR=value`, as it appears in `/proc/PID/environ`.
+    marker: String,
+    ledger: Arc<Mutex<Ledger>>,
+    violations: Arc<Mutex<Violations>>,
+    counts: Arc<Mutex<Counts>>,
+}
+
+impl Run {
+    fn new(seed: u64) -> Self {
+        let dir = run_dir();
+        let home = dir.join("home");
+        let work_dir = dir.join("work");
+        std::fs::create_dir_all(&work_dir).expect("create the work directory");
+        std::fs::create_dir_all(&home).expect("create the tandem home");
+        let marker_value = format!("{}-{seed}", std::process::id());
+        let marker = format!("{MARKER_VAR}={marker_value}");
+        Self {
+            seed,
+            dir,
+            home,
+            work_dir,
+            marker_value,
+            marker,
+            ledger: Arc::default(),
+            violations: Arc::default(),
+            counts: Arc::default(),
+        }
+    }
+
+    fn ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn count(&self, update: impl FnOnce(&mut Counts)) {
+        update(&mut self.counts.lock().unwrap_or_else(PoisonError::into_inner));
+    }
+
+    fn violation(&self, kind: &str, key: &str, detail: String) {
+        self.violations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .add(kind, key, detail);
+    }
+
+    async fn start_server(&self) -> Server {
+        Server::start(
+            &self.home,
+            (MARKER_VAR, &self.marker_value),
+            Arc::clone(&self.ledger),
+            Arc::clone(&self.violations),
+        )
+        .await
+    }
+
+    /// A kill `delay` after a server starts (store open, recovery, handshake), then the
+    /// checks that need no server.
+    async fn kill_during_restart(&self, index: u64, delay: Duration) {
+        let killed_at =
+            Server::start_and_kill(&self.home, (MARKER_VAR, &self.marker_value), delay).await;
+        self.count(|counts| counts.startup_kills += 1);
+        let nothing_recorded = self.dir.join("pids").join(format!("startup-{index}"));
+        checks::processes_dead(
+            &self.marker,
+            &nothing_recorded,
+            killed_at,
+            index,
+            &self.violations,
+            &self.counts,
         )
         .await;
+        checks::database_intact(
+            &self.home,
+            &format!(
+                "after the startup kill before kill {index} ({} ms)",
+                delay.as_millis()
+            ),
+            &self.violations,
+            &self.counts,
+        );
+    }
+
+    /// Kill point `index`: a restart and its checks, the workload, the kill at `kill_point`
+    /// messages, then the checks that need no server.
+    async fn kill_during_workload(&self, index: u64, kill_point: u64) {
+        let mut server = self.start_server().await;
         if index > 0 {
-            counts
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .restarts += 1;
+            self.count(|counts| counts.restarts += 1);
         }
         let client = server.client();
         let checks_began = Instant::now();
-        let scope = restart_scope(&ledger, index, seed);
-        checks::after_restart(&client, &ledger, scope, &violations, &counts, false).await;
+        let scope = restart_scope(&self.ledger, index, self.seed);
+        checks::after_restart(
+            &client,
+            &self.ledger,
+            scope,
+            &self.violations,
+            &self.counts,
+            false,
+        )
+        .await;
         let checks_took = checks_began.elapsed();
 
-        let pid_dir = dir.join("pids").join(format!("cycle-{index}"));
+        let pid_dir = self.dir.join("pids").join(format!("cycle-{index}"));
         std::fs::create_dir_all(&pid_dir).expect("create the pid directory");
         let cycle = Cycle {
             client,
             index,
-            seed,
-            work_dir: work_dir.clone(),
+            seed: self.seed,
+            work_dir: self.work_dir.clone(),
             pid_dir: pid_dir.clone(),
-            counts: Arc::clone(&counts),
+            counts: Arc::clone(&self.counts),
         };
-        let resumable = resumable_threads(&ledger, &violations);
-        let kill_point = kill_points.random_range(0..=MAX_KILL_POINT);
+        let resumable = resumable_threads(&self.ledger, &self.violations);
         let workload_began = Instant::now();
         let lanes = workload::start(&cycle, &resumable);
         server.arm_kill(kill_point);
@@ -190,102 +272,74 @@ async fn sigkill_at_random_points_loses_nothing_acknowledged() {
                 .as_millis(),
             checks_took.as_millis()
         );
-        {
-            let mut counts = counts.lock().unwrap_or_else(PoisonError::into_inner);
+        self.count(|counts| {
             counts.kills += 1;
-            if !reached {
-                counts.stalled_kills += 1;
-            }
-        }
+            counts.stalled_kills += u64::from(!reached);
+        });
         if !reached {
-            violations
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .add(
-                    "workload stalled before its kill point",
-                    &index.to_string(),
-                    format!(
-                        "kill {index}: fewer than {kill_point} messages in {STALL_LIMIT:?}; \
-                         server stderr:\n{}",
-                        server.stderr_tail()
-                    ),
-                );
+            self.violation(
+                "workload stalled before its kill point",
+                &index.to_string(),
+                format!(
+                    "kill {index}: fewer than {kill_point} messages in {STALL_LIMIT:?}; \
+                     server stderr:\n{}",
+                    server.stderr_tail()
+                ),
+            );
         }
         let joined = tokio::time::timeout(LANES_LIMIT, futures::future::join_all(lanes)).await;
         assert!(
             joined.is_ok(),
             "the workload lanes did not notice the kill within {LANES_LIMIT:?}"
         );
-        checks::processes_dead(&marker, &pid_dir, killed_at, index, &violations, &counts).await;
+        checks::processes_dead(
+            &self.marker,
+            &pid_dir,
+            killed_at,
+            index,
+            &self.violations,
+            &self.counts,
+        )
+        .await;
         checks::database_intact(
-            &home,
+            &self.home,
             &format!("after kill {index} (point {kill_point})"),
-            &violations,
-            &counts,
+            &self.violations,
+            &self.counts,
         );
     }
 
-    ledger
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .begin_cycle(points);
-    // The last restart: everything checked once more (with the final tally), then a clean
-    // shutdown and the database checked after it too.
-    let server = Server::start(
-        &home,
-        (MARKER_VAR, &marker_value),
-        Arc::clone(&ledger),
-        Arc::clone(&violations),
-    )
-    .await;
-    counts
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .restarts += u64::from(points > 0);
-    checks::after_restart(
-        &server.client(),
-        &ledger,
-        Scope::All,
-        &violations,
-        &counts,
-        true,
-    )
-    .await;
-    let tail = server.stderr_tail();
-    match server.close(EXIT_LIMIT).await {
-        Ok(status) if status.success() => {}
-        Ok(status) => violations
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .add(
+    /// The last restart: everything checked once more (with the final tally), then a clean
+    /// shutdown (stdin EOF), and the database checked after it too.
+    async fn last_restart(&self, after_a_kill: bool) {
+        let server = self.start_server().await;
+        self.count(|counts| counts.restarts += u64::from(after_a_kill));
+        checks::after_restart(
+            &server.client(),
+            &self.ledger,
+            Scope::All,
+            &self.violations,
+            &self.counts,
+            true,
+        )
+        .await;
+        let tail = server.stderr_tail();
+        match server.close(EXIT_LIMIT).await {
+            Ok(status) if status.success() => {}
+            Ok(status) => self.violation(
                 "clean shutdown failed",
                 "",
                 format!("exit {status} after stdin EOF; stderr:\n{tail}"),
             ),
-        Err(error) => violations
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .add("clean shutdown failed", "", error.to_string()),
+            Err(error) => self.violation("clean shutdown failed", "", error.to_string()),
+        }
+        checks::database_intact(
+            &self.home,
+            "after the clean shutdown",
+            &self.violations,
+            &self.counts,
+        );
     }
-    checks::database_intact(&home, "after the clean shutdown", &violations, &counts);
-
-    let counts = counts.lock().unwrap_or_else(PoisonError::into_inner);
-    let violations = violations.lock().unwrap_or_else(PoisonError::into_inner);
-    let ledger = ledger.lock().unwrap_or_else(PoisonError::into_inner);
-    println!(
-        "crash faults: {points} kill points in {:.1} s (TANDEM_FAULT_SEED={seed}); {} threads and \
-         {} turns acknowledged\n{counts}",
-        began.elapsed().as_secs_f64(),
-        ledger.threads().len(),
-        ledger.turn_count(),
-    );
-    assert!(
-        violations.is_empty(),
-        "crash faults: violations (TANDEM_FAULT_SEED={seed}, TANDEM_FAULT_POINTS={points}; \
-         data kept in {}):\n{violations}",
-        dir.display()
-    );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// What the restart before kill point `index` reads back: everything while the run is small
