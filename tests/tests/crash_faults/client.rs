@@ -7,7 +7,7 @@
 //! next one is read. That makes a kill point a message count rather than a wall-clock delay,
 //! which keeps a seed's kill points close to each other across runs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -75,7 +75,7 @@ struct Routing {
     /// `turn/completed` already read, by turn id: the status the client was told.
     completed_turns: HashMap<String, String>,
     turn_waiters: HashMap<String, oneshot::Sender<String>>,
-    exited_processes: HashMap<String, ()>,
+    exited_processes: HashSet<String>,
     process_waiters: HashMap<String, oneshot::Sender<()>>,
     closed: bool,
 }
@@ -252,9 +252,9 @@ impl Server {
         }
     }
 
-    /// Waits for the armed kill to happen and the process to be reaped. When the workload
-    /// stops producing messages before the kill point (a stalled server), the server is killed
-    /// at `limit` and `false` is returned. Returns when the kill was sent.
+    /// Waits for the armed kill to happen and the process to be reaped. Returns when the kill
+    /// was sent, and whether the kill point was reached: when the workload stops producing
+    /// messages before it (a stalled server), the server is killed at `limit` instead.
     pub(crate) async fn wait_killed(&mut self, limit: Duration) -> (Instant, bool) {
         let reached = tokio::time::timeout(limit, self.process.child_mut().wait())
             .await
@@ -374,7 +374,7 @@ impl Client {
     pub(crate) async fn process_exited(&self, handle: &str, limit: Duration) -> bool {
         let waiter = {
             let mut routing = self.shared.routing();
-            if routing.exited_processes.contains_key(handle) {
+            if routing.exited_processes.contains(handle) {
                 return true;
             }
             if routing.closed {
@@ -480,7 +480,7 @@ fn route(shared: &Shared, message: Value) {
             if let Some(waiter) = routing.process_waiters.remove(&handle) {
                 let _ = waiter.send(());
             }
-            routing.exited_processes.insert(handle, ());
+            routing.exited_processes.insert(handle);
         }
         (Some(method), Some(_)) => {
             // Every thread runs with approvalPolicy never and registers no dynamic tool, so
