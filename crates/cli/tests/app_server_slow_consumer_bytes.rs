@@ -9,10 +9,12 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::PROMPT;
 use common::client::{self, Client};
 use common::server::Launch;
+use common::{PROMPT, within};
+use futures::SinkExt as _;
 use serde_json::json;
+use tokio_tungstenite::tungstenite::Message;
 
 /// `--ws-slow-grace-secs`.
 const GRACE: Duration = Duration::from_secs(2);
@@ -69,6 +71,7 @@ async fn a_client_that_never_reads_8_mb_turns_is_closed_and_memory_stays_bounded
 
     let began = Instant::now();
     let text = "x".repeat(INPUT_BYTES);
+    let mut socket = client.into_ws().into_socket();
     for n in 0..TURNS {
         let request = client::request(
             10 + n,
@@ -76,7 +79,12 @@ async fn a_client_that_never_reads_8_mb_turns_is_closed_and_memory_stays_bounded
             json!({"threadId": thread_id, "input": [{"type": "text", "text": text}]}),
         );
         // Sent, never read: the answers and every notification pile up for this connection.
-        client.send(&request).await;
+        // The server may close it before the last one is sent: that is the behaviour wanted.
+        let sending = socket.send(Message::text(request.to_string()));
+        if let Err(error) = within(PROMPT, "sending a turn/start", sending).await {
+            eprintln!("turn/start {n} not sent: {error}");
+            break;
+        }
     }
     let sent = began.elapsed();
 
@@ -111,7 +119,7 @@ async fn a_client_that_never_reads_8_mb_turns_is_closed_and_memory_stays_bounded
     // Let whatever the close frees be freed, and whatever a late spike would add show.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let peak_now = resident_bytes(pid).unwrap_or(0);
-    drop(client);
+    drop(socket);
     let exited = server.terminate().await;
     let peak = sampling.await.expect("sampling").max(peak_now);
     eprintln!("peak resident memory: {} MiB", peak / (1024 * 1024));

@@ -38,7 +38,7 @@ const FULL: Sizes = Sizes {
     pipelined: 50_000,
     output_bytes: 256 * MIB,
     warm_up: 1_000,
-    notified: 2_000,
+    notified: 500,
 };
 
 const QUICK: Sizes = Sizes {
