@@ -457,33 +457,3 @@ fn exec_tty_ctrl_c_is_the_commands_keystroke_and_it_exits_130() {
     let status = wait_with_deadline(&mut child, Duration::from_secs(10));
     assert_eq!(status.code(), Some(130));
 }
-
-/// The one way the command outlives tandem: SIGKILL of tandem itself, which no process can
-/// catch (issue 18: the README said nothing outlives tandem; `tandem exec --help` now says
-/// this). If this starts failing, tandem found a way, and the help text should say so.
-#[test]
-fn exec_killed_with_sigkill_leaves_the_command_running() {
-    let marker = new_marker("sigkill");
-    let (mut child, _stdin) = start_until_ready(
-        &marker,
-        &["exec", "--", "sh", "-c", "echo ready; exec sleep 30"],
-    );
-    let tandem_pid = child.id();
-    child.kill().expect("SIGKILL");
-    let _ = child.wait();
-    let survivors = live_marked(&marker, tandem_pid);
-    assert_eq!(survivors.len(), 1, "the command survives: {survivors:?}");
-    for pid in survivors {
-        let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap());
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
-    }
-    eventually(Duration::from_secs(3), "the survivor is cleaned up", || {
-        live_marked(&marker, tandem_pid).is_empty()
-    });
-    let help = run(tandem(&marker).args(["exec", "--help"]), None);
-    assert!(
-        help.stdout().contains("Only SIGKILL of tandem itself"),
-        "{}",
-        help.stdout()
-    );
-}
