@@ -489,12 +489,20 @@ const fn signal_bit(signal: Signal) -> u64 {
 
 /// The blocked-signal mask of `pid`, from `SigBlk` of `/proc/PID/status`.
 fn blocked_signals(pid: u32) -> u64 {
+    signal_set(pid, "SigBlk:")
+}
+
+/// The signals sent to the whole process and not yet handled (blocked ones stay here).
+fn pending_signals(pid: u32) -> u64 {
+    signal_set(pid, "ShdPnd:")
+}
+
+/// A signal mask line of `/proc/PID/status`; 0 when the process is gone.
+fn signal_set(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|status| {
-            let hex = status
-                .lines()
-                .find_map(|line| line.strip_prefix("SigBlk:"))?;
+            let hex = status.lines().find_map(|line| line.strip_prefix(field))?;
             u64::from_str_radix(hex.trim(), 16).ok()
         })
         .unwrap_or(0)
@@ -546,7 +554,20 @@ async fn the_watchdog_outlasts_termination_signals_and_kills_only_registered_gro
     for sig in [Signal::SIGHUP, Signal::SIGTERM, Signal::SIGINT] {
         signal(watchdog.id(), sig);
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Delivered while blocked, the signals wait in the shared pending set: once all three are
+    // there, they have reached the watchdog and it is still running.
+    let deadline = Instant::now() + PROMPT;
+    while pending_signals(watchdog.id()) & TERMINATION_MASK != TERMINATION_MASK {
+        assert!(
+            watchdog.try_wait().expect("try_wait").is_none(),
+            "the watchdog died of a termination signal"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "the signals never reached the watchdog"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     assert!(
         watchdog.try_wait().expect("try_wait").is_none(),
         "the watchdog died of a termination signal"
