@@ -83,6 +83,20 @@ request_enum! {
     ProcessKill => "process/kill" (ProcessKillParams) -> EmptyResponse;
     /// `process/resizePty` (experimental).
     ProcessResizePty => "process/resizePty" (ProcessResizePtyParams) -> EmptyResponse;
+    // t-threadops: archive, compaction, revert/rollback, attachment listing.
+    /// `thread/archive`: unload a thread and hide it from `thread/list`.
+    ThreadArchive => "thread/archive" (ThreadArchiveParams) -> EmptyResponse;
+    /// `thread/unarchive`: list an archived thread again.
+    ThreadUnarchive => "thread/unarchive" (ThreadUnarchiveParams) -> ThreadUnarchiveResponse;
+    /// `thread/compact/start`: replace the history the agent sees with a summary.
+    ThreadCompactStart => "thread/compact/start" (ThreadCompactStartParams) -> EmptyResponse;
+    /// `thread/revert`: drop a turn and every later one.
+    ThreadRevert => "thread/revert" (ThreadRevertParams) -> ThreadRevertResponse;
+    /// `thread/rollback`: drop the last turns (the older name of `thread/revert`).
+    ThreadRollback => "thread/rollback" (ThreadRollbackParams) -> ThreadRollbackResponse;
+    /// `thread/attachment/list`: a thread's attachments, one page at a time.
+    ThreadAttachmentList => "thread/attachment/list"
+        (ThreadAttachmentListParams) -> ThreadAttachmentListResponse;
 }
 
 request_enum! {
@@ -141,6 +155,15 @@ notification_enum! {
     ProcessOutputDelta => "process/outputDelta" (ProcessOutputDeltaNotification);
     /// `process/exited` (experimental, guaranteed in-process).
     ProcessExited => "process/exited" (ProcessExitedNotification);
+    // t-threadops: archive, compaction, revert.
+    /// `thread/archived`: sent to every initialized connection.
+    ThreadArchived => "thread/archived" (ThreadArchivedNotification);
+    /// `thread/unarchived`: sent to every initialized connection.
+    ThreadUnarchived => "thread/unarchived" (ThreadUnarchivedNotification);
+    /// `thread/compacted`: a compaction turn stored its summary.
+    ThreadCompacted => "thread/compacted" (ContextCompactedNotification);
+    /// `thread/reverted`: the thread's history was cut by `thread/revert`.
+    ThreadReverted => "thread/reverted" (ThreadRevertedNotification);
 }
 
 /// Client methods that require the `experimentalApi` capability.
@@ -254,6 +277,10 @@ impl ServerNotification {
             Self::CommandExecutionOutputDelta(n) => Some(&n.thread_id),
             Self::ServerRequestResolved(n) => Some(&n.thread_id),
             Self::Error(n) => Some(&n.thread_id),
+            Self::ThreadArchived(n) => Some(&n.thread_id),
+            Self::ThreadUnarchived(n) => Some(&n.thread_id),
+            Self::ThreadCompacted(n) => Some(&n.thread_id),
+            Self::ThreadReverted(n) => Some(&n.thread_id),
             Self::ProcessOutputDelta(_) | Self::ProcessExited(_) | Self::Custom { .. } => None,
         }
     }
@@ -277,6 +304,7 @@ impl ServerNotification {
             Self::CommandExecutionOutputDelta(n) => Some(&n.turn_id),
             Self::ServerRequestResolved(n) => Some(&n.turn_id),
             Self::Error(n) => Some(&n.turn_id),
+            Self::ThreadCompacted(n) => Some(&n.turn_id),
             _ => None,
         }
     }

@@ -76,6 +76,7 @@ mod handshake;
 mod notifications;
 mod processes;
 mod server_requests;
+mod thread_ops;
 mod threads;
 mod values;
 
@@ -83,5 +84,6 @@ pub use handshake::*;
 pub use notifications::*;
 pub use processes::*;
 pub use server_requests::*;
+pub use thread_ops::*;
 pub use threads::*;
 pub use values::*;

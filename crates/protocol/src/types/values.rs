@@ -315,7 +315,7 @@ pub enum CommandAction {
     },
 }
 
-/// One item of a turn, tagged on `type`. These four variants only.
+/// One item of a turn, tagged on `type`. These five variants only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(
@@ -380,6 +380,11 @@ pub enum ThreadItem {
         /// Duration in milliseconds, once finished.
         duration_ms: Option<i64>,
     },
+    /// The history before this item was replaced by a summary (`thread/compact/start`).
+    ContextCompaction {
+        /// Item id: `<turn id>-compaction`.
+        id: String,
+    },
 }
 
 impl ThreadItem {
@@ -389,7 +394,8 @@ impl ThreadItem {
             Self::UserMessage { id, .. }
             | Self::AgentMessage { id, .. }
             | Self::CommandExecution { id, .. }
-            | Self::DynamicToolCall { id, .. } => id,
+            | Self::DynamicToolCall { id, .. }
+            | Self::ContextCompaction { id } => id,
         }
     }
 }

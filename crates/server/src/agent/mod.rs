@@ -20,6 +20,7 @@ use tandem_protocol::{Turn, UserInput};
 
 pub use crate::turn::{
     CommandOptions, CommandOutcome, StreamingMessage, ToolOutcome, TurnDriver, TurnItems,
+    summarize_transcript,
 };
 
 /// Why an agent stopped a turn early.
@@ -46,4 +47,18 @@ pub trait Agent: Send + Sync + 'static {
         input: Vec<UserInput>,
         driver: &mut TurnDriver,
     ) -> Result<(), AgentError>;
+
+    /// Summarizes `history` for `thread/compact/start`: later turns are given the returned
+    /// summary instead of these turns. `driver` is the compaction turn's (its model, its
+    /// interruption, retry reports); the driver reports the `contextCompaction` item itself,
+    /// so nothing else should be emitted. The default is [`summarize_transcript`], a
+    /// deterministic digest for agents without a model.
+    async fn compact(
+        &self,
+        history: &[Turn],
+        driver: &mut TurnDriver,
+    ) -> Result<String, AgentError> {
+        let _ = driver;
+        Ok(summarize_transcript(history))
+    }
 }

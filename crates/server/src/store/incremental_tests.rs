@@ -29,6 +29,7 @@ fn record(id: &str) -> ThreadRecord {
         approval_policy: ApprovalPolicy::Never,
         dynamic_tools: Vec::new(),
         config: serde_json::Map::new(),
+        archived_at: None,
     }
 }
 

@@ -11,7 +11,7 @@ use tandem_protocol::{
 };
 
 use super::{
-    Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore, ThreadUpdate, TurnListQuery,
+    Compaction, Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore, ThreadUpdate, TurnListQuery,
     effective_limit, parse_thread_cursor, thread_cursor,
 };
 
@@ -23,6 +23,8 @@ struct Entry {
     turns: Vec<Turn>,
     /// In insertion order.
     attachments: Vec<ThreadAttachment>,
+    /// Compaction summaries by turn id, in the order they were stored.
+    compactions: Vec<(String, String)>,
 }
 
 /// A [`ThreadStore`] holding everything in memory.
@@ -85,6 +87,7 @@ impl ThreadStore for InMemoryThreadStore {
                 record: thread.clone(),
                 turns: history.to_vec(),
                 attachments: Vec::new(),
+                compactions: Vec::new(),
             },
         );
         Ok(())
@@ -298,5 +301,68 @@ impl ThreadStore for InMemoryThreadStore {
             .get(thread_id)
             .ok_or_else(|| StoreError::ThreadNotFound(thread_id.to_owned()))?;
         Ok(entry.attachments.clone())
+    }
+
+    async fn truncate_turns(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        update: &ThreadUpdate,
+    ) -> Result<ThreadRecord, StoreError> {
+        let mut threads = self.lock();
+        let entry = entry_mut(&mut threads, thread_id)?;
+        let position = entry
+            .turns
+            .iter()
+            .position(|turn| turn.id == turn_id)
+            .ok_or_else(|| StoreError::TurnNotFound {
+                thread_id: thread_id.to_owned(),
+                turn_id: turn_id.to_owned(),
+            })?;
+        entry.turns.truncate(position);
+        let kept = &entry.turns;
+        entry
+            .compactions
+            .retain(|(turn, _)| kept.iter().any(|kept| &kept.id == turn));
+        update.apply(&mut entry.record);
+        Ok(entry.record.clone())
+    }
+
+    async fn put_compaction(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        summary: &str,
+    ) -> Result<(), StoreError> {
+        let mut threads = self.lock();
+        let entry = entry_mut(&mut threads, thread_id)?;
+        turn_mut(entry, turn_id)?;
+        entry.compactions.retain(|(turn, _)| turn != turn_id);
+        entry
+            .compactions
+            .push((turn_id.to_owned(), summary.to_owned()));
+        Ok(())
+    }
+
+    async fn latest_compaction(&self, thread_id: &str) -> Result<Option<Compaction>, StoreError> {
+        let threads = self.lock();
+        let entry = threads
+            .get(thread_id)
+            .ok_or_else(|| StoreError::ThreadNotFound(thread_id.to_owned()))?;
+        // Latest by turn order, like the SQLite store, not by when the summary was stored.
+        Ok(entry
+            .turns
+            .iter()
+            .rev()
+            .find_map(|turn| {
+                entry
+                    .compactions
+                    .iter()
+                    .find(|(compacted, _)| compacted == &turn.id)
+            })
+            .map(|(turn_id, summary)| Compaction {
+                turn_id: turn_id.clone(),
+                summary: summary.clone(),
+            }))
     }
 }

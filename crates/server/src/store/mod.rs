@@ -99,6 +99,8 @@ pub struct ThreadRecord {
     pub dynamic_tools: Vec<DynamicToolSpec>,
     /// Per-thread configuration overrides under config-file keys (`thread/start.config`).
     pub config: Map<String, Value>,
+    /// When the thread was archived (unix seconds); `None` while it is not archived.
+    pub archived_at: Option<i64>,
 }
 
 impl ThreadRecord {
@@ -135,6 +137,7 @@ impl ThreadRecord {
             updated_at: now,
             status: ThreadStatus::Idle,
             forked_from_id: Some(self.id.clone()),
+            archived_at: None,
             ..self.clone()
         }
     }
@@ -164,6 +167,8 @@ pub struct ThreadUpdate {
     pub dynamic_tools: Option<Vec<DynamicToolSpec>>,
     /// New per-thread configuration overrides (replacing the old ones).
     pub config: Option<Map<String, Value>>,
+    /// Archive time (`Some(None)` unarchives).
+    pub archived_at: Option<Option<i64>>,
 }
 
 impl ThreadUpdate {
@@ -184,6 +189,7 @@ impl ThreadUpdate {
         set(&mut record.approval_policy, &self.approval_policy);
         set(&mut record.dynamic_tools, &self.dynamic_tools);
         set(&mut record.config, &self.config);
+        set(&mut record.archived_at, &self.archived_at);
     }
 }
 
@@ -236,6 +242,8 @@ pub struct ThreadListQuery {
     /// Only threads whose name contains this substring (case-sensitive); `None` or empty
     /// means any thread, named or not.
     pub search_term: Option<String>,
+    /// Archived threads only (`true`) or unarchived threads only (`false`).
+    pub archived: bool,
 }
 
 impl Default for ThreadListQuery {
@@ -247,6 +255,7 @@ impl Default for ThreadListQuery {
             source_kinds: Vec::new(),
             cwds: Vec::new(),
             search_term: None,
+            archived: false,
         }
     }
 }
@@ -268,7 +277,8 @@ impl ThreadListQuery {
                 .as_deref()
                 .is_some_and(|name| name.contains(term)),
         };
-        kind_ok && cwd_ok && name_ok
+        let archive_ok = thread.archived_at.is_some() == self.archived;
+        kind_ok && cwd_ok && name_ok && archive_ok
     }
 
     /// The search term, if it filters anything.
@@ -315,6 +325,34 @@ pub fn history_through(
             })?;
         history.truncate(position + 1);
     }
+    Ok(history)
+}
+
+/// The summary a compaction turn stored: from the turn after `turn_id` on, the agent sees
+/// `summary` instead of the turns up to `turn_id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compaction {
+    /// The compaction turn.
+    pub turn_id: String,
+    /// The summary of everything before it (earlier summaries included).
+    pub summary: String,
+}
+
+/// The turns of `history` before `turn_id` (exclusive): what `thread/revert` keeps.
+/// `thread_id` names the thread in the error for an unknown turn.
+pub fn history_before(
+    thread_id: &str,
+    mut history: Vec<Turn>,
+    turn_id: &str,
+) -> Result<Vec<Turn>, StoreError> {
+    let position = history
+        .iter()
+        .position(|turn| turn.id == turn_id)
+        .ok_or_else(|| StoreError::TurnNotFound {
+            thread_id: thread_id.to_owned(),
+            turn_id: turn_id.to_owned(),
+        })?;
+    history.truncate(position);
     Ok(history)
 }
 
@@ -437,6 +475,28 @@ pub trait ThreadStore: Send + Sync {
 
     /// The thread's attachments, oldest first.
     async fn list_attachments(&self, thread_id: &str) -> Result<Vec<ThreadAttachment>, StoreError>;
+
+    /// Removes the stored turn `turn_id` and every later turn, with their items and
+    /// compaction summaries, all or nothing; applies `update` to the thread and returns the
+    /// updated record. An unknown turn fails with [`StoreError::TurnNotFound`].
+    async fn truncate_turns(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        update: &ThreadUpdate,
+    ) -> Result<ThreadRecord, StoreError>;
+
+    /// Stores `summary` as the compaction summary of the stored turn `turn_id` (replacing an
+    /// earlier one). Fails with [`StoreError::TurnNotFound`] for an unknown turn.
+    async fn put_compaction(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        summary: &str,
+    ) -> Result<(), StoreError>;
+
+    /// The summary of the thread's latest stored compaction turn, if it has one.
+    async fn latest_compaction(&self, thread_id: &str) -> Result<Option<Compaction>, StoreError>;
 
     /// Creates `fork` (see [`ThreadRecord::forked`]) holding the source's turns through
     /// `last_turn_id` (inclusive; all for `None`) and returns the copied turns. Attachments

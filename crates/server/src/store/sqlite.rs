@@ -43,13 +43,13 @@ use tandem_protocol::{
 use tokio::sync::oneshot;
 
 use super::{
-    INTERRUPTED_BY_STOP, Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore,
+    Compaction, INTERRUPTED_BY_STOP, Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore,
     ThreadUpdate, TurnListQuery, close_unfinished_item, effective_limit, parse_thread_cursor,
     source_kind, thread_cursor,
 };
 
 /// The schema version this build writes and reads.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 /// How long a transaction waits for another process's write lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -116,9 +116,26 @@ CREATE TABLE attachments (
 ) STRICT;
 ";
 
+/// Schema version 2 (t-threadops): archiving and compaction. Applied on top of version 1, to
+/// a new database and to a version-1 file alike.
+///
+/// `archived_at` is NULL for a thread that is not archived. A compaction summary belongs to
+/// its turn, so reverting past the compaction turn drops the summary with it.
+const SCHEMA_V2: &str = "
+ALTER TABLE threads ADD COLUMN archived_at INTEGER;
+
+CREATE TABLE compactions (
+    thread_id TEXT NOT NULL,
+    turn_id   TEXT NOT NULL,
+    summary   TEXT NOT NULL,
+    PRIMARY KEY (thread_id, turn_id),
+    FOREIGN KEY (thread_id, turn_id) REFERENCES turns (thread_id, id) ON DELETE CASCADE
+) STRICT;
+";
+
 const THREAD_COLUMNS: &str = "id, name, preview, ephemeral, created_at, updated_at, status, \
      cwd, source, forked_from_id, model, model_provider, cli_version, approval_policy, \
-     dynamic_tools, config";
+     dynamic_tools, config, archived_at";
 
 const TURN_COLUMNS: &str = "id, status, items_view, error, started_at, completed_at, duration_ms";
 
@@ -418,10 +435,18 @@ fn migrate(connection: &mut Connection, path: &Path) -> Result<(), StoreError> {
     match found {
         0 => {
             transaction.execute_batch(SCHEMA_V1).map_err(open_error)?;
+            transaction.execute_batch(SCHEMA_V2).map_err(open_error)?;
             transaction
                 .pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(open_error)?;
             tracing::info!(path = %path.display(), version = SCHEMA_VERSION, "created thread database");
+        }
+        1 => {
+            transaction.execute_batch(SCHEMA_V2).map_err(open_error)?;
+            transaction
+                .pragma_update(None, "user_version", SCHEMA_VERSION)
+                .map_err(open_error)?;
+            tracing::info!(path = %path.display(), from = 1, to = SCHEMA_VERSION, "migrated thread database");
         }
         SCHEMA_VERSION => {}
         found => {
@@ -510,6 +535,7 @@ struct RawThread {
     approval_policy: String,
     dynamic_tools: String,
     config: String,
+    archived_at: Option<i64>,
 }
 
 impl RawThread {
@@ -532,6 +558,7 @@ impl RawThread {
             approval_policy: row.get(13)?,
             dynamic_tools: row.get(14)?,
             config: row.get(15)?,
+            archived_at: row.get(16)?,
         })
     }
 
@@ -554,6 +581,7 @@ impl RawThread {
             model: self.model,
             model_provider: self.model_provider,
             cli_version: self.cli_version,
+            archived_at: self.archived_at,
             id,
         })
     }
@@ -686,7 +714,8 @@ fn require_thread(connection: &Connection, thread_id: &str) -> Result<(), StoreE
 fn upsert_thread(connection: &Connection, record: &ThreadRecord) -> Result<(), StoreError> {
     let sql = format!(
         "INSERT INTO threads ({THREAD_COLUMNS}, source_kind) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, \
+         ?18) \
          ON CONFLICT (id) DO UPDATE SET name = excluded.name, preview = excluded.preview, \
          ephemeral = excluded.ephemeral, created_at = excluded.created_at, \
          updated_at = excluded.updated_at, status = excluded.status, cwd = excluded.cwd, \
@@ -694,7 +723,7 @@ fn upsert_thread(connection: &Connection, record: &ThreadRecord) -> Result<(), S
          model = excluded.model, model_provider = excluded.model_provider, \
          cli_version = excluded.cli_version, approval_policy = excluded.approval_policy, \
          dynamic_tools = excluded.dynamic_tools, config = excluded.config, \
-         source_kind = excluded.source_kind"
+         archived_at = excluded.archived_at, source_kind = excluded.source_kind"
     );
     connection.prepare_cached(&sql)?.execute(params![
         record.id,
@@ -713,6 +742,7 @@ fn upsert_thread(connection: &Connection, record: &ThreadRecord) -> Result<(), S
         encode_word(&record.approval_policy, "approval policy")?,
         encode(&record.dynamic_tools, "dynamic tools")?,
         encode(&record.config, "thread config")?,
+        record.archived_at,
         source_kind(&record.source),
     ])?;
     Ok(())
@@ -903,6 +933,11 @@ impl ThreadStore for SqliteThreadStore {
                 values.extend(accepted.iter().cloned().map(Into::into));
             }
         }
+        sql.push_str(if query.archived {
+            " AND archived_at IS NOT NULL"
+        } else {
+            " AND archived_at IS NULL"
+        });
         if let Some(term) = query.search_term() {
             // instr is a case-sensitive substring test, like str::contains; a NULL name never
             // matches.
@@ -1192,6 +1227,78 @@ impl ThreadStore for SqliteThreadStore {
             rows.into_iter()
                 .map(|row| decode_attachment(row, &thread_id))
                 .collect()
+        })
+        .await
+    }
+
+    async fn truncate_turns(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        update: &ThreadUpdate,
+    ) -> Result<ThreadRecord, StoreError> {
+        let thread_id = thread_id.to_owned();
+        let turn_id = turn_id.to_owned();
+        let update = update.clone();
+        self.write(move |connection| {
+            let mut record = read_thread(connection, &thread_id)?
+                .ok_or_else(|| StoreError::ThreadNotFound(thread_id.clone()))?;
+            let Some(seq) = turn_seq(connection, &thread_id, &turn_id)? else {
+                return Err(StoreError::TurnNotFound { thread_id, turn_id });
+            };
+            // Items and compaction summaries go with their turns through the cascade.
+            connection
+                .prepare_cached("DELETE FROM turns WHERE thread_id = ?1 AND seq >= ?2")?
+                .execute(params![thread_id, seq])?;
+            update.apply(&mut record);
+            upsert_thread(connection, &record)?;
+            Ok(record)
+        })
+        .await
+    }
+
+    async fn put_compaction(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        summary: &str,
+    ) -> Result<(), StoreError> {
+        let thread_id = thread_id.to_owned();
+        let turn_id = turn_id.to_owned();
+        let summary = summary.to_owned();
+        self.write(move |connection| {
+            require_thread(connection, &thread_id)?;
+            if turn_seq(connection, &thread_id, &turn_id)?.is_none() {
+                return Err(StoreError::TurnNotFound { thread_id, turn_id });
+            }
+            connection
+                .prepare_cached(
+                    "INSERT INTO compactions (thread_id, turn_id, summary) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT (thread_id, turn_id) DO UPDATE SET summary = excluded.summary",
+                )?
+                .execute(params![thread_id, turn_id, summary])?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn latest_compaction(&self, thread_id: &str) -> Result<Option<Compaction>, StoreError> {
+        let thread_id = thread_id.to_owned();
+        self.run(move |connection| {
+            require_thread(connection, &thread_id)?;
+            Ok(connection
+                .prepare_cached(
+                    "SELECT c.turn_id, c.summary FROM compactions c \
+                     JOIN turns t ON t.thread_id = c.thread_id AND t.id = c.turn_id \
+                     WHERE c.thread_id = ?1 ORDER BY t.seq DESC LIMIT 1",
+                )?
+                .query_row([&thread_id], |row| {
+                    Ok(Compaction {
+                        turn_id: row.get(0)?,
+                        summary: row.get(1)?,
+                    })
+                })
+                .optional()?)
         })
         .await
     }

@@ -67,6 +67,7 @@ fn record(id: &str, created_at: i64) -> ThreadRecord {
         approval_policy: ApprovalPolicy::Never,
         dynamic_tools: Vec::new(),
         config: Map::new(),
+        archived_at: None,
     }
 }
 

@@ -1,10 +1,10 @@
-//! `thread/attachment/add` and `thread/attachment/remove`, and the notification that follows
-//! them.
+//! `thread/attachment/add`, `thread/attachment/remove` and `thread/attachment/list`, and the
+//! notification that follows a change.
 
 use tandem_host::{ConnectionId, ConnectionRequestId};
 use tandem_protocol::{
     EmptyResponse, JSONRPCErrorError, ThreadAttachment, ThreadAttachmentAddOutcome,
-    ThreadAttachmentAddParams, ThreadAttachmentOperation, ThreadAttachmentRemoveParams,
+    ThreadAttachmentAddParams, ThreadAttachmentListParams, ThreadAttachmentListResponse, ThreadAttachmentOperation, ThreadAttachmentRemoveParams,
     ThreadAttachmentUpdatedNotification,
 };
 
@@ -129,5 +129,45 @@ impl ThreadService {
             Some(thread) => thread.notify(&self.outgoing, note, Some(caller)).await,
             None => self.outgoing.send_notification(caller, note).await,
         }
+    }
+
+    /// One page of a thread's attachments, oldest first; the cursor is the id of the last
+    /// attachment of the previous page. A thread that does not exist has no attachments (the
+    /// reference answers the same).
+    pub(super) async fn attachment_list(
+        &self,
+        params: ThreadAttachmentListParams,
+    ) -> Result<ThreadAttachmentListResponse, JSONRPCErrorError> {
+        let attachments = match self.find(&params.thread_id).await? {
+            Some((store, _)) => store
+                .list_attachments(&params.thread_id)
+                .await
+                .map_err(store_error)?,
+            None => Vec::new(),
+        };
+        let start = match &params.cursor {
+            None => 0,
+            Some(cursor) => {
+                attachments
+                    .iter()
+                    .position(|attachment| &attachment.id == cursor)
+                    .ok_or_else(|| {
+                        JSONRPCErrorError::invalid_request(format!("invalid cursor: {cursor}"))
+                    })?
+                    + 1
+            }
+        };
+        let limit = params
+            .limit
+            .map_or(store::DEFAULT_PAGE_LIMIT, |limit| limit as usize)
+            .max(1);
+        let data: Vec<ThreadAttachment> = attachments.into_iter().skip(start).collect();
+        let page = store::Page::from_candidates(data, limit, |attachment: &ThreadAttachment| {
+            attachment.id.clone()
+        });
+        Ok(ThreadAttachmentListResponse {
+            data: page.data,
+            next_cursor: page.next_cursor,
+        })
     }
 }

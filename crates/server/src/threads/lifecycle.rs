@@ -34,6 +34,7 @@ impl ThreadService {
             state: Mutex::new(ThreadState {
                 record,
                 history,
+                compaction: None,
                 status,
                 subscribers: BTreeSet::new(),
                 active: None,

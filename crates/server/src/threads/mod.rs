@@ -12,10 +12,12 @@
 //!
 //! Files: this one holds the shared state, the stores, the sequencer and the dispatch;
 //! `lifecycle` loading, subscribing and idle unload; `thread_requests` the `thread/*` handlers;
-//! `attachments` the attachment handlers; `turn_requests` the `turn/*` handlers.
+//! `attachments` the attachment handlers; `turn_requests` the `turn/*` handlers;
+//! `maintenance` archiving, compaction and revert/rollback.
 
 mod attachments;
 mod lifecycle;
+mod maintenance;
 mod thread_requests;
 mod turn_requests;
 
@@ -36,7 +38,9 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::Agent;
 use crate::config::ServerConfig;
 use crate::process::ProcessManager;
-use crate::store::{InMemoryThreadStore, SqliteThreadStore, StoreError, ThreadRecord, ThreadStore};
+use crate::store::{
+    Compaction, InMemoryThreadStore, SqliteThreadStore, StoreError, ThreadRecord, ThreadStore,
+};
 
 /// The model reported for threads that name none while no model provider is configured: the
 /// scripted agent has no model.
@@ -90,8 +94,12 @@ pub(crate) struct LoadedThread {
 /// The live state of a loaded thread.
 pub(crate) struct ThreadState {
     pub(crate) record: ThreadRecord,
-    /// Completed turns, oldest first (what the agent sees as history).
+    /// Completed turns, oldest first (what `thread/read` shows; the agent sees
+    /// [`ThreadState::agent_history`]).
     pub(crate) history: Vec<Turn>,
+    /// The latest compaction still in `history`: the agent sees its summary instead of the
+    /// turns up to it.
+    pub(crate) compaction: Option<Compaction>,
     pub(crate) status: ThreadStatus,
     pub(crate) subscribers: BTreeSet<ConnectionId>,
     pub(crate) active: Option<Arc<ActiveTurn>>,
@@ -132,6 +140,37 @@ pub(crate) struct SteerQueue {
     /// Set by the turn task, under this lock, once its agent is done and nothing is left
     /// queued: from then on input is refused rather than accepted and silently dropped.
     pub(crate) closed: bool,
+}
+
+impl ThreadState {
+    /// The history an agent is given: all completed turns, or, after a compaction, one turn
+    /// holding the summary as user input (where the compaction turn stood) followed by the
+    /// turns after it. A summary is sent as user input because every model wire takes that;
+    /// the reference's compaction also hands its summary to the model as a user message.
+    pub(crate) fn agent_history(&self) -> Vec<Turn> {
+        let Some(compaction) = &self.compaction else {
+            return self.history.clone();
+        };
+        let Some(position) = self
+            .history
+            .iter()
+            .position(|turn| turn.id == compaction.turn_id)
+        else {
+            return self.history.clone();
+        };
+        let compacted = &self.history[position];
+        let summary = Turn {
+            items: vec![tandem_protocol::ThreadItem::UserMessage {
+                id: format!("{}-summary", compacted.id),
+                content: vec![UserInput::text(compaction.summary.clone())],
+                client_id: None,
+            }],
+            ..compacted.clone()
+        };
+        std::iter::once(summary)
+            .chain(self.history[position + 1..].iter().cloned())
+            .collect()
+    }
 }
 
 impl LoadedThread {
@@ -474,6 +513,37 @@ impl ThreadService {
                 self.sequenced(&thread_id, async move {
                     service.attachment_remove(params, id).await;
                 });
+            }
+            // t-threadops: archive, compaction, revert/rollback, attachment listing.
+            ClientRequest::ThreadArchive { params, .. } => {
+                let thread_id = params.thread_id.clone();
+                self.sequenced(&thread_id, async move {
+                    service.archive(params, id).await;
+                });
+            }
+            ClientRequest::ThreadUnarchive { params, .. } => {
+                let thread_id = params.thread_id.clone();
+                self.sequenced(&thread_id, async move {
+                    service.unarchive(params, id).await;
+                });
+            }
+            ClientRequest::ThreadCompactStart { params, .. } => {
+                let thread_id = params.thread_id.clone();
+                self.sequenced(&thread_id, async move {
+                    service.compact_start(params, id).await;
+                });
+            }
+            ClientRequest::ThreadRevert { params, .. } => {
+                let thread_id = params.thread_id.clone();
+                self.sequenced(&thread_id, async move {
+                    service.revert(params, id).await;
+                });
+            }
+            ClientRequest::ThreadRollback { params, .. } => {
+                ordered!(params.thread_id, service.rollback(params).await)
+            }
+            ClientRequest::ThreadAttachmentList { params, .. } => {
+                ordered!(params.thread_id, service.attachment_list(params).await)
             }
             ClientRequest::TurnStart { params, .. } => self.queue_turn_start(params, id),
             ClientRequest::TurnSteer { params, .. } => {

@@ -51,6 +51,7 @@ impl ThreadService {
             approval_policy: ApprovalPolicy::OnRequest,
             dynamic_tools,
             config: Default::default(),
+            archived_at: None,
         };
         overrides_update(&params.overrides)?.apply(&mut record);
         let store = self.store_for(ephemeral).await?;
@@ -99,11 +100,23 @@ impl ThreadService {
                     .await
                     .map_err(store_error)?
                     .ok_or_else(|| not_found(&params.thread_id))?;
+                if record.archived_at.is_some() {
+                    return Err(JSONRPCErrorError::invalid_request(format!(
+                        "thread {} is archived; call thread/unarchive first",
+                        record.id
+                    )));
+                }
                 let status = match record.status {
                     ThreadStatus::SystemError => ThreadStatus::SystemError,
                     _ => ThreadStatus::Idle,
                 };
-                self.insert_loaded(record, turns, status)
+                let thread = self.insert_loaded(record, turns, status);
+                // A compacted thread keeps sending its summary after a restart.
+                if let Err(error) = self.load_compaction(&thread, store.as_ref()).await {
+                    lock(&self.loaded).remove(&thread.id);
+                    return Err(error);
+                }
+                thread
             }
         };
         let update = overrides_update(&params.overrides)?;
@@ -155,11 +168,8 @@ impl ThreadService {
         &self,
         params: ThreadListParams,
     ) -> Result<ThreadListResponse, JSONRPCErrorError> {
-        // Tandem has no archive and no thread hierarchy: those filters match nothing.
-        if params.archived == Some(true)
-            || params.parent_thread_id.is_some()
-            || params.ancestor_thread_id.is_some()
-        {
+        // Tandem has no thread hierarchy: those filters match nothing.
+        if params.parent_thread_id.is_some() || params.ancestor_thread_id.is_some() {
             return Ok(ThreadListResponse {
                 data: Vec::new(),
                 next_cursor: None,
@@ -179,6 +189,7 @@ impl ThreadService {
                 Some(CwdFilter::Many(cwds)) => cwds,
             },
             search_term: params.search_term,
+            archived: params.archived.unwrap_or(false),
         };
         let page = self
             .durable()
@@ -338,12 +349,25 @@ impl ThreadService {
         overrides_update(&params.overrides)?.apply(&mut record);
         // The fork starts from a clean slate: the source's failure is not the fork's.
         record.status = ThreadStatus::Idle;
-        self.store_for(ephemeral)
-            .await?
+        let target = self.store_for(ephemeral).await?;
+        target
             .create_thread(&record, &history)
             .await
             .map_err(store_error)?;
+        // The fork keeps the source's summary when it copied the compaction turn.
+        let compaction = source_store
+            .latest_compaction(&source.id)
+            .await
+            .map_err(store_error)?
+            .filter(|compaction| history.iter().any(|turn| turn.id == compaction.turn_id));
+        if let Some(compaction) = &compaction {
+            target
+                .put_compaction(&record.id, &compaction.turn_id, &compaction.summary)
+                .await
+                .map_err(store_error)?;
+        }
         let thread = self.insert_loaded(record, history, ThreadStatus::Idle);
+        thread.state().compaction = compaction;
         self.subscribe(&thread, context.id.connection_id);
         let mut response = self.announce_started(&thread).await;
         if params.exclude_turns.unwrap_or(false) {

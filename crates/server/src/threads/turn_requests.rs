@@ -52,7 +52,11 @@ impl ThreadService {
         let Some(thread) = self.loaded(&params.thread_id) else {
             // "Resume it first" only helps for a thread that exists.
             let error = match self.find(&params.thread_id).await {
+                // An archived thread is not found until it is unarchived, as in the reference.
                 Ok(None) => super::not_found(&params.thread_id),
+                Ok(Some((_, record))) if record.archived_at.is_some() => {
+                    super::not_found(&params.thread_id)
+                }
                 Ok(Some(_)) | Err(_) => JSONRPCErrorError::invalid_request(format!(
                     "thread not loaded: {}; resume it first",
                     params.thread_id
@@ -150,8 +154,10 @@ impl ThreadService {
             .await;
         let started = turn::StartedTurn {
             turn,
-            user_message,
-            input: params.input,
+            work: turn::TurnWork::Input {
+                user_message,
+                input: params.input,
+            },
             store,
         };
         turn::spawn(Arc::clone(self), thread, active, started);

@@ -11,12 +11,14 @@
 //!
 //! Files: this one holds the driver and its messages, tools and questions; `commands` its
 //! commands (approval, process, output); `task` the task that runs a turn from start to
-//! `turn/completed`.
+//! `turn/completed`; `compaction` the compaction turn of `thread/compact/start`.
 
 mod commands;
+mod compaction;
 mod task;
 
-pub(crate) use task::{StartedTurn, preview_of, spawn};
+pub use compaction::summarize_transcript;
+pub(crate) use task::{StartedTurn, TurnWork, preview_of, spawn};
 
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};

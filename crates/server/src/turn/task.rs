@@ -19,16 +19,28 @@ use crate::threads::{ActiveTurn, LoadedThread, ThreadService, now_secs};
 
 use super::{TurnDriver, elapsed_ms};
 
-/// What `turn/start` stored before it answered, and what the task needs of it.
+/// What `turn/start` (or `thread/compact/start`) stored before it answered, and what the
+/// task needs of it.
 pub(crate) struct StartedTurn {
     /// The turn as `turn/start` reported it (no items).
     pub(crate) turn: Turn,
-    /// The user's input as stored: item 0 of the turn.
-    pub(crate) user_message: ThreadItem,
-    /// The input for the agent.
-    pub(crate) input: Vec<UserInput>,
+    /// What the turn does.
+    pub(crate) work: TurnWork,
     /// The store that holds the thread.
     pub(crate) store: Arc<dyn ThreadStore>,
+}
+
+/// What a turn does.
+pub(crate) enum TurnWork {
+    /// Runs the agent on the user's input.
+    Input {
+        /// The user's input as stored: item 0 of the turn.
+        user_message: ThreadItem,
+        /// The input for the agent.
+        input: Vec<UserInput>,
+    },
+    /// Summarizes the history (`thread/compact/start`); takes no input.
+    Compaction,
 }
 
 /// Starts the task that runs `started` on `thread`.
@@ -47,17 +59,12 @@ async fn run(
     active: Arc<ActiveTurn>,
     started_turn: StartedTurn,
 ) {
-    let StartedTurn {
-        turn,
-        user_message,
-        input,
-        store,
-    } = started_turn;
+    let StartedTurn { turn, work, store } = started_turn;
     let outgoing = service.outgoing.clone();
     let (history, cwd, model, approval_policy, tools) = {
         let state = thread.state();
         (
-            state.history.clone(),
+            state.agent_history(),
             state.record.cwd.clone(),
             service.effective_model(&state.record),
             state.record.approval_policy,
@@ -98,11 +105,20 @@ async fn run(
         stored_started: Vec::new(),
         store_failure: None,
     };
-    driver.stored_user_message(user_message).await;
     let agent = Arc::clone(&service.agent);
-    let mut result = agent.run_turn(&history, input, &mut driver).await;
+    let mut result = match work {
+        TurnWork::Input {
+            user_message,
+            input,
+        } => {
+            driver.stored_user_message(user_message).await;
+            agent.run_turn(&history, input, &mut driver).await
+        }
+        TurnWork::Compaction => driver.compact(agent.as_ref(), &history).await,
+    };
     // Input steered after the agent last looked still belongs to this turn: hand it to the
     // agent again until none is left, then refuse more, atomically with that last look.
+    // (A compaction's queue is closed from the start, so this ends at once.)
     while result.is_ok() && !active.cancel.is_cancelled() {
         let leftover = {
             let mut queue = active

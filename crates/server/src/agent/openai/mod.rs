@@ -70,6 +70,16 @@ pub struct OpenAiCompatibleAgent {
     client: reqwest::Client,
 }
 
+/// Where the text of an answer goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TextSink {
+    /// Streamed to the client as an agent message as it arrives (a turn's answer).
+    Client,
+    /// Only collected into [`Reply::text`] (a compaction summary, which the driver reports as
+    /// its own item).
+    Collected,
+}
+
 /// One complete answer of the model.
 #[derive(Debug)]
 struct Reply {
@@ -141,6 +151,7 @@ impl OpenAiCompatibleAgent {
         &self,
         model: &str,
         conversation: &Conversation,
+        sink: TextSink,
         driver: &mut TurnDriver,
     ) -> Result<Reply, AgentError> {
         let body = match self.provider.wire_api {
@@ -151,7 +162,7 @@ impl OpenAiCompatibleAgent {
         let max = self.provider.stream_max_retries;
         let mut retries = 0;
         loop {
-            match self.attempt(model, body.clone(), driver).await {
+            match self.attempt(model, body.clone(), sink, driver).await {
                 Ok(reply) => return Ok(reply),
                 Err(AttemptError::Interrupted) => return Err(AgentError::Interrupted),
                 Err(AttemptError::Fatal(message)) => return Err(AgentError::Failed(message)),
@@ -188,6 +199,7 @@ impl OpenAiCompatibleAgent {
         &self,
         model: &str,
         body: Bytes,
+        sink: TextSink,
         driver: &mut TurnDriver,
     ) -> Result<Reply, AttemptError> {
         let url = self.endpoint();
@@ -247,6 +259,7 @@ impl OpenAiCompatibleAgent {
             WireApi::Responses => Box::<responses::ResponsesDecoder>::default(),
         };
         let mut message: Option<StreamingMessage> = None;
+        let mut collected = String::new();
         let outcome = loop {
             let next = match driver
                 .or_interrupted(tokio::time::timeout(idle, events.next()))
@@ -279,6 +292,9 @@ impl OpenAiCompatibleAgent {
                 Err(error) => break Err(error),
                 Ok(Decoded::Done) => break Ok(()),
                 Ok(Decoded::Nothing) => {}
+                Ok(Decoded::Text(text)) if sink == TextSink::Collected => {
+                    collected.push_str(&text);
+                }
                 Ok(Decoded::Text(text)) => {
                     let streaming = match &mut message {
                         Some(streaming) => streaming,
@@ -296,10 +312,10 @@ impl OpenAiCompatibleAgent {
         // The connection goes first: an interrupted turn must not keep it open while the
         // message item completes.
         drop(events);
-        let text = message
-            .as_ref()
-            .map(|message| message.text().to_owned())
-            .unwrap_or_default();
+        let text = match &message {
+            Some(message) => message.text().to_owned(),
+            None => collected,
+        };
         if let Some(message) = message {
             driver.complete_agent_message(message).await;
         }
@@ -319,13 +335,7 @@ impl Agent for OpenAiCompatibleAgent {
         _input: Vec<UserInput>,
         driver: &mut TurnDriver,
     ) -> Result<(), AgentError> {
-        let Some(model) = driver.model().map(str::to_owned) else {
-            return Err(AgentError::Failed(format!(
-                "no model selected for provider {id}: set model in config.toml, pass \
-                 -c model=NAME, or give thread/start or turn/start a model",
-                id = self.provider.id
-            )));
-        };
+        let model = self.model_of(driver)?;
         // The input is already this turn's first item (and, when the turn hands over input
         // that arrived late, so is everything the turn did before).
         let mut entries = transcript::replay_history(history);
@@ -342,7 +352,9 @@ impl Agent for OpenAiCompatibleAgent {
                     .entries
                     .push(Entry::User(transcript::input_text(&steered)));
             }
-            let reply = self.request(&model, &conversation, driver).await?;
+            let reply = self
+                .request(&model, &conversation, TextSink::Client, driver)
+                .await?;
             let calls = reply.calls.clone();
             conversation.entries.push(Entry::Assistant {
                 text: reply.text,
@@ -366,6 +378,56 @@ impl Agent for OpenAiCompatibleAgent {
                 });
             }
         }
+    }
+
+    async fn compact(
+        &self,
+        history: &[Turn],
+        driver: &mut TurnDriver,
+    ) -> Result<String, AgentError> {
+        self.summarize(history, driver).await
+    }
+}
+
+impl OpenAiCompatibleAgent {
+    /// The model of `driver`'s turn, or the error that says how to choose one.
+    fn model_of(&self, driver: &TurnDriver) -> Result<String, AgentError> {
+        driver.model().map(str::to_owned).ok_or_else(|| {
+            AgentError::Failed(format!(
+                "no model selected for provider {id}: set model in config.toml, pass \
+                 -c model=NAME, or give thread/start or turn/start a model",
+                id = self.provider.id
+            ))
+        })
+    }
+
+    /// Asks the model for a summary of `history` (no tools offered, nothing streamed to the
+    /// client): the compaction of `thread/compact/start`.
+    async fn summarize(
+        &self,
+        history: &[Turn],
+        driver: &mut TurnDriver,
+    ) -> Result<String, AgentError> {
+        let model = self.model_of(driver)?;
+        let mut entries = transcript::replay_history(history);
+        entries.push(Entry::User(transcript::COMPACT_PROMPT.to_owned()));
+        let conversation = Conversation {
+            instructions: transcript::COMPACT_INSTRUCTIONS.to_owned(),
+            entries,
+            tools: Vec::new(),
+        };
+        let reply = self
+            .request(&model, &conversation, TextSink::Collected, driver)
+            .await?;
+        let summary = reply.text.trim();
+        if summary.is_empty() {
+            return Err(AgentError::Failed(format!(
+                "model {model} of provider {} returned an empty summary; compact again or \
+                 choose another model",
+                self.provider.id
+            )));
+        }
+        Ok(summary.to_owned())
     }
 }
 

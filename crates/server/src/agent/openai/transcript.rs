@@ -49,6 +49,16 @@ pub(crate) fn instructions(cwd: &str) -> String {
     )
 }
 
+/// The instructions of a compaction request: the model writes the summary that replaces the
+/// history in later turns.
+pub(crate) const COMPACT_INSTRUCTIONS: &str = "You are summarizing a conversation between a user \
+     and a coding agent so that the agent can continue the work from the summary alone.";
+
+/// The request that follows the history in a compaction request.
+pub(crate) const COMPACT_PROMPT: &str = "Summarize the conversation so far for handing it over: \
+     the user's goals and constraints, decisions made, commands run and their outcomes, files \
+     touched, and what remains to do. Reply with the summary only.";
+
 /// The built-in tools, then every dynamic tool the thread registered (a dynamic tool that
 /// reuses a built-in name is left out, since the API refuses duplicate names).
 pub(crate) fn function_tools(dynamic: &[DynamicToolSpec]) -> Vec<FunctionTool> {
@@ -174,6 +184,9 @@ pub(crate) fn replay_items(items: &[ThreadItem], entries: &mut Vec<Entry>) {
                     output,
                 });
             }
+            // The summary a compaction stored reaches the model through the history the
+            // thread hands over (as user input); the marker itself says nothing.
+            ThreadItem::ContextCompaction { .. } => {}
             ThreadItem::DynamicToolCall {
                 id,
                 tool,

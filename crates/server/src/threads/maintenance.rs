@@ -1,0 +1,324 @@
+//! The requests that change a thread's stored history or its place in the listing rather than
+//! its live session: `thread/archive` and `thread/unarchive`, `thread/compact/start`,
+//! `thread/revert` and `thread/rollback` (docs/protocol.md section 4). Each runs in the
+//! thread's order, so none of them can interleave with a turn starting or ending.
+
+use std::sync::{Arc, Mutex};
+
+use tandem_host::ConnectionRequestId;
+use tandem_protocol::{
+    EmptyResponse, JSONRPCErrorError, ServerNotification, ThreadArchiveParams,
+    ThreadArchivedNotification, ThreadCompactStartParams, ThreadRevertParams,
+    ThreadRevertResponse, ThreadRevertedNotification, ThreadRollbackParams,
+    ThreadRollbackResponse, ThreadUnarchiveParams, ThreadUnarchiveResponse,
+    ThreadUnarchivedNotification, Turn, TurnItemsView, TurnStatus,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::process::ProcessManager;
+use crate::store::{self, ThreadRecord, ThreadStore, ThreadUpdate};
+use crate::turn;
+
+use super::{
+    ActiveTurn, LoadedThread, SteerQueue, ThreadService, lock, not_found, now_secs, store_error,
+};
+
+impl ThreadService {
+    /// The store and record of a thread that is not archived; an archived thread is "not
+    /// found" to everything but `thread/read`, `thread/list` and `thread/unarchive`, as in the
+    /// reference.
+    async fn find_unarchived(
+        &self,
+        thread_id: &str,
+    ) -> Result<(Arc<dyn ThreadStore>, ThreadRecord), JSONRPCErrorError> {
+        match self.find(thread_id).await? {
+            Some((store, record)) if record.archived_at.is_none() => Ok((store, record)),
+            _ => Err(not_found(thread_id)),
+        }
+    }
+
+    /// Refuses a change to the history of a thread whose turn is still running.
+    fn ensure_no_running_turn(&self, thread_id: &str, what: &str) -> Result<(), JSONRPCErrorError> {
+        let running = self
+            .loaded(thread_id)
+            .and_then(|thread| thread.state().active.as_ref().map(|active| active.id.clone()));
+        match running {
+            Some(turn_id) => Err(JSONRPCErrorError::invalid_request(format!(
+                "turn {turn_id} of thread {thread_id} is still running; wait for its \
+                 turn/completed or interrupt it before {what}"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Loads the latest compaction of `thread` from `store` into its live state (on resume).
+    pub(super) async fn load_compaction(
+        &self,
+        thread: &LoadedThread,
+        store: &dyn ThreadStore,
+    ) -> Result<(), JSONRPCErrorError> {
+        let compaction = store
+            .latest_compaction(&thread.id)
+            .await
+            .map_err(store_error)?;
+        thread.state().compaction = compaction;
+        Ok(())
+    }
+
+    pub(super) async fn archive(&self, params: ThreadArchiveParams, id: ConnectionRequestId) {
+        let thread_id = params.thread_id;
+        let result = async {
+            let (store, record) = self.find_unarchived(&thread_id).await?;
+            if record.ephemeral {
+                return Err(JSONRPCErrorError::invalid_request(format!(
+                    "thread {thread_id} is ephemeral and cannot be archived: it is not stored"
+                )));
+            }
+            let update = ThreadUpdate {
+                archived_at: Some(Some(now_secs())),
+                ..ThreadUpdate::default()
+            };
+            store
+                .update_thread(&thread_id, &update)
+                .await
+                .map_err(store_error)
+        }
+        .await;
+        if let Err(error) = result {
+            return self.outgoing.send_error(id, error).await;
+        }
+        // An archived thread is unloaded, so that it takes no turn until it is unarchived and
+        // resumed; its subscribers hear `notLoaded` before the reply, as in the reference.
+        let loaded = lock(&self.loaded).remove(&thread_id);
+        if let Some(thread) = &loaded {
+            if let Some(active) = &thread.state().active {
+                active.cancel.cancel();
+            }
+            self.after_unload(thread).await;
+        }
+        self.outgoing
+            .send_response_and_wait(id, EmptyResponse {})
+            .await;
+        let note = ServerNotification::ThreadArchived(ThreadArchivedNotification { thread_id });
+        self.outgoing.broadcast_notification(note).await;
+    }
+
+    pub(super) async fn unarchive(&self, params: ThreadUnarchiveParams, id: ConnectionRequestId) {
+        let thread_id = params.thread_id;
+        let result = async {
+            let (store, record) = self
+                .find(&thread_id)
+                .await?
+                .ok_or_else(|| not_found(&thread_id))?;
+            if record.archived_at.is_none() {
+                return Err(JSONRPCErrorError::invalid_request(format!(
+                    "thread {thread_id} is not archived"
+                )));
+            }
+            let update = ThreadUpdate {
+                archived_at: Some(None),
+                updated_at: Some(now_secs()),
+                ..ThreadUpdate::default()
+            };
+            store
+                .update_thread(&thread_id, &update)
+                .await
+                .map_err(store_error)
+        }
+        .await;
+        let record = match result {
+            Ok(record) => record,
+            Err(error) => return self.outgoing.send_error(id, error).await,
+        };
+        let response = ThreadUnarchiveResponse {
+            thread: self.unloaded_thread(&record, Vec::new()),
+        };
+        self.outgoing.send_response_and_wait(id, response).await;
+        let note = ServerNotification::ThreadUnarchived(ThreadUnarchivedNotification { thread_id });
+        self.outgoing.broadcast_notification(note).await;
+    }
+
+    /// Starts a compaction turn: the reply first, then `turn/started`, the `contextCompaction`
+    /// item, `thread/compacted` and `turn/completed` from the turn task.
+    pub(super) async fn compact_start(
+        self: &Arc<Self>,
+        params: ThreadCompactStartParams,
+        id: ConnectionRequestId,
+    ) {
+        let thread_id = params.thread_id;
+        let result = async {
+            let Some(thread) = self.loaded(&thread_id) else {
+                self.find_unarchived(&thread_id).await?;
+                return Err(JSONRPCErrorError::invalid_request(format!(
+                    "thread not loaded: {thread_id}; resume it first"
+                )));
+            };
+            self.ensure_no_running_turn(&thread_id, "compacting")?;
+            if self.is_stopping() {
+                return Err(JSONRPCErrorError::internal(
+                    "the server is shutting down; no new turn starts",
+                ));
+            }
+            let now = now_secs();
+            let turn = Turn {
+                id: store::new_id(),
+                items: Vec::new(),
+                items_view: TurnItemsView::Full,
+                status: TurnStatus::InProgress,
+                error: None,
+                started_at: Some(now),
+                completed_at: None,
+                duration_ms: None,
+            };
+            let store = self.store_for(thread.ephemeral).await?;
+            let update = ThreadUpdate {
+                updated_at: Some(now),
+                ..ThreadUpdate::default()
+            };
+            let record = store
+                .begin_turn(&thread.id, &turn, &update)
+                .await
+                .map_err(store_error)?;
+            thread.state().record = record;
+            Ok((thread, turn, store))
+        }
+        .await;
+        let (thread, mut turn, store) = match result {
+            Ok(started) => started,
+            Err(error) => return self.outgoing.send_error(id, error).await,
+        };
+        let active = Arc::new(ActiveTurn {
+            id: turn.id.clone(),
+            connection: id.connection_id,
+            cancel: CancellationToken::new(),
+            // A compaction takes no input: `turn/start` waits for it to end, `turn/steer`
+            // finds no turn to steer.
+            steered: Mutex::new(SteerQueue {
+                inputs: Vec::new(),
+                closed: true,
+            }),
+            steer_signal: tokio::sync::Notify::new(),
+            interrupt_replies: Mutex::new(Vec::new()),
+            snapshot: Mutex::new(turn.clone()),
+            processes: ProcessManager::new(),
+            ended: CancellationToken::new(),
+        });
+        {
+            let mut state = thread.state();
+            state.active = Some(Arc::clone(&active));
+            self.update_unload(&thread, &mut state);
+        }
+        self.outgoing
+            .send_response_and_wait(id, EmptyResponse {})
+            .await;
+        turn.items_view = TurnItemsView::NotLoaded;
+        let started = turn::StartedTurn {
+            turn,
+            work: turn::TurnWork::Compaction,
+            store,
+        };
+        turn::spawn(Arc::clone(self), thread, active, started);
+    }
+
+    /// Cuts the stored history of `thread_id` before `turn_id` and brings a loaded thread's
+    /// live history (and compaction) in line; returns the updated record.
+    async fn cut_history(
+        &self,
+        thread_id: &str,
+        store: &dyn ThreadStore,
+        turn_id: &str,
+    ) -> Result<ThreadRecord, JSONRPCErrorError> {
+        let update = ThreadUpdate {
+            updated_at: Some(now_secs()),
+            ..ThreadUpdate::default()
+        };
+        let record = store
+            .truncate_turns(thread_id, turn_id, &update)
+            .await
+            .map_err(store_error)?;
+        if let Some(thread) = self.loaded(thread_id) {
+            let kept = {
+                let mut state = thread.state();
+                state.record = record.clone();
+                let history = std::mem::take(&mut state.history);
+                state.history = store::history_before(thread_id, history, turn_id)
+                    .unwrap_or_default();
+                state.history.len()
+            };
+            tracing::debug!(thread = %thread_id, kept, "history cut");
+            self.load_compaction(&thread, store).await?;
+        }
+        Ok(record)
+    }
+
+    pub(super) async fn revert(&self, params: ThreadRevertParams, id: ConnectionRequestId) {
+        let caller = id.connection_id;
+        let thread_id = params.thread_id.clone();
+        let result = async {
+            let (store, _) = self.find_unarchived(&thread_id).await?;
+            self.ensure_no_running_turn(&thread_id, "reverting")?;
+            let record = self
+                .cut_history(&thread_id, store.as_ref(), &params.before_turn_id)
+                .await?;
+            Ok(match self.loaded(&thread_id) {
+                Some(thread) => thread.to_thread(false, self.default_model()),
+                None => self.unloaded_thread(&record, Vec::new()),
+            })
+        }
+        .await;
+        let thread = match result {
+            Ok(thread) => thread,
+            Err(error) => return self.outgoing.send_error(id, error).await,
+        };
+        let response = ThreadRevertResponse {
+            thread,
+            turns_backwards_cursor: None,
+            items_backwards_cursor: None,
+        };
+        self.outgoing.send_response_and_wait(id, response).await;
+        let note = ServerNotification::ThreadReverted(ThreadRevertedNotification {
+            thread_id: thread_id.clone(),
+        });
+        match self.loaded(&thread_id) {
+            Some(thread) => thread.notify(&self.outgoing, note, Some(caller)).await,
+            None => self.outgoing.send_notification(caller, note).await,
+        }
+    }
+
+    pub(super) async fn rollback(
+        &self,
+        params: ThreadRollbackParams,
+    ) -> Result<ThreadRollbackResponse, JSONRPCErrorError> {
+        let thread_id = params.thread_id;
+        if params.num_turns == 0 {
+            return Err(JSONRPCErrorError::invalid_request(
+                "numTurns must be at least 1",
+            ));
+        }
+        let (store, _) = self.find_unarchived(&thread_id).await?;
+        self.ensure_no_running_turn(&thread_id, "rolling back")?;
+        let (record, history) = store
+            .get_thread_with_turns(&thread_id)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| not_found(&thread_id))?;
+        let drop = usize::try_from(params.num_turns).unwrap_or(usize::MAX);
+        // Asking for more turns than there are drops them all, like the upstream rollback.
+        let first_dropped = history.len().saturating_sub(drop);
+        let (record, kept) = match history.get(first_dropped) {
+            None => (record, history),
+            Some(turn) => {
+                let turn_id = turn.id.clone();
+                let record = self.cut_history(&thread_id, store.as_ref(), &turn_id).await?;
+                let mut history = history;
+                history.truncate(first_dropped);
+                (record, history)
+            }
+        };
+        let thread = match self.loaded(&thread_id) {
+            Some(thread) => thread.to_thread(true, self.default_model()),
+            None => self.unloaded_thread(&record, kept),
+        };
+        Ok(ThreadRollbackResponse { thread })
+    }
+}
