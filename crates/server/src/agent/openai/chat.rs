@@ -109,13 +109,20 @@ pub(crate) fn request_body(model: &str, conversation: &Conversation) -> Value {
             })
         })
         .collect();
-    json!({
+    let offers_tools = !tools.is_empty();
+    let mut body = json!({
         "model": model,
         "messages": messages,
         "tools": tools,
         "stream": true,
         "stream_options": {"include_usage": true},
-    })
+    });
+    // A request without tools (a compaction) leaves the member out: the API refuses an
+    // empty `tools` array.
+    if !offers_tools && let Some(members) = body.as_object_mut() {
+        members.remove("tools");
+    }
+    body
 }
 
 /// Decodes one streamed answer; the end is `data: [DONE]`.

@@ -58,7 +58,8 @@ pub(crate) fn request_body(model: &str, conversation: &Conversation) -> Value {
             })
         })
         .collect();
-    json!({
+    let offers_tools = !tools.is_empty();
+    let mut body = json!({
         "model": model,
         "instructions": conversation.instructions,
         "input": input,
@@ -66,7 +67,14 @@ pub(crate) fn request_body(model: &str, conversation: &Conversation) -> Value {
         "tool_choice": "auto",
         "stream": true,
         "store": false,
-    })
+    });
+    // A request without tools (a compaction) leaves both members out: `tool_choice` needs
+    // tools to choose from.
+    if !offers_tools && let Some(members) = body.as_object_mut() {
+        members.remove("tools");
+        members.remove("tool_choice");
+    }
+    body
 }
 
 #[derive(Debug, Default)]
