@@ -82,5 +82,9 @@ conformance_suite! {
         crate::scenarios::threads::idle_unload_then_resume => idle_unload_then_resume,
         crate::scenarios::processes::streamed_process_with_stdin_resize_kill_and_exit => streamed_process_with_stdin_resize_kill_and_exit,
         crate::scenarios::processes::paused_reader_still_gets_every_byte => paused_reader_still_gets_every_byte,
+        crate::scenarios::thread_ops::archive_and_unarchive => archive_and_unarchive,
+        crate::scenarios::thread_ops::compaction_turn_and_summary => compaction_turn_and_summary,
+        crate::scenarios::thread_ops::revert_and_rollback => revert_and_rollback,
+        crate::scenarios::thread_ops::attachment_list_pages => attachment_list_pages,
     }
 }

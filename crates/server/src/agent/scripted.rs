@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::Value;
-use tandem_protocol::{DynamicToolCallOutputContentItem, Turn, UserInput};
+use tandem_protocol::{DynamicToolCallOutputContentItem, ThreadItem, Turn, UserInput};
 
 use super::{Agent, AgentError, CommandOptions, TurnDriver};
 
@@ -17,9 +17,12 @@ use super::{Agent, AgentError, CommandOptions, TurnDriver};
 /// - `/ask QUESTION`: asks the user and echoes the answer;
 /// - `/sleep MS`: waits MS milliseconds (interruptible);
 /// - `/fail MESSAGE`: fails the turn;
+/// - `/history`: answers `history: ` and a JSON array with the user text of each turn of the
+///   history it was given (after `thread/compact/start`, the summary comes first);
 /// - any other text: answered with a message quoting it, streamed in several deltas.
 ///
-/// Steered input is executed the same way once the lines before it are done.
+/// Steered input is executed the same way once the lines before it are done. A compaction
+/// uses the default [`Agent::compact`]: the deterministic [`super::summarize_transcript`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ScriptedAgent;
 
@@ -27,19 +30,38 @@ pub struct ScriptedAgent;
 impl Agent for ScriptedAgent {
     async fn run_turn(
         &self,
-        _history: &[Turn],
+        history: &[Turn],
         input: Vec<UserInput>,
         driver: &mut TurnDriver,
     ) -> Result<(), AgentError> {
         let mut pending = input;
         while !pending.is_empty() {
             for line in input_lines(&pending) {
-                run_line(line, driver).await?;
+                run_line(line, history, driver).await?;
             }
             pending = driver.take_steered_input().await?;
         }
         Ok(())
     }
+}
+
+/// The text of a turn's user input (every text input of its user messages, joined by a
+/// newline).
+fn user_text(turn: &Turn) -> String {
+    let texts: Vec<&str> = turn
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            ThreadItem::UserMessage { content, .. } => Some(content),
+            _ => None,
+        })
+        .flatten()
+        .filter_map(|input| match input {
+            UserInput::Text { text } => Some(text.as_str()),
+            UserInput::Unsupported { .. } => None,
+        })
+        .collect();
+    texts.join("\n")
 }
 
 /// The non-empty lines of every text input, in order (borrowed: an input can be large).
@@ -56,7 +78,7 @@ fn input_lines(input: &[UserInput]) -> Vec<&str> {
         .collect()
 }
 
-async fn run_line(line: &str, driver: &mut TurnDriver) -> Result<(), AgentError> {
+async fn run_line(line: &str, history: &[Turn], driver: &mut TurnDriver) -> Result<(), AgentError> {
     let (command, rest) = match line.split_once(char::is_whitespace) {
         Some((command, rest)) => (command, rest.trim()),
         None => (line, ""),
@@ -114,6 +136,13 @@ async fn run_line(line: &str, driver: &mut TurnDriver) -> Result<(), AgentError>
                 AgentError::Failed(format!("/sleep needs milliseconds, got {rest:?}"))
             })?;
             driver.sleep(Duration::from_millis(millis)).await
+        }
+        "/history" => {
+            let texts: Vec<String> = history.iter().map(user_text).collect();
+            let listed = serde_json::to_string(&texts).map_err(|error| {
+                AgentError::Failed(format!("/history: cannot encode the history: {error}"))
+            })?;
+            driver.agent_message(&format!("history: {listed}")).await
         }
         "/fail" => Err(AgentError::Failed(if rest.is_empty() {
             "the scripted agent was told to fail".into()
