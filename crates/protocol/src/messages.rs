@@ -83,6 +83,15 @@ request_enum! {
     ProcessKill => "process/kill" (ProcessKillParams) -> EmptyResponse;
     /// `process/resizePty` (experimental).
     ProcessResizePty => "process/resizePty" (ProcessResizePtyParams) -> EmptyResponse;
+    // m-models:
+    /// `model/list`: the configured providers' models, one page at a time.
+    ModelList => "model/list" (ModelListParams) -> ModelListResponse;
+    /// `account/read`: the signed-in account (Tandem needs none).
+    AccountRead => "account/read" (GetAccountParams) -> GetAccountResponse;
+    /// `config/value/write`: write one key of the home's `config.toml`.
+    ConfigValueWrite => "config/value/write" (ConfigValueWriteParams) -> ConfigWriteResponse;
+    /// `config/batchWrite`: write several keys of the home's `config.toml` at once.
+    ConfigBatchWrite => "config/batchWrite" (ConfigBatchWriteParams) -> ConfigWriteResponse;
 }
 
 request_enum! {
@@ -141,6 +150,9 @@ notification_enum! {
     ProcessOutputDelta => "process/outputDelta" (ProcessOutputDeltaNotification);
     /// `process/exited` (experimental, guaranteed in-process).
     ProcessExited => "process/exited" (ProcessExitedNotification);
+    // m-models:
+    /// `thread/tokenUsage/updated`: the thread's token usage after a model request.
+    ThreadTokenUsageUpdated => "thread/tokenUsage/updated" (ThreadTokenUsageUpdatedNotification);
 }
 
 /// Client methods that require the `experimentalApi` capability.
@@ -254,6 +266,7 @@ impl ServerNotification {
             Self::CommandExecutionOutputDelta(n) => Some(&n.thread_id),
             Self::ServerRequestResolved(n) => Some(&n.thread_id),
             Self::Error(n) => Some(&n.thread_id),
+            Self::ThreadTokenUsageUpdated(n) => Some(&n.thread_id),
             Self::ProcessOutputDelta(_) | Self::ProcessExited(_) | Self::Custom { .. } => None,
         }
     }
@@ -277,6 +290,7 @@ impl ServerNotification {
             Self::CommandExecutionOutputDelta(n) => Some(&n.turn_id),
             Self::ServerRequestResolved(n) => Some(&n.turn_id),
             Self::Error(n) => Some(&n.turn_id),
+            Self::ThreadTokenUsageUpdated(n) => Some(&n.turn_id),
             _ => None,
         }
     }

@@ -40,6 +40,7 @@ impl ThreadService {
                 unload_generation: 0,
                 counting_down: false,
             }),
+            token_usage: Mutex::new(Default::default()),
         });
         lock(&self.loaded).insert(thread.id.clone(), Arc::clone(&thread));
         thread

@@ -85,6 +85,9 @@ pub(crate) struct LoadedThread {
     pub(crate) id: String,
     pub(crate) ephemeral: bool,
     pub(crate) state: Mutex<ThreadState>,
+    /// Tokens of every model request since the thread was loaded (`total` of
+    /// `thread/tokenUsage/updated`).
+    pub(crate) token_usage: Mutex<tandem_protocol::TokenUsageBreakdown>,
 }
 
 /// The live state of a loaded thread.
