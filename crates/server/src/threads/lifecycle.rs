@@ -105,7 +105,7 @@ impl ThreadService {
             return;
         }
         let generation = state.unload_generation;
-        let delay = self.config.thread_unload_delay;
+        let delay = self.config().thread_unload_delay;
         let service = Arc::clone(self);
         let thread = Arc::clone(thread);
         tokio::spawn(async move {
