@@ -82,5 +82,9 @@ conformance_suite! {
         crate::scenarios::threads::idle_unload_then_resume => idle_unload_then_resume,
         crate::scenarios::processes::streamed_process_with_stdin_resize_kill_and_exit => streamed_process_with_stdin_resize_kill_and_exit,
         crate::scenarios::processes::paused_reader_still_gets_every_byte => paused_reader_still_gets_every_byte,
+        crate::scenarios::models::model_list_and_account_read => model_list_and_account_read,
+        crate::scenarios::models::config_writes_are_read_back => config_writes_are_read_back,
+        crate::scenarios::models::image_input_is_stored_and_acknowledged => image_input_is_stored_and_acknowledged,
+        crate::scenarios::models::token_usage_follows_each_model_request => token_usage_follows_each_model_request,
     }
 }
