@@ -97,6 +97,15 @@ request_enum! {
     /// `thread/attachment/list`: a thread's attachments, one page at a time.
     ThreadAttachmentList => "thread/attachment/list"
         (ThreadAttachmentListParams) -> ThreadAttachmentListResponse;
+    // m-models:
+    /// `model/list`: the configured providers' models, one page at a time.
+    ModelList => "model/list" (ModelListParams) -> ModelListResponse;
+    /// `account/read`: the signed-in account (Tandem needs none).
+    AccountRead => "account/read" (GetAccountParams) -> GetAccountResponse;
+    /// `config/value/write`: write one key of the home's `config.toml`.
+    ConfigValueWrite => "config/value/write" (ConfigValueWriteParams) -> ConfigWriteResponse;
+    /// `config/batchWrite`: write several keys of the home's `config.toml` at once.
+    ConfigBatchWrite => "config/batchWrite" (ConfigBatchWriteParams) -> ConfigWriteResponse;
 }
 
 request_enum! {
@@ -164,6 +173,9 @@ notification_enum! {
     ThreadCompacted => "thread/compacted" (ContextCompactedNotification);
     /// `thread/reverted`: the thread's history was cut by `thread/revert`.
     ThreadReverted => "thread/reverted" (ThreadRevertedNotification);
+    // m-models:
+    /// `thread/tokenUsage/updated`: the thread's token usage after a model request.
+    ThreadTokenUsageUpdated => "thread/tokenUsage/updated" (ThreadTokenUsageUpdatedNotification);
 }
 
 /// Client methods that require the `experimentalApi` capability.
@@ -281,6 +293,7 @@ impl ServerNotification {
             Self::ThreadUnarchived(n) => Some(&n.thread_id),
             Self::ThreadCompacted(n) => Some(&n.thread_id),
             Self::ThreadReverted(n) => Some(&n.thread_id),
+            Self::ThreadTokenUsageUpdated(n) => Some(&n.thread_id),
             Self::ProcessOutputDelta(_) | Self::ProcessExited(_) | Self::Custom { .. } => None,
         }
     }
@@ -305,6 +318,7 @@ impl ServerNotification {
             Self::ServerRequestResolved(n) => Some(&n.turn_id),
             Self::Error(n) => Some(&n.turn_id),
             Self::ThreadCompacted(n) => Some(&n.turn_id),
+            Self::ThreadTokenUsageUpdated(n) => Some(&n.turn_id),
             _ => None,
         }
     }

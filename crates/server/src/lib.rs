@@ -3,6 +3,7 @@
 //! [`OpenAiCompatibleAgent`] for a configured model provider), and idle unload.
 
 pub mod agent;
+mod catalog;
 pub mod config;
 pub mod helper;
 pub mod options;

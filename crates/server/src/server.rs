@@ -180,8 +180,9 @@ impl TandemServer {
         let mut connections = self.lock();
         let entry = connections.entry(connection).or_insert_with(|| {
             Arc::new(ConnectionProcesses {
+                // The effective value: a config write applies it to connections from then on.
                 manager: ProcessManager::new()
-                    .with_kept_output_max(self.options.config.process_output_max_bytes),
+                    .with_kept_output_max(self.threads.config().process_output_max_bytes),
                 sink: Arc::new(ConnectionSink {
                     outgoing: self.outgoing.clone(),
                     connection,

@@ -86,5 +86,9 @@ conformance_suite! {
         crate::scenarios::thread_ops::compaction_turn_and_summary => compaction_turn_and_summary,
         crate::scenarios::thread_ops::revert_and_rollback => revert_and_rollback,
         crate::scenarios::thread_ops::attachment_list_pages => attachment_list_pages,
+        crate::scenarios::models::model_list_and_account_read => model_list_and_account_read,
+        crate::scenarios::models::config_writes_are_read_back => config_writes_are_read_back,
+        crate::scenarios::models::image_input_is_stored_and_acknowledged => image_input_is_stored_and_acknowledged,
+        crate::scenarios::models::token_usage_follows_each_model_request => token_usage_follows_each_model_request,
     }
 }

@@ -79,8 +79,10 @@ pub(crate) struct ServerSetup {
 }
 
 /// Options a scenario may set before the server starts.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Config {
+    /// The text of the home's `config.toml`, written before the server starts.
+    pub(crate) config_toml: Option<String>,
     /// `thread_unload_delay_secs`.
     pub(crate) thread_unload_delay_secs: Option<u64>,
     /// Queue capacity (`--channel-capacity` / `InProcessStartArgs::channel_capacity`).
@@ -112,6 +114,9 @@ impl Session {
             .prefix("conformance-")
             .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
             .expect("a temporary home");
+        if let Some(text) = &config.config_toml {
+            std::fs::write(home.path().join("config.toml"), text).expect("config.toml written");
+        }
         let setup = ServerSetup {
             home: home.path().to_path_buf(),
             thread_unload_delay_secs: config.thread_unload_delay_secs,

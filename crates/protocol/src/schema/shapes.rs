@@ -9,12 +9,12 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::Value;
 use ts_rs::{Config, TS, TypeVisitor};
 
-use crate::UserInput;
+use crate::{ImageDetail, UserInput};
 
-/// One piece of user input, tagged on `type`. Only `text` belongs to the protocol.
+/// One piece of user input, tagged on `type`: `text`, `image` (a `data:` URL) or `localImage`.
 ///
-/// On input the server also recognises the input types of existing clients (`image`,
-/// `localImage`, `audio`, `localAudio`, `skill`, `mention`) and answers them with -32602
+/// On input the server also recognises the other input types of existing clients (`audio`,
+/// `localAudio`, `skill`, `mention`, an `image` by `fileId`) and answers them with -32602
 /// `unsupported input type: X`; they are not part of this schema.
 #[derive(JsonSchema, TS)]
 #[schemars(rename = "UserInput", tag = "type", rename_all = "camelCase")]
@@ -29,6 +29,20 @@ pub(crate) enum UserInputShape {
         /// UI annotations of existing clients. Always `[]` on output; on input any array is
         /// accepted (or the member omitted) and dropped.
         text_elements: Vec<Value>,
+    },
+    /// An image inline. A URL that is not a `data:` URL is refused (-32600).
+    Image {
+        /// The `data:` URL.
+        url: String,
+        /// How closely the model should look; `null` leaves it to the model.
+        detail: Option<ImageDetail>,
+    },
+    /// An image file on the server's machine, read when the turn is sent to a model.
+    LocalImage {
+        /// The file's path.
+        path: String,
+        /// How closely the model should look; `null` leaves it to the model.
+        detail: Option<ImageDetail>,
     },
 }
 

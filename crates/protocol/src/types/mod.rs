@@ -73,6 +73,7 @@ pub struct EmptyParams {}
 pub struct EmptyResponse {}
 
 mod handshake;
+mod models;
 mod notifications;
 mod processes;
 mod server_requests;
@@ -81,6 +82,7 @@ mod threads;
 mod values;
 
 pub use handshake::*;
+pub use models::*;
 pub use notifications::*;
 pub use processes::*;
 pub use server_requests::*;

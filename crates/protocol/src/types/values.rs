@@ -447,12 +447,44 @@ impl UnsupportedInputKind {
     }
 }
 
+/// How closely the model should look at an image (`detail` of `image` and `localImage`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub enum ImageDetail {
+    /// The model decides.
+    Auto,
+    /// A low-resolution look.
+    Low,
+    /// A high-resolution look.
+    High,
+    /// The image as it is.
+    Original,
+}
+
+impl ImageDetail {
+    /// The wire value (also what OpenAI's APIs take as `detail`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Low => "low",
+            Self::High => "high",
+            Self::Original => "original",
+        }
+    }
+}
+
+/// What `image` input must start with: remote URLs are refused, as by the reference
+/// app-server (the model provider would have to fetch them).
+pub const IMAGE_DATA_URL_PREFIX: &str = "data:";
+
 /// One piece of user input, tagged on `type`.
 ///
-/// Only `text` is usable. The other input types of existing clients decode into
-/// [`UserInput::Unsupported`], keeping their members so the value re-encodes unchanged, and
-/// [`UserInput::ensure_supported`] turns them into the -32602 error the server must answer.
-/// Any other `type` fails to decode (-32600 when it arrives as params).
+/// `text`, `image` (an inline `data:` URL) and `localImage` (a file the server reads when it
+/// sends the turn to the model) are usable. The other input types of existing clients decode
+/// into [`UserInput::Unsupported`], keeping their members so the value re-encodes unchanged,
+/// and [`UserInput::ensure_supported`] turns them into the -32602 error the server must
+/// answer. Any other `type` fails to decode (-32600 when it arrives as params).
 ///
 /// `text_elements` (UI annotations of existing clients) is accepted and dropped on input and
 /// always encoded as `[]`: Tandem does not interpret it, and output must not echo values a
@@ -464,7 +496,22 @@ pub enum UserInput {
         /// The text.
         text: String,
     },
-    /// A recognised but unsupported input type.
+    /// `{type: "image", url, detail}`: an image inline, as a `data:` URL.
+    Image {
+        /// The `data:` URL.
+        url: String,
+        /// How closely to look; `null` leaves it to the model.
+        detail: Option<ImageDetail>,
+    },
+    /// `{type: "localImage", path, detail}`: an image file on the server's machine, read
+    /// (bounded in size) each time the turn is sent to a model.
+    LocalImage {
+        /// The file's path.
+        path: String,
+        /// How closely to look; `null` leaves it to the model.
+        detail: Option<ImageDetail>,
+    },
+    /// A recognised but unsupported input type (or an `image` by `fileId`).
     Unsupported {
         /// Which type.
         kind: UnsupportedInputKind,
@@ -494,14 +541,21 @@ impl UserInput {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Text { .. } => "text",
+            Self::Image { .. } => "image",
+            Self::LocalImage { .. } => "localImage",
             Self::Unsupported { kind, .. } => kind.as_str(),
         }
     }
 
-    /// `Ok` for usable input; -32602 `unsupported input type: X` otherwise.
+    /// `Ok` for usable input; -32602 `unsupported input type: X` for an unsupported type, and
+    /// -32600 (the reference's error) for an `image` whose URL is not a `data:` URL.
     pub fn ensure_supported(&self) -> Result<(), JSONRPCErrorError> {
         match self {
-            Self::Text { .. } => Ok(()),
+            Self::Text { .. } | Self::LocalImage { .. } => Ok(()),
+            Self::Image { url, .. } if url.starts_with(IMAGE_DATA_URL_PREFIX) => Ok(()),
+            Self::Image { .. } => Err(JSONRPCErrorError::invalid_request(
+                "remote image URLs are not supported; use an inline data URL instead",
+            )),
             Self::Unsupported { kind, .. } => Err(JSONRPCErrorError::invalid_params(format!(
                 "unsupported input type: {}",
                 kind.as_str()
@@ -523,6 +577,20 @@ impl Serialize for UserInput {
                 map.serialize_entry("type", "text")?;
                 map.serialize_entry("text", text)?;
                 map.serialize_entry("text_elements", &[] as &[Value])?;
+                map.end()
+            }
+            Self::Image { url, detail } => {
+                let mut map = serializer.serialize_map(Some(3))?;
+                map.serialize_entry("type", "image")?;
+                map.serialize_entry("url", url)?;
+                map.serialize_entry("detail", detail)?;
+                map.end()
+            }
+            Self::LocalImage { path, detail } => {
+                let mut map = serializer.serialize_map(Some(3))?;
+                map.serialize_entry("type", "localImage")?;
+                map.serialize_entry("detail", detail)?;
+                map.serialize_entry("path", path)?;
                 map.end()
             }
             Self::Unsupported { kind, fields } => {
@@ -554,10 +622,38 @@ impl<'de> Deserialize<'de> for UserInput {
             }
             None => return Err(D::Error::missing_field("type")),
         };
-        if kind == "text" {
-            let Text { text } =
-                serde_json::from_value(Value::Object(fields)).map_err(D::Error::custom)?;
-            return Ok(Self::Text { text });
+        #[derive(Deserialize)]
+        struct Image {
+            url: String,
+            #[serde(default)]
+            detail: Option<ImageDetail>,
+        }
+
+        #[derive(Deserialize)]
+        struct LocalImage {
+            path: String,
+            #[serde(default)]
+            detail: Option<ImageDetail>,
+        }
+
+        match kind.as_str() {
+            "text" => {
+                let Text { text } =
+                    serde_json::from_value(Value::Object(fields)).map_err(D::Error::custom)?;
+                return Ok(Self::Text { text });
+            }
+            // By `fileId` instead: kept as unsupported, answered -32602.
+            "image" if fields.contains_key("url") => {
+                let Image { url, detail } =
+                    serde_json::from_value(Value::Object(fields)).map_err(D::Error::custom)?;
+                return Ok(Self::Image { url, detail });
+            }
+            "localImage" => {
+                let LocalImage { path, detail } =
+                    serde_json::from_value(Value::Object(fields)).map_err(D::Error::custom)?;
+                return Ok(Self::LocalImage { path, detail });
+            }
+            _ => {}
         }
         match UnsupportedInputKind::from_wire(&kind) {
             Some(kind) => Ok(Self::Unsupported { kind, fields }),

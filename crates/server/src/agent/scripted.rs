@@ -21,6 +21,9 @@ use super::{Agent, AgentError, CommandOptions, TurnDriver};
 ///   history it was given (after `thread/compact/start`, the summary comes first);
 /// - any other text: answered with a message quoting it, streamed in several deltas.
 ///
+/// Each image input (`image`, `localImage`) is acknowledged with a message naming it, in the
+/// order it came among the lines; the scripted agent does not open the image.
+///
 /// Steered input is executed the same way once the lines before it are done. A compaction
 /// uses the default [`Agent::compact`]: the deterministic [`super::summarize_transcript`].
 #[derive(Debug, Clone, Copy, Default)]
@@ -36,8 +39,15 @@ impl Agent for ScriptedAgent {
     ) -> Result<(), AgentError> {
         let mut pending = input;
         while !pending.is_empty() {
-            for line in input_lines(&pending) {
-                run_line(line, history, driver).await?;
+            for step in input_steps(&pending) {
+                match step {
+                    Step::Line(line) => run_line(line, history, driver).await?,
+                    Step::Image(what) => {
+                        driver
+                            .agent_message(&format!("Received an image: {what}"))
+                            .await?;
+                    }
+                }
             }
             pending = driver.take_steered_input().await?;
         }
@@ -58,24 +68,49 @@ fn user_text(turn: &Turn) -> String {
         .flatten()
         .filter_map(|input| match input {
             UserInput::Text { text } => Some(text.as_str()),
-            UserInput::Unsupported { .. } => None,
+            _ => None,
         })
         .collect();
     texts.join("\n")
 }
 
-/// The non-empty lines of every text input, in order (borrowed: an input can be large).
-fn input_lines(input: &[UserInput]) -> Vec<&str> {
-    input
-        .iter()
-        .filter_map(|input| match input {
-            UserInput::Text { text } => Some(text.as_str()),
-            UserInput::Unsupported { .. } => None,
-        })
-        .flat_map(str::lines)
-        .map(str::trim)
-        .filter(|line| !line.is_empty())
-        .collect()
+/// One thing the scripted agent does for its input.
+#[derive(Debug, PartialEq, Eq)]
+enum Step<'a> {
+    /// A non-empty line of text, trimmed (borrowed: an input can be large).
+    Line(&'a str),
+    /// An image to acknowledge, described.
+    Image(String),
+}
+
+/// The steps of every input, in order: each text's non-empty lines, each image.
+fn input_steps(input: &[UserInput]) -> Vec<Step<'_>> {
+    let mut steps = Vec::new();
+    for input in input {
+        match input {
+            UserInput::Text { text } => steps.extend(
+                text.lines()
+                    .map(str::trim)
+                    .filter(|line| !line.is_empty())
+                    .map(Step::Line),
+            ),
+            UserInput::Image { url, .. } => {
+                // `data:image/png;base64,...`: the media type, not the (large) payload.
+                let media_type = url
+                    .strip_prefix(tandem_protocol::IMAGE_DATA_URL_PREFIX)
+                    .and_then(|rest| rest.split([';', ',']).next())
+                    .filter(|media_type| !media_type.is_empty())
+                    .unwrap_or("unknown type");
+                steps.push(Step::Image(format!(
+                    "inline {media_type}, {} bytes of data URL",
+                    url.len()
+                )));
+            }
+            UserInput::LocalImage { path, .. } => steps.push(Step::Image(format!("file {path}"))),
+            UserInput::Unsupported { .. } => {}
+        }
+    }
+    steps
 }
 
 async fn run_line(line: &str, history: &[Turn], driver: &mut TurnDriver) -> Result<(), AgentError> {
@@ -158,11 +193,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lines_come_from_every_text_input_in_order() {
+    fn steps_come_from_every_input_in_order() {
         let input = vec![
             UserInput::text("hello\n\n  /sleep 5 "),
+            UserInput::Image {
+                url: "data:image/png;base64,AAAA".into(),
+                detail: None,
+            },
             UserInput::text("/fail x"),
+            UserInput::LocalImage {
+                path: "/tmp/cat.jpg".into(),
+                detail: Some(tandem_protocol::ImageDetail::Low),
+            },
         ];
-        assert_eq!(input_lines(&input), vec!["hello", "/sleep 5", "/fail x"]);
+        assert_eq!(
+            input_steps(&input),
+            vec![
+                Step::Line("hello"),
+                Step::Line("/sleep 5"),
+                Step::Image("inline image/png, 26 bytes of data URL".into()),
+                Step::Line("/fail x"),
+                Step::Image("file /tmp/cat.jpg".into()),
+            ]
+        );
     }
 }

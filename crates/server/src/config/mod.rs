@@ -25,6 +25,7 @@ use tandem_protocol::ConfigReadResponse;
 mod layers;
 mod providers;
 mod validate;
+pub(crate) mod write;
 
 /// The TOML crate whose [`toml::Value`] [`ServerConfigBuilder::config_override`] takes, so
 /// that embedders need not depend on a matching version themselves.
@@ -185,7 +186,7 @@ pub enum ConfigError {
 }
 
 /// The effective, validated server configuration.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ServerConfig {
     /// The server's home directory: absolute, and existing once [`ServerConfigBuilder::load`]
     /// returned.
@@ -204,6 +205,9 @@ pub struct ServerConfig {
     pub model_providers: BTreeMap<String, ModelProviderConfig>,
     /// The profile of the config file that was applied, if any.
     pub profile: Option<String>,
+    /// How this configuration was loaded (home resolved, file not yet read), so that a config
+    /// write can validate and load it again over the new file text.
+    pub(crate) source: ServerConfigBuilder,
 }
 
 impl ServerConfig {
@@ -244,6 +248,19 @@ impl ServerConfig {
         })
     }
 
+    /// This configuration loaded again (same home, profile and overrides) over `file_text` as
+    /// the config file, without touching the filesystem: what a config write validates before
+    /// it writes. Blocking only in that it may read the environment.
+    pub(crate) fn reload_with_file_text(
+        &self,
+        file_text: &str,
+    ) -> Result<(ServerConfig, Vec<ConfigWarning>), ConfigError> {
+        let mut builder = self.source.clone();
+        builder.file_text = Some(file_text.to_owned());
+        builder.create_home = Some(false);
+        builder.load_with_warnings()
+    }
+
     /// The `config/read` result: the effective configuration, `origins: {}`, `layers: null`.
     pub fn config_read_response(&self) -> ConfigReadResponse {
         ConfigReadResponse {
@@ -255,7 +272,7 @@ impl ServerConfig {
 }
 
 /// Resolves a [`ServerConfig`]; explicit settings here win over the config file.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ServerConfigBuilder {
     tandem_home: Option<PathBuf>,
     thread_unload_delay_secs: Option<u64>,
@@ -264,6 +281,8 @@ pub struct ServerConfigBuilder {
     strict: bool,
     /// `None` (the default) creates the home at load; `Some(false)` leaves it alone.
     create_home: Option<bool>,
+    /// The config file's text to use instead of reading the file (a config write's candidate).
+    file_text: Option<String>,
 }
 
 impl ServerConfigBuilder {
@@ -357,7 +376,7 @@ impl ServerConfigBuilder {
     /// Blocking: it touches the filesystem. Call it before starting the server, or from
     /// `spawn_blocking`.
     pub fn load_with_warnings(self) -> Result<(ServerConfig, Vec<ConfigWarning>), ConfigError> {
-        let home = match self.tandem_home {
+        let home = match self.tandem_home.clone() {
             Some(path) => make_absolute(path)?,
             None => resolve_tandem_home(
                 std::env::var_os(TANDEM_HOME_ENV),
@@ -371,7 +390,13 @@ impl ServerConfigBuilder {
             })?;
         }
         let path = home.join(CONFIG_FILE_NAME);
-        let mut file = read_file(&path)?;
+        let mut source = self.clone();
+        source.tandem_home = Some(home.clone());
+        source.file_text = None;
+        let mut file = match &self.file_text {
+            Some(text) => parse_file(&path, text)?,
+            None => read_file(&path)?,
+        };
         let file_origin = Origin::File(path.clone());
         let mut warnings = validate::unknown_keys(&file, &file_origin);
         let profiles = match file.remove(PROFILES_KEY) {
@@ -467,6 +492,7 @@ impl ServerConfigBuilder {
             model_provider: settings.model_provider,
             model_providers: settings.model_providers,
             profile,
+            source,
         };
         warnings.extend(validate::provider_warnings(&config, |name| {
             std::env::var_os(name)
@@ -536,7 +562,12 @@ fn read_file(path: &Path) -> Result<toml::Table, ConfigError> {
             });
         }
     };
-    toml::from_str(&text).map_err(|source| ConfigError::ParseFile {
+    parse_file(path, &text)
+}
+
+/// Parses `text` as the config file at `path`.
+fn parse_file(path: &Path, text: &str) -> Result<toml::Table, ConfigError> {
+    toml::from_str(text).map_err(|source| ConfigError::ParseFile {
         path: path.to_owned(),
         source: Box::new(source),
     })

@@ -40,6 +40,7 @@ pub(crate) const PROVIDER_KEYS: &[&str] = &[
     "stream_max_retries",
     "stream_idle_timeout_ms",
     "http_headers",
+    "models",
 ];
 
 /// Which OpenAI API a provider speaks.
@@ -83,6 +84,9 @@ pub struct ModelProviderConfig {
     pub stream_idle_timeout: Duration,
     /// Extra headers sent with every request (validated names and values).
     pub http_headers: BTreeMap<String, String>,
+    /// The models `model/list` offers for this provider (besides the configured `model`),
+    /// in order; none are fetched from the provider.
+    pub models: Vec<String>,
 }
 
 impl ModelProviderConfig {
@@ -97,6 +101,7 @@ impl ModelProviderConfig {
             stream_max_retries: DEFAULT_STREAM_MAX_RETRIES,
             stream_idle_timeout: DEFAULT_STREAM_IDLE_TIMEOUT,
             http_headers: BTreeMap::new(),
+            models: Vec::new(),
         }
     }
 
@@ -117,6 +122,7 @@ impl ModelProviderConfig {
             "stream_idle_timeout_ms": u64::try_from(self.stream_idle_timeout.as_millis())
                 .unwrap_or(u64::MAX),
             "http_headers": headers,
+            "models": self.models,
         })
     }
 }
@@ -372,6 +378,40 @@ fn parse_provider(
             ));
         }
     };
+    let models = match table.get("models") {
+        None => Vec::new(),
+        Some(toml::Value::Array(names)) => {
+            let mut models: Vec<String> = Vec::with_capacity(names.len());
+            for name in names {
+                match name {
+                    toml::Value::String(model) if !model.trim().is_empty() => {
+                        let model = model.trim().to_owned();
+                        if !models.contains(&model) {
+                            models.push(model);
+                        }
+                    }
+                    other => {
+                        return Err(fail(
+                            "models",
+                            other,
+                            "expected a list of model names, such as [\"qwen3:8b\"]".to_owned(),
+                        ));
+                    }
+                }
+            }
+            models
+        }
+        Some(other) => {
+            return Err(fail(
+                "models",
+                other,
+                format!(
+                    "expected a list of model names, found a {}",
+                    other.type_str()
+                ),
+            ));
+        }
+    };
     let Some(base_url) = base_url else {
         if !complete {
             // Checked once the layers are merged: another layer may supply it.
@@ -392,6 +432,7 @@ fn parse_provider(
         stream_max_retries,
         stream_idle_timeout,
         http_headers,
+        models,
     }))
 }
 

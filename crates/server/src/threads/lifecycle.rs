@@ -41,6 +41,7 @@ impl ThreadService {
                 unload_generation: 0,
                 counting_down: false,
             }),
+            token_usage: Mutex::new(Default::default()),
         });
         lock(&self.loaded).insert(thread.id.clone(), Arc::clone(&thread));
         thread
@@ -105,7 +106,7 @@ impl ThreadService {
             return;
         }
         let generation = state.unload_generation;
-        let delay = self.config.thread_unload_delay;
+        let delay = self.config().thread_unload_delay;
         let service = Arc::clone(self);
         let thread = Arc::clone(thread);
         tokio::spawn(async move {

@@ -89,6 +89,9 @@ pub(crate) struct LoadedThread {
     pub(crate) id: String,
     pub(crate) ephemeral: bool,
     pub(crate) state: Mutex<ThreadState>,
+    /// Tokens of every model request since the thread was loaded (`total` of
+    /// `thread/tokenUsage/updated`).
+    pub(crate) token_usage: Mutex<tandem_protocol::TokenUsageBreakdown>,
 }
 
 /// The live state of a loaded thread.
@@ -255,6 +258,16 @@ impl LoadedThread {
     }
 }
 
+/// The model of threads that chose none under `config`: its `model`, else (with no provider
+/// configured) [`DEFAULT_MODEL`].
+pub(crate) fn default_model_of(config: &ServerConfig) -> Option<String> {
+    match (&config.model, &config.model_provider) {
+        (Some(model), _) => Some(model.clone()),
+        (None, None) => Some(DEFAULT_MODEL.to_owned()),
+        (None, Some(_)) => None,
+    }
+}
+
 /// Per-thread-id FIFO of handler tasks.
 #[derive(Default)]
 struct Sequencer {
@@ -266,7 +279,12 @@ struct Sequencer {
 /// Everything about threads: the stores, the loaded set and the handlers.
 pub(crate) struct ThreadService {
     pub(crate) outgoing: OutgoingMessageSender,
-    config: ServerConfig,
+    /// The effective configuration, replaced by a config write; read it with
+    /// [`ThreadService::config`] and keep the `Arc` for the span of one decision.
+    config: std::sync::RwLock<Arc<ServerConfig>>,
+    /// Held across one config write (read, check, write, swap), so that writes do not
+    /// interleave and `expectedVersion` means what it says.
+    config_writes: tokio::sync::Mutex<()>,
     durable: OnceCell<Arc<dyn ThreadStore>>,
     ephemeral: Arc<InMemoryThreadStore>,
     pub(crate) agent: Arc<dyn Agent>,
@@ -287,7 +305,8 @@ impl ThreadService {
         let durable = OnceCell::new_with(store);
         Self {
             outgoing,
-            config,
+            config: std::sync::RwLock::new(Arc::new(config)),
+            config_writes: tokio::sync::Mutex::new(()),
             durable,
             ephemeral: Arc::new(InMemoryThreadStore::new()),
             agent,
@@ -297,9 +316,19 @@ impl ThreadService {
         }
     }
 
+    /// The effective configuration now.
+    pub(crate) fn config(&self) -> Arc<ServerConfig> {
+        Arc::clone(&self.config.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Makes `config` the effective configuration (after a config write).
+    pub(crate) fn set_config(&self, config: ServerConfig) {
+        *self.config.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(config);
+    }
+
     /// The store of persisted threads, opened on first use.
     async fn durable(&self) -> Result<Arc<dyn ThreadStore>, JSONRPCErrorError> {
-        let home = self.config.tandem_home.clone();
+        let home = self.config().tandem_home.clone();
         self.durable
             .get_or_try_init(|| async move {
                 let store = SqliteThreadStore::open(home).await?;
@@ -347,28 +376,21 @@ impl ThreadService {
 
     /// The model of threads that chose none: the config's `model`, else (with no provider
     /// configured) [`DEFAULT_MODEL`].
-    pub(crate) fn default_model(&self) -> Option<&str> {
-        match (&self.config.model, &self.config.model_provider) {
-            (Some(model), _) => Some(model),
-            (None, None) => Some(DEFAULT_MODEL),
-            (None, Some(_)) => None,
-        }
+    pub(crate) fn default_model(&self) -> Option<String> {
+        default_model_of(&self.config())
     }
 
     /// The model a turn of `record` uses.
     pub(crate) fn effective_model(&self, record: &ThreadRecord) -> Option<String> {
-        record
-            .model
-            .clone()
-            .or_else(|| self.default_model().map(str::to_owned))
+        record.model.clone().or_else(|| self.default_model())
     }
 
     /// The provider recorded for new threads: the configured one, else [`MODEL_PROVIDER`].
-    pub(crate) fn provider_name(&self) -> &str {
-        self.config
+    pub(crate) fn provider_name(&self) -> String {
+        self.config()
             .model_provider
-            .as_deref()
-            .unwrap_or(MODEL_PROVIDER)
+            .clone()
+            .unwrap_or_else(|| MODEL_PROVIDER.to_owned())
     }
 
     /// A stored thread that is not loaded, as the protocol shows it.
@@ -376,7 +398,7 @@ impl ThreadService {
         let mut thread = record.to_thread(turns);
         thread.status = ThreadStatus::NotLoaded;
         if thread.model.is_none() {
-            thread.model = self.default_model().map(str::to_owned);
+            thread.model = self.default_model();
         }
         thread
     }
@@ -431,8 +453,47 @@ impl ThreadService {
         }
     }
 
-    /// Handles a `thread/*`, `turn/*` or `config/read` request; returns it back if it is
-    /// none of those.
+    /// Writes the config file (see [`crate::config::write`]) and makes the result the
+    /// effective configuration, except for the provider settings: the agent was built for
+    /// the provider the server started with, so `model_provider` and `model_providers` keep
+    /// their running values until a restart (docs/protocol.md, `config/value/write`).
+    async fn config_write(
+        &self,
+        edits: Vec<tandem_protocol::ConfigEdit>,
+        file_path: Option<String>,
+        expected_version: Option<String>,
+    ) -> Result<tandem_protocol::ConfigWriteResponse, JSONRPCErrorError> {
+        let _one_at_a_time = self.config_writes.lock().await;
+        let current = self.config();
+        let written = tokio::task::spawn_blocking(move || {
+            crate::config::write::write_config(
+                &current,
+                &edits,
+                file_path.as_deref(),
+                expected_version.as_deref(),
+            )
+            .map(|written| (written, current))
+        })
+        .await
+        .map_err(|error| JSONRPCErrorError::internal(format!("config write failed: {error}")))?;
+        let (written, current) = written.map_err(|error| error.to_rpc())?;
+        for warning in &written.warnings {
+            tracing::warn!("{warning}");
+        }
+        let mut config = written.config;
+        if config.model_provider != current.model_provider
+            || config.model_providers != current.model_providers
+        {
+            tracing::info!("model provider settings written; they apply when the server restarts");
+        }
+        config.model_provider.clone_from(&current.model_provider);
+        config.model_providers.clone_from(&current.model_providers);
+        self.set_config(config);
+        Ok(written.response)
+    }
+
+    /// Handles a `thread/*`, `turn/*`, `config/*`, `model/list` or `account/read` request;
+    /// returns it back if it is none of those.
     pub(crate) fn handle(
         self: &Arc<Self>,
         request: ClientRequest,
@@ -460,8 +521,33 @@ impl ThreadService {
         match request {
             ClientRequest::ConfigRead { .. } => {
                 unordered!(Ok::<_, JSONRPCErrorError>(
-                    service.config.config_read_response()
+                    service.config().config_read_response()
                 ))
+            }
+            ClientRequest::ModelList { params, .. } => {
+                unordered!(crate::catalog::model_list(&service.config(), params))
+            }
+            ClientRequest::AccountRead { .. } => {
+                unordered!(Ok::<_, JSONRPCErrorError>(crate::catalog::account()))
+            }
+            ClientRequest::ConfigValueWrite { params, .. } => {
+                let edit = tandem_protocol::ConfigEdit {
+                    key_path: params.key_path,
+                    value: params.value,
+                    merge_strategy: params.merge_strategy,
+                };
+                unordered!(
+                    service
+                        .config_write(vec![edit], params.file_path, params.expected_version)
+                        .await
+                )
+            }
+            ClientRequest::ConfigBatchWrite { params, .. } => {
+                unordered!(
+                    service
+                        .config_write(params.edits, params.file_path, params.expected_version)
+                        .await
+                )
             }
             ClientRequest::ThreadStart { params, .. } => {
                 unordered!(service.start(params, &context).await)

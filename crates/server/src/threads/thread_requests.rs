@@ -46,7 +46,7 @@ impl ThreadService {
             source: context.session.session_source.clone(),
             forked_from_id: None,
             model: None,
-            model_provider: self.provider_name().to_owned(),
+            model_provider: self.provider_name(),
             cli_version: SERVER_VERSION.to_owned(),
             approval_policy: ApprovalPolicy::OnRequest,
             dynamic_tools,
@@ -69,11 +69,11 @@ impl ThreadService {
     /// the caller right after this returns, and the router keeps that order).
     pub(super) async fn announce_started(&self, thread: &Arc<LoadedThread>) -> ThreadStartResponse {
         let response = ThreadStartResponse {
-            thread: thread.to_thread(true, self.default_model()),
-            session: thread.session(self.default_model()),
+            thread: thread.to_thread(true, self.default_model().as_deref()),
+            session: thread.session(self.default_model().as_deref()),
         };
         let note = tandem_protocol::ServerNotification::ThreadStarted(ThreadStartedNotification {
-            thread: thread.to_thread(false, self.default_model()),
+            thread: thread.to_thread(false, self.default_model().as_deref()),
         });
         let outgoing = self.outgoing.clone();
         // Spawned so that the reply, queued by the caller right after this returns, is not
@@ -130,8 +130,8 @@ impl ThreadService {
         }
         self.subscribe(&thread, context.id.connection_id);
         Ok(ThreadResumeResponse {
-            thread: thread.to_thread(!params.exclude_turns.unwrap_or(false), self.default_model()),
-            session: thread.session(self.default_model()),
+            thread: thread.to_thread(!params.exclude_turns.unwrap_or(false), self.default_model().as_deref()),
+            session: thread.session(self.default_model().as_deref()),
         })
     }
 
@@ -142,7 +142,7 @@ impl ThreadService {
         let include_turns = params.include_turns.unwrap_or(false);
         if let Some(thread) = self.loaded(&params.thread_id) {
             return Ok(ThreadReadResponse {
-                thread: thread.to_thread(include_turns, self.default_model()),
+                thread: thread.to_thread(include_turns, self.default_model().as_deref()),
             });
         }
         let (store, record) = self
@@ -201,7 +201,7 @@ impl ThreadService {
             .data
             .into_iter()
             .map(|record| match self.loaded(&record.id) {
-                Some(thread) => thread.to_thread(false, self.default_model()),
+                Some(thread) => thread.to_thread(false, self.default_model().as_deref()),
                 None => self.unloaded_thread(&record, Vec::new()),
             })
             .collect();

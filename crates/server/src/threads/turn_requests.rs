@@ -139,7 +139,7 @@ impl ThreadService {
             interrupt_replies: Mutex::new(Vec::new()),
             snapshot: Mutex::new(turn.clone()),
             processes: ProcessManager::new()
-                .with_kept_output_max(self.config.process_output_max_bytes)
+                .with_kept_output_max(self.config().process_output_max_bytes)
                 .keeping_streamed_output(),
             ended: CancellationToken::new(),
         });

@@ -233,6 +233,32 @@ impl TurnDriver {
         .await;
     }
 
+    /// Adds `last` (one model request's usage, as its stream reported it) to the thread's
+    /// total and tells the subscribers: `thread/tokenUsage/updated`.
+    pub async fn report_token_usage(&self, last: tandem_protocol::TokenUsageBreakdown) {
+        let total = {
+            let mut total = self
+                .thread
+                .token_usage
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            total.add(&last);
+            *total
+        };
+        self.notify(ServerNotification::ThreadTokenUsageUpdated(
+            tandem_protocol::ThreadTokenUsageUpdatedNotification {
+                thread_id: self.thread.id.clone(),
+                turn_id: self.turn_id.clone(),
+                token_usage: tandem_protocol::ThreadTokenUsage {
+                    total,
+                    last,
+                    model_context_window: None,
+                },
+            },
+        ))
+        .await;
+    }
+
     async fn notify(&self, note: ServerNotification) {
         self.thread.notify(&self.outgoing, note, None).await;
     }

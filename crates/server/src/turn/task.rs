@@ -250,7 +250,7 @@ pub(crate) fn preview_of(input: &[UserInput]) -> String {
         .iter()
         .find_map(|input| match input {
             UserInput::Text { text } => Some(text.clone()),
-            UserInput::Unsupported { .. } => None,
+            _ => None,
         })
         .unwrap_or_default()
 }

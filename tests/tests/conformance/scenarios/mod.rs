@@ -7,6 +7,7 @@
 
 pub(crate) mod errors;
 pub(crate) mod handshake;
+pub(crate) mod models;
 pub(crate) mod processes;
 pub(crate) mod thread_ops;
 pub(crate) mod threads;

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::retry::{ApiError, AttemptError};
 use super::tool_calls::{ToolCall, ToolCallAssembler};
+use super::images::UserPart;
 use super::transcript::{Conversation, Entry};
 use super::{Decoded, StreamDecoder};
 
@@ -77,7 +78,7 @@ pub(crate) fn request_body(model: &str, conversation: &Conversation) -> Value {
     let mut messages = vec![json!({"role": "system", "content": conversation.instructions})];
     for entry in &conversation.entries {
         messages.push(match entry {
-            Entry::User(text) => json!({"role": "user", "content": text}),
+            Entry::User(parts) => json!({"role": "user", "content": user_content(parts)}),
             Entry::Assistant { text, calls } if calls.is_empty() => {
                 json!({"role": "assistant", "content": text})
             }
@@ -125,10 +126,39 @@ pub(crate) fn request_body(model: &str, conversation: &Conversation) -> Value {
     body
 }
 
+/// A user message's `content`: a plain string when it is all text (what every server takes),
+/// else an array of `text` and `image_url` parts.
+fn user_content(parts: &[UserPart]) -> Value {
+    if let [UserPart::Text(text)] = parts {
+        return Value::from(text.as_str());
+    }
+    if parts.is_empty() {
+        return Value::from("");
+    }
+    parts
+        .iter()
+        .map(|part| match part {
+            UserPart::Text(text) => json!({"type": "text", "text": text}),
+            UserPart::Image { url, detail } => {
+                let mut image = json!({ "url": url });
+                if let Some(detail) = detail {
+                    image["detail"] = Value::from(detail.as_str());
+                }
+                json!({"type": "image_url", "image_url": image})
+            }
+            // Resolved before any request is built; a path is never sent.
+            UserPart::LocalImage { path, .. } => {
+                json!({"type": "text", "text": format!("[image file {path} not read]")})
+            }
+        })
+        .collect()
+}
+
 /// Decodes one streamed answer; the end is `data: [DONE]`.
 #[derive(Debug, Default)]
 pub(crate) struct ChatDecoder {
     calls: ToolCallAssembler,
+    usage: Option<tandem_protocol::TokenUsageBreakdown>,
 }
 
 impl StreamDecoder for ChatDecoder {
@@ -157,8 +187,8 @@ impl StreamDecoder for ChatDecoder {
                 return Ok(Decoded::Nothing);
             }
         };
-        if let Some(usage) = &chunk.usage {
-            tracing::debug!(%usage, "model usage");
+        if let Some(usage) = chunk.usage.as_ref().and_then(super::usage::from_chat) {
+            self.usage = Some(usage);
         }
         let mut text = String::new();
         // Only the first choice is the answer; servers asked for one send no other.
@@ -184,6 +214,10 @@ impl StreamDecoder for ChatDecoder {
         } else {
             Decoded::Text(text)
         })
+    }
+
+    fn usage(&self) -> Option<tandem_protocol::TokenUsageBreakdown> {
+        self.usage
     }
 
     fn finish(self: Box<Self>) -> Vec<ToolCall> {
@@ -250,7 +284,7 @@ mod tests {
         let conversation = Conversation {
             instructions: "be brief".into(),
             entries: vec![
-                Entry::User("hi".into()),
+                Entry::User(vec![UserPart::Text("hi".into())]),
                 Entry::Assistant {
                     text: String::new(),
                     calls: vec![ToolCall {

@@ -9,7 +9,8 @@
 //! client (`error` with `willRetry: true`) and can be interrupted.
 //!
 //! Files: `chat` and `responses` hold the two wires, `tool_calls` the assembly of streamed
-//! calls, `transcript` the conversation, `tools` the tools, `retry` the retry policy.
+//! calls, `transcript` the conversation, `images` the image input, `tools` the tools, `retry`
+//! the retry policy.
 
 use std::time::Duration;
 
@@ -18,17 +19,19 @@ use bytes::Bytes;
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
-use tandem_protocol::{Turn, UserInput};
+use tandem_protocol::{TokenUsageBreakdown, Turn, UserInput};
 
 use crate::agent::{Agent, AgentError, StreamingMessage, TurnDriver};
 use crate::config::{ModelProviderConfig, WireApi};
 
 mod chat;
+mod images;
 mod responses;
 mod retry;
 mod tool_calls;
 mod tools;
 mod transcript;
+mod usage;
 
 use retry::{AttemptError, RequestContext};
 use tool_calls::ToolCall;
@@ -85,6 +88,8 @@ enum TextSink {
 struct Reply {
     text: String,
     calls: Vec<ToolCall>,
+    /// What the request cost, if the stream said.
+    usage: Option<TokenUsageBreakdown>,
 }
 
 /// What one server-sent event contributed.
@@ -102,6 +107,8 @@ pub(crate) enum Decoded {
 pub(crate) trait StreamDecoder: Send {
     /// Decodes the event named `event` (empty when the line was absent) with `data`.
     fn decode(&mut self, event: &str, data: &str) -> Result<Decoded, AttemptError>;
+    /// The token usage the stream reported, if it did.
+    fn usage(&self) -> Option<TokenUsageBreakdown>;
     /// The tool calls the answer asked for, in order.
     fn finish(self: Box<Self>) -> Vec<ToolCall>;
 }
@@ -322,6 +329,7 @@ impl OpenAiCompatibleAgent {
         outcome?;
         Ok(Reply {
             text,
+            usage: decoder.usage(),
             calls: decoder.finish(),
         })
     }
@@ -348,13 +356,14 @@ impl Agent for OpenAiCompatibleAgent {
         loop {
             let steered = driver.take_steered_input().await?;
             if !steered.is_empty() {
-                conversation
-                    .entries
-                    .push(Entry::User(transcript::input_text(&steered)));
+                conversation.entries.push(transcript::user_entry(&steered));
             }
+            conversation.resolve_local_images().await;
             let reply = self
-                .request(&model, &conversation, TextSink::Client, driver)
-                .await?;
+                .request(&model, &conversation, TextSink::Client, driver).await?;
+            if let Some(usage) = reply.usage {
+                driver.report_token_usage(usage).await;
+            }
             let calls = reply.calls.clone();
             conversation.entries.push(Entry::Assistant {
                 text: reply.text,
@@ -365,9 +374,7 @@ impl Agent for OpenAiCompatibleAgent {
                 if steered.is_empty() {
                     return Ok(());
                 }
-                conversation
-                    .entries
-                    .push(Entry::User(transcript::input_text(&steered)));
+                conversation.entries.push(transcript::user_entry(&steered));
                 continue;
             }
             for call in &calls {

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::retry::{ApiError, AttemptError};
 use super::tool_calls::ToolCall;
+use super::images::UserPart;
 use super::transcript::{Conversation, Entry};
 use super::{Decoded, StreamDecoder};
 
@@ -17,10 +18,10 @@ pub(crate) fn request_body(model: &str, conversation: &Conversation) -> Value {
     let mut input = Vec::new();
     for entry in &conversation.entries {
         match entry {
-            Entry::User(text) => input.push(json!({
+            Entry::User(parts) => input.push(json!({
                 "type": "message",
                 "role": "user",
-                "content": [{"type": "input_text", "text": text}],
+                "content": user_content(parts),
             })),
             Entry::Assistant { text, calls } => {
                 if !text.is_empty() {
@@ -77,6 +78,29 @@ pub(crate) fn request_body(model: &str, conversation: &Conversation) -> Value {
     body
 }
 
+/// A user message's `content` parts: `input_text` and `input_image` (whose `detail` the API
+/// requires: `auto` unless the input chose one).
+fn user_content(parts: &[UserPart]) -> Vec<Value> {
+    if parts.is_empty() {
+        return vec![json!({"type": "input_text", "text": ""})];
+    }
+    parts
+        .iter()
+        .map(|part| match part {
+            UserPart::Text(text) => json!({"type": "input_text", "text": text}),
+            UserPart::Image { url, detail } => json!({
+                "type": "input_image",
+                "image_url": url,
+                "detail": detail.map_or("auto", |detail| detail.as_str()),
+            }),
+            // Resolved before any request is built; a path is never sent.
+            UserPart::LocalImage { path, .. } => {
+                json!({"type": "input_text", "text": format!("[image file {path} not read]")})
+            }
+        })
+        .collect()
+}
+
 #[derive(Debug, Default)]
 struct PartialCall {
     /// The output item's id, which argument deltas refer to.
@@ -91,6 +115,7 @@ struct PartialCall {
 #[derive(Debug, Default)]
 pub(crate) struct ResponsesDecoder {
     calls: Vec<PartialCall>,
+    usage: Option<tandem_protocol::TokenUsageBreakdown>,
 }
 
 fn text_of<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
@@ -189,9 +214,9 @@ impl StreamDecoder for ResponsesDecoder {
                 Ok(Decoded::Nothing)
             }
             "response.completed" => {
-                if let Some(usage) = value.get("response").and_then(|r| r.get("usage")) {
-                    tracing::debug!(%usage, "model usage");
-                }
+                self.usage = value
+                    .pointer("/response/usage")
+                    .and_then(super::usage::from_responses);
                 Ok(Decoded::Done)
             }
             "response.failed" | "error" => Err(AttemptError::Fatal(failure(&value))),
@@ -210,6 +235,10 @@ impl StreamDecoder for ResponsesDecoder {
                 Ok(Decoded::Nothing)
             }
         }
+    }
+
+    fn usage(&self) -> Option<tandem_protocol::TokenUsageBreakdown> {
+        self.usage
     }
 
     fn finish(self: Box<Self>) -> Vec<ToolCall> {

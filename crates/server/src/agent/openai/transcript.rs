@@ -9,14 +9,15 @@ use tandem_protocol::{
     DynamicToolSpec, ThreadItem, Turn, UserInput,
 };
 
+use super::images::{self, UserPart};
 use super::tool_calls::ToolCall;
 use super::tools::{self, ASK_USER_TOOL, SHELL_TOOL};
 
 /// One entry of the conversation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Entry {
-    /// Text from the user.
-    User(String),
+    /// What the user sent: text and images, in order.
+    User(Vec<UserPart>),
     /// What the model said: text, tool calls, or both.
     Assistant { text: String, calls: Vec<ToolCall> },
     /// The result of the call `call_id`.
@@ -113,16 +114,21 @@ pub(crate) fn function_tools(dynamic: &[DynamicToolSpec]) -> Vec<FunctionTool> {
     all
 }
 
-/// The text of user input (unsupported kinds never get this far).
-pub(crate) fn input_text(input: &[UserInput]) -> String {
-    input
-        .iter()
-        .filter_map(|input| match input {
-            UserInput::Text { text } => Some(text.as_str()),
-            UserInput::Unsupported { .. } => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+/// The user entry of `input` (unsupported kinds never get this far).
+pub(crate) fn user_entry(input: &[UserInput]) -> Entry {
+    Entry::User(images::user_parts(input))
+}
+
+impl Conversation {
+    /// Reads the local image files of every user entry into `data:` URLs (see
+    /// [`images::resolve_local_images`]); entries already read are left alone.
+    pub(crate) async fn resolve_local_images(&mut self) {
+        for entry in &mut self.entries {
+            if let Entry::User(parts) = entry {
+                images::resolve_local_images(parts).await;
+            }
+        }
+    }
 }
 
 /// Appends the entries of `items` (one turn's, in order) to `entries`. Consecutive tool items
@@ -148,7 +154,7 @@ pub(crate) fn replay_items(items: &[ThreadItem], entries: &mut Vec<Entry>) {
         match item {
             ThreadItem::UserMessage { content, .. } => {
                 flush(&mut text, &mut calls, &mut results, entries);
-                entries.push(Entry::User(input_text(content)));
+                entries.push(user_entry(content));
             }
             ThreadItem::AgentMessage { text: said, .. } => {
                 if !calls.is_empty() {
@@ -321,7 +327,7 @@ mod tests {
         let mut entries = Vec::new();
         replay_items(&items, &mut entries);
         assert_eq!(entries.len(), 5, "{entries:#?}");
-        assert_eq!(entries[0], Entry::User("list".into()));
+        assert_eq!(entries[0], Entry::User(vec![UserPart::Text("list".into())]));
         let Entry::Assistant { text, calls } = &entries[1] else {
             panic!("{entries:?}");
         };
