@@ -33,6 +33,7 @@ mod tools;
 mod transcript;
 mod usage;
 
+use images::UserPart;
 use retry::{AttemptError, RequestContext};
 use tool_calls::ToolCall;
 use transcript::{Conversation, Entry};
@@ -360,7 +361,8 @@ impl Agent for OpenAiCompatibleAgent {
             }
             conversation.resolve_local_images().await;
             let reply = self
-                .request(&model, &conversation, TextSink::Client, driver).await?;
+                .request(&model, &conversation, TextSink::Client, driver)
+                .await?;
             if let Some(usage) = reply.usage {
                 driver.report_token_usage(usage).await;
             }
@@ -417,7 +419,9 @@ impl OpenAiCompatibleAgent {
     ) -> Result<String, AgentError> {
         let model = self.model_of(driver)?;
         let mut entries = transcript::replay_history(history);
-        entries.push(Entry::User(transcript::COMPACT_PROMPT.to_owned()));
+        entries.push(Entry::User(vec![UserPart::Text(
+            transcript::COMPACT_PROMPT.to_owned(),
+        )]));
         let conversation = Conversation {
             instructions: transcript::COMPACT_INSTRUCTIONS.to_owned(),
             entries,
