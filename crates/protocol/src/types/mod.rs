@@ -74,6 +74,7 @@ pub struct EmptyResponse {}
 
 mod handshake;
 mod notifications;
+mod paging;
 mod processes;
 mod server_requests;
 mod threads;
@@ -81,6 +82,7 @@ mod values;
 
 pub use handshake::*;
 pub use notifications::*;
+pub use paging::*;
 pub use processes::*;
 pub use server_requests::*;
 pub use threads::*;
