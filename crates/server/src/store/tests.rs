@@ -459,6 +459,7 @@ async fn list_turns_paginates_both_ways(fixture: &Fixture) {
             limit,
             direction: SortDirection::Asc,
             cursor: None,
+            items_view: TurnItemsView::Full,
         };
         assert_eq!(
             all_pages_of_turns(store, &thread.id, asc).await,
@@ -484,6 +485,7 @@ async fn list_turns_paginates_both_ways(fixture: &Fixture) {
                 limit: 2,
                 direction: SortDirection::Asc,
                 cursor: Some(turn(4).id),
+                items_view: TurnItemsView::Full,
             },
         )
         .await
