@@ -295,7 +295,11 @@ impl ThreadStore for InMemoryThreadStore {
                 let end = anchor.map_or(len, |(position, inclusive)| {
                     position + usize::from(inclusive)
                 });
-                entry.turns[..end.min(len)].iter().rev().take(take).collect()
+                entry.turns[..end.min(len)]
+                    .iter()
+                    .rev()
+                    .take(take)
+                    .collect()
             }
         };
         let candidates = selected
@@ -318,12 +322,16 @@ impl ThreadStore for InMemoryThreadStore {
         let entry = entry_mut(&mut threads, thread_id)?;
         let scope = match &query.turn_id {
             None => None,
-            Some(turn_id) => Some(entry.turn_position(turn_id).ok_or_else(|| {
-                StoreError::TurnNotFound {
-                    thread_id: thread_id.to_owned(),
-                    turn_id: turn_id.clone(),
-                }
-            })?),
+            Some(turn_id) => {
+                Some(
+                    entry
+                        .turn_position(turn_id)
+                        .ok_or_else(|| StoreError::TurnNotFound {
+                            thread_id: thread_id.to_owned(),
+                            turn_id: turn_id.clone(),
+                        })?,
+                )
+            }
         };
         // (turn position, item index, inclusive) of the start.
         let anchor = match &query.start {

@@ -66,7 +66,10 @@ const TURNS: usize = 12;
 async fn fixture(store: Arc<dyn ThreadStore>) -> (Arc<dyn ThreadStore>, String, Vec<Turn>) {
     let thread = record("0190a000-0000-7000-8000-0000000000aa");
     let turns: Vec<Turn> = (0..TURNS).map(turn).collect();
-    store.create_thread(&thread, &turns[..4]).await.expect("create");
+    store
+        .create_thread(&thread, &turns[..4])
+        .await
+        .expect("create");
     for turn in &turns[4..] {
         store
             .commit_turn(&thread.id, turn, &ThreadUpdate::default())
@@ -111,7 +114,11 @@ fn keys(page: &Page<StoredItem>) -> Vec<(String, usize, String)> {
         .collect()
 }
 
-async fn walk_items(store: &dyn ThreadStore, thread: &str, mut query: ItemListQuery) -> Vec<(String, usize, String)> {
+async fn walk_items(
+    store: &dyn ThreadStore,
+    thread: &str,
+    mut query: ItemListQuery,
+) -> Vec<(String, usize, String)> {
     let mut seen = Vec::new();
     for _ in 0..200 {
         let page = store.list_items(thread, &query).await.expect("page");
@@ -135,13 +142,21 @@ async fn items_page_across_the_thread_both_ways() {
                 limit,
                 ..ItemListQuery::default()
             };
-            assert_eq!(walk_items(&*store, &thread, asc).await, expected, "asc {limit}");
+            assert_eq!(
+                walk_items(&*store, &thread, asc).await,
+                expected,
+                "asc {limit}"
+            );
             let desc = ItemListQuery {
                 limit,
                 direction: SortDirection::Desc,
                 ..ItemListQuery::default()
             };
-            assert_eq!(walk_items(&*store, &thread, desc).await, reversed, "desc {limit}");
+            assert_eq!(
+                walk_items(&*store, &thread, desc).await,
+                reversed,
+                "desc {limit}"
+            );
         }
     })
     .await;
@@ -183,13 +198,19 @@ async fn items_page_within_one_turn_and_from_an_item_anchor() {
             start: ItemStart::AfterItem("no-such-item".to_owned()),
             ..query.clone()
         };
-        let error = store.list_items(&thread, &unknown).await.expect_err("unknown item");
+        let error = store
+            .list_items(&thread, &unknown)
+            .await
+            .expect_err("unknown item");
         assert!(matches!(error, StoreError::InvalidCursor(_)), "{error}");
         let no_turn = ItemListQuery {
             turn_id: Some("no-such-turn".to_owned()),
             ..ItemListQuery::default()
         };
-        let error = store.list_items(&thread, &no_turn).await.expect_err("unknown turn");
+        let error = store
+            .list_items(&thread, &no_turn)
+            .await
+            .expect_err("unknown turn");
         assert!(matches!(error, StoreError::TurnNotFound { .. }), "{error}");
         for cursor in ["garbage", "at:", "x/y", "/3", "no-such-turn/0"] {
             let bad = ItemListQuery {
@@ -197,7 +218,10 @@ async fn items_page_within_one_turn_and_from_an_item_anchor() {
                 ..ItemListQuery::default()
             };
             let error = store.list_items(&thread, &bad).await.expect_err(cursor);
-            assert!(matches!(error, StoreError::InvalidCursor(_)), "{cursor}: {error}");
+            assert!(
+                matches!(error, StoreError::InvalidCursor(_)),
+                "{cursor}: {error}"
+            );
         }
         let error = store
             .list_items("no-such-thread", &ItemListQuery::default())
@@ -225,7 +249,12 @@ async fn backwards_cursors_start_at_the_first_entry_of_their_page() {
             .await
             .expect("page");
         let ids: Vec<_> = page.data.iter().map(|turn| turn.id.clone()).collect();
-        let newest: Vec<_> = turns.iter().rev().take(3).map(|turn| turn.id.clone()).collect();
+        let newest: Vec<_> = turns
+            .iter()
+            .rev()
+            .take(3)
+            .map(|turn| turn.id.clone())
+            .collect();
         assert_eq!(ids, newest);
         let back = store
             .list_turns(
@@ -294,7 +323,11 @@ async fn backwards_cursors_start_at_the_first_entry_of_their_page() {
 #[tokio::test]
 async fn turn_pages_cut_items_to_the_view() {
     with_both(async |store, thread, turns| {
-        for view in [TurnItemsView::NotLoaded, TurnItemsView::Summary, TurnItemsView::Full] {
+        for view in [
+            TurnItemsView::NotLoaded,
+            TurnItemsView::Summary,
+            TurnItemsView::Full,
+        ] {
             let page = store
                 .list_turns(
                     &thread,
@@ -358,14 +391,20 @@ async fn memory_positions_follow_turns_that_come_and_go() {
         ..TurnListQuery::default()
     };
     let page = store.list_turns(&thread, &after_new).await.expect("page");
-    assert_eq!(page.data.first().map(|turn| &turn.id), Some(&turns[TURNS - 1].id));
+    assert_eq!(
+        page.data.first().map(|turn| &turn.id),
+        Some(&turns[TURNS - 1].id)
+    );
     store.delete_thread(&thread).await.expect("delete");
     store
         .create_thread(&record(&thread), &turns[5..])
         .await
         .expect("recreate");
     let page = store.list_turns(&thread, &first).await;
-    assert!(matches!(page, Err(StoreError::InvalidCursor(_))), "{page:?}");
+    assert!(
+        matches!(page, Err(StoreError::InvalidCursor(_))),
+        "{page:?}"
+    );
     let moved = TurnListQuery {
         cursor: Some(turns[6].id.clone()),
         direction: SortDirection::Asc,

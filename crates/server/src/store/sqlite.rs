@@ -873,7 +873,11 @@ fn read_items(
                 .ok_or_else(|| {
                     StoreError::InvalidCursor(format!("item {item_id} of turn {turn_id}"))
                 })?;
-            Some((scope.expect("a turn filter was resolved above"), index, false))
+            Some((
+                scope.expect("a turn filter was resolved above"),
+                index,
+                false,
+            ))
         }
     };
     let order = sql_order(query.direction);

@@ -7,6 +7,7 @@
 
 pub(crate) mod errors;
 pub(crate) mod handshake;
+pub(crate) mod paging;
 pub(crate) mod processes;
 pub(crate) mod threads;
 pub(crate) mod turns;
