@@ -5,19 +5,19 @@
 
 use tandem_protocol::client_methods::{
     ConfigRead, ProcessKill, ProcessResizePty, ProcessWriteStdin, ThreadAttachmentAdd,
-    ThreadAttachmentRemove, ThreadDelete, ThreadFork, ThreadList, ThreadLoadedList, ThreadNameSet,
-    ThreadRead, ThreadResume, ThreadStart, ThreadTurnsList, ThreadUnsubscribe, TurnInterrupt,
-    TurnSteer,
+    ThreadAttachmentRemove, ThreadDelete, ThreadFork, ThreadItemsList, ThreadList,
+    ThreadLoadedList, ThreadNameSet, ThreadRead, ThreadResume, ThreadStart, ThreadTurnsList,
+    ThreadUnsubscribe, TurnInterrupt, TurnSteer,
 };
 use tandem_protocol::{
     ConfigReadParams, ConfigReadResponse, EmptyResponse, ProcessKillParams, ProcessResizePtyParams,
     ProcessWriteStdinParams, ThreadAttachmentAddParams, ThreadAttachmentAddResponse,
     ThreadAttachmentRemoveParams, ThreadDeleteParams, ThreadForkParams, ThreadForkResponse,
-    ThreadListParams, ThreadListResponse, ThreadLoadedListParams, ThreadLoadedListResponse,
-    ThreadNameSetParams, ThreadReadParams, ThreadReadResponse, ThreadResumeParams,
-    ThreadResumeResponse, ThreadStartParams, ThreadStartResponse, ThreadTurnsListParams,
-    ThreadTurnsListResponse, ThreadUnsubscribeParams, ThreadUnsubscribeResponse,
-    TurnInterruptParams, TurnSteerParams, TurnSteerResponse,
+    ThreadItemsListParams, ThreadItemsListResponse, ThreadListParams, ThreadListResponse,
+    ThreadLoadedListParams, ThreadLoadedListResponse, ThreadNameSetParams, ThreadReadParams,
+    ThreadReadResponse, ThreadResumeParams, ThreadResumeResponse, ThreadStartParams,
+    ThreadStartResponse, ThreadTurnsListParams, ThreadTurnsListResponse, ThreadUnsubscribeParams,
+    ThreadUnsubscribeResponse, TurnInterruptParams, TurnSteerParams, TurnSteerResponse,
 };
 
 use crate::client::Client;
@@ -78,6 +78,14 @@ impl Client {
         params: ThreadTurnsListParams,
     ) -> Result<ThreadTurnsListResponse, ClientError> {
         self.call::<ThreadTurnsList>(params).await
+    }
+
+    /// `thread/items/list`.
+    pub async fn list_items(
+        &self,
+        params: ThreadItemsListParams,
+    ) -> Result<ThreadItemsListResponse, ClientError> {
+        self.call::<ThreadItemsList>(params).await
     }
 
     /// `thread/unsubscribe`.

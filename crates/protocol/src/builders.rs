@@ -273,6 +273,12 @@ impl ThreadTurnsListParams {
         self.cursor = Some(cursor.into());
         self
     }
+
+    /// Sets how much of each turn's items the page holds (default `summary`).
+    pub fn items_view(mut self, view: TurnItemsView) -> Self {
+        self.items_view = Some(view);
+        self
+    }
 }
 
 impl ThreadUnsubscribeParams {

@@ -106,6 +106,9 @@ request_enum! {
     ConfigValueWrite => "config/value/write" (ConfigValueWriteParams) -> ConfigWriteResponse;
     /// `config/batchWrite`: write several keys of the home's `config.toml` at once.
     ConfigBatchWrite => "config/batchWrite" (ConfigBatchWriteParams) -> ConfigWriteResponse;
+    // g-paging:
+    /// `thread/items/list`: a thread's items (or one turn's), one page at a time.
+    ThreadItemsList => "thread/items/list" (ThreadItemsListParams) -> ThreadItemsListResponse;
 }
 
 request_enum! {
@@ -188,7 +191,10 @@ pub const EXPERIMENTAL_CLIENT_METHODS: &[&str] = &[
 
 /// Experimental fields of stable methods, as `(method, field)`: using one requires the
 /// `experimentalApi` capability (-32600 `<method>.<field> requires experimentalApi capability`).
-pub const EXPERIMENTAL_FIELDS: &[(&str, &str)] = &[("thread/start", "dynamicTools")];
+pub const EXPERIMENTAL_FIELDS: &[(&str, &str)] = &[
+    ("thread/start", "dynamicTools"),
+    ("thread/resume", "initialTurnsPage"),
+];
 
 /// Server notifications that are only sent to clients with the `experimentalApi` capability.
 pub const EXPERIMENTAL_NOTIFICATION_METHODS: &[&str] = &["process/outputDelta", "process/exited"];
@@ -229,6 +235,9 @@ impl ClientRequest {
             // `null` decodes as omitted, so clients that always send every member with `null`
             // for "unset" are not mistaken for experimental ones.
             Self::ThreadStart { params, .. } if params.dynamic_tools.is_some() => "dynamicTools",
+            Self::ThreadResume { params, .. } if params.initial_turns_page.is_some() => {
+                "initialTurnsPage"
+            }
             _ => return None,
         };
         debug_assert!(is_experimental_field(self.method(), field));

@@ -117,6 +117,7 @@ fn client_request_results_round_trip() {
         result_round_trip::<m::ThreadList>(thread_list_response()),
         result_round_trip::<m::ThreadLoadedList>(thread_loaded_list_response()),
         result_round_trip::<m::ThreadTurnsList>(thread_turns_list_response()),
+        result_round_trip::<m::ThreadItemsList>(thread_items_list_response()),
         result_round_trip::<m::ThreadUnsubscribe>(thread_unsubscribe_response()),
         result_round_trip::<m::ThreadNameSet>(EmptyResponse {}),
         result_round_trip::<m::ThreadFork>(thread_fork_response()),

@@ -152,6 +152,7 @@ fn client_results() -> Vec<(&'static str, Value)> {
         result::<m::ThreadList>(thread_list_response()),
         result::<m::ThreadLoadedList>(thread_loaded_list_response()),
         result::<m::ThreadTurnsList>(thread_turns_list_response()),
+        result::<m::ThreadItemsList>(thread_items_list_response()),
         result::<m::ThreadUnsubscribe>(thread_unsubscribe_response()),
         result::<m::ThreadNameSet>(EmptyResponse {}),
         result::<m::ThreadFork>(thread_fork_response()),

@@ -528,6 +528,7 @@ fn explicit_null_for_every_optional_member_decodes() {
                         config: Some(None),
                     },
                     exclude_turns: None,
+                    initial_turns_page: None,
                 },
             ),
         ),

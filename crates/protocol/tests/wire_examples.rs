@@ -240,10 +240,36 @@ fn client_requests_match_protocol_examples() {
         ),
         check::<m::ThreadResume>(
             json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e", "model": "gpt-other",
-                   "approvalPolicy": null, "excludeTurns": true}),
+                   "approvalPolicy": null, "excludeTurns": true,
+                   "initialTurnsPage": {"limit": 1, "sortDirection": "desc",
+                                        "itemsView": "notLoaded"}}),
             thread_resume_params(),
-            with_session(thread_json(), "gpt-other", "/home/dev/project", "never"),
+            {
+                let mut result =
+                    with_session(thread_json(), "gpt-other", "/home/dev/project", "never");
+                result["initialTurnsPage"] = json!({"data": [turn_json()], "nextCursor": "t1",
+                                                    "backwardsCursor": "at:t1"});
+                result["turnsBackwardsCursor"] = json!("at:t1");
+                result["itemsBackwardsCursor"] = json!("at:t1/0");
+                result
+            },
             thread_resume_response(),
+        ),
+        check::<m::ThreadItemsList>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e", "turnId": "t1",
+                   "cursor": {"type": "item", "itemId": "i1"}, "limit": 2,
+                   "sortDirection": "asc"}),
+            thread_items_list_params(),
+            {
+                let entries: Vec<Value> = turn_json()["items"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|item| json!({"turnId": "t1", "item": item}))
+                    .collect();
+                json!({"data": entries, "nextCursor": "t1/1", "backwardsCursor": "at:t1/0"})
+            },
+            thread_items_list_response(),
         ),
         check::<m::ThreadRead>(
             json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e", "includeTurns": true}),

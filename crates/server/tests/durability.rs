@@ -23,8 +23,8 @@ use tandem_protocol::{
     ThreadAttachmentAddResponse, ThreadItem, Turn, TurnStatus, error_codes,
 };
 use tandem_server::store::{
-    InMemoryThreadStore, Page, SqliteThreadStore, StoreError, ThreadListQuery, ThreadRecord,
-    ThreadStore, ThreadUpdate, TurnListQuery,
+    InMemoryThreadStore, ItemListQuery, Page, SqliteThreadStore, StoreError, StoredItem,
+    ThreadListQuery, ThreadRecord, ThreadStore, ThreadUpdate, TurnListQuery,
 };
 use tandem_server::{ServerConfig, ServerOptions, TandemServer};
 use tandem_test_support::initialize_params;
@@ -212,6 +212,13 @@ impl ThreadStore for FailingStore {
         query: &TurnListQuery,
     ) -> Result<Page<Turn>, StoreError> {
         self.inner.list_turns(thread_id, query).await
+    }
+    async fn list_items(
+        &self,
+        thread_id: &str,
+        query: &ItemListQuery,
+    ) -> Result<Page<StoredItem>, StoreError> {
+        self.inner.list_items(thread_id, query).await
     }
     async fn add_attachment(
         &self,

@@ -78,6 +78,8 @@ conformance_suite! {
         crate::scenarios::turns::dynamic_tool_call_answered_by_the_client => dynamic_tool_call_answered_by_the_client,
         crate::scenarios::turns::approval_declined_and_question_answered => approval_declined_and_question_answered,
         crate::scenarios::threads::thread_list_read_fork_name_delete => thread_list_read_fork_name_delete,
+        crate::scenarios::paging::history_pages_by_cursor => history_pages_by_cursor,
+        crate::scenarios::paging::initial_turns_page_needs_experimental_api => initial_turns_page_needs_experimental_api,
         crate::scenarios::threads::attachment_replies_arrive_before_their_updates => attachment_replies_arrive_before_their_updates,
         crate::scenarios::threads::idle_unload_then_resume => idle_unload_then_resume,
         crate::scenarios::processes::streamed_process_with_stdin_resize_kill_and_exit => streamed_process_with_stdin_resize_kill_and_exit,

@@ -75,6 +75,7 @@ pub struct EmptyResponse {}
 mod handshake;
 mod models;
 mod notifications;
+mod paging;
 mod processes;
 mod server_requests;
 mod thread_ops;
@@ -84,6 +85,7 @@ mod values;
 pub use handshake::*;
 pub use models::*;
 pub use notifications::*;
+pub use paging::*;
 pub use processes::*;
 pub use server_requests::*;
 pub use thread_ops::*;

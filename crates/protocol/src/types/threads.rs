@@ -96,6 +96,10 @@ pub struct ThreadResumeParams {
     /// Leave `thread.turns` empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exclude_turns: Option<bool>,
+    /// Experimental: answer with this page of turns in `initialTurnsPage` and leave
+    /// `thread.turns` empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_turns_page: Option<ThreadResumeInitialTurnsPageParams>,
 }
 
 /// `thread/resume` result; the caller is subscribed to the thread.
@@ -103,11 +107,22 @@ pub struct ThreadResumeParams {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadResumeResponse {
-    /// The thread, with its turns unless excluded.
+    /// The thread, with all its turns unless `excludeTurns` or `initialTurnsPage` was given.
     pub thread: Thread,
     /// The thread's settings.
     #[serde(flatten)]
     pub session: SessionSettings,
+    /// The page asked for by `initialTurnsPage`; omitted when it was not asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_turns_page: Option<TurnsPage>,
+    /// `thread/turns/list` cursor (with `sortDirection: "desc"`) whose first page starts at
+    /// the newest turn, inclusive; `null` for a thread without turns.
+    #[serde(default)]
+    pub turns_backwards_cursor: Option<String>,
+    /// `thread/items/list` cursor (with `sortDirection: "desc"`) whose first page starts at
+    /// the newest item, inclusive; `null` for a thread without items.
+    #[serde(default)]
+    pub items_backwards_cursor: Option<String>,
 }
 
 /// `thread/read` params.
@@ -251,7 +266,8 @@ pub struct ThreadTurnsListParams {
     /// `nextCursor` of the previous page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
-    /// Accepted and ignored: items are always full.
+    /// How much of each turn's items to include (default `summary`: the first user message
+    /// and the last agent message).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub items_view: Option<TurnItemsView>,
 }
@@ -265,7 +281,8 @@ pub struct ThreadTurnsListResponse {
     pub data: Vec<Turn>,
     /// Cursor of the next page, if any.
     pub next_cursor: Option<String>,
-    /// Always `null`.
+    /// Cursor for the opposite direction that includes this page's first turn again; `null`
+    /// for an empty page.
     pub backwards_cursor: Option<String>,
 }
 

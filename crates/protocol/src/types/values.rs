@@ -204,9 +204,11 @@ pub struct Thread {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub enum TurnItemsView {
-    /// `items` is deliberately empty (the `turn/start` reply, `turn/started`).
+    /// `items` is deliberately empty (the `turn/start` reply, `turn/started`, a
+    /// `thread/turns/list` page asked for without items).
     NotLoaded,
-    /// `items` is a summary. Tandem never sends it; accepted on input.
+    /// `items` holds the turn's first user message and its last agent message only (the
+    /// default of `thread/turns/list`).
     Summary,
     /// `items` is complete.
     Full,

@@ -278,6 +278,11 @@ pub(crate) fn thread_resume_params() -> ThreadResumeParams {
             ..ThreadOverrides::default()
         },
         exclude_turns: Some(true),
+        initial_turns_page: Some(ThreadResumeInitialTurnsPageParams {
+            limit: Some(1),
+            sort_direction: Some(SortDirection::Desc),
+            items_view: Some(TurnItemsView::NotLoaded),
+        }),
     }
 }
 
@@ -285,6 +290,41 @@ pub(crate) fn thread_resume_response() -> ThreadResumeResponse {
     ThreadResumeResponse {
         thread: thread(),
         session: SessionSettings::new("gpt-other", "openai", CWD, ApprovalPolicy::Never),
+        initial_turns_page: Some(TurnsPage {
+            data: vec![turn()],
+            next_cursor: Some(s("t1")),
+            backwards_cursor: Some(s("at:t1")),
+        }),
+        turns_backwards_cursor: Some(s("at:t1")),
+        items_backwards_cursor: Some(s("at:t1/0")),
+    }
+}
+
+pub(crate) fn thread_items_list_params() -> ThreadItemsListParams {
+    ThreadItemsListParams {
+        thread_id: s(THREAD_ID),
+        turn_id: Some(s("t1")),
+        cursor: Some(ThreadItemsListCursor::Anchor(ThreadItemsListAnchor::Item {
+            item_id: s("i1"),
+        })),
+        limit: Some(2),
+        sort_direction: Some(SortDirection::Asc),
+        defer_output: None,
+    }
+}
+
+pub(crate) fn thread_items_list_response() -> ThreadItemsListResponse {
+    ThreadItemsListResponse {
+        data: turn()
+            .items
+            .into_iter()
+            .map(|item| ThreadItemEntry {
+                turn_id: s("t1"),
+                item,
+            })
+            .collect(),
+        next_cursor: Some(s("t1/1")),
+        backwards_cursor: Some(s("at:t1/0")),
     }
 }
 
@@ -632,6 +672,7 @@ pub(crate) fn client_requests() -> Vec<ClientRequest> {
         request::<m::ProcessWriteStdin>(-1, process_write_stdin_params()),
         request::<m::ProcessKill>("kill-1", process_kill_params()),
         request::<m::ProcessResizePty>(19, process_resize_pty_params()),
+        request::<m::ThreadItemsList>(20, thread_items_list_params()),
     ]
 }
 

@@ -10,6 +10,7 @@ use tandem_protocol::{
     ThreadItem, Turn,
 };
 
+use super::paging::{self, ItemListQuery, ItemPosition, ItemStart, StoredItem};
 use super::{
     Compaction, Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore, ThreadUpdate,
     TurnListQuery, effective_limit, parse_thread_cursor, thread_cursor,
@@ -25,6 +26,30 @@ struct Entry {
     attachments: Vec<ThreadAttachment>,
     /// Compaction summaries by turn id, in the order they were stored.
     compactions: Vec<(String, String)>,
+    /// Turn id to position in `turns`, for paging: checked on every use and rebuilt when it
+    /// no longer matches (turns appended or removed since), so no writer has to maintain it.
+    positions: HashMap<String, usize>,
+}
+
+impl Entry {
+    /// The position of turn `turn_id` in `turns`.
+    fn turn_position(&mut self, turn_id: &str) -> Option<usize> {
+        let valid = |position: usize, turns: &[Turn]| {
+            turns.get(position).is_some_and(|turn| turn.id == turn_id)
+        };
+        if let Some(&position) = self.positions.get(turn_id)
+            && valid(position, &self.turns)
+        {
+            return Some(position);
+        }
+        self.positions = self
+            .turns
+            .iter()
+            .enumerate()
+            .map(|(position, turn)| (turn.id.clone(), position))
+            .collect();
+        self.positions.get(turn_id).copied()
+    }
 }
 
 /// A [`ThreadStore`] holding everything in memory.
@@ -70,6 +95,28 @@ fn turn_mut<'a>(entry: &'a mut Entry, turn_id: &str) -> Result<&'a mut Turn, Sto
         })
 }
 
+/// Appends `items` of `turn` to `candidates` until it holds `take`; whether it does.
+fn collect_items<'a>(
+    candidates: &mut Vec<StoredItem>,
+    take: usize,
+    turn: &Turn,
+    items: impl Iterator<Item = (usize, &'a ThreadItem)>,
+) -> bool {
+    for (index, item) in items {
+        if candidates.len() == take {
+            break;
+        }
+        candidates.push(StoredItem {
+            position: ItemPosition {
+                turn_id: turn.id.clone(),
+                index,
+            },
+            item: item.clone(),
+        });
+    }
+    candidates.len() == take
+}
+
 #[async_trait]
 impl ThreadStore for InMemoryThreadStore {
     async fn create_thread(
@@ -88,6 +135,7 @@ impl ThreadStore for InMemoryThreadStore {
                 turns: history.to_vec(),
                 attachments: Vec::new(),
                 compactions: Vec::new(),
+                positions: HashMap::new(),
             },
         );
         Ok(())
@@ -225,36 +273,134 @@ impl ThreadStore for InMemoryThreadStore {
         thread_id: &str,
         query: &TurnListQuery,
     ) -> Result<Page<Turn>, StoreError> {
-        let threads = self.lock();
-        let entry = threads
-            .get(thread_id)
-            .ok_or_else(|| StoreError::ThreadNotFound(thread_id.to_owned()))?;
-        let after = query
-            .cursor
-            .as_deref()
-            .map(|cursor| {
-                entry
-                    .turns
-                    .iter()
-                    .position(|turn| turn.id == cursor)
-                    .ok_or_else(|| StoreError::InvalidCursor(cursor.to_owned()))
-            })
-            .transpose()?;
-        let remaining: Vec<&Turn> = match (query.direction, after) {
-            (SortDirection::Asc, None) => entry.turns.iter().collect(),
-            (SortDirection::Asc, Some(index)) => entry.turns[index + 1..].iter().collect(),
-            (SortDirection::Desc, None) => entry.turns.iter().rev().collect(),
-            (SortDirection::Desc, Some(index)) => entry.turns[..index].iter().rev().collect(),
+        let mut threads = self.lock();
+        let entry = entry_mut(&mut threads, thread_id)?;
+        let anchor = match query.cursor.as_deref() {
+            None => None,
+            Some(cursor) => {
+                let anchor = paging::parse_turn_cursor(cursor)?;
+                let position = entry
+                    .turn_position(&anchor.position)
+                    .ok_or_else(|| StoreError::InvalidCursor(cursor.to_owned()))?;
+                Some((position, anchor.inclusive))
+            }
         };
-        Ok(Page::from_candidates(
-            remaining
-                .into_iter()
-                .take(effective_limit(query.limit) + 1)
-                .cloned()
-                .collect(),
-            query.limit,
-            |turn| turn.id.clone(),
-        ))
+        let take = effective_limit(query.limit) + 1;
+        let len = entry.turns.len();
+        let selected: Vec<&Turn> = match query.direction {
+            SortDirection::Asc => {
+                let start = anchor.map_or(0, |(position, inclusive)| {
+                    position + usize::from(!inclusive)
+                });
+                entry.turns[start.min(len)..].iter().take(take).collect()
+            }
+            SortDirection::Desc => {
+                let end = anchor.map_or(len, |(position, inclusive)| {
+                    position + usize::from(inclusive)
+                });
+                entry.turns[..end.min(len)]
+                    .iter()
+                    .rev()
+                    .take(take)
+                    .collect()
+            }
+        };
+        let candidates = selected
+            .into_iter()
+            .map(|turn| {
+                let mut turn = turn.clone();
+                paging::apply_items_view(&mut turn, query.items_view);
+                turn
+            })
+            .collect();
+        Ok(paging::turn_page(candidates, query.limit))
+    }
+
+    async fn list_items(
+        &self,
+        thread_id: &str,
+        query: &ItemListQuery,
+    ) -> Result<Page<StoredItem>, StoreError> {
+        let mut threads = self.lock();
+        let entry = entry_mut(&mut threads, thread_id)?;
+        let scope = match &query.turn_id {
+            None => None,
+            Some(turn_id) => {
+                Some(
+                    entry
+                        .turn_position(turn_id)
+                        .ok_or_else(|| StoreError::TurnNotFound {
+                            thread_id: thread_id.to_owned(),
+                            turn_id: turn_id.clone(),
+                        })?,
+                )
+            }
+        };
+        // (turn position, item index, inclusive) of the start.
+        let anchor = match &query.start {
+            ItemStart::Beginning => None,
+            ItemStart::Cursor(cursor) => {
+                let anchor = paging::parse_item_cursor(cursor)?;
+                let position = entry
+                    .turn_position(&anchor.position.turn_id)
+                    .ok_or_else(|| StoreError::InvalidCursor(cursor.clone()))?;
+                Some((position, anchor.position.index, anchor.inclusive))
+            }
+            ItemStart::AfterItem(item_id) => {
+                let (Some(position), Some(turn_id)) = (scope, &query.turn_id) else {
+                    return Err(StoreError::InvalidCursor(format!("item {item_id}")));
+                };
+                let index = entry.turns[position]
+                    .items
+                    .iter()
+                    .position(|item| item.id() == item_id)
+                    .ok_or_else(|| {
+                        StoreError::InvalidCursor(format!("item {item_id} of turn {turn_id}"))
+                    })?;
+                Some((position, index, false))
+            }
+        };
+        let take = effective_limit(query.limit) + 1;
+        let (first, last) = match scope {
+            Some(position) => (position, position + 1),
+            None => (0, entry.turns.len()),
+        };
+        let mut candidates = Vec::new();
+        match query.direction {
+            SortDirection::Asc => {
+                let start = anchor.map_or(first, |(position, _, _)| position.max(first));
+                for position in start..last {
+                    let turn = &entry.turns[position];
+                    let skip = match anchor {
+                        Some((at, index, inclusive)) if at == position => {
+                            index + usize::from(!inclusive)
+                        }
+                        _ => 0,
+                    };
+                    let items = turn.items.iter().enumerate().skip(skip);
+                    if collect_items(&mut candidates, take, turn, items) {
+                        break;
+                    }
+                }
+            }
+            SortDirection::Desc => {
+                let end = anchor.map_or(last, |(position, _, _)| (position + 1).min(last));
+                for position in (first..end).rev() {
+                    let turn = &entry.turns[position];
+                    let keep = match anchor {
+                        Some((at, index, inclusive)) if at == position => {
+                            (index + usize::from(inclusive)).min(turn.items.len())
+                        }
+                        _ => turn.items.len(),
+                    };
+                    let items = turn.items[..keep].iter().enumerate().rev();
+                    if collect_items(&mut candidates, take, turn, items) {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(paging::item_page(candidates, query.limit))
     }
 
     async fn add_attachment(

@@ -15,28 +15,36 @@
 //! is closed as `interrupted` when the durable store opens (`recovery`).
 //!
 //! Files: `error` holds [`StoreError`], `memory` and `sqlite` the two implementations,
-//! `recovery` what a turn cut short by a crash becomes, `tests` one suite run against both
-//! plus the SQLite durability tests.
+//! `paging` the history cursors and item queries both share, `recovery` what a turn cut
+//! short by a crash becomes, `tests` one suite run against both plus the SQLite durability
+//! tests (`paging_tests` the history paging suite).
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use tandem_protocol::{
     ApprovalPolicy, DynamicToolSpec, SessionSource, SortDirection, Thread, ThreadAttachment,
-    ThreadAttachmentAddResponse, ThreadItem, ThreadStatus, Turn,
+    ThreadAttachmentAddResponse, ThreadItem, ThreadStatus, Turn, TurnItemsView,
 };
 
 mod error;
 mod memory;
+mod paging;
 mod recovery;
 mod sqlite;
 
 #[cfg(test)]
 mod incremental_tests;
 #[cfg(test)]
+mod paging_tests;
+#[cfg(test)]
 mod tests;
 
 pub use error::StoreError;
 pub use memory::InMemoryThreadStore;
+pub use paging::{
+    ItemListQuery, ItemPosition, ItemStart, MAX_HISTORY_PAGE_LIMIT, StoredItem, apply_items_view,
+    history_page_limit, summary_items,
+};
 pub use recovery::{INTERRUPTED_BY_STOP, close_unfinished_item, close_unfinished_turn};
 pub use sqlite::SqliteThreadStore;
 
@@ -200,6 +208,9 @@ pub struct Page<T> {
     pub data: Vec<T>,
     /// The cursor of the next page; `None` when this page is the last.
     pub next_cursor: Option<String>,
+    /// For history listings, the cursor that with the opposite direction starts at this
+    /// page's first entry (inclusive); `None` for an empty page and for `thread/list`.
+    pub backwards_cursor: Option<String>,
 }
 
 impl<T> Page<T> {
@@ -222,6 +233,7 @@ impl<T> Page<T> {
         Page {
             data: candidates,
             next_cursor,
+            backwards_cursor: None,
         }
     }
 }
@@ -290,12 +302,14 @@ impl ThreadListQuery {
 /// A `thread/turns/list` query, in turn order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnListQuery {
-    /// The `next_cursor` of the previous page (the id of its last turn).
+    /// The `next_cursor` (exclusive) or `backwards_cursor` (inclusive) of an earlier page.
     pub cursor: Option<String>,
     /// Page size; 0 counts as 1.
     pub limit: usize,
     /// Oldest or newest first.
     pub direction: SortDirection,
+    /// How much of each turn's items to load (see [`apply_items_view`]).
+    pub items_view: TurnItemsView,
 }
 
 impl Default for TurnListQuery {
@@ -304,6 +318,7 @@ impl Default for TurnListQuery {
             cursor: None,
             limit: DEFAULT_PAGE_LIMIT,
             direction: SortDirection::Desc,
+            items_view: TurnItemsView::Full,
         }
     }
 }
@@ -449,13 +464,24 @@ pub trait ThreadStore: Send + Sync {
         Ok(())
     }
 
-    /// One page of the thread's turns, with their items. A cursor that names no turn of the
-    /// thread fails with [`StoreError::InvalidCursor`].
+    /// One page of the thread's turns, with their items cut to `query.items_view`, found
+    /// from the cursor's position (not by counting from the start). A cursor that names no
+    /// turn of the thread fails with [`StoreError::InvalidCursor`].
     async fn list_turns(
         &self,
         thread_id: &str,
         query: &TurnListQuery,
     ) -> Result<Page<Turn>, StoreError>;
+
+    /// One page of the thread's items (of one turn with `query.turn_id`), in turn order and
+    /// then item order, found from the start position. A cursor that names no stored item
+    /// position, an unknown `turn_id` and an anchor item that is not in the turn fail with
+    /// [`StoreError::InvalidCursor`] (the turn, with [`StoreError::TurnNotFound`]).
+    async fn list_items(
+        &self,
+        thread_id: &str,
+        query: &ItemListQuery,
+    ) -> Result<Page<StoredItem>, StoreError>;
 
     /// Adds `attachment` unless the thread has one with the same `attachment_type` and
     /// `identity_key`, in which case that one is returned unchanged with outcome `existing`.

@@ -38,10 +38,11 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tandem_protocol::{
     SortDirection, ThreadAttachment, ThreadAttachmentAddOutcome, ThreadAttachmentAddResponse,
-    ThreadItem, Turn, TurnError,
+    ThreadItem, Turn, TurnError, TurnItemsView,
 };
 use tokio::sync::oneshot;
 
+use super::paging::{self, Anchor, ItemListQuery, ItemPosition, ItemStart, StoredItem};
 use super::{
     Compaction, INTERRUPTED_BY_STOP, Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore,
     ThreadUpdate, TurnListQuery, close_unfinished_item, effective_limit, parse_thread_cursor,
@@ -612,23 +613,33 @@ impl RawTurn {
         })
     }
 
-    /// Decodes the row and loads the turn's items.
-    fn load(self, connection: &Connection, thread_id: &str) -> Result<Turn, StoreError> {
+    /// Decodes the row and loads as much of the turn's items as `view` shows (none for
+    /// `notLoaded`, so a page of bare turns reads no item).
+    fn load_view(
+        self,
+        connection: &Connection,
+        thread_id: &str,
+        view: TurnItemsView,
+    ) -> Result<Turn, StoreError> {
         let id = self.id;
         let what = |member: &str| format!("{member} of turn {id} in thread {thread_id}");
-        let mut statement = connection.prepare_cached(
-            "SELECT idx, item FROM items WHERE thread_id = ?1 AND turn_id = ?2 ORDER BY idx",
-        )?;
-        let items = statement
-            .query_map(params![thread_id, id], |row| {
-                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
-            })?
-            .map(|row| {
-                let (index, item) = row?;
-                decode(&item, || what(&format!("item {index}")))
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        Ok(Turn {
+        let items = if view == TurnItemsView::NotLoaded {
+            Vec::new()
+        } else {
+            let mut statement = connection.prepare_cached(
+                "SELECT idx, item FROM items WHERE thread_id = ?1 AND turn_id = ?2 ORDER BY idx",
+            )?;
+            statement
+                .query_map(params![thread_id, id], |row| {
+                    Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+                })?
+                .map(|row| {
+                    let (index, item) = row?;
+                    decode(&item, || what(&format!("item {index}")))
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?
+        };
+        let mut turn = Turn {
             items,
             status: decode_word(self.status, || what("status"))?,
             items_view: decode_word(self.items_view, || what("itemsView"))?,
@@ -640,7 +651,9 @@ impl RawTurn {
             completed_at: self.completed_at,
             duration_ms: self.duration_ms,
             id,
-        })
+        };
+        paging::apply_items_view(&mut turn, view);
+        Ok(turn)
     }
 }
 
@@ -788,30 +801,159 @@ fn insert_turn(
     Ok(())
 }
 
-/// The thread's turns after `after_seq` (exclusive) in `direction`, at most `limit` (negative:
-/// all of them).
+/// The thread's turns past `anchor` (a `seq`, inclusive or not) in `direction`, at most
+/// `limit` (negative: all of them), with their items cut to `view`. The range is read
+/// through the `(thread_id, seq)` index, so a page costs its own length.
 fn read_turns(
     connection: &Connection,
     thread_id: &str,
-    after_seq: Option<i64>,
+    anchor: Option<Anchor<i64>>,
     direction: SortDirection,
     limit: i64,
+    view: TurnItemsView,
 ) -> Result<Vec<Turn>, StoreError> {
-    let (comparison, order) = match direction {
-        SortDirection::Asc => (">", "ASC"),
-        SortDirection::Desc => ("<", "DESC"),
+    let order = sql_order(direction);
+    let raw = match anchor {
+        None => connection
+            .prepare_cached(&format!(
+                "SELECT {TURN_COLUMNS} FROM turns WHERE thread_id = ?1 \
+                 ORDER BY seq {order} LIMIT ?2"
+            ))?
+            .query_map(params![thread_id, limit], RawTurn::from_row)?
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(anchor) => {
+            let comparison = sql_comparison(direction, anchor.inclusive);
+            connection
+                .prepare_cached(&format!(
+                    "SELECT {TURN_COLUMNS} FROM turns WHERE thread_id = ?1 AND seq {comparison} ?2 \
+                     ORDER BY seq {order} LIMIT ?3"
+                ))?
+                .query_map(
+                    params![thread_id, anchor.position, limit],
+                    RawTurn::from_row,
+                )?
+                .collect::<Result<Vec<_>, _>>()?
+        }
     };
-    let sql = format!(
-        "SELECT {TURN_COLUMNS} FROM turns \
-         WHERE thread_id = ?1 AND (?2 IS NULL OR seq {comparison} ?2) \
-         ORDER BY seq {order} LIMIT ?3"
-    );
-    let raw = connection
-        .prepare_cached(&sql)?
-        .query_map(params![thread_id, after_seq, limit], RawTurn::from_row)?
-        .collect::<Result<Vec<_>, _>>()?;
     raw.into_iter()
-        .map(|turn| turn.load(connection, thread_id))
+        .map(|turn| turn.load_view(connection, thread_id, view))
+        .collect()
+}
+
+/// `ASC` or `DESC`.
+fn sql_order(direction: SortDirection) -> &'static str {
+    match direction {
+        SortDirection::Asc => "ASC",
+        SortDirection::Desc => "DESC",
+    }
+}
+
+/// The comparison that keeps the rows past an anchor in `direction`.
+fn sql_comparison(direction: SortDirection, inclusive: bool) -> &'static str {
+    match (direction, inclusive) {
+        (SortDirection::Asc, false) => ">",
+        (SortDirection::Asc, true) => ">=",
+        (SortDirection::Desc, false) => "<",
+        (SortDirection::Desc, true) => "<=",
+    }
+}
+
+/// Reads one page of items (see [`ThreadStore::list_items`]) inside the caller's
+/// transaction. Items are walked in (turn `seq`, `idx`) order: the turn index gives the
+/// turns from the anchor on, the items key each turn's items in order, so nothing is sorted
+/// and a page costs its own length.
+fn read_items(
+    connection: &Connection,
+    thread_id: &str,
+    query: &ItemListQuery,
+) -> Result<Vec<StoredItem>, StoreError> {
+    require_thread(connection, thread_id)?;
+    let scope = match &query.turn_id {
+        None => None,
+        Some(turn_id) => Some(turn_seq(connection, thread_id, turn_id)?.ok_or_else(|| {
+            StoreError::TurnNotFound {
+                thread_id: thread_id.to_owned(),
+                turn_id: turn_id.clone(),
+            }
+        })?),
+    };
+    // (seq, idx, inclusive) of the start.
+    let anchor: Option<(i64, i64, bool)> = match &query.start {
+        ItemStart::Beginning => None,
+        ItemStart::Cursor(cursor) => {
+            let anchor = paging::parse_item_cursor(cursor)?;
+            let seq = turn_seq(connection, thread_id, &anchor.position.turn_id)?
+                .ok_or_else(|| StoreError::InvalidCursor(cursor.clone()))?;
+            let index = i64::try_from(anchor.position.index)
+                .map_err(|_| StoreError::InvalidCursor(cursor.clone()))?;
+            Some((seq, index, anchor.inclusive))
+        }
+        ItemStart::AfterItem(item_id) => {
+            let turn_id = query
+                .turn_id
+                .as_deref()
+                .ok_or_else(|| StoreError::InvalidCursor(format!("item {item_id}")))?;
+            let index: i64 = connection
+                .prepare_cached(
+                    "SELECT idx FROM items WHERE thread_id = ?1 AND turn_id = ?2 \
+                     AND json_extract(item, '$.id') = ?3 ORDER BY idx LIMIT 1",
+                )?
+                .query_row(params![thread_id, turn_id, item_id], |row| row.get(0))
+                .optional()?
+                .ok_or_else(|| {
+                    StoreError::InvalidCursor(format!("item {item_id} of turn {turn_id}"))
+                })?;
+            Some((
+                scope.expect("a turn filter was resolved above"),
+                index,
+                false,
+            ))
+        }
+    };
+    let order = sql_order(query.direction);
+    let mut sql = String::from(
+        "SELECT t.id, i.idx, i.item FROM turns AS t \
+         JOIN items AS i ON i.thread_id = t.thread_id AND i.turn_id = t.id \
+         WHERE t.thread_id = ?",
+    );
+    let mut values: Vec<rusqlite::types::Value> = vec![thread_id.to_owned().into()];
+    if let Some(seq) = scope {
+        sql.push_str(" AND t.seq = ?");
+        values.push(seq.into());
+    }
+    if let Some((seq, index, inclusive)) = anchor {
+        let turn_bound = sql_comparison(query.direction, true);
+        let item_bound = sql_comparison(query.direction, inclusive);
+        sql.push_str(&format!(
+            " AND t.seq {turn_bound} ? AND (t.seq <> ? OR i.idx {item_bound} ?)"
+        ));
+        values.extend([seq.into(), seq.into(), index.into()]);
+    }
+    sql.push_str(&format!(" ORDER BY t.seq {order}, i.idx {order} LIMIT ?"));
+    values.push(limit_plus_one(query.limit).into());
+    let rows = connection
+        .prepare_cached(&sql)?
+        .query_map(params_from_iter(values), |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, String>(2)?,
+            ))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    rows.into_iter()
+        .map(|(turn_id, index, item)| {
+            let item = decode(&item, || {
+                format!("item {index} of turn {turn_id} in thread {thread_id}")
+            })?;
+            Ok(StoredItem {
+                position: ItemPosition {
+                    turn_id,
+                    index: usize::try_from(index).unwrap_or_default(),
+                },
+                item,
+            })
+        })
         .collect()
 }
 
@@ -883,7 +1025,14 @@ impl ThreadStore for SqliteThreadStore {
             let Some(record) = read_thread(&transaction, &thread_id)? else {
                 return Ok(None);
             };
-            let turns = read_turns(&transaction, &thread_id, None, SortDirection::Asc, -1)?;
+            let turns = read_turns(
+                &transaction,
+                &thread_id,
+                None,
+                SortDirection::Asc,
+                -1,
+                TurnItemsView::Full,
+            )?;
             Ok(Some((record, turns)))
         })
         .await
@@ -1121,28 +1270,46 @@ impl ThreadStore for SqliteThreadStore {
             .run(move |connection| {
                 let transaction = connection.transaction()?;
                 require_thread(&transaction, &thread_id)?;
-                let after_seq = match &query.cursor {
+                let anchor = match &query.cursor {
                     None => None,
-                    Some(cursor) => Some(
-                        transaction
-                            .prepare_cached(
-                                "SELECT seq FROM turns WHERE thread_id = ?1 AND id = ?2",
-                            )?
-                            .query_row(params![thread_id, cursor], |row| row.get::<_, i64>(0))
-                            .optional()?
-                            .ok_or_else(|| StoreError::InvalidCursor(cursor.clone()))?,
-                    ),
+                    Some(cursor) => {
+                        let anchor = paging::parse_turn_cursor(cursor)?;
+                        let seq = turn_seq(&transaction, &thread_id, &anchor.position)?
+                            .ok_or_else(|| StoreError::InvalidCursor(cursor.clone()))?;
+                        Some(Anchor {
+                            position: seq,
+                            inclusive: anchor.inclusive,
+                        })
+                    }
                 };
                 read_turns(
                     &transaction,
                     &thread_id,
-                    after_seq,
+                    anchor,
                     query.direction,
                     limit_plus_one(query.limit),
+                    query.items_view,
                 )
             })
             .await?;
-        Ok(Page::from_candidates(turns, limit, |turn| turn.id.clone()))
+        Ok(paging::turn_page(turns, limit))
+    }
+
+    async fn list_items(
+        &self,
+        thread_id: &str,
+        query: &ItemListQuery,
+    ) -> Result<Page<StoredItem>, StoreError> {
+        let thread_id = thread_id.to_owned();
+        let query = query.clone();
+        let limit = query.limit;
+        let items = self
+            .run(move |connection| {
+                let transaction = connection.transaction()?;
+                read_items(&transaction, &thread_id, &query)
+            })
+            .await?;
+        Ok(paging::item_page(items, limit))
     }
 
     async fn add_attachment(

@@ -460,6 +460,7 @@ async fn list_turns_paginates_both_ways(fixture: &Fixture) {
             limit,
             direction: SortDirection::Asc,
             cursor: None,
+            items_view: TurnItemsView::Full,
         };
         assert_eq!(
             all_pages_of_turns(store, &thread.id, asc).await,
@@ -485,6 +486,7 @@ async fn list_turns_paginates_both_ways(fixture: &Fixture) {
                 limit: 2,
                 direction: SortDirection::Asc,
                 cursor: Some(turn(4).id),
+                items_view: TurnItemsView::Full,
             },
         )
         .await

@@ -28,12 +28,28 @@ impl ThreadService {
         history: Vec<Turn>,
         status: ThreadStatus,
     ) -> Arc<LoadedThread> {
+        let thread = self.insert_loaded_without_history(record, status);
+        let mut state = thread.state();
+        state.history = history;
+        state.history_loaded = true;
+        drop(state);
+        thread
+    }
+
+    /// Makes `record` a loaded thread with `status` whose history stays in the store until
+    /// [`ThreadService::ensure_history`] loads it.
+    pub(super) fn insert_loaded_without_history(
+        &self,
+        record: ThreadRecord,
+        status: ThreadStatus,
+    ) -> Arc<LoadedThread> {
         let thread = Arc::new(LoadedThread {
             id: record.id.clone(),
             ephemeral: record.ephemeral,
             state: Mutex::new(ThreadState {
                 record,
-                history,
+                history: Vec::new(),
+                history_loaded: false,
                 compaction: None,
                 status,
                 subscribers: BTreeSet::new(),

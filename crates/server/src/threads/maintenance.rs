@@ -158,6 +158,9 @@ impl ThreadService {
                 )));
             };
             self.ensure_no_running_turn(&thread_id, "compacting")?;
+            // The summary covers the whole history: a thread resumed for paging loads it now.
+            let store = self.store_for(thread.ephemeral).await?;
+            self.ensure_history(&thread, &*store).await?;
             if self.is_stopping() {
                 return Err(JSONRPCErrorError::internal(
                     "the server is shutting down; no new turn starts",
@@ -174,7 +177,6 @@ impl ThreadService {
                 completed_at: None,
                 duration_ms: None,
             };
-            let store = self.store_for(thread.ephemeral).await?;
             let update = ThreadUpdate {
                 updated_at: Some(now),
                 ..ThreadUpdate::default()

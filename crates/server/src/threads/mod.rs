@@ -13,9 +13,11 @@
 //! Files: this one holds the shared state, the stores, the sequencer and the dispatch;
 //! `lifecycle` loading, subscribing and idle unload; `thread_requests` the `thread/*` handlers;
 //! `attachments` the attachment handlers; `turn_requests` the `turn/*` handlers;
-//! `maintenance` archiving, compaction and revert/rollback.
+//! `maintenance` archiving, compaction and revert/rollback; `history` `thread/items/list`,
+//! resume paging and loading a history only when it is needed.
 
 mod attachments;
+mod history;
 mod lifecycle;
 mod maintenance;
 mod thread_requests;
@@ -98,8 +100,12 @@ pub(crate) struct LoadedThread {
 pub(crate) struct ThreadState {
     pub(crate) record: ThreadRecord,
     /// Completed turns, oldest first (what `thread/read` shows; the agent sees
-    /// [`ThreadState::agent_history`]).
+    /// [`ThreadState::agent_history`]); empty until `history_loaded`.
     pub(crate) history: Vec<Turn>,
+    /// Whether `history` holds the stored turns. A thread resumed for paging leaves them in
+    /// the store until a turn starts or a client asks for all of them
+    /// ([`ThreadService::ensure_history`]).
+    pub(crate) history_loaded: bool,
     /// The latest compaction still in `history`: the agent sees its summary instead of the
     /// turns up to it.
     pub(crate) compaction: Option<Compaction>,
@@ -220,7 +226,8 @@ impl LoadedThread {
     }
 
     /// The protocol thread with the live status; turns included on request (completed turns
-    /// plus the running one).
+    /// plus the running one; the caller loads the history first, see
+    /// [`ThreadService::ensure_history`]).
     fn to_thread(&self, include_turns: bool, default_model: Option<&str>) -> Thread {
         let state = self.state();
         let turns = if include_turns {
@@ -564,6 +571,9 @@ impl ThreadService {
             }
             ClientRequest::ThreadTurnsList { params, .. } => {
                 ordered!(params.thread_id, service.turns_list(params).await)
+            }
+            ClientRequest::ThreadItemsList { params, .. } => {
+                ordered!(params.thread_id, service.items_list(params).await)
             }
             ClientRequest::ThreadUnsubscribe { params, .. } => {
                 ordered!(

@@ -10,7 +10,7 @@ use tandem_protocol::{
     ThreadNameUpdatedNotification, ThreadOverrides, ThreadReadParams, ThreadReadResponse,
     ThreadResumeParams, ThreadResumeResponse, ThreadStartParams, ThreadStartResponse,
     ThreadStartedNotification, ThreadStatus, ThreadTurnsListParams, ThreadTurnsListResponse,
-    TurnStatus,
+    TurnItemsView, TurnStatus,
 };
 
 use crate::server::SERVER_VERSION;
@@ -88,17 +88,16 @@ impl ThreadService {
         params: ThreadResumeParams,
         context: &RequestContext,
     ) -> Result<ThreadResumeResponse, JSONRPCErrorError> {
+        // Every turn goes out only when neither `excludeTurns` nor `initialTurnsPage` says
+        // otherwise (the reference's default); otherwise the turns stay in the store.
+        let all_turns =
+            !params.exclude_turns.unwrap_or(false) && params.initial_turns_page.is_none();
         let thread = match self.loaded(&params.thread_id) {
             Some(thread) => thread,
             None => {
-                let (store, _) = self
+                let (_, record) = self
                     .find(&params.thread_id)
                     .await?
-                    .ok_or_else(|| not_found(&params.thread_id))?;
-                let (record, turns) = store
-                    .get_thread_with_turns(&params.thread_id)
-                    .await
-                    .map_err(store_error)?
                     .ok_or_else(|| not_found(&params.thread_id))?;
                 if record.archived_at.is_some() {
                     return Err(JSONRPCErrorError::invalid_request(format!(
@@ -110,8 +109,9 @@ impl ThreadService {
                     ThreadStatus::SystemError => ThreadStatus::SystemError,
                     _ => ThreadStatus::Idle,
                 };
-                let thread = self.insert_loaded(record, turns, status);
+                let thread = self.insert_loaded_without_history(record, status);
                 // A compacted thread keeps sending its summary after a restart.
+                let store = self.store_for(thread.ephemeral).await?;
                 if let Err(error) = self.load_compaction(&thread, store.as_ref()).await {
                     lock(&self.loaded).remove(&thread.id);
                     return Err(error);
@@ -119,22 +119,31 @@ impl ThreadService {
                 thread
             }
         };
+        let store = self.store_for(thread.ephemeral).await?;
         let update = overrides_update(&params.overrides)?;
         if update != ThreadUpdate::default() {
-            let store = self.store_for(thread.ephemeral).await?;
             let record = store
                 .update_thread(&thread.id, &update)
                 .await
                 .map_err(store_error)?;
             thread.state().record = record;
         }
+        if all_turns {
+            self.ensure_history(&thread, &*store).await?;
+        }
         self.subscribe(&thread, context.id.connection_id);
+        let initial_turns_page = match params.initial_turns_page {
+            Some(page) => Some(self.initial_turns_page(&*store, &thread.id, page).await?),
+            None => None,
+        };
+        let (turns_backwards_cursor, items_backwards_cursor) =
+            self.backwards_cursors(&*store, &thread.id).await?;
         Ok(ThreadResumeResponse {
-            thread: thread.to_thread(
-                !params.exclude_turns.unwrap_or(false),
-                self.default_model().as_deref(),
-            ),
+            thread: thread.to_thread(all_turns, self.default_model().as_deref()),
             session: thread.session(self.default_model().as_deref()),
+            initial_turns_page,
+            turns_backwards_cursor,
+            items_backwards_cursor,
         })
     }
 
@@ -144,6 +153,10 @@ impl ThreadService {
     ) -> Result<ThreadReadResponse, JSONRPCErrorError> {
         let include_turns = params.include_turns.unwrap_or(false);
         if let Some(thread) = self.loaded(&params.thread_id) {
+            if include_turns {
+                let store = self.store_for(thread.ephemeral).await?;
+                self.ensure_history(&thread, &*store).await?;
+            }
             return Ok(ThreadReadResponse {
                 thread: thread.to_thread(include_turns, self.default_model().as_deref()),
             });
@@ -254,10 +267,9 @@ impl ThreadService {
             .ok_or_else(|| not_found(&params.thread_id))?;
         let query = TurnListQuery {
             cursor: params.cursor,
-            limit: params
-                .limit
-                .map_or(store::DEFAULT_PAGE_LIMIT, |limit| limit as usize),
+            limit: store::history_page_limit(params.limit),
             direction: params.sort_direction.unwrap_or(SortDirection::Desc),
+            items_view: params.items_view.unwrap_or(TurnItemsView::Summary),
         };
         let page = store
             .list_turns(&params.thread_id, &query)
@@ -266,7 +278,7 @@ impl ThreadService {
         Ok(ThreadTurnsListResponse {
             data: page.data,
             next_cursor: page.next_cursor,
-            backwards_cursor: None,
+            backwards_cursor: page.backwards_cursor,
         })
     }
 

@@ -122,6 +122,12 @@ impl ThreadService {
                 return None;
             }
         };
+        // The agent sees the whole history: a thread resumed for paging loads it now, before
+        // this turn is stored, so the history holds only turns that ended.
+        if let Err(error) = self.ensure_history(&thread, &*store).await {
+            self.outgoing.send_error(id, error).await;
+            return None;
+        }
         match store.begin_turn(&thread.id, &turn, &update).await {
             Ok(record) => thread.state().record = record,
             Err(error) => {

@@ -419,14 +419,15 @@ pub(crate) async fn idle_unload_then_resume(backend: Backend) {
             h.client.resume_thread(ThreadResumeParams::new(&thread_id)),
         )
         .await;
-    h.expect_json(
-        "thread/resume",
-        &resumed,
-        session_reply(
-            "never",
-            thread(THREAD, json!({"preview": "hi", "turns": [done]})),
-        ),
+    // The cursors start at the newest turn and at its newest item.
+    let newest = done["id"].as_str().unwrap_or_default().to_owned();
+    let mut expected = session_reply(
+        "never",
+        thread(THREAD, json!({"preview": "hi", "turns": [done]})),
     );
+    expected["turnsBackwardsCursor"] = json!(format!("at:{newest}"));
+    expected["itemsBackwardsCursor"] = json!(format!("at:{newest}/1"));
+    h.expect_json("thread/resume", &resumed, expected);
     expect_loaded(&h, json!([THREAD])).await;
     // Subscribed again: the next turn runs to completion on this client as before.
     let turn = start_turn(&h, &thread_id, "<id:5>", "again").await;

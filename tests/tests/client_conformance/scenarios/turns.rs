@@ -9,7 +9,7 @@ use serde_json::json;
 use tandem_client::{ServerRequestHandler, ToolCallRequest, TurnEvent};
 use tandem_protocol::{
     ApprovalPolicy, DynamicToolSpec, ThreadStartParams, ThreadTurnsListParams, ToolCallParams,
-    ToolCallResponse, ToolRequestUserInputResponse,
+    ToolCallResponse, ToolRequestUserInputResponse, TurnItemsView,
 };
 
 use super::*;
@@ -72,14 +72,16 @@ pub(crate) async fn turn_streams_an_agent_message(backend: Backend) {
     let turns = h
         .call(
             "thread/turns/list",
-            h.client.list_turns(ThreadTurnsListParams::new(&thread.id)),
+            h.client
+                .list_turns(ThreadTurnsListParams::new(&thread.id).items_view(TurnItemsView::Full)),
         )
         .await;
-    // Newest first.
+    // Newest first; the backwards cursor starts (inclusive) at the newest.
+    let backwards = format!("at:{}", second["id"].as_str().unwrap_or_default());
     h.expect_json(
         "thread/turns/list",
         &turns,
-        json!({"data": [second, first], "nextCursor": null, "backwardsCursor": null}),
+        json!({"data": [second, first], "nextCursor": null, "backwardsCursor": backwards}),
     );
     h.close().await;
 }

@@ -8,6 +8,7 @@
 pub(crate) mod errors;
 pub(crate) mod handshake;
 pub(crate) mod models;
+pub(crate) mod paging;
 pub(crate) mod processes;
 pub(crate) mod thread_ops;
 pub(crate) mod threads;

@@ -346,7 +346,13 @@ pub(crate) async fn idle_unload_then_resume(transport: Transport) {
         &mut s,
         "thread/resume",
         json!({"threadId": THREAD}),
-        session_reply("never", resumed),
+        // The cursors start at the newest turn and at its newest item (docs/protocol.md,
+        // "Paging a thread's history").
+        patched(
+            session_reply("never", resumed),
+            json!({"turnsBackwardsCursor": format!("at:{TURN}"),
+                   "itemsBackwardsCursor": format!("at:{TURN}/1")}),
+        ),
     )
     .await;
     expect_result(

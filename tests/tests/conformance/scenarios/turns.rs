@@ -37,13 +37,13 @@ pub(crate) async fn turn_streams_an_agent_message(transport: Transport) {
     expect_result(
         &mut s,
         "thread/turns/list",
-        json!({"threadId": THREAD}),
+        json!({"threadId": THREAD, "itemsView": "full"}),
         json!({
             "data": [turn(TURN, "completed", vec![
                 user_message(INPUT_ITEM, "hello there"),
                 agent_message(answer, "You said: \"hello there\""),
             ])],
-            "nextCursor": null, "backwardsCursor": null,
+            "nextCursor": null, "backwardsCursor": format!("at:{TURN}"),
         }),
     )
     .await;
