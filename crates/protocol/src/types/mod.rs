@@ -72,6 +72,7 @@ pub struct EmptyParams {}
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 pub struct EmptyResponse {}
 
+mod command_exec;
 mod handshake;
 mod notifications;
 mod processes;
@@ -79,6 +80,7 @@ mod server_requests;
 mod threads;
 mod values;
 
+pub use command_exec::*;
 pub use handshake::*;
 pub use notifications::*;
 pub use processes::*;
