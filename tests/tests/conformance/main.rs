@@ -82,5 +82,7 @@ conformance_suite! {
         crate::scenarios::threads::idle_unload_then_resume => idle_unload_then_resume,
         crate::scenarios::processes::streamed_process_with_stdin_resize_kill_and_exit => streamed_process_with_stdin_resize_kill_and_exit,
         crate::scenarios::processes::paused_reader_still_gets_every_byte => paused_reader_still_gets_every_byte,
+        crate::scenarios::command_exec::command_exec_buffered => command_exec_buffered,
+        crate::scenarios::command_exec::command_exec_streamed => command_exec_streamed,
     }
 }
