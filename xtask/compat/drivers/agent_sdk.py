@@ -1,7 +1,10 @@
 """codex-python-sdk-unofficial 0.128.0 (`codex_agent_sdk`): `AppServerClient` (async, stdio).
 
-It has typed methods for threads and turns; `command/exec`, `model/list` and
-`thread/compact/start` go through its public `request` (its low-level JSON-RPC API).
+Threads start through its public `request` (its low-level JSON-RPC API), not the typed
+`thread_start`: that one validates `serviceTier` against `fast`/`flex`, and the reference
+(0.169) answers `"default"`, so the typed call fails against the reference itself. So do
+`thread/read` (its typed form sends `includeTurns: null`, refused by the reference), and
+`command/exec`, `model/list` and `thread/compact/start`, which it has no typed method for.
 """
 
 from codex_agent_sdk import AppServerClient
@@ -24,13 +27,19 @@ class Driver:
         await client.initialize()
         return client
 
+    async def start_thread(self, client, **extra) -> str:
+        started = await client.request("thread/start", {"cwd": self.ctx.home, **extra})
+        return started["thread"]["id"]
+
     async def scenario_thread_lifecycle(self):
         client = await self.client()
         try:
-            started = await client.thread_start(cwd=self.ctx.home)
-            await client.thread_set_name(thread_id=started.thread.id, name="compat")
-            read = await client.thread_read(thread_id=started.thread.id)
-            check(read.thread.id == started.thread.id, f"thread/read: {read}")
+            thread_id = await self.start_thread(client)
+            await client.thread_set_name(thread_id=thread_id, name="compat")
+            # Raw too: the typed `thread_read` sends `includeTurns: null`, which the reference
+            # refuses ("expected a boolean").
+            read = await client.request("thread/read", {"threadId": thread_id})
+            check(read["thread"]["id"] == thread_id, f"thread/read: {read}")
             await client.thread_list()
         finally:
             await client.close()
@@ -48,12 +57,12 @@ class Driver:
                 return {"decision": "accept"}
 
             client.register_server_request_handler("item/commandExecution/requestApproval", approve)
-            started = await client.thread_start(cwd=self.ctx.home, approval_policy="on-request")
-            turn = await client.turn_start(thread_id=started.thread.id, input=APPROVAL_PROMPT)
-            await client.wait_for_turn_completed(thread_id=started.thread.id, turn_id=turn.turn.id)
+            thread_id = await self.start_thread(client, approvalPolicy="on-request")
+            turn = await client.turn_start(thread_id=thread_id, input=APPROVAL_PROMPT)
+            await client.wait_for_turn_completed(thread_id=thread_id, turn_id=turn.turn.id)
             check(len(approvals) == 1, f"expected one approval, got {len(approvals)}")
             read = await client.request(
-                "thread/read", {"threadId": started.thread.id, "includeTurns": True}
+                "thread/read", {"threadId": thread_id, "includeTurns": True}
             )
             check(APPROVAL_MARKER in str(read), "the approved command's output is missing")
         finally:
@@ -80,17 +89,17 @@ class Driver:
     async def scenario_archive_unarchive(self):
         client = await self.client()
         try:
-            started = await client.thread_start(cwd=self.ctx.home)
-            await client.thread_archive(thread_id=started.thread.id)
-            await client.thread_unarchive(thread_id=started.thread.id)
+            thread_id = await self.start_thread(client)
+            await client.thread_archive(thread_id=thread_id)
+            await client.thread_unarchive(thread_id=thread_id)
         finally:
             await client.close()
 
     async def scenario_compact(self):
         client = await self.client()
         try:
-            started = await client.thread_start(cwd=self.ctx.home)
-            await client.request("thread/compact/start", {"threadId": started.thread.id})
+            thread_id = await self.start_thread(client)
+            await client.request("thread/compact/start", {"threadId": thread_id})
         finally:
             await client.close()
 
@@ -98,7 +107,7 @@ class Driver:
         client = await self.client()
         try:
             try:
-                await client.thread_read(thread_id=UNKNOWN_THREAD)
+                await client.request("thread/read", {"threadId": UNKNOWN_THREAD})
             except Exception as error:  # its RPC error types
                 check("timed out" not in str(error).lower(), f"no answer: {error}")
                 return
