@@ -52,7 +52,9 @@ struct Options {
 /// Why the check could not run (as opposed to a scenario failing).
 #[derive(Debug, thiserror::Error)]
 enum CompatError {
-    #[error("{0}\nusage: cargo xtask compat [--venv DIR] [--server BIN] [--client NAME]... [--runs N]")]
+    #[error(
+        "{0}\nusage: cargo xtask compat [--venv DIR] [--server BIN] [--client NAME]... [--runs N]"
+    )]
     Usage(String),
     #[error("`{command}` failed ({status}); see its output above")]
     Step { command: String, status: String },
@@ -88,7 +90,11 @@ fn parse(args: &[String]) -> Result<Options, CompatError> {
         }
     }
     let known: Vec<&str> = DRIVERS.iter().map(|(name, _, _)| *name).collect();
-    if let Some(unknown) = options.clients.iter().find(|c| !known.contains(&c.as_str())) {
+    if let Some(unknown) = options
+        .clients
+        .iter()
+        .find(|c| !known.contains(&c.as_str()))
+    {
         return Err(CompatError::Usage(format!(
             "unknown client {unknown}; one of {}",
             known.join(", ")
@@ -189,9 +195,9 @@ fn run_checked(args: &[String]) -> Result<bool, CompatError> {
     for run in 1..=options.runs {
         // Row label -> scenario -> outcome.
         let mut table: BTreeMap<usize, (String, BTreeMap<String, Outcome>)> = BTreeMap::new();
-        let selected = DRIVERS
-            .iter()
-            .filter(|(name, _, _)| options.clients.is_empty() || options.clients.iter().any(|c| c == name));
+        let selected = DRIVERS.iter().filter(|(name, _, _)| {
+            options.clients.is_empty() || options.clients.iter().any(|c| c == name)
+        });
         for (name, module, transports) in selected {
             for transport in *transports {
                 let mut command = Command::new(&python);
@@ -232,7 +238,11 @@ fn run_checked(args: &[String]) -> Result<bool, CompatError> {
 
 /// Prints the table and the reason of every failure and skip; whether everything passed.
 fn print_table(run: usize, table: &BTreeMap<usize, (String, BTreeMap<String, Outcome>)>) -> bool {
-    let label_width = table.values().map(|(label, _)| label.len()).max().unwrap_or(0);
+    let label_width = table
+        .values()
+        .map(|(label, _)| label.len())
+        .max()
+        .unwrap_or(0);
     let mut header = format!("{:label_width$}", format!("run {run}"));
     for scenario in SCENARIOS {
         header.push_str(&format!(" | {scenario}"));
@@ -246,7 +256,10 @@ fn print_table(run: usize, table: &BTreeMap<usize, (String, BTreeMap<String, Out
             let cell = match outcomes.get(*scenario) {
                 Some(outcome) => {
                     if outcome.status != "pass" {
-                        notes.push(format!("{label} {scenario}: {}: {}", outcome.status, outcome.detail));
+                        notes.push(format!(
+                            "{label} {scenario}: {}: {}",
+                            outcome.status, outcome.detail
+                        ));
                     }
                     match outcome.status.as_str() {
                         "pass" => "pass",
@@ -259,7 +272,9 @@ fn print_table(run: usize, table: &BTreeMap<usize, (String, BTreeMap<String, Out
                 }
                 None => {
                     all_passed = false;
-                    notes.push(format!("{label} {scenario}: no result (the driver crashed)"));
+                    notes.push(format!(
+                        "{label} {scenario}: no result (the driver crashed)"
+                    ));
                     "none"
                 }
             };

@@ -106,10 +106,11 @@ fn run_checked(args: &[String]) -> Result<bool, SchemaCheckError> {
     })?;
     let mut checker = Checker::new(&bundle, &bundle_path)?;
     for line in messages.lines() {
-        let entry: Value = serde_json::from_str(line).map_err(|error| SchemaCheckError::Malformed {
-            path: capture.clone(),
-            why: error.to_string(),
-        })?;
+        let entry: Value =
+            serde_json::from_str(line).map_err(|error| SchemaCheckError::Malformed {
+                path: capture.clone(),
+                why: error.to_string(),
+            })?;
         checker.check(&entry);
     }
     Ok(checker.report())
@@ -161,7 +162,10 @@ struct Checker {
 /// `method` -> the definition named by `$ref` under `key` in each `oneOf` entry of `union`.
 fn method_table(definitions: &Value, union: &str, key: &str) -> HashMap<String, String> {
     let mut table = HashMap::new();
-    let entries = definitions[union]["oneOf"].as_array().cloned().unwrap_or_default();
+    let entries = definitions[union]["oneOf"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     for entry in entries {
         let method = entry["properties"]["method"]["enum"][0].as_str();
         let reference = entry["properties"][key]["$ref"].as_str();
@@ -187,8 +191,10 @@ impl Checker {
         let responses = method_table(&definitions, "ClientRequest", "params")
             .into_iter()
             .filter_map(|(method, params)| {
+                // Names may be nested (`v2/ThreadStartParams`): look them up as a pointer.
                 let response = params.strip_suffix("Params")?.to_owned() + "Response";
-                definitions.get(&response).map(|_| (method, response))
+                let pointer = format!("/{response}");
+                definitions.pointer(&pointer).map(|_| (method, response))
             })
             .collect();
         Ok(Self {
@@ -229,14 +235,22 @@ impl Checker {
             let label = format!("{kind} {method}");
             (label, table.get(method).cloned(), &message["params"])
         } else if message.get("error").is_some() {
-            ("error".to_owned(), Some("JSONRPCErrorError".to_owned()), &message["error"])
+            (
+                "error".to_owned(),
+                Some("JSONRPCErrorError".to_owned()),
+                &message["error"],
+            )
         } else {
             let Some(method) = entry["requestMethod"].as_str() else {
                 self.unattributed += 1;
                 return;
             };
             let label = format!("result of {method}");
-            (label, self.responses.get(method).cloned(), &message["result"])
+            (
+                label,
+                self.responses.get(method).cloned(),
+                &message["result"],
+            )
         };
         let Some(definition) = definition else {
             *self.unknown.entry(label).or_default() += 1;
@@ -252,10 +266,15 @@ impl Checker {
         if errors.is_empty() {
             return;
         }
-        let reasons = self.invalid.entry(format!("{label} ({definition})")).or_default();
+        let reasons = self
+            .invalid
+            .entry(format!("{label} ({definition})"))
+            .or_default();
         for error in errors {
             if reasons.len() < 20 {
-                reasons.entry(error).or_insert_with(|| truncate(&instance.to_string()));
+                reasons
+                    .entry(error)
+                    .or_insert_with(|| truncate(&instance.to_string()));
             }
         }
     }
@@ -297,5 +316,60 @@ fn truncate(text: &str) -> String {
     match text.char_indices().nth(300) {
         Some((cut, _)) => format!("{}...", &text[..cut]),
         None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bundle shaped like the reference's: nested `v2` definitions, unions by method.
+    fn bundle() -> Value {
+        json!({"definitions": {
+            "ClientRequest": {"oneOf": [{"properties": {
+                "method": {"enum": ["initialize"]},
+                "params": {"$ref": "#/definitions/InitializeParams"}}}]},
+            "ServerNotification": {"oneOf": [{"properties": {
+                "method": {"enum": ["thread/started"]},
+                "params": {"$ref": "#/definitions/v2/ThreadStartedNotification"}}}]},
+            "ServerRequest": {"oneOf": [{"type": "object"}]},
+            "InitializeParams": {"type": "object"},
+            "InitializeResponse": {"type": "object", "required": ["codexHome"],
+                "properties": {"codexHome": {"type": "string"}}},
+            "JSONRPCErrorError": {"type": "object", "required": ["code", "message"]},
+            "v2": {"ThreadStartedNotification": {"type": "object", "required": ["thread"]}},
+        }})
+    }
+
+    #[test]
+    fn invalid_and_unknown_messages_are_reported_valid_ones_are_not() {
+        let mut checker = Checker::new(&bundle(), Path::new("bundle.json")).expect("a bundle");
+        let entries = [
+            json!({"requestMethod": "initialize", "message": {"id": 1, "result": {"codexHome": "/h"}}}),
+            json!({"requestMethod": "initialize", "message": {"id": 2, "result": {}}}),
+            json!({"message": {"method": "thread/started", "params": {"thread": {}}}}),
+            json!({"message": {"method": "thread/started", "params": {}}}),
+            json!({"message": {"method": "tandem/own", "params": {}}}),
+            json!({"message": {"id": 3, "error": {"code": -32600, "message": "x"}}}),
+            json!({"requestMethod": null, "message": {"id": 4, "result": {}}}),
+        ];
+        for entry in &entries {
+            checker.check(entry);
+        }
+        assert_eq!(checker.checked, 5);
+        let invalid: Vec<&String> = checker.invalid.keys().collect();
+        assert_eq!(
+            invalid,
+            [
+                "notification thread/started (v2/ThreadStartedNotification)",
+                "result of initialize (InitializeResponse)",
+            ]
+        );
+        assert_eq!(
+            checker.unknown.keys().collect::<Vec<_>>(),
+            ["notification tandem/own"]
+        );
+        assert_eq!(checker.unattributed, 1);
+        assert!(!checker.report());
     }
 }

@@ -230,9 +230,12 @@ impl TandemServer {
     /// on a task of its own: a child that does not read its stdin can hold a write forever.
     fn write_stdin(&self, params: ProcessWriteStdinParams, context: RequestContext) {
         let handle = params.process_handle.clone();
-        self.queue_stdin_write(StdinTable::Process, handle, context, |processes| async move {
-            processes.manager.write_stdin(params).await
-        });
+        self.queue_stdin_write(
+            StdinTable::Process,
+            handle,
+            context,
+            |processes| async move { processes.manager.write_stdin(params).await },
+        );
     }
 
     /// Runs `write` once every earlier write to `handle` of `table` is done, on a task of its
@@ -297,7 +300,9 @@ impl ConnectionProcesses {
             StdinTable::Process => &self.stdin_order,
             StdinTable::Exec => &self.exec_stdin_order,
         };
-        order.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        order
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Drops the ordering entry of `handle` if `ticket` is still its last write, so that the

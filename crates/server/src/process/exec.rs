@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tandem_protocol::error_codes::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST};
 use tandem_protocol::{
-    CommandExecParams, CommandExecResizeParams, CommandExecTerminateParams,
-    CommandExecWriteParams, JSONRPCErrorError, ProcessResizePtyParams, ProcessWriteStdinParams,
+    CommandExecParams, CommandExecResizeParams, CommandExecTerminateParams, CommandExecWriteParams,
+    JSONRPCErrorError, ProcessResizePtyParams, ProcessWriteStdinParams,
 };
 
 use super::error::ProcessError;
@@ -72,8 +72,13 @@ impl ExecError {
             TimeoutConflict | CapConflict | SizeRequiresTty | ZeroSize | NegativeTimeout(_)
             | WriteNeedsInput => INVALID_PARAMS,
             SpawnFailed(_) | StdinWriteFailed(_) | ResizeFailed(_) => INTERNAL_ERROR,
-            EmptyCommand | NeedsProcessId | DuplicateProcessId(_) | NoActiveProcess(_)
-            | StdinNotStreamed | StdinClosed | NotAPty => INVALID_REQUEST,
+            EmptyCommand
+            | NeedsProcessId
+            | DuplicateProcessId(_)
+            | NoActiveProcess(_)
+            | StdinNotStreamed
+            | StdinClosed
+            | NotAPty => INVALID_REQUEST,
         }
     }
 
@@ -229,7 +234,10 @@ impl ExecRequest {
 
 impl ProcessManager {
     /// `command/exec/write`: like `process/writeStdin`, in `command/exec` words.
-    pub async fn exec_write(&self, params: CommandExecWriteParams) -> Result<(), JSONRPCErrorError> {
+    pub async fn exec_write(
+        &self,
+        params: CommandExecWriteParams,
+    ) -> Result<(), JSONRPCErrorError> {
         if params.delta.is_none() && !params.close_stdin {
             return Err(ExecError::WriteNeedsInput.into());
         }

@@ -116,7 +116,11 @@ impl TandemServer {
     }
 
     /// `command/exec/write`, ordered behind earlier writes to the same child.
-    pub(super) fn command_exec_write(&self, params: CommandExecWriteParams, context: RequestContext) {
+    pub(super) fn command_exec_write(
+        &self,
+        params: CommandExecWriteParams,
+        context: RequestContext,
+    ) {
         let handle = params.process_id.clone();
         self.queue_stdin_write(StdinTable::Exec, handle, context, |processes| async move {
             processes.exec.exec_write(params).await

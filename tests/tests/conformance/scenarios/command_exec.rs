@@ -64,7 +64,9 @@ async fn expect_exec_output(
         ));
     }
     if last_cap != cap_reached {
-        s.fail(format!("{process_id}: capReached {last_cap}, expected {cap_reached}"));
+        s.fail(format!(
+            "{process_id}: capReached {last_cap}, expected {cap_reached}"
+        ));
     }
     early_result
 }
@@ -139,7 +141,11 @@ pub(crate) async fn command_exec_buffered(transport: Transport) {
     let invalid_request = -32600;
     let invalid_params = -32602;
     let errors: &[(Value, i64, &str)] = &[
-        (json!({"command": []}), invalid_request, "command must not be empty"),
+        (
+            json!({"command": []}),
+            invalid_request,
+            "command must not be empty",
+        ),
         (
             json!({"command": ["true"], "timeoutMs": 5, "disableTimeout": true}),
             invalid_params,
@@ -187,7 +193,10 @@ pub(crate) async fn command_exec_buffered(transport: Transport) {
     }
     for (method, params) in [
         ("command/exec/terminate", json!({"processId": "nope"})),
-        ("command/exec/write", json!({"processId": "nope", "closeStdin": true})),
+        (
+            "command/exec/write",
+            json!({"processId": "nope", "closeStdin": true}),
+        ),
         (
             "command/exec/resize",
             json!({"processId": "nope", "size": {"rows": 5, "cols": 5}}),
