@@ -7,11 +7,19 @@
 //!   (`crates/cli/benches/wire/`), passing it everything after `wire`.
 //! - `cargo xtask codegen`: regenerates the protocol bindings under `docs/protocol/`.
 //! - `cargo xtask check-ts`: compiles those TypeScript bindings with `tsc` (needs node).
+//! - `cargo xtask compat [--venv DIR] [--server BIN] [--client NAME]... [--runs N]`: drives
+//!   `tandem app-server` (or BIN) through the PyPI clients of the protocol (needs the package
+//!   registry or a venv that has them; not in CI).
+//! - `cargo xtask schema-check [--reference BIN]`: validates every message the server sends in
+//!   the conformance suite against the reference app-server's JSON Schema (needs the
+//!   reference; not in CI).
 
 use std::process::{Command, ExitCode};
 
 mod codegen;
+mod compat;
 mod exec_bench;
+mod schema_check;
 
 /// The CI steps, shared by `cargo xtask ci` and mirrored by `.ci/run`.
 const CI_STEPS: &[&[&str]] = &[
@@ -56,11 +64,14 @@ fn main() -> ExitCode {
         ["bench", "exec"] => return exec_bench::run(),
         ["codegen"] => return codegen::regenerate(),
         ["check-ts"] => return codegen::check_typescript(),
+        ["compat", ..] => return compat::run(&args[1..]),
+        ["schema-check", ..] => return schema_check::run(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask ci | cargo xtask bench [host|server|exec] | \
                  cargo xtask bench wire [-- --server 'CMD ARGS...']... | \
-                 cargo xtask codegen | cargo xtask check-ts"
+                 cargo xtask codegen | cargo xtask check-ts | cargo xtask compat [...] | \
+                 cargo xtask schema-check [--reference BIN]"
             );
             return ExitCode::from(2);
         }

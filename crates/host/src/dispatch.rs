@@ -269,10 +269,12 @@ mod tests {
                 platform_family: "unix".into(),
                 platform_os: "linux".into(),
                 tandem_home: "/".into(),
+                codex_home: "/".into(),
                 server_info: ServerInfo {
                     name: "probe".into(),
                     version: "0".into(),
                 },
+                tandem_version: "0".into(),
             })
         }
 

@@ -340,6 +340,21 @@ impl OutgoingMessageSender {
         delivered.await.unwrap_or(false)
     }
 
+    /// Answers a request, runs `on_delivered` at the moment the answer is handed over (with
+    /// whether it was), and waits like [`Self::send_response_and_wait`]. The same contract as
+    /// [`Self::send_notification_then`]: `on_delivered` runs before the host takes the
+    /// consumer's next request, so keep it short and non-blocking.
+    pub async fn send_response_then<T: Serialize>(
+        &self,
+        id: ConnectionRequestId,
+        result: T,
+        on_delivered: impl FnOnce(bool) + Send + 'static,
+    ) -> bool {
+        let (ack, delivered) = DeliveryAck::with_callback(Box::new(on_delivered));
+        self.reply(id, to_result(result), Some(ack)).await;
+        delivered.await.unwrap_or(false)
+    }
+
     /// Answers a request with an error.
     pub async fn send_error(&self, id: ConnectionRequestId, error: JSONRPCErrorError) {
         self.reply(id, Err(error), None).await;

@@ -54,6 +54,10 @@ pub mod wire;
 /// The byte buffer of process output and stdin deltas, re-exported so that embedders need no
 /// direct dependency on `bytes`.
 pub use bytes::Bytes;
+
+/// The upstream app-server release whose protocol this crate implements. Servers advertise it
+/// as `serverInfo.version` (and in `userAgent`): clients gate features on that version.
+pub const UPSTREAM_PROTOCOL_VERSION: &str = "0.169.0";
 pub use jsonrpc::{
     JSONRPCError, JSONRPCErrorError, JSONRPCMessage, JSONRPCNotification, JSONRPCRequest,
     JSONRPCResponse, RequestId,

@@ -109,6 +109,15 @@ request_enum! {
     // g-paging:
     /// `thread/items/list`: a thread's items (or one turn's), one page at a time.
     ThreadItemsList => "thread/items/list" (ThreadItemsListParams) -> ThreadItemsListResponse;
+    // x-exec: command/exec (stable, the reference's shapes).
+    /// `command/exec`: run a command; answers once it exited.
+    CommandExec => "command/exec" (CommandExecParams) -> CommandExecResponse;
+    /// `command/exec/write`: write to (or close) a `command/exec` child's stdin.
+    CommandExecWrite => "command/exec/write" (CommandExecWriteParams) -> EmptyResponse;
+    /// `command/exec/terminate`: kill a `command/exec` child's process group.
+    CommandExecTerminate => "command/exec/terminate" (CommandExecTerminateParams) -> EmptyResponse;
+    /// `command/exec/resize`: resize a `command/exec` child's PTY.
+    CommandExecResize => "command/exec/resize" (CommandExecResizeParams) -> EmptyResponse;
 }
 
 request_enum! {
@@ -179,6 +188,9 @@ notification_enum! {
     // m-models:
     /// `thread/tokenUsage/updated`: the thread's token usage after a model request.
     ThreadTokenUsageUpdated => "thread/tokenUsage/updated" (ThreadTokenUsageUpdatedNotification);
+    // x-exec: command/exec output.
+    /// `command/exec/outputDelta` (guaranteed in-process).
+    CommandExecOutputDelta => "command/exec/outputDelta" (CommandExecOutputDeltaNotification);
 }
 
 /// Client methods that require the `experimentalApi` capability.
@@ -206,14 +218,21 @@ pub const DEFAULT_GUARANTEED_NOTIFICATION_METHODS: &[&str] = &[
     "process/exited",
     "turn/completed",
     "thread/attachment/updated",
+    // x-exec:
+    "command/exec/outputDelta",
 ];
 
-/// Client methods whose replies must not wait behind events: process control.
+/// Client methods whose replies must not wait behind events: process control. Not
+/// `command/exec` itself: its result must follow every `command/exec/outputDelta` it caused.
 pub const PROCESS_CONTROL_METHODS: &[&str] = &[
     "process/spawn",
     "process/writeStdin",
     "process/kill",
     "process/resizePty",
+    // x-exec:
+    "command/exec/write",
+    "command/exec/terminate",
+    "command/exec/resize",
 ];
 
 impl ClientRequest {
@@ -303,7 +322,10 @@ impl ServerNotification {
             Self::ThreadCompacted(n) => Some(&n.thread_id),
             Self::ThreadReverted(n) => Some(&n.thread_id),
             Self::ThreadTokenUsageUpdated(n) => Some(&n.thread_id),
-            Self::ProcessOutputDelta(_) | Self::ProcessExited(_) | Self::Custom { .. } => None,
+            Self::ProcessOutputDelta(_)
+            | Self::ProcessExited(_)
+            | Self::CommandExecOutputDelta(_)
+            | Self::Custom { .. } => None,
         }
     }
 }

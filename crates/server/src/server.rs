@@ -19,7 +19,7 @@ use tandem_host::{
 use tandem_protocol::{
     ClientRequest, EmptyResponse, InitializeParams, InitializeResponse, JSONRPCErrorError,
     ProcessExitedNotification, ProcessOutputDeltaNotification, ProcessSpawnParams,
-    ProcessWriteStdinParams, ServerInfo, ServerNotification,
+    ProcessWriteStdinParams, ServerInfo, ServerNotification, UPSTREAM_PROTOCOL_VERSION,
 };
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
@@ -28,10 +28,14 @@ use crate::options::ServerOptions;
 use crate::process::{HandleRelease, ProcessEventSink, ProcessManager};
 use crate::threads::ThreadService;
 
+mod command_exec;
+
 /// The server name reported in `serverInfo` and `userAgent`.
 pub const SERVER_NAME: &str = "tandem";
 
-/// The server version reported in `serverInfo` and `userAgent`.
+/// Tandem's own version: `tandemVersion` of the `initialize` result, inside `userAgent`, and
+/// threads' `cliVersion`. `serverInfo.version` is the protocol revision instead
+/// ([`tandem_protocol::UPSTREAM_PROTOCOL_VERSION`]).
 pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The reference Tandem server: processes (docs/protocol.md section 8), threads and turns
@@ -83,6 +87,10 @@ struct ConnectionProcesses {
     manager: ProcessManager,
     sink: Arc<dyn ProcessEventSink>,
     stdin_order: Mutex<StdinOrder>,
+    /// The `command/exec` children: a table of their own, so that a `processId` never
+    /// collides with a `process/spawn` handle.
+    exec: ProcessManager,
+    exec_stdin_order: Mutex<StdinOrder>,
 }
 
 /// Keeps `process/writeStdin` requests for one handle in arrival order although each runs on a
@@ -188,6 +196,9 @@ impl TandemServer {
                     connection,
                 }),
                 stdin_order: Mutex::new(StdinOrder::default()),
+                exec: ProcessManager::new()
+                    .with_kept_output_max(self.options.config.process_output_max_bytes),
+                exec_stdin_order: Mutex::new(StdinOrder::default()),
             })
         });
         Arc::clone(entry)
@@ -219,14 +230,31 @@ impl TandemServer {
     /// Queues the write behind earlier writes to the same handle and answers when it is done,
     /// on a task of its own: a child that does not read its stdin can hold a write forever.
     fn write_stdin(&self, params: ProcessWriteStdinParams, context: RequestContext) {
-        let processes = self.processes(context.id.connection_id);
         let handle = params.process_handle.clone();
+        self.queue_stdin_write(
+            StdinTable::Process,
+            handle,
+            context,
+            |processes| async move { processes.manager.write_stdin(params).await },
+        );
+    }
+
+    /// Runs `write` once every earlier write to `handle` of `table` is done, on a task of its
+    /// own, and answers `context` with its result.
+    fn queue_stdin_write<F, Fut>(
+        &self,
+        table: StdinTable,
+        handle: String,
+        context: RequestContext,
+        write: F,
+    ) where
+        F: FnOnce(Arc<ConnectionProcesses>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<(), JSONRPCErrorError>> + Send,
+    {
+        let processes = self.processes(context.id.connection_id);
         let (done, done_signal) = oneshot::channel::<()>();
         let (ticket, previous) = {
-            let mut order = processes
-                .stdin_order
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut order = processes.stdin_order(table);
             let ticket = order.next_ticket;
             order.next_ticket += 1;
             let previous = order.tails.insert(handle.clone(), (ticket, done_signal));
@@ -238,9 +266,9 @@ impl TandemServer {
                 // Resolves when the previous write finished or its task went away.
                 let _ = previous.await;
             }
-            let result = processes.manager.write_stdin(params).await;
+            let result = write(Arc::clone(&processes)).await;
             drop(done);
-            processes.forget_stdin_tail(&handle, ticket);
+            processes.forget_stdin_tail(table, &handle, ticket);
             match result {
                 Ok(()) => outgoing.send_response(context.id, EmptyResponse {}).await,
                 Err(error) => outgoing.send_error(context.id, error).await,
@@ -258,14 +286,30 @@ impl TandemServer {
     }
 }
 
+/// Which handle table a stdin write is ordered in.
+#[derive(Debug, Clone, Copy)]
+enum StdinTable {
+    /// `process/writeStdin`.
+    Process,
+    /// `command/exec/write`.
+    Exec,
+}
+
 impl ConnectionProcesses {
+    fn stdin_order(&self, table: StdinTable) -> MutexGuard<'_, StdinOrder> {
+        let order = match table {
+            StdinTable::Process => &self.stdin_order,
+            StdinTable::Exec => &self.exec_stdin_order,
+        };
+        order
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// Drops the ordering entry of `handle` if `ticket` is still its last write, so that the
     /// table does not grow with every handle ever written to.
-    fn forget_stdin_tail(&self, handle: &str, ticket: u64) {
-        let mut order = self
-            .stdin_order
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+    fn forget_stdin_tail(&self, table: StdinTable, handle: &str, ticket: u64) {
+        let mut order = self.stdin_order(table);
         if order
             .tails
             .get(handle)
@@ -289,8 +333,9 @@ impl MessageProcessor for TandemServer {
         let client = &params.client_info;
         tracing::debug!(%connection, client = %client.name, "initialize");
         Ok(InitializeResponse {
+            // `<name>/<version>` first: clients without `serverInfo` split the version from it.
             user_agent: format!(
-                "{SERVER_NAME}/{SERVER_VERSION} ({} {}; {}) {}/{}",
+                "{SERVER_NAME}/{UPSTREAM_PROTOCOL_VERSION} ({SERVER_NAME} {SERVER_VERSION}; {} {}; {}) {}/{}",
                 std::env::consts::OS,
                 std::env::consts::ARCH,
                 std::env::consts::FAMILY,
@@ -300,10 +345,12 @@ impl MessageProcessor for TandemServer {
             platform_family: std::env::consts::FAMILY.to_owned(),
             platform_os: std::env::consts::OS.to_owned(),
             tandem_home: home.display().to_string(),
+            codex_home: home.display().to_string(),
             server_info: ServerInfo {
                 name: SERVER_NAME.to_owned(),
-                version: SERVER_VERSION.to_owned(),
+                version: UPSTREAM_PROTOCOL_VERSION.to_owned(),
             },
+            tandem_version: SERVER_VERSION.to_owned(),
         })
     }
 
@@ -323,6 +370,20 @@ impl MessageProcessor for TandemServer {
                 let result = processes.manager.resize_pty(params).await;
                 self.reply(context.id, result).await;
             }
+            ClientRequest::CommandExec { params, .. } => self.command_exec(params, context),
+            ClientRequest::CommandExecWrite { params, .. } => {
+                self.command_exec_write(params, context);
+            }
+            ClientRequest::CommandExecTerminate { params, .. } => {
+                let processes = self.processes(context.id.connection_id);
+                let result = processes.exec.exec_terminate(params);
+                self.reply(context.id, result).await;
+            }
+            ClientRequest::CommandExecResize { params, .. } => {
+                let processes = self.processes(context.id.connection_id);
+                let result = processes.exec.exec_resize(params);
+                self.reply(context.id, result).await;
+            }
             other => {
                 // Custom methods never get here (the host answers them, since this server
                 // claims none), so whatever the thread service declines is unknown.
@@ -339,6 +400,7 @@ impl MessageProcessor for TandemServer {
         if let Some(processes) = processes {
             tracing::debug!(%connection, "connection closed; killing its processes");
             processes.manager.kill_all().await;
+            processes.exec.kill_all().await;
         }
     }
 
@@ -351,7 +413,9 @@ impl MessageProcessor for TandemServer {
         // signalled at once and the reap waits overlap within the host's shutdown stage.
         let mut kills = JoinSet::new();
         for processes in all {
+            let exec = processes.exec.clone();
             kills.spawn(async move { processes.manager.kill_all().await });
+            kills.spawn(async move { exec.kill_all().await });
         }
         for (commands, ended) in turns {
             kills.spawn(async move { commands.kill_all().await });

@@ -241,10 +241,12 @@ pub fn initialize_response() -> InitializeResponse {
         platform_family: "unix".into(),
         platform_os: std::env::consts::OS.into(),
         tandem_home: std::env::temp_dir().display().to_string(),
+        codex_home: std::env::temp_dir().display().to_string(),
         server_info: ServerInfo {
             name: "tandem-test".into(),
             version: env!("CARGO_PKG_VERSION").into(),
         },
+        tandem_version: env!("CARGO_PKG_VERSION").into(),
     }
 }
 

@@ -92,5 +92,7 @@ conformance_suite! {
         crate::scenarios::models::config_writes_are_read_back => config_writes_are_read_back,
         crate::scenarios::models::image_input_is_stored_and_acknowledged => image_input_is_stored_and_acknowledged,
         crate::scenarios::models::token_usage_follows_each_model_request => token_usage_follows_each_model_request,
+        crate::scenarios::command_exec::command_exec_buffered => command_exec_buffered,
+        crate::scenarios::command_exec::command_exec_streamed => command_exec_streamed,
     }
 }

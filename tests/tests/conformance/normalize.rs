@@ -83,7 +83,8 @@ impl Normalizer {
         }
     }
 
-    /// `value` with every varying part replaced.
+    /// `value` with every varying part replaced (a `userAgent` only when it has the shape
+    /// docs/protocol.md section 3 gives it).
     pub(crate) fn normalize(&mut self, value: &Value) -> Value {
         match value {
             Value::Object(object) => {
@@ -96,7 +97,10 @@ impl Normalizer {
                         (key, Value::Number(_)) if CLOCK_MEMBERS.contains(&key) => {
                             Value::String("<time>".into())
                         }
-                        ("userAgent", Value::String(_)) => Value::String("<userAgent>".into()),
+                        // Only the expected shape is normalized, so a wrong one shows in a diff.
+                        ("userAgent", Value::String(agent)) if is_tandem_user_agent(agent) => {
+                            Value::String("<userAgent>".into())
+                        }
                         _ => self.normalize(member),
                     };
                     out.insert(key.clone(), member);
@@ -162,6 +166,22 @@ fn is_uuid(text: &str) -> bool {
         })
 }
 
+/// Whether `agent` is `tandem/<protocol revision> (tandem <version>; <os> <arch>; <family>)
+/// <client>/<version>` for the suite's client: what clients split the version from.
+pub(crate) fn is_tandem_user_agent(agent: &str) -> bool {
+    let expected_prefix = format!(
+        "tandem/{} (tandem {}; {} {}; {}) ",
+        tandem_protocol::UPSTREAM_PROTOCOL_VERSION,
+        tandem_server::server::SERVER_VERSION,
+        std::env::consts::OS,
+        std::env::consts::ARCH,
+        std::env::consts::FAMILY,
+    );
+    agent
+        .strip_prefix(&expected_prefix)
+        .is_some_and(|client| client.contains('/'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,7 +195,15 @@ mod tests {
         let turn = "01890a5d-ac96-774b-bcce-b302099a8058";
         let value = json!({
             "threadId": thread, "turn": {"id": turn, "startedAt": 12, "completedAt": null},
-            "again": thread, "cwd": "/private/tmp/home/work", "emittedAtMs": 5, "userAgent": "x/1",
+            "again": thread, "cwd": "/private/tmp/home/work", "emittedAtMs": 5,
+            "userAgent": format!(
+                "tandem/{} (tandem {}; {} {}; {}) client/1",
+                tandem_protocol::UPSTREAM_PROTOCOL_VERSION,
+                tandem_server::server::SERVER_VERSION,
+                std::env::consts::OS,
+                std::env::consts::ARCH,
+                std::env::consts::FAMILY,
+            ),
             "message": format!("thread not found: {turn}!"),
         });
         assert_eq!(
@@ -193,5 +221,10 @@ mod tests {
             json!({"threadId": turn, "cwd": "/tmp/home/x", "c": format!("7:{thread}")})
         );
         assert!(!is_uuid("01890A5D-AC96-774B-BCCE-B302099A8057"));
+        // A user agent of another shape (the old one, without the protocol revision) is kept.
+        assert_eq!(
+            normalizer.normalize(&json!({"userAgent": "tandem/0.1.0 (linux x86_64; unix) c/1"})),
+            json!({"userAgent": "tandem/0.1.0 (linux x86_64; unix) c/1"})
+        );
     }
 }

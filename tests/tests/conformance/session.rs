@@ -7,9 +7,11 @@
 //! a scenario sends through [`Session::send`] is denormalized first, so scenarios use the
 //! placeholders (`<id:1>`, `<home>`) in both directions.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
+use std::io::Write as _;
 use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -28,6 +30,27 @@ const OVERLOAD_RETRY: Duration = Duration::from_millis(10);
 
 /// How many of the latest messages a failure message shows.
 const RECENT: usize = 12;
+
+/// Names a file to which every message a server sends in the suite is appended, one JSON
+/// object per line: `{"transport", "requestMethod", "message"}`, `requestMethod` being the
+/// method of the request a reply answers (`null` otherwise). `cargo xtask schema-check`
+/// validates them against the reference's schema.
+pub(crate) const CAPTURE_ENV: &str = "TANDEM_CONFORMANCE_CAPTURE";
+
+/// The capture file of [`CAPTURE_ENV`], opened once for every test of the process.
+fn capture_file() -> Option<&'static Mutex<std::fs::File>> {
+    static FILE: OnceLock<Option<Mutex<std::fs::File>>> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let path = std::env::var_os(CAPTURE_ENV)?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .unwrap_or_else(|error| panic!("{CAPTURE_ENV}: cannot open {path:?}: {error}"));
+        Some(Mutex::new(file))
+    })
+    .as_ref()
+}
 
 /// Where the server under test runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,6 +121,8 @@ pub(crate) struct Session {
     normalizer: Normalizer,
     next_id: i64,
     recent: VecDeque<String>,
+    /// The method of every request sent, by id, for the capture of [`CAPTURE_ENV`].
+    sent_methods: HashMap<i64, String>,
     /// Removed when the session is dropped, after the server is gone.
     _home: tempfile::TempDir,
 }
@@ -141,8 +166,14 @@ impl Session {
             normalizer: Normalizer::new(homes),
             next_id: 1,
             recent: VecDeque::new(),
+            sent_methods: HashMap::new(),
             _home: home,
         }
+    }
+
+    /// The transport this session runs on.
+    pub(crate) fn transport(&self) -> Transport {
+        self.transport
     }
 
     /// Normalizes `value` as this session's messages are.
@@ -196,6 +227,9 @@ impl Session {
     /// Sends a request for `method` with `params` and returns its id.
     pub(crate) async fn request(&mut self, method: &str, params: Value) -> i64 {
         let id = self.fresh_id();
+        if capture_file().is_some() {
+            self.sent_methods.insert(id, method.to_owned());
+        }
         self.send(json!({"id": id, "method": method, "params": params}))
             .await;
         id
@@ -218,6 +252,7 @@ impl Session {
             self.recent.pop_front();
         }
         self.recent.push_back(summary(&message));
+        self.capture(&message);
         let is_notification = message.get("method").is_some() && message.get("id").is_none();
         if is_notification
             && self.transport.stamps_notifications()
@@ -228,6 +263,24 @@ impl Session {
             ));
         }
         message
+    }
+
+    /// Appends `message` to the capture file, if [`CAPTURE_ENV`] names one.
+    fn capture(&self, message: &Value) {
+        let Some(file) = capture_file() else { return };
+        let is_reply = message.get("method").is_none();
+        let request_method = message
+            .get("id")
+            .and_then(Value::as_i64)
+            .filter(|_| is_reply)
+            .and_then(|id| self.sent_methods.get(&id));
+        let line = json!({
+            "transport": self.transport.to_string(),
+            "requestMethod": request_method,
+            "message": message,
+        });
+        let mut file = file.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        writeln!(file, "{line}").expect("the capture file is writable");
     }
 
     /// The reply to request `id` (`{id, result}` or `{id, error}`), normalized. Messages read

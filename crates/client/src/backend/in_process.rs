@@ -30,7 +30,9 @@ pub(crate) const GENERATION: u64 = 1;
 
 pub(crate) struct InProcessBackend {
     sender: InProcessClientSender,
-    initialize: InitializeResponse,
+    /// Boxed: the handshake result is read rarely and would make this variant of the
+    /// client's backend enum far larger than the wire one.
+    initialize: Box<InitializeResponse>,
     /// The timeouts of pending requests, enforced by one sweeper task.
     deadlines: Arc<DeadlineWatch>,
     stop: CancellationToken,
@@ -45,7 +47,7 @@ impl InProcessBackend {
         let handle = in_process::start(args).await?;
         Ok(Self {
             sender: handle.sender(),
-            initialize: handle.initialize_response().clone(),
+            initialize: Box::new(handle.initialize_response().clone()),
             deadlines: Arc::new(DeadlineWatch::default()),
             stop: CancellationToken::new(),
             worker: Mutex::new(None),

@@ -88,8 +88,14 @@ pub struct InitializeResponse {
     pub platform_os: String,
     /// Absolute path of the server's home directory.
     pub tandem_home: String,
-    /// Server name and version.
+    /// The same directory as `tandemHome`, under the reference's name (its schema requires it).
+    pub codex_home: String,
+    /// Server name and the upstream protocol revision it implements
+    /// ([`crate::UPSTREAM_PROTOCOL_VERSION`]), which clients compare with the release that
+    /// introduced a feature.
     pub server_info: ServerInfo,
+    /// The server's own version (Tandem's release, not the protocol revision).
+    pub tandem_version: String,
 }
 
 /// `config/read` params (both members may be ignored by the server).

@@ -72,6 +72,7 @@ pub struct EmptyParams {}
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 pub struct EmptyResponse {}
 
+mod command_exec;
 mod handshake;
 mod models;
 mod notifications;
@@ -82,6 +83,7 @@ mod thread_ops;
 mod threads;
 mod values;
 
+pub use command_exec::*;
 pub use handshake::*;
 pub use models::*;
 pub use notifications::*;

@@ -212,14 +212,16 @@ pub(crate) fn initialize_params() -> InitializeParams {
 
 pub(crate) fn initialize_response() -> InitializeResponse {
     InitializeResponse {
-        user_agent: s("tandem/0.1.0 (tandem-tests 1.2.3)"),
+        user_agent: s("tandem/0.169.0 (tandem 0.1.0; linux x86_64; unix) tandem-tests/1.2.3"),
         platform_family: s("unix"),
         platform_os: s("linux"),
         tandem_home: s("/home/dev/.tandem"),
+        codex_home: s("/home/dev/.tandem"),
         server_info: ServerInfo {
             name: s("tandem"),
-            version: s("0.1.0"),
+            version: s("0.169.0"),
         },
+        tandem_version: s("0.1.0"),
     }
 }
 

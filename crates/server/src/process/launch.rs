@@ -71,6 +71,9 @@ fn base_command(plan: &SpawnPlan, marker: Option<&str>) -> Command {
 /// Starts the child described by `plan`, with `marker` in its environment (see
 /// [`base_command`]).
 pub(crate) fn launch(plan: &SpawnPlan, marker: Option<&str>) -> Result<Launched, LaunchError> {
+    // merge(s-sandbox): enforce `plan.sandbox` here; until then every child runs with the
+    // server's full access, which is what `dangerFullAccess` (the only policy) means.
+    tracing::trace!(sandbox = ?plan.sandbox, "launching");
     if plan.tty {
         launch_pty(plan, marker)
     } else {

@@ -284,7 +284,15 @@ impl ProcessManager {
         params: ProcessSpawnParams,
         sink: Arc<dyn ProcessEventSink>,
     ) -> Result<SpawnedProcess, ProcessError> {
-        let plan = SpawnPlan::from_params(params)?;
+        self.spawn_planned(SpawnPlan::from_params(params)?, sink)
+    }
+
+    /// Starts the child of a checked `plan` (shared by `process/spawn` and `command/exec`).
+    pub(crate) fn spawn_planned(
+        &self,
+        plan: SpawnPlan,
+        sink: Arc<dyn ProcessEventSink>,
+    ) -> Result<SpawnedProcess, ProcessError> {
         let limits = self.inner.limits;
         let budget = limits
             .max_bytes
@@ -401,7 +409,10 @@ impl ProcessManager {
         Ok(self.write_stdin_inner(params).await?)
     }
 
-    async fn write_stdin_inner(&self, params: ProcessWriteStdinParams) -> Result<(), ProcessError> {
+    pub(crate) async fn write_stdin_inner(
+        &self,
+        params: ProcessWriteStdinParams,
+    ) -> Result<(), ProcessError> {
         let close = params.close_stdin.unwrap_or(false);
         let bytes = match params.delta {
             None if !close => return Err(ProcessError::WriteStdinNeedsInput),
@@ -451,8 +462,12 @@ impl ProcessManager {
     /// `process/kill`: sends `SIGKILL` to the child's whole process group (for a PTY child, its
     /// whole session). The child then reports exit code 137 in its `process/exited`.
     pub async fn kill(&self, params: ProcessKillParams) -> Result<(), JSONRPCErrorError> {
-        let entry = self.running_entry(&params.process_handle)?;
-        tracing::debug!(handle = %params.process_handle, scope = ?entry.scope, "killing process");
+        Ok(self.kill_inner(&params.process_handle)?)
+    }
+
+    pub(crate) fn kill_inner(&self, handle: &str) -> Result<(), ProcessError> {
+        let entry = self.running_entry(handle)?;
+        tracing::debug!(%handle, scope = ?entry.scope, "killing process");
         entry.scope.kill();
         Ok(())
     }
@@ -465,7 +480,7 @@ impl ProcessManager {
         Ok(self.resize_inner(params)?)
     }
 
-    fn resize_inner(&self, params: ProcessResizePtyParams) -> Result<(), ProcessError> {
+    pub(crate) fn resize_inner(&self, params: ProcessResizePtyParams) -> Result<(), ProcessError> {
         check_size(params.size)?;
         let entry = self.running_entry(&params.process_handle)?;
         let control = entry.pty_control.as_ref().ok_or(ProcessError::NotAPty)?;

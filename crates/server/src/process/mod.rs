@@ -11,13 +11,14 @@
 //! or a PTY, `group` kills what a child started, `guard` registers it with the watchdog that
 //! kills it if this process dies (see [`crate::helper::watchdog`]), `stream` is the output
 //! pump, `manager` owns the handle table and the control requests, `supervise` waits for exit
-//! and sends `process/exited`.
+//! and sends `process/exited`, `exec` maps `command/exec` onto all of it.
 
 use std::time::Duration;
 
 use tandem_protocol::{ProcessExitedNotification, ProcessOutputDeltaNotification, PtySize};
 
 mod error;
+mod exec;
 pub(crate) mod group;
 pub(crate) mod guard;
 mod launch;
@@ -29,6 +30,7 @@ mod supervise;
 #[cfg(test)]
 mod tests;
 
+pub use exec::ExecRequest;
 pub use manager::{ProcessManager, SpawnedProcess};
 
 /// Post-exit budget for each stream to reach EOF (descendants may hold the pipe open). Time

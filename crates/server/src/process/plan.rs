@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tandem_protocol::{ProcessSpawnParams, PtySize};
+use tandem_protocol::{ProcessSpawnParams, PtySize, SandboxPolicy};
 
 use super::error::ProcessError;
 use super::{DEFAULT_OUTPUT_BYTES_CAP, DEFAULT_PTY_SIZE, DEFAULT_TIMEOUT};
@@ -30,6 +30,9 @@ pub(crate) struct SpawnPlan {
     pub(crate) env: BTreeMap<String, Option<String>>,
     /// Only meaningful with `tty`.
     pub(crate) size: PtySize,
+    /// The sandbox a `command/exec` asked for (`None`: the configured one); `process/spawn`
+    /// has no such member. [`super::launch::launch`] is where it takes effect.
+    pub(crate) sandbox: Option<SandboxPolicy>,
 }
 
 /// Checks that a PTY size is usable (shared by spawn and resize).
@@ -107,6 +110,7 @@ impl SpawnPlan {
             timeout,
             env: env.unwrap_or_default(),
             size: size.unwrap_or(DEFAULT_PTY_SIZE),
+            sandbox: None,
         })
     }
 }

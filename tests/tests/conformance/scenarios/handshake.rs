@@ -11,8 +11,9 @@ use crate::session::{Session, Transport, client_info};
 fn initialize_result() -> Value {
     json!({
         "userAgent": "<userAgent>", "platformFamily": std::env::consts::FAMILY,
-        "platformOs": std::env::consts::OS, "tandemHome": "<home>",
-        "serverInfo": {"name": "tandem", "version": tandem_server::server::SERVER_VERSION},
+        "platformOs": std::env::consts::OS, "tandemHome": "<home>", "codexHome": "<home>",
+        "serverInfo": {"name": "tandem", "version": tandem_protocol::UPSTREAM_PROTOCOL_VERSION},
+        "tandemVersion": tandem_server::server::SERVER_VERSION,
     })
 }
 

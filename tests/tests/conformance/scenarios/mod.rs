@@ -5,6 +5,7 @@
 //! compares whole replies and notifications, so a member added, dropped or renamed on one
 //! transport fails it.
 
+pub(crate) mod command_exec;
 pub(crate) mod errors;
 pub(crate) mod handshake;
 pub(crate) mod models;
