@@ -560,6 +560,9 @@ fn history(turns: &[Turn]) -> Vec<String> {
                     None => format!("$ {command}  (did not run)"),
                 }),
                 ThreadItem::DynamicToolCall { tool, .. } => lines.push(format!("(tool {tool})")),
+                ThreadItem::ContextCompaction { .. } => {
+                    lines.push("(earlier turns compacted into a summary)".to_owned());
+                }
             }
         }
         match turn.status {

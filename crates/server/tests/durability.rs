@@ -235,6 +235,30 @@ impl ThreadStore for FailingStore {
     async fn list_attachments(&self, thread_id: &str) -> Result<Vec<ThreadAttachment>, StoreError> {
         self.inner.list_attachments(thread_id).await
     }
+    async fn truncate_turns(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        update: &ThreadUpdate,
+    ) -> Result<ThreadRecord, StoreError> {
+        self.write()?;
+        self.inner.truncate_turns(thread_id, turn_id, update).await
+    }
+    async fn put_compaction(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        summary: &str,
+    ) -> Result<(), StoreError> {
+        self.write()?;
+        self.inner.put_compaction(thread_id, turn_id, summary).await
+    }
+    async fn latest_compaction(
+        &self,
+        thread_id: &str,
+    ) -> Result<Option<tandem_server::store::Compaction>, StoreError> {
+        self.inner.latest_compaction(thread_id).await
+    }
 }
 
 /// What one session against a [`FailingStore`] saw.

@@ -16,7 +16,8 @@
 //!
 //! Files: `error` holds [`StoreError`], `memory` and `sqlite` the two implementations,
 //! `recovery` what a turn cut short by a crash becomes, `tests` one suite run against both
-//! plus the SQLite durability tests.
+//! plus the SQLite durability tests, `thread_ops_tests` the same for archiving, compaction
+//! summaries and truncation (schema version 2).
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -34,6 +35,8 @@ mod sqlite;
 mod incremental_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod thread_ops_tests;
 
 pub use error::StoreError;
 pub use memory::InMemoryThreadStore;
