@@ -79,9 +79,9 @@ async fn later_turns_send_the_model_summary_instead_of_the_history_also_after_a_
         .events
         .iter()
         .filter_map(|event| match event {
-            InProcessServerEvent::ServerNotification(ServerNotification::ThreadCompacted(
-                note,
-            )) => Some(note.clone()),
+            InProcessServerEvent::ServerNotification(ServerNotification::ThreadCompacted(note)) => {
+                Some(note.clone())
+            }
             _ => None,
         })
         .collect();
@@ -100,7 +100,10 @@ async fn later_turns_send_the_model_summary_instead_of_the_history_also_after_a_
     assert_eq!(asked[1], pair("user", "first question"));
     assert_eq!(asked[2], pair("assistant", "first answer"));
     assert_eq!(asked[3].0, "user");
-    assert!(asked[3].1.starts_with("Summarize the conversation"), "{asked:?}");
+    assert!(
+        asked[3].1.starts_with("Summarize the conversation"),
+        "{asked:?}"
+    );
 
     start_turn(&handle, &thread, "second question").await;
     let second = drive_turn(&mut handle, &Answers::default()).await;

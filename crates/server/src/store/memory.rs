@@ -11,8 +11,8 @@ use tandem_protocol::{
 };
 
 use super::{
-    Compaction, Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore, ThreadUpdate, TurnListQuery,
-    effective_limit, parse_thread_cursor, thread_cursor,
+    Compaction, Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore, ThreadUpdate,
+    TurnListQuery, effective_limit, parse_thread_cursor, thread_cursor,
 };
 
 /// One thread and everything under it.

@@ -108,7 +108,10 @@ async fn archived_threads_are_listed_only_when_asked_for() {
             archived_at: Some(None),
             ..ThreadUpdate::default()
         };
-        store.update_thread("a", &unarchive).await.expect("unarchive");
+        store
+            .update_thread("a", &unarchive)
+            .await
+            .expect("unarchive");
         assert_eq!(listed(store.as_ref(), false).await, ["a", "b"]);
         assert!(listed(store.as_ref(), true).await.is_empty());
     }
@@ -119,9 +122,18 @@ async fn truncating_drops_the_turn_every_later_one_and_their_summaries() {
     let (stores, _home) = stores().await;
     for store in stores {
         let history = [turn("t1"), turn("t2"), turn("t3")];
-        store.create_thread(&record("x", 1), &history).await.expect("create");
-        store.put_compaction("x", "t1", "up to t1").await.expect("c1");
-        store.put_compaction("x", "t2", "up to t2").await.expect("c2");
+        store
+            .create_thread(&record("x", 1), &history)
+            .await
+            .expect("create");
+        store
+            .put_compaction("x", "t1", "up to t1")
+            .await
+            .expect("c1");
+        store
+            .put_compaction("x", "t2", "up to t2")
+            .await
+            .expect("c2");
         assert_eq!(
             store.latest_compaction("x").await.expect("latest"),
             Some(Compaction {
@@ -164,11 +176,17 @@ async fn the_latest_summary_is_the_last_by_turn_order_and_needs_a_stored_turn() 
     let (stores, _home) = stores().await;
     for store in stores {
         let history = [turn("t1"), turn("t2"), turn("t3")];
-        store.create_thread(&record("x", 1), &history).await.expect("create");
+        store
+            .create_thread(&record("x", 1), &history)
+            .await
+            .expect("create");
         assert_eq!(store.latest_compaction("x").await.expect("none"), None);
         store.put_compaction("x", "t3", "late").await.expect("t3");
         store.put_compaction("x", "t1", "early").await.expect("t1");
-        store.put_compaction("x", "t3", "late, again").await.expect("t3 again");
+        store
+            .put_compaction("x", "t3", "late, again")
+            .await
+            .expect("t3 again");
         assert_eq!(
             store.latest_compaction("x").await.expect("latest"),
             Some(Compaction {
@@ -180,9 +198,18 @@ async fn the_latest_summary_is_the_last_by_turn_order_and_needs_a_stored_turn() 
             .put_compaction("x", "nope", "s")
             .await
             .expect_err("unknown turn");
-        assert!(matches!(unknown, StoreError::TurnNotFound { .. }), "{unknown}");
-        let missing = store.latest_compaction("missing").await.expect_err("no thread");
-        assert!(matches!(missing, StoreError::ThreadNotFound(_)), "{missing}");
+        assert!(
+            matches!(unknown, StoreError::TurnNotFound { .. }),
+            "{unknown}"
+        );
+        let missing = store
+            .latest_compaction("missing")
+            .await
+            .expect_err("no thread");
+        assert!(
+            matches!(missing, StoreError::ThreadNotFound(_)),
+            "{missing}"
+        );
         store.delete_thread("x").await.expect("delete");
     }
 }
@@ -193,8 +220,14 @@ async fn sqlite_keeps_archive_summary_and_cut_across_a_reopen() {
     {
         let store = SqliteThreadStore::open(home.path()).await.expect("open");
         let history = [turn("t1"), turn("t2"), turn("t3")];
-        store.create_thread(&record("x", 1), &history).await.expect("create");
-        store.put_compaction("x", "t2", "summary").await.expect("summary");
+        store
+            .create_thread(&record("x", 1), &history)
+            .await
+            .expect("create");
+        store
+            .put_compaction("x", "t2", "summary")
+            .await
+            .expect("summary");
         store
             .truncate_turns("x", "t3", &ThreadUpdate::default())
             .await
@@ -259,5 +292,8 @@ async fn sqlite_migrates_a_version_one_database() {
         .commit_turn("old", &turn("t1"), &ThreadUpdate::default())
         .await
         .expect("turn");
-    store.put_compaction("old", "t1", "s").await.expect("summary");
+    store
+        .put_compaction("old", "t1", "s")
+        .await
+        .expect("summary");
 }

@@ -4,8 +4,8 @@
 use tandem_host::{ConnectionId, ConnectionRequestId};
 use tandem_protocol::{
     EmptyResponse, JSONRPCErrorError, ThreadAttachment, ThreadAttachmentAddOutcome,
-    ThreadAttachmentAddParams, ThreadAttachmentListParams, ThreadAttachmentListResponse, ThreadAttachmentOperation, ThreadAttachmentRemoveParams,
-    ThreadAttachmentUpdatedNotification,
+    ThreadAttachmentAddParams, ThreadAttachmentListParams, ThreadAttachmentListResponse,
+    ThreadAttachmentOperation, ThreadAttachmentRemoveParams, ThreadAttachmentUpdatedNotification,
 };
 
 use crate::store;

@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 use tandem_host::ConnectionRequestId;
 use tandem_protocol::{
     EmptyResponse, JSONRPCErrorError, ServerNotification, ThreadArchiveParams,
-    ThreadArchivedNotification, ThreadCompactStartParams, ThreadRevertParams,
-    ThreadRevertResponse, ThreadRevertedNotification, ThreadRollbackParams,
-    ThreadRollbackResponse, ThreadUnarchiveParams, ThreadUnarchiveResponse,
-    ThreadUnarchivedNotification, Turn, TurnItemsView, TurnStatus,
+    ThreadArchivedNotification, ThreadCompactStartParams, ThreadRevertParams, ThreadRevertResponse,
+    ThreadRevertedNotification, ThreadRollbackParams, ThreadRollbackResponse,
+    ThreadUnarchiveParams, ThreadUnarchiveResponse, ThreadUnarchivedNotification, Turn,
+    TurnItemsView, TurnStatus,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -39,9 +39,13 @@ impl ThreadService {
 
     /// Refuses a change to the history of a thread whose turn is still running.
     fn ensure_no_running_turn(&self, thread_id: &str, what: &str) -> Result<(), JSONRPCErrorError> {
-        let running = self
-            .loaded(thread_id)
-            .and_then(|thread| thread.state().active.as_ref().map(|active| active.id.clone()));
+        let running = self.loaded(thread_id).and_then(|thread| {
+            thread
+                .state()
+                .active
+                .as_ref()
+                .map(|active| active.id.clone())
+        });
         match running {
             Some(turn_id) => Err(JSONRPCErrorError::invalid_request(format!(
                 "turn {turn_id} of thread {thread_id} is still running; wait for its \
@@ -241,8 +245,8 @@ impl ThreadService {
                 let mut state = thread.state();
                 state.record = record.clone();
                 let history = std::mem::take(&mut state.history);
-                state.history = store::history_before(thread_id, history, turn_id)
-                    .unwrap_or_default();
+                state.history =
+                    store::history_before(thread_id, history, turn_id).unwrap_or_default();
                 state.history.len()
             };
             tracing::debug!(thread = %thread_id, kept, "history cut");
@@ -309,7 +313,9 @@ impl ThreadService {
             None => (record, history),
             Some(turn) => {
                 let turn_id = turn.id.clone();
-                let record = self.cut_history(&thread_id, store.as_ref(), &turn_id).await?;
+                let record = self
+                    .cut_history(&thread_id, store.as_ref(), &turn_id)
+                    .await?;
                 let mut history = history;
                 history.truncate(first_dropped);
                 (record, history)

@@ -174,7 +174,11 @@ mod tests {
         let summary = summarize_transcript(&history);
         assert!(summary.starts_with("Summary of 100 earlier turns:\n(160 older entries left out)"));
         assert_eq!(summary.lines().count(), 2 + MAX_ENTRIES);
-        assert!(summary.lines().all(|line| line.chars().count() <= MAX_ENTRY_CHARS + 10));
+        assert!(
+            summary
+                .lines()
+                .all(|line| line.chars().count() <= MAX_ENTRY_CHARS + 10)
+        );
     }
 
     #[test]

@@ -65,7 +65,8 @@ pub(crate) async fn archive_and_unarchive(transport: Transport) {
     )
     .await;
 
-    let page = |data: Vec<Value>| json!({"data": data, "nextCursor": null, "backwardsCursor": null});
+    let page =
+        |data: Vec<Value>| json!({"data": data, "nextCursor": null, "backwardsCursor": null});
     expect_result(&mut s, "thread/list", json!({}), page(vec![])).await;
     expect_result(
         &mut s,
@@ -135,11 +136,7 @@ async fn expect_unarchive(s: &mut Session, stored: &Value) -> Value {
         json!({"thread": stored}),
     )
     .await;
-    expect_sequence(
-        s,
-        &[note("thread/unarchived", json!({"threadId": THREAD}))],
-    )
-    .await;
+    expect_sequence(s, &[note("thread/unarchived", json!({"threadId": THREAD}))]).await;
     stored.clone()
 }
 
@@ -263,7 +260,13 @@ pub(crate) async fn revert_and_rollback(transport: Transport) {
     .await;
 
     let answer = format!("history: {}", json!(["a"]));
-    scripted_turn(&mut s, ("<id:11>", "<id:12>", "<id:13>"), "/history", &answer).await;
+    scripted_turn(
+        &mut s,
+        ("<id:11>", "<id:12>", "<id:13>"),
+        "/history",
+        &answer,
+    )
+    .await;
     s.close().await;
 }
 
