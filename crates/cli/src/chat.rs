@@ -561,7 +561,7 @@ fn history(turns: &[Turn]) -> Vec<String> {
                 }),
                 ThreadItem::DynamicToolCall { tool, .. } => lines.push(format!("(tool {tool})")),
                 ThreadItem::ContextCompaction { .. } => {
-                    lines.push("(earlier turns compacted into a summary)".to_owned())
+                    lines.push("(earlier turns compacted into a summary)".to_owned());
                 }
             }
         }

@@ -131,6 +131,12 @@ fn client_request_results_round_trip() {
         result_round_trip::<m::ProcessWriteStdin>(EmptyResponse {}),
         result_round_trip::<m::ProcessKill>(EmptyResponse {}),
         result_round_trip::<m::ProcessResizePty>(EmptyResponse {}),
+        result_round_trip::<m::ThreadArchive>(EmptyResponse {}),
+        result_round_trip::<m::ThreadUnarchive>(thread_unarchive_response()),
+        result_round_trip::<m::ThreadCompactStart>(EmptyResponse {}),
+        result_round_trip::<m::ThreadRevert>(thread_revert_response()),
+        result_round_trip::<m::ThreadRollback>(thread_rollback_response()),
+        result_round_trip::<m::ThreadAttachmentList>(thread_attachment_list_response()),
     ];
     assert_covers_exactly(covered, ClientRequest::METHODS);
 }

@@ -407,6 +407,50 @@ fn client_requests_match_protocol_examples() {
             json!({}),
             EmptyResponse {},
         ),
+        // t-threadops: the shapes of the reference's schema (0.169.0).
+        check::<m::ThreadArchive>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e"}),
+            thread_archive_params(),
+            json!({}),
+            EmptyResponse {},
+        ),
+        check::<m::ThreadUnarchive>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e"}),
+            thread_unarchive_params(),
+            json!({"thread": thread_json()}),
+            thread_unarchive_response(),
+        ),
+        check::<m::ThreadCompactStart>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e"}),
+            thread_compact_start_params(),
+            json!({}),
+            EmptyResponse {},
+        ),
+        check::<m::ThreadRevert>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e",
+                   "beforeTurnId": "0190f3a2-8000-7000-8000-000000000002"}),
+            thread_revert_params(),
+            json!({"thread": thread_json(), "turnsBackwardsCursor": null,
+                   "itemsBackwardsCursor": null}),
+            thread_revert_response(),
+        ),
+        check::<m::ThreadRollback>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e", "numTurns": 2}),
+            thread_rollback_params(),
+            json!({"thread": thread_json()}),
+            thread_rollback_response(),
+        ),
+        check::<m::ThreadAttachmentList>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e",
+                   "cursor": "attachment-0", "limit": 10}),
+            thread_attachment_list_params(),
+            json!({"data": [{"id": "att-1", "attachmentType": "github.pr",
+                             "identityKey": "tandem#12",
+                             "payload": {"url": "https://example.invalid/pr/12", "draft": false},
+                             "createdAt": 1_750_000_050}],
+                   "nextCursor": null}),
+            thread_attachment_list_response(),
+        ),
     ];
     assert_covers_exactly(covered, ClientRequest::METHODS);
 }
@@ -560,6 +604,23 @@ fn server_notification_examples() -> Vec<(Value, ServerNotification)> {
                               "stdoutCapReached": false, "stderr": "",
                               "stderrCapReached": true, "outputDrainTimedOut": true}}),
             process_exited(),
+        ),
+        (
+            json!({"method": "thread/archived", "params": {"threadId": thread_id}}),
+            thread_archived(),
+        ),
+        (
+            json!({"method": "thread/unarchived", "params": {"threadId": thread_id}}),
+            thread_unarchived(),
+        ),
+        (
+            json!({"method": "thread/compacted",
+                   "params": {"threadId": thread_id, "turnId": turn_id}}),
+            thread_compacted(),
+        ),
+        (
+            json!({"method": "thread/reverted", "params": {"threadId": thread_id}}),
+            thread_reverted(),
         ),
     ]
 }

@@ -6,8 +6,11 @@ import type { ProcessResizePtyParams } from "./ProcessResizePtyParams";
 import type { ProcessSpawnParams } from "./ProcessSpawnParams";
 import type { ProcessWriteStdinParams } from "./ProcessWriteStdinParams";
 import type { RequestId } from "./RequestId";
+import type { ThreadArchiveParams } from "./ThreadArchiveParams";
 import type { ThreadAttachmentAddParams } from "./ThreadAttachmentAddParams";
+import type { ThreadAttachmentListParams } from "./ThreadAttachmentListParams";
 import type { ThreadAttachmentRemoveParams } from "./ThreadAttachmentRemoveParams";
+import type { ThreadCompactStartParams } from "./ThreadCompactStartParams";
 import type { ThreadDeleteParams } from "./ThreadDeleteParams";
 import type { ThreadForkParams } from "./ThreadForkParams";
 import type { ThreadListParams } from "./ThreadListParams";
@@ -15,8 +18,11 @@ import type { ThreadLoadedListParams } from "./ThreadLoadedListParams";
 import type { ThreadNameSetParams } from "./ThreadNameSetParams";
 import type { ThreadReadParams } from "./ThreadReadParams";
 import type { ThreadResumeParams } from "./ThreadResumeParams";
+import type { ThreadRevertParams } from "./ThreadRevertParams";
+import type { ThreadRollbackParams } from "./ThreadRollbackParams";
 import type { ThreadStartParams } from "./ThreadStartParams";
 import type { ThreadTurnsListParams } from "./ThreadTurnsListParams";
+import type { ThreadUnarchiveParams } from "./ThreadUnarchiveParams";
 import type { ThreadUnsubscribeParams } from "./ThreadUnsubscribeParams";
 import type { TurnInterruptParams } from "./TurnInterruptParams";
 import type { TurnStartParams } from "./TurnStartParams";
@@ -46,4 +52,10 @@ export type ClientRequest =
   | { id: RequestId, method: "process/spawn", params: ProcessSpawnParams, }
   | { id: RequestId, method: "process/writeStdin", params: ProcessWriteStdinParams, }
   | { id: RequestId, method: "process/kill", params: ProcessKillParams, }
-  | { id: RequestId, method: "process/resizePty", params: ProcessResizePtyParams, };
+  | { id: RequestId, method: "process/resizePty", params: ProcessResizePtyParams, }
+  | { id: RequestId, method: "thread/archive", params: ThreadArchiveParams, }
+  | { id: RequestId, method: "thread/unarchive", params: ThreadUnarchiveParams, }
+  | { id: RequestId, method: "thread/compact/start", params: ThreadCompactStartParams, }
+  | { id: RequestId, method: "thread/revert", params: ThreadRevertParams, }
+  | { id: RequestId, method: "thread/rollback", params: ThreadRollbackParams, }
+  | { id: RequestId, method: "thread/attachment/list", params: ThreadAttachmentListParams, };

@@ -7,7 +7,7 @@ import type { JsonValue } from "./JsonValue";
 import type { UserInput } from "./UserInput";
 
 /**
- * One item of a turn, tagged on `type`. These four variants only.
+ * One item of a turn, tagged on `type`. These five variants only.
  */
 export type ThreadItem = { "type": "userMessage",
 /**
@@ -97,4 +97,8 @@ success: boolean | null,
 /**
  * Duration in milliseconds, once finished.
  */
-durationMs: number | null, };
+durationMs: number | null, } | { "type": "contextCompaction",
+/**
+ * Item id: `<turn id>-compaction`.
+ */
+id: string, };

@@ -3,13 +3,17 @@ import type { ConfigReadResponse } from "./ConfigReadResponse";
 import type { EmptyResponse } from "./EmptyResponse";
 import type { InitializeResponse } from "./InitializeResponse";
 import type { ThreadAttachmentAddResponse } from "./ThreadAttachmentAddResponse";
+import type { ThreadAttachmentListResponse } from "./ThreadAttachmentListResponse";
 import type { ThreadForkResponse } from "./ThreadForkResponse";
 import type { ThreadListResponse } from "./ThreadListResponse";
 import type { ThreadLoadedListResponse } from "./ThreadLoadedListResponse";
 import type { ThreadReadResponse } from "./ThreadReadResponse";
 import type { ThreadResumeResponse } from "./ThreadResumeResponse";
+import type { ThreadRevertResponse } from "./ThreadRevertResponse";
+import type { ThreadRollbackResponse } from "./ThreadRollbackResponse";
 import type { ThreadStartResponse } from "./ThreadStartResponse";
 import type { ThreadTurnsListResponse } from "./ThreadTurnsListResponse";
+import type { ThreadUnarchiveResponse } from "./ThreadUnarchiveResponse";
 import type { ThreadUnsubscribeResponse } from "./ThreadUnsubscribeResponse";
 import type { TurnStartResponse } from "./TurnStartResponse";
 import type { TurnSteerResponse } from "./TurnSteerResponse";
@@ -35,4 +39,10 @@ export type ClientRequestResponses = {
   "turn/start": TurnStartResponse,
   "turn/steer": TurnSteerResponse,
   "turn/interrupt": EmptyResponse,
+  "thread/archive": EmptyResponse,
+  "thread/unarchive": ThreadUnarchiveResponse,
+  "thread/compact/start": EmptyResponse,
+  "thread/revert": ThreadRevertResponse,
+  "thread/rollback": ThreadRollbackResponse,
+  "thread/attachment/list": ThreadAttachmentListResponse,
 };

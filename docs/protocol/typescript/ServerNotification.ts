@@ -1,16 +1,20 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
 import type { AgentMessageDeltaNotification } from "./AgentMessageDeltaNotification";
 import type { CommandExecutionOutputDeltaNotification } from "./CommandExecutionOutputDeltaNotification";
+import type { ContextCompactedNotification } from "./ContextCompactedNotification";
 import type { ErrorNotification } from "./ErrorNotification";
 import type { ItemCompletedNotification } from "./ItemCompletedNotification";
 import type { ItemStartedNotification } from "./ItemStartedNotification";
 import type { ServerRequestResolvedNotification } from "./ServerRequestResolvedNotification";
+import type { ThreadArchivedNotification } from "./ThreadArchivedNotification";
 import type { ThreadAttachmentUpdatedNotification } from "./ThreadAttachmentUpdatedNotification";
 import type { ThreadClosedNotification } from "./ThreadClosedNotification";
 import type { ThreadDeletedNotification } from "./ThreadDeletedNotification";
 import type { ThreadNameUpdatedNotification } from "./ThreadNameUpdatedNotification";
+import type { ThreadRevertedNotification } from "./ThreadRevertedNotification";
 import type { ThreadStartedNotification } from "./ThreadStartedNotification";
 import type { ThreadStatusChangedNotification } from "./ThreadStatusChangedNotification";
+import type { ThreadUnarchivedNotification } from "./ThreadUnarchivedNotification";
 import type { TurnCompletedNotification } from "./TurnCompletedNotification";
 import type { TurnStartedNotification } from "./TurnStartedNotification";
 
@@ -31,4 +35,8 @@ export type ServerNotification =
   | { method: "item/agentMessage/delta", params: AgentMessageDeltaNotification, emittedAtMs?: number, }
   | { method: "item/commandExecution/outputDelta", params: CommandExecutionOutputDeltaNotification, emittedAtMs?: number, }
   | { method: "serverRequest/resolved", params: ServerRequestResolvedNotification, emittedAtMs?: number, }
-  | { method: "error", params: ErrorNotification, emittedAtMs?: number, };
+  | { method: "error", params: ErrorNotification, emittedAtMs?: number, }
+  | { method: "thread/archived", params: ThreadArchivedNotification, emittedAtMs?: number, }
+  | { method: "thread/unarchived", params: ThreadUnarchivedNotification, emittedAtMs?: number, }
+  | { method: "thread/compacted", params: ContextCompactedNotification, emittedAtMs?: number, }
+  | { method: "thread/reverted", params: ThreadRevertedNotification, emittedAtMs?: number, };

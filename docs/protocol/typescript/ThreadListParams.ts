@@ -31,7 +31,7 @@ cwd?: CwdFilter | null,
  */
 searchTerm?: string | null,
 /**
- * Tandem does not archive threads: `true` matches no thread.
+ * `true`: archived threads only; `false` or omitted: unarchived threads only.
  */
 archived?: boolean | null,
 /**

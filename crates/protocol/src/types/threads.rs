@@ -202,7 +202,7 @@ pub struct ThreadListParams {
     /// Only threads whose name contains this substring.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search_term: Option<String>,
-    /// Tandem does not archive threads: `true` matches no thread.
+    /// `true`: archived threads only; `false` or omitted: unarchived threads only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archived: Option<bool>,
     /// Tandem has no thread hierarchy: any value matches no thread.

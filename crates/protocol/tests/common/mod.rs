@@ -674,8 +674,105 @@ pub(crate) fn client_requests() -> Vec<ClientRequest> {
         request::<m::ProcessWriteStdin>(-1, process_write_stdin_params()),
         request::<m::ProcessKill>("kill-1", process_kill_params()),
         request::<m::ProcessResizePty>(19, process_resize_pty_params()),
-        request::<m::ThreadItemsList>(20, thread_items_list_params()),
+        request::<m::ThreadItemsList>(26, thread_items_list_params()),
+        // t-threadops:
+        request::<m::ThreadArchive>(20, thread_archive_params()),
+        request::<m::ThreadUnarchive>(21, thread_unarchive_params()),
+        request::<m::ThreadCompactStart>(22, thread_compact_start_params()),
+        request::<m::ThreadRevert>(23, thread_revert_params()),
+        request::<m::ThreadRollback>(24, thread_rollback_params()),
+        request::<m::ThreadAttachmentList>(25, thread_attachment_list_params()),
     ]
+}
+
+// ----- t-threadops: archive, compaction, revert/rollback, attachment listing -----
+
+pub(crate) fn thread_archive_params() -> ThreadArchiveParams {
+    ThreadArchiveParams {
+        thread_id: s(THREAD_ID),
+    }
+}
+
+pub(crate) fn thread_unarchive_params() -> ThreadUnarchiveParams {
+    ThreadUnarchiveParams {
+        thread_id: s(THREAD_ID),
+    }
+}
+
+pub(crate) fn thread_unarchive_response() -> ThreadUnarchiveResponse {
+    ThreadUnarchiveResponse { thread: thread() }
+}
+
+pub(crate) fn thread_compact_start_params() -> ThreadCompactStartParams {
+    ThreadCompactStartParams {
+        thread_id: s(THREAD_ID),
+    }
+}
+
+pub(crate) fn thread_revert_params() -> ThreadRevertParams {
+    ThreadRevertParams {
+        thread_id: s(THREAD_ID),
+        before_turn_id: s(TURN_ID_2),
+    }
+}
+
+pub(crate) fn thread_revert_response() -> ThreadRevertResponse {
+    ThreadRevertResponse {
+        thread: thread(),
+        turns_backwards_cursor: None,
+        items_backwards_cursor: None,
+    }
+}
+
+pub(crate) fn thread_rollback_params() -> ThreadRollbackParams {
+    ThreadRollbackParams {
+        thread_id: s(THREAD_ID),
+        num_turns: 2,
+    }
+}
+
+pub(crate) fn thread_rollback_response() -> ThreadRollbackResponse {
+    ThreadRollbackResponse { thread: thread() }
+}
+
+pub(crate) fn thread_attachment_list_params() -> ThreadAttachmentListParams {
+    ThreadAttachmentListParams {
+        thread_id: s(THREAD_ID),
+        cursor: Some(s("attachment-0")),
+        limit: Some(10),
+    }
+}
+
+pub(crate) fn thread_attachment_list_response() -> ThreadAttachmentListResponse {
+    ThreadAttachmentListResponse {
+        data: vec![attachment()],
+        next_cursor: None,
+    }
+}
+
+pub(crate) fn thread_archived() -> ServerNotification {
+    ServerNotification::ThreadArchived(ThreadArchivedNotification {
+        thread_id: s(THREAD_ID),
+    })
+}
+
+pub(crate) fn thread_unarchived() -> ServerNotification {
+    ServerNotification::ThreadUnarchived(ThreadUnarchivedNotification {
+        thread_id: s(THREAD_ID),
+    })
+}
+
+pub(crate) fn thread_compacted() -> ServerNotification {
+    ServerNotification::ThreadCompacted(ContextCompactedNotification {
+        thread_id: s(THREAD_ID),
+        turn_id: s(TURN_ID),
+    })
+}
+
+pub(crate) fn thread_reverted() -> ServerNotification {
+    ServerNotification::ThreadReverted(ThreadRevertedNotification {
+        thread_id: s(THREAD_ID),
+    })
 }
 
 /// One request per server method.
@@ -869,5 +966,9 @@ pub(crate) fn server_notifications() -> Vec<ServerNotification> {
         error_notification(),
         process_output_delta(),
         process_exited(),
+        thread_archived(),
+        thread_unarchived(),
+        thread_compacted(),
+        thread_reverted(),
     ]
 }

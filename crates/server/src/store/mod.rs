@@ -17,7 +17,8 @@
 //! Files: `error` holds [`StoreError`], `memory` and `sqlite` the two implementations,
 //! `paging` the history cursors and item queries both share, `recovery` what a turn cut
 //! short by a crash becomes, `tests` one suite run against both plus the SQLite durability
-//! tests (`paging_tests` the history paging suite).
+//! tests (`paging_tests` the history paging suite, `thread_ops_tests` the same for archiving,
+//! compaction summaries and truncation, schema version 2).
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -38,6 +39,8 @@ mod incremental_tests;
 mod paging_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod thread_ops_tests;
 
 pub use error::StoreError;
 pub use memory::InMemoryThreadStore;

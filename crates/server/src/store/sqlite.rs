@@ -60,7 +60,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Turns are ordered by `seq` (commit order), not by id, so that a fork's copied turns and a
 /// re-committed turn keep their places. Foreign keys cascade, so deleting a thread removes
 /// everything under it in one statement.
-const SCHEMA_V1: &str = "
+pub(super) const SCHEMA_V1: &str = "
 CREATE TABLE threads (
     id              TEXT PRIMARY KEY NOT NULL,
     name            TEXT,

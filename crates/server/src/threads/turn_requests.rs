@@ -21,8 +21,10 @@ impl ThreadService {
     // turn/*
     // -----------------------------------------------------------------------------------------
 
-    /// Queues `turn/start` in the thread's order; a start that meets a turn which is wrapping
-    /// up goes to the back of the queue again, so it runs once that turn has ended.
+    /// Queues `turn/start` in the thread's order; a start that meets a turn which takes no
+    /// more input (one wrapping up, or a compaction) goes to the back of the queue again once
+    /// that turn has ended. It waits outside the thread's queue, so that the turn's end (queued
+    /// there too) can run, and without spinning through a compaction that lasts seconds.
     pub(super) fn queue_turn_start(
         self: &Arc<Self>,
         params: TurnStartParams,
@@ -32,8 +34,19 @@ impl ThreadService {
         let thread_id = params.thread_id.clone();
         self.sequenced(&thread_id, async move {
             if let Some((params, id)) = service.turn_start(params, id).await {
-                tokio::task::yield_now().await;
-                service.queue_turn_start(params, id);
+                let ended = service.loaded(&params.thread_id).and_then(|thread| {
+                    thread
+                        .state()
+                        .active
+                        .as_ref()
+                        .map(|active| active.ended.clone())
+                });
+                tokio::spawn(async move {
+                    if let Some(ended) = ended {
+                        ended.cancelled().await;
+                    }
+                    service.queue_turn_start(params, id);
+                });
             }
         });
     }

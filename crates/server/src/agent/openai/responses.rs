@@ -262,6 +262,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_request_without_tools_leaves_tools_and_tool_choice_out() {
+        use crate::agent::openai::transcript::{Conversation, Entry};
+        let mut conversation = Conversation {
+            instructions: "summarize".into(),
+            entries: vec![Entry::User(vec![
+                crate::agent::openai::images::UserPart::Text("hi".into()),
+            ])],
+            tools: Vec::new(),
+        };
+        let body = request_body("m", &conversation);
+        assert!(body.get("tools").is_none(), "{body}");
+        assert!(body.get("tool_choice").is_none(), "{body}");
+        conversation.tools = crate::agent::openai::transcript::function_tools(&[]);
+        let body = request_body("m", &conversation);
+        assert!(
+            body["tools"]
+                .as_array()
+                .is_some_and(|tools| !tools.is_empty())
+        );
+        assert_eq!(body["tool_choice"], "auto");
+    }
+
+    #[test]
     fn a_function_call_is_assembled_from_its_events() {
         let mut decoder = ResponsesDecoder::default();
         let events = [
