@@ -605,7 +605,8 @@ fn approval_policy_input_spellings_map_to_canonical() {
 fn unsupported_input_types_decode_and_are_rejected_with_invalid_params() {
     for kind in UnsupportedInputKind::ALL {
         let name = kind.as_str();
-        let input = json!({"type": name, "url": "https://example.invalid/x", "name": "x"});
+        // An `image` by `fileId` (one with a `url` is supported).
+        let input = json!({"type": name, "fileId": "file-1", "name": "x"});
         let typed = decode_client(json!({"id": 1, "method": "turn/start",
             "params": {"threadId": "t", "input": [{"type": "text", "text": "see"}, input]}}))
         .unwrap_or_else(|err| panic!("{name} must decode: {err}"));

@@ -412,7 +412,7 @@ fn wrong_requests_do_not_validate() {
     assert_invalid(&requests, &mistyped, "a numeric threadId");
 
     let mut bad_input = sample_request("turn/start");
-    bad_input["params"]["input"] = json!([{"type": "image", "url": "https://example.invalid"}]);
+    bad_input["params"]["input"] = json!([{"type": "audio", "url": "https://example.invalid"}]);
     assert_invalid(&requests, &bad_input, "an unsupported input type");
 
     // The schema describes the canonical spellings only (see docs/protocol/README.md); the
