@@ -130,6 +130,10 @@ fn client_request_results_round_trip() {
         result_round_trip::<m::ProcessWriteStdin>(EmptyResponse {}),
         result_round_trip::<m::ProcessKill>(EmptyResponse {}),
         result_round_trip::<m::ProcessResizePty>(EmptyResponse {}),
+        result_round_trip::<m::ModelList>(model_list_response()),
+        result_round_trip::<m::AccountRead>(account_response()),
+        result_round_trip::<m::ConfigValueWrite>(config_write_response()),
+        result_round_trip::<m::ConfigBatchWrite>(config_write_response()),
     ];
     assert_covers_exactly(covered, ClientRequest::METHODS);
 }

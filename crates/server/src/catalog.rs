@@ -57,9 +57,9 @@ pub(crate) fn model_list(
         }
     };
     // As the reference: no limit is every model, and 0 reads as 1.
-    let limit = params
-        .limit
-        .map_or(total, |limit| usize::try_from(limit.max(1)).unwrap_or(usize::MAX));
+    let limit = params.limit.map_or(total, |limit| {
+        usize::try_from(limit.max(1)).unwrap_or(usize::MAX)
+    });
     let end = start.saturating_add(limit).min(total);
     let data = entries[start..end]
         .iter()

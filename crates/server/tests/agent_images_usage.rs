@@ -187,7 +187,10 @@ async fn responses_gets_input_image_items_and_reports_usage() {
     let options = memory_options(
         home.path(),
         &mock.url("/v1"),
-        &[("model_providers.mock.wire_api", toml::Value::from("responses"))],
+        &[(
+            "model_providers.mock.wire_api",
+            toml::Value::from("responses"),
+        )],
     );
     let mut handle = start(options).await;
     let thread = start_thread(&handle, json!({})).await;
@@ -202,10 +205,18 @@ async fn responses_gets_input_image_items_and_reports_usage() {
     )
     .await;
     let record = drive_turn(&mut handle, &Answers::default()).await;
-    assert_eq!(record.turn.status, TurnStatus::Completed, "{:?}", record.turn);
+    assert_eq!(
+        record.turn.status,
+        TurnStatus::Completed,
+        "{:?}",
+        record.turn
+    );
     let body = mock.wait_for_requests(1).await[0].json();
     let content = &body["input"][0]["content"];
-    assert_eq!(content[0], json!({"type": "input_text", "text": "what is this?"}));
+    assert_eq!(
+        content[0],
+        json!({"type": "input_text", "text": "what is this?"})
+    );
     assert_eq!(
         content[1],
         json!({"type": "input_image", "image_url": INLINE, "detail": "high"})

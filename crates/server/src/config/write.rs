@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use tandem_protocol::{ConfigEdit, ConfigWriteResponse, JSONRPCErrorError, MergeStrategy, WriteStatus};
+use tandem_protocol::{
+    ConfigEdit, ConfigWriteResponse, JSONRPCErrorError, MergeStrategy, WriteStatus,
+};
 use toml_edit::{DocumentMut, Item, TableLike};
 
 use super::layers::split_dotted_key;
@@ -127,11 +129,10 @@ pub(crate) fn write_config(
     let (config, warnings) = current
         .reload_with_file_text(&new_text)
         .map_err(|error| ConfigWriteError::Validation(error.to_string()))?;
-    write_atomically(&path, new_text.as_bytes())
-        .map_err(|source| ConfigWriteError::Write {
-            path: path.clone(),
-            source,
-        })?;
+    write_atomically(&path, new_text.as_bytes()).map_err(|source| ConfigWriteError::Write {
+        path: path.clone(),
+        source,
+    })?;
     let overridden = edits
         .iter()
         .find_map(|edit| overridden_by(current, &config, &edit.key_path));
@@ -217,9 +218,8 @@ pub(crate) fn apply_edits(text: &str, edits: &[ConfigEdit]) -> Result<String, Co
 }
 
 fn apply_edit(document: &mut DocumentMut, edit: &ConfigEdit) -> Result<(), ConfigWriteError> {
-    let invalid = |reason: String| {
-        ConfigWriteError::Validation(format!("{reason}\nin `{}`", edit.key_path))
-    };
+    let invalid =
+        |reason: String| ConfigWriteError::Validation(format!("{reason}\nin `{}`", edit.key_path));
     let path = split_dotted_key(&edit.key_path).ok_or_else(|| {
         invalid("not a dotted key: use names joined by `.`, quoting a name that holds a `.`".into())
     })?;
@@ -280,7 +280,10 @@ fn apply_edit(document: &mut DocumentMut, edit: &ConfigEdit) -> Result<(), Confi
 
 /// Merges `entries` into `table` key by key: tables merge, anything else replaces, `null`
 /// removes.
-fn upsert(table: &mut dyn TableLike, entries: &serde_json::Map<String, Value>) -> Result<(), String> {
+fn upsert(
+    table: &mut dyn TableLike,
+    entries: &serde_json::Map<String, Value>,
+) -> Result<(), String> {
     for (key, value) in entries {
         match (table.get_mut(key), value) {
             (_, Value::Null) => {
@@ -390,7 +393,11 @@ mod tests {
         let after = apply_edits(
             before,
             &[
-                edit("model_reasoning_effort", json!("high"), MergeStrategy::Replace),
+                edit(
+                    "model_reasoning_effort",
+                    json!("high"),
+                    MergeStrategy::Replace,
+                ),
                 edit("tui.theme", json!("light"), MergeStrategy::Replace),
                 edit("tui", json!({"x": 1}), MergeStrategy::Upsert),
                 edit("a.b.c", json!([1, 2]), MergeStrategy::Replace),
@@ -401,8 +408,11 @@ mod tests {
             after,
             "# my comment\nmodel = \"gpt-5.5\"\nmodel_reasoning_effort = \"high\"\n\n# section comment\n[tui]\ntheme = \"light\" # inline\nx = 1\n\n[a.b]\nc = [1, 2]\n"
         );
-        let removed = apply_edits(&after, &[edit("model", Value::Null, MergeStrategy::Replace)])
-            .expect("applies");
+        let removed = apply_edits(
+            &after,
+            &[edit("model", Value::Null, MergeStrategy::Replace)],
+        )
+        .expect("applies");
         assert!(!removed.contains("gpt-5.5"), "{removed}");
         assert!(removed.contains("# section comment"), "{removed}");
     }
@@ -441,8 +451,11 @@ mod tests {
             ("list", json!([1, null])),
             ("big", json!(u64::MAX)),
         ] {
-            let error = apply_edits("model = \"m\"\n", &[edit(key, value, MergeStrategy::Replace)])
-                .expect_err(key);
+            let error = apply_edits(
+                "model = \"m\"\n",
+                &[edit(key, value, MergeStrategy::Replace)],
+            )
+            .expect_err(key);
             let rpc = error.to_rpc();
             assert_eq!(rpc.code, -32600, "{key}");
             assert_eq!(
@@ -480,7 +493,10 @@ mod tests {
         assert_eq!(written.config.model.as_deref(), Some("qwen3"));
         assert_eq!(written.response.status, WriteStatus::Ok);
         let text = std::fs::read_to_string(&path).expect("read");
-        assert_eq!(text, "# keep me\nthread_unload_delay_secs = 5\nmodel = \"qwen3\"\n");
+        assert_eq!(
+            text,
+            "# keep me\nthread_unload_delay_secs = 5\nmodel = \"qwen3\"\n"
+        );
         assert_eq!(written.response.version, version_of(text.as_bytes()));
         // No temporary file is left behind.
         let names: Vec<_> = std::fs::read_dir(home.path())
@@ -498,7 +514,11 @@ mod tests {
         assert!(matches!(stale, Err(ConfigWriteError::VersionConflict)));
         let invalid = write_config(
             &config,
-            &[edit("thread_unload_delay_secs", json!("soon"), MergeStrategy::Replace)],
+            &[edit(
+                "thread_unload_delay_secs",
+                json!("soon"),
+                MergeStrategy::Replace,
+            )],
             None,
             None,
         );
@@ -513,7 +533,10 @@ mod tests {
             Some("/etc/passwd"),
             None,
         );
-        assert!(matches!(elsewhere, Err(ConfigWriteError::NotWritable { .. })));
+        assert!(matches!(
+            elsewhere,
+            Err(ConfigWriteError::NotWritable { .. })
+        ));
     }
 
     #[test]

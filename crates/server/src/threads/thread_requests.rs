@@ -117,7 +117,10 @@ impl ThreadService {
         }
         self.subscribe(&thread, context.id.connection_id);
         Ok(ThreadResumeResponse {
-            thread: thread.to_thread(!params.exclude_turns.unwrap_or(false), self.default_model().as_deref()),
+            thread: thread.to_thread(
+                !params.exclude_turns.unwrap_or(false),
+                self.default_model().as_deref(),
+            ),
             session: thread.session(self.default_model().as_deref()),
         })
     }

@@ -129,11 +129,17 @@ pub(crate) async fn config_writes_are_read_back(transport: Transport) {
     let read = s.call("config/read", json!({})).await;
     assert_json(
         &s,
-        &json!([read["config"]["model"], read["config"]["thread_unload_delay_secs"]]),
+        &json!([
+            read["config"]["model"],
+            read["config"]["thread_unload_delay_secs"]
+        ]),
         &json!(["qwen3", 30]),
     );
     let started = s
-        .call("thread/start", json!({"cwd": "<home>", "approvalPolicy": "never"}))
+        .call(
+            "thread/start",
+            json!({"cwd": "<home>", "approvalPolicy": "never"}),
+        )
         .await;
     assert_json(&s, &started["thread"]["model"], &json!("qwen3"));
     s.expect("thread/started").await;
@@ -186,7 +192,10 @@ pub(crate) async fn config_writes_are_read_back(transport: Transport) {
     let read = s.call("config/read", json!({})).await;
     assert_json(
         &s,
-        &json!([read["config"]["model"], read["config"]["thread_unload_delay_secs"]]),
+        &json!([
+            read["config"]["model"],
+            read["config"]["thread_unload_delay_secs"]
+        ]),
         &json!([null, 45]),
     );
     expect_error(
@@ -290,7 +299,10 @@ pub(crate) async fn token_usage_follows_each_model_request(transport: Transport)
     let mut s = Session::open_with(transport, config).await;
     s.initialize(false).await;
     let started = s
-        .call("thread/start", json!({"cwd": "<home>", "approvalPolicy": "never"}))
+        .call(
+            "thread/start",
+            json!({"cwd": "<home>", "approvalPolicy": "never"}),
+        )
         .await;
     assert_json(&s, &started["thread"]["id"], &json!(THREAD));
     s.expect("thread/started").await;

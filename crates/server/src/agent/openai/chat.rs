@@ -7,9 +7,9 @@
 use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 
+use super::images::UserPart;
 use super::retry::{ApiError, AttemptError};
 use super::tool_calls::{ToolCall, ToolCallAssembler};
-use super::images::UserPart;
 use super::transcript::{Conversation, Entry};
 use super::{Decoded, StreamDecoder};
 

@@ -75,7 +75,9 @@ pub(crate) async fn resolve_local_images(parts: &mut [UserPart]) {
             },
             Err(reason) => {
                 tracing::warn!(%path, %reason, "local image not sent to the model");
-                UserPart::Text(format!("[the image file {path} could not be attached: {reason}]"))
+                UserPart::Text(format!(
+                    "[the image file {path} could not be attached: {reason}]"
+                ))
             }
         };
     }
@@ -186,7 +188,10 @@ mod tests {
                 detail: Some(ImageDetail::High)
             }
         );
-        for (part, why) in parts[1..].iter().zip(["not a PNG", "more than", "cannot read"]) {
+        for (part, why) in parts[1..]
+            .iter()
+            .zip(["not a PNG", "more than", "cannot read"])
+        {
             assert!(
                 matches!(part, UserPart::Text(note) if note.contains("could not be attached") && note.contains(why)),
                 "{part:?}"

@@ -6,9 +6,9 @@
 
 use serde_json::{Value, json};
 
+use super::images::UserPart;
 use super::retry::{ApiError, AttemptError};
 use super::tool_calls::ToolCall;
-use super::images::UserPart;
 use super::transcript::{Conversation, Entry};
 use super::{Decoded, StreamDecoder};
 

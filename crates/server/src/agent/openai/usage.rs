@@ -79,7 +79,8 @@ mod tests {
         assert_eq!(chat, want);
         assert_eq!(responses, want);
         // Local servers often send only the three totals, or no total at all.
-        let sparse = from_chat(&json!({"prompt_tokens": 3, "completion_tokens": 4})).expect("usage");
+        let sparse =
+            from_chat(&json!({"prompt_tokens": 3, "completion_tokens": 4})).expect("usage");
         assert_eq!((sparse.total_tokens, sparse.cached_input_tokens), (7, 0));
         assert_eq!(from_chat(&Value::Null), None);
     }
