@@ -644,7 +644,12 @@ pub(crate) fn client_requests() -> Vec<ClientRequest> {
         request::<m::ProcessKill>("kill-1", process_kill_params()),
         request::<m::ProcessResizePty>(19, process_resize_pty_params()),
         request::<m::ModelList>(20, model_list_params()),
-        request::<m::AccountRead>(21, GetAccountParams { refresh_token: Some(false) }),
+        request::<m::AccountRead>(
+            21,
+            GetAccountParams {
+                refresh_token: Some(false),
+            },
+        ),
         request::<m::ConfigValueWrite>(22, config_value_write_params()),
         request::<m::ConfigBatchWrite>(23, config_batch_write_params()),
     ]
