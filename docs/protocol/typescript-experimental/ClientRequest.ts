@@ -1,6 +1,10 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
+import type { ConfigBatchWriteParams } from "./ConfigBatchWriteParams";
 import type { ConfigReadParams } from "./ConfigReadParams";
+import type { ConfigValueWriteParams } from "./ConfigValueWriteParams";
+import type { GetAccountParams } from "./GetAccountParams";
 import type { InitializeParams } from "./InitializeParams";
+import type { ModelListParams } from "./ModelListParams";
 import type { ProcessKillParams } from "./ProcessKillParams";
 import type { ProcessResizePtyParams } from "./ProcessResizePtyParams";
 import type { ProcessSpawnParams } from "./ProcessSpawnParams";
@@ -46,4 +50,8 @@ export type ClientRequest =
   | { id: RequestId, method: "process/spawn", params: ProcessSpawnParams, }
   | { id: RequestId, method: "process/writeStdin", params: ProcessWriteStdinParams, }
   | { id: RequestId, method: "process/kill", params: ProcessKillParams, }
-  | { id: RequestId, method: "process/resizePty", params: ProcessResizePtyParams, };
+  | { id: RequestId, method: "process/resizePty", params: ProcessResizePtyParams, }
+  | { id: RequestId, method: "model/list", params: ModelListParams, }
+  | { id: RequestId, method: "account/read", params: GetAccountParams, }
+  | { id: RequestId, method: "config/value/write", params: ConfigValueWriteParams, }
+  | { id: RequestId, method: "config/batchWrite", params: ConfigBatchWriteParams, };

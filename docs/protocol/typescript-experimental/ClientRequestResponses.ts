@@ -1,7 +1,10 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
 import type { ConfigReadResponse } from "./ConfigReadResponse";
+import type { ConfigWriteResponse } from "./ConfigWriteResponse";
 import type { EmptyResponse } from "./EmptyResponse";
+import type { GetAccountResponse } from "./GetAccountResponse";
 import type { InitializeResponse } from "./InitializeResponse";
+import type { ModelListResponse } from "./ModelListResponse";
 import type { ThreadAttachmentAddResponse } from "./ThreadAttachmentAddResponse";
 import type { ThreadForkResponse } from "./ThreadForkResponse";
 import type { ThreadListResponse } from "./ThreadListResponse";
@@ -39,4 +42,8 @@ export type ClientRequestResponses = {
   "process/writeStdin": EmptyResponse,
   "process/kill": EmptyResponse,
   "process/resizePty": EmptyResponse,
+  "model/list": ModelListResponse,
+  "account/read": GetAccountResponse,
+  "config/value/write": ConfigWriteResponse,
+  "config/batchWrite": ConfigWriteResponse,
 };

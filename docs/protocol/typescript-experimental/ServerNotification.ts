@@ -13,6 +13,7 @@ import type { ThreadDeletedNotification } from "./ThreadDeletedNotification";
 import type { ThreadNameUpdatedNotification } from "./ThreadNameUpdatedNotification";
 import type { ThreadStartedNotification } from "./ThreadStartedNotification";
 import type { ThreadStatusChangedNotification } from "./ThreadStatusChangedNotification";
+import type { ThreadTokenUsageUpdatedNotification } from "./ThreadTokenUsageUpdatedNotification";
 import type { TurnCompletedNotification } from "./TurnCompletedNotification";
 import type { TurnStartedNotification } from "./TurnStartedNotification";
 
@@ -35,4 +36,5 @@ export type ServerNotification =
   | { method: "serverRequest/resolved", params: ServerRequestResolvedNotification, emittedAtMs?: number, }
   | { method: "error", params: ErrorNotification, emittedAtMs?: number, }
   | { method: "process/outputDelta", params: ProcessOutputDeltaNotification, emittedAtMs?: number, }
-  | { method: "process/exited", params: ProcessExitedNotification, emittedAtMs?: number, };
+  | { method: "process/exited", params: ProcessExitedNotification, emittedAtMs?: number, }
+  | { method: "thread/tokenUsage/updated", params: ThreadTokenUsageUpdatedNotification, emittedAtMs?: number, };

@@ -1,6 +1,10 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
+import type { ConfigBatchWriteParams } from "./ConfigBatchWriteParams";
 import type { ConfigReadParams } from "./ConfigReadParams";
+import type { ConfigValueWriteParams } from "./ConfigValueWriteParams";
+import type { GetAccountParams } from "./GetAccountParams";
 import type { InitializeParams } from "./InitializeParams";
+import type { ModelListParams } from "./ModelListParams";
 import type { RequestId } from "./RequestId";
 import type { ThreadAttachmentAddParams } from "./ThreadAttachmentAddParams";
 import type { ThreadAttachmentRemoveParams } from "./ThreadAttachmentRemoveParams";
@@ -38,4 +42,8 @@ export type ClientRequest =
   | { id: RequestId, method: "thread/attachment/remove", params: ThreadAttachmentRemoveParams, }
   | { id: RequestId, method: "turn/start", params: TurnStartParams, }
   | { id: RequestId, method: "turn/steer", params: TurnSteerParams, }
-  | { id: RequestId, method: "turn/interrupt", params: TurnInterruptParams, };
+  | { id: RequestId, method: "turn/interrupt", params: TurnInterruptParams, }
+  | { id: RequestId, method: "model/list", params: ModelListParams, }
+  | { id: RequestId, method: "account/read", params: GetAccountParams, }
+  | { id: RequestId, method: "config/value/write", params: ConfigValueWriteParams, }
+  | { id: RequestId, method: "config/batchWrite", params: ConfigBatchWriteParams, };

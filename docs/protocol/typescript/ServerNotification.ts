@@ -11,6 +11,7 @@ import type { ThreadDeletedNotification } from "./ThreadDeletedNotification";
 import type { ThreadNameUpdatedNotification } from "./ThreadNameUpdatedNotification";
 import type { ThreadStartedNotification } from "./ThreadStartedNotification";
 import type { ThreadStatusChangedNotification } from "./ThreadStatusChangedNotification";
+import type { ThreadTokenUsageUpdatedNotification } from "./ThreadTokenUsageUpdatedNotification";
 import type { TurnCompletedNotification } from "./TurnCompletedNotification";
 import type { TurnStartedNotification } from "./TurnStartedNotification";
 
@@ -31,4 +32,5 @@ export type ServerNotification =
   | { method: "item/agentMessage/delta", params: AgentMessageDeltaNotification, emittedAtMs?: number, }
   | { method: "item/commandExecution/outputDelta", params: CommandExecutionOutputDeltaNotification, emittedAtMs?: number, }
   | { method: "serverRequest/resolved", params: ServerRequestResolvedNotification, emittedAtMs?: number, }
-  | { method: "error", params: ErrorNotification, emittedAtMs?: number, };
+  | { method: "error", params: ErrorNotification, emittedAtMs?: number, }
+  | { method: "thread/tokenUsage/updated", params: ThreadTokenUsageUpdatedNotification, emittedAtMs?: number, };
