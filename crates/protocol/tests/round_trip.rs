@@ -137,6 +137,10 @@ fn client_request_results_round_trip() {
         result_round_trip::<m::ThreadRevert>(thread_revert_response()),
         result_round_trip::<m::ThreadRollback>(thread_rollback_response()),
         result_round_trip::<m::ThreadAttachmentList>(thread_attachment_list_response()),
+        result_round_trip::<m::ModelList>(model_list_response()),
+        result_round_trip::<m::AccountRead>(account_response()),
+        result_round_trip::<m::ConfigValueWrite>(config_write_response()),
+        result_round_trip::<m::ConfigBatchWrite>(config_write_response()),
     ];
     assert_covers_exactly(covered, ClientRequest::METHODS);
 }
@@ -612,7 +616,8 @@ fn approval_policy_input_spellings_map_to_canonical() {
 fn unsupported_input_types_decode_and_are_rejected_with_invalid_params() {
     for kind in UnsupportedInputKind::ALL {
         let name = kind.as_str();
-        let input = json!({"type": name, "url": "https://example.invalid/x", "name": "x"});
+        // An `image` by `fileId` (one with a `url` is supported).
+        let input = json!({"type": name, "fileId": "file-1", "name": "x"});
         let typed = decode_client(json!({"id": 1, "method": "turn/start",
             "params": {"threadId": "t", "input": [{"type": "text", "text": "see"}, input]}}))
         .unwrap_or_else(|err| panic!("{name} must decode: {err}"));

@@ -125,6 +125,15 @@ fn client_requests() -> Vec<ClientRequest> {
         request::<m::ProcessWriteStdin>(-1, process_write_stdin_params()),
         request::<m::ProcessKill>("kill-1", process_kill_params()),
         request::<m::ProcessResizePty>(19, process_resize_pty_params()),
+        request::<m::ModelList>(20, model_list_params()),
+        request::<m::AccountRead>(
+            21,
+            GetAccountParams {
+                refresh_token: None,
+            },
+        ),
+        request::<m::ConfigValueWrite>(22, config_value_write_params()),
+        request::<m::ConfigBatchWrite>(23, config_batch_write_params()),
     ]
 }
 
@@ -166,6 +175,10 @@ fn client_results() -> Vec<(&'static str, Value)> {
         result::<m::ProcessWriteStdin>(EmptyResponse {}),
         result::<m::ProcessKill>(EmptyResponse {}),
         result::<m::ProcessResizePty>(EmptyResponse {}),
+        result::<m::ModelList>(model_list_response()),
+        result::<m::AccountRead>(account_response()),
+        result::<m::ConfigValueWrite>(config_write_response()),
+        result::<m::ConfigBatchWrite>(config_write_response()),
     ]
 }
 
@@ -413,7 +426,7 @@ fn wrong_requests_do_not_validate() {
     assert_invalid(&requests, &mistyped, "a numeric threadId");
 
     let mut bad_input = sample_request("turn/start");
-    bad_input["params"]["input"] = json!([{"type": "image", "url": "https://example.invalid"}]);
+    bad_input["params"]["input"] = json!([{"type": "audio", "url": "https://example.invalid"}]);
     assert_invalid(&requests, &bad_input, "an unsupported input type");
 
     // The schema describes the canonical spellings only (see docs/protocol/README.md); the

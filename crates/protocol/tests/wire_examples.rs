@@ -357,7 +357,10 @@ fn client_requests_match_protocol_examples() {
         check::<m::TurnStart>(
             json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e",
                    "input": [{"type": "text", "text": "hello", "text_elements": []},
-                             {"type": "text", "text": "and more", "text_elements": []}],
+                             {"type": "text", "text": "and more", "text_elements": []},
+                             {"type": "image", "url": "data:image/png;base64,iVBORw0KGgo=",
+                              "detail": "low"},
+                             {"type": "localImage", "detail": null, "path": "/tmp/photo.jpg"}],
                    "clientUserMessageId": "client-msg-2", "approvalPolicy": "on-request"}),
             turn_start_params(),
             json!({"turn": new_turn_json()}),
@@ -450,6 +453,60 @@ fn client_requests_match_protocol_examples() {
                              "createdAt": 1_750_000_050}],
                    "nextCursor": null}),
             thread_attachment_list_response(),
+        ),
+        // The results as the reference app-server (0.169.0) writes them, member for member.
+        check::<m::ModelList>(
+            json!({"cursor": "2", "limit": 2, "includeHidden": true}),
+            model_list_params(),
+            json!({"data": [{
+                "id": "qwen3", "model": "qwen3", "upgrade": null, "upgradeInfo": null,
+                "availabilityNux": null, "displayName": "qwen3",
+                "description": "qwen3 at model provider local", "modelSpecialty": null,
+                "hidden": false,
+                "supportedReasoningEfforts": [
+                    {"reasoningEffort": "none", "description": "no effort is sent"}],
+                "defaultReasoningEffort": "none", "inputModalities": ["text", "image"],
+                "supportsPersonality": false, "multiAgentVersion": "disabled",
+                "additionalSpeedTiers": [], "serviceTiers": [], "defaultServiceTier": null,
+                "availableAccessPrograms": null, "isDefault": true}],
+                "nextCursor": "3"}),
+            model_list_response(),
+        ),
+        check::<m::AccountRead>(
+            json!({"refreshToken": false}),
+            GetAccountParams {
+                refresh_token: Some(false),
+            },
+            json!({"account": null, "userId": null, "requiresOpenaiAuth": false,
+                   "workspaceRouting": null}),
+            account_response(),
+        ),
+        check::<m::ConfigValueWrite>(
+            json!({"keyPath": "model_providers.local.models", "value": ["qwen3", "llama3"],
+                   "mergeStrategy": "replace", "expectedVersion": "sha256:00"}),
+            config_value_write_params(),
+            json!({"status": "okOverridden", "version": "sha256:ab",
+                   "filePath": "/home/u/.local/share/tandem/config.toml",
+                   "overriddenMetadata": {"message": "set by -c", "effectiveValue": "m",
+                       "overridingLayer": {"name": {"type": "sessionFlags"},
+                                           "version": "sessionFlags"}}}),
+            config_write_response(),
+        ),
+        check::<m::ConfigBatchWrite>(
+            json!({"edits": [
+                    {"keyPath": "model", "value": "qwen3", "mergeStrategy": "replace"},
+                    {"keyPath": "model_providers.local",
+                     "value": {"base_url": "http://127.0.0.1:8080/v1"},
+                     "mergeStrategy": "upsert"}],
+                   "filePath": "/home/u/.local/share/tandem/config.toml",
+                   "reloadUserConfig": true}),
+            config_batch_write_params(),
+            json!({"status": "okOverridden", "version": "sha256:ab",
+                   "filePath": "/home/u/.local/share/tandem/config.toml",
+                   "overriddenMetadata": {"message": "set by -c", "effectiveValue": "m",
+                       "overridingLayer": {"name": {"type": "sessionFlags"},
+                                           "version": "sessionFlags"}}}),
+            config_write_response(),
         ),
     ];
     assert_covers_exactly(covered, ClientRequest::METHODS);
@@ -621,6 +678,18 @@ fn server_notification_examples() -> Vec<(Value, ServerNotification)> {
         (
             json!({"method": "thread/reverted", "params": {"threadId": thread_id}}),
             thread_reverted(),
+        ),
+        (
+            json!({"method": "thread/tokenUsage/updated",
+                   "params": {"threadId": THREAD_ID, "turnId": TURN_ID, "tokenUsage": {
+                       "total": {"totalTokens": 107, "inputTokens": 100, "cachedInputTokens": 40,
+                                 "cacheWriteInputTokens": 0, "outputTokens": 7,
+                                 "reasoningOutputTokens": 2},
+                       "last": {"totalTokens": 107, "inputTokens": 100, "cachedInputTokens": 40,
+                                "cacheWriteInputTokens": 0, "outputTokens": 7,
+                                "reasoningOutputTokens": 2},
+                       "modelContextWindow": null}}}),
+            token_usage_updated(),
         ),
     ]
 }

@@ -406,10 +406,8 @@ impl ThreadItem {
 /// (so that the server can answer -32602 `unsupported input type: X` instead of -32600).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum UnsupportedInputKind {
-    /// `image`.
+    /// `image` by `fileId` (an `image` with a `url` is [`UserInput::Image`]).
     Image,
-    /// `localImage`.
-    LocalImage,
     /// `audio`.
     Audio,
     /// `localAudio`.
@@ -424,7 +422,6 @@ impl UnsupportedInputKind {
     /// Every unsupported kind.
     pub const ALL: &'static [Self] = &[
         Self::Image,
-        Self::LocalImage,
         Self::Audio,
         Self::LocalAudio,
         Self::Skill,
@@ -435,7 +432,6 @@ impl UnsupportedInputKind {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Image => "image",
-            Self::LocalImage => "localImage",
             Self::Audio => "audio",
             Self::LocalAudio => "localAudio",
             Self::Skill => "skill",

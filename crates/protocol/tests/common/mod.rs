@@ -473,7 +473,18 @@ pub(crate) fn thread_attachment_remove_params() -> ThreadAttachmentRemoveParams 
 pub(crate) fn turn_start_params() -> TurnStartParams {
     TurnStartParams {
         thread_id: s(THREAD_ID),
-        input: vec![UserInput::text("hello"), UserInput::text("and more")],
+        input: vec![
+            UserInput::text("hello"),
+            UserInput::text("and more"),
+            UserInput::Image {
+                url: s("data:image/png;base64,iVBORw0KGgo="),
+                detail: Some(ImageDetail::Low),
+            },
+            UserInput::LocalImage {
+                path: s("/tmp/photo.jpg"),
+                detail: None,
+            },
+        ],
         client_user_message_id: Some(s("client-msg-2")),
         approval_policy: Some(Some(ApprovalPolicy::OnRequest)),
         model: None,
@@ -682,6 +693,15 @@ pub(crate) fn client_requests() -> Vec<ClientRequest> {
         request::<m::ThreadRevert>(23, thread_revert_params()),
         request::<m::ThreadRollback>(24, thread_rollback_params()),
         request::<m::ThreadAttachmentList>(25, thread_attachment_list_params()),
+        request::<m::ModelList>(27, model_list_params()),
+        request::<m::AccountRead>(
+            28,
+            GetAccountParams {
+                refresh_token: Some(false),
+            },
+        ),
+        request::<m::ConfigValueWrite>(29, config_value_write_params()),
+        request::<m::ConfigBatchWrite>(30, config_batch_write_params()),
     ]
 }
 
@@ -772,6 +792,114 @@ pub(crate) fn thread_compacted() -> ServerNotification {
 pub(crate) fn thread_reverted() -> ServerNotification {
     ServerNotification::ThreadReverted(ThreadRevertedNotification {
         thread_id: s(THREAD_ID),
+    })
+}
+
+pub(crate) fn model_list_params() -> ModelListParams {
+    ModelListParams {
+        cursor: Some(s("2")),
+        limit: Some(2),
+        include_hidden: Some(true),
+        model_provider: None,
+    }
+}
+
+pub(crate) fn model_list_response() -> ModelListResponse {
+    ModelListResponse {
+        data: vec![Model {
+            id: s("qwen3"),
+            model: s("qwen3"),
+            upgrade: None,
+            upgrade_info: None,
+            availability_nux: None,
+            display_name: s("qwen3"),
+            description: s("qwen3 at model provider local"),
+            model_specialty: None,
+            hidden: false,
+            supported_reasoning_efforts: vec![ReasoningEffortOption {
+                reasoning_effort: s("none"),
+                description: s("no effort is sent"),
+            }],
+            default_reasoning_effort: s("none"),
+            input_modalities: vec![s("text"), s("image")],
+            supports_personality: false,
+            multi_agent_version: Some(s("disabled")),
+            additional_speed_tiers: Vec::new(),
+            service_tiers: Vec::new(),
+            default_service_tier: None,
+            available_access_programs: None,
+            is_default: true,
+        }],
+        next_cursor: Some(s("3")),
+    }
+}
+
+pub(crate) fn account_response() -> GetAccountResponse {
+    GetAccountResponse {
+        account: None,
+        user_id: None,
+        requires_openai_auth: false,
+        workspace_routing: None,
+    }
+}
+
+pub(crate) fn config_value_write_params() -> ConfigValueWriteParams {
+    ConfigValueWriteParams {
+        key_path: s("model_providers.local.models"),
+        value: json!(["qwen3", "llama3"]),
+        merge_strategy: MergeStrategy::Replace,
+        file_path: None,
+        expected_version: Some(s("sha256:00")),
+    }
+}
+
+pub(crate) fn config_batch_write_params() -> ConfigBatchWriteParams {
+    ConfigBatchWriteParams {
+        edits: vec![
+            ConfigEdit {
+                key_path: s("model"),
+                value: json!("qwen3"),
+                merge_strategy: MergeStrategy::Replace,
+            },
+            ConfigEdit {
+                key_path: s("model_providers.local"),
+                value: json!({"base_url": "http://127.0.0.1:8080/v1"}),
+                merge_strategy: MergeStrategy::Upsert,
+            },
+        ],
+        file_path: Some(s("/home/u/.local/share/tandem/config.toml")),
+        expected_version: None,
+        reload_user_config: Some(true),
+    }
+}
+
+pub(crate) fn config_write_response() -> ConfigWriteResponse {
+    ConfigWriteResponse {
+        status: WriteStatus::OkOverridden,
+        version: s("sha256:ab"),
+        file_path: s("/home/u/.local/share/tandem/config.toml"),
+        overridden_metadata: Some(json!({"message": "set by -c", "effectiveValue": "m",
+            "overridingLayer": {"name": {"type": "sessionFlags"}, "version": "sessionFlags"}})),
+    }
+}
+
+pub(crate) fn token_usage_updated() -> ServerNotification {
+    let last = TokenUsageBreakdown {
+        total_tokens: 107,
+        input_tokens: 100,
+        cached_input_tokens: 40,
+        cache_write_input_tokens: 0,
+        output_tokens: 7,
+        reasoning_output_tokens: 2,
+    };
+    ServerNotification::ThreadTokenUsageUpdated(ThreadTokenUsageUpdatedNotification {
+        thread_id: s(THREAD_ID),
+        turn_id: s(TURN_ID),
+        token_usage: ThreadTokenUsage {
+            total: last,
+            last,
+            model_context_window: None,
+        },
     })
 }
 
@@ -970,5 +1098,6 @@ pub(crate) fn server_notifications() -> Vec<ServerNotification> {
         thread_unarchived(),
         thread_compacted(),
         thread_reverted(),
+        token_usage_updated(),
     ]
 }

@@ -207,7 +207,7 @@ pub struct ServerConfig {
     pub profile: Option<String>,
     /// How this configuration was loaded (home resolved, file not yet read), so that a config
     /// write can validate and load it again over the new file text.
-    pub(crate) source: ServerConfigBuilder,
+    pub(crate) source: Box<ServerConfigBuilder>,
 }
 
 impl ServerConfig {
@@ -255,7 +255,7 @@ impl ServerConfig {
         &self,
         file_text: &str,
     ) -> Result<(ServerConfig, Vec<ConfigWarning>), ConfigError> {
-        let mut builder = self.source.clone();
+        let mut builder = (*self.source).clone();
         builder.file_text = Some(file_text.to_owned());
         builder.create_home = Some(false);
         builder.load_with_warnings()
@@ -492,7 +492,7 @@ impl ServerConfigBuilder {
             model_provider: settings.model_provider,
             model_providers: settings.model_providers,
             profile,
-            source,
+            source: Box::new(source),
         };
         warnings.extend(validate::provider_warnings(&config, |name| {
             std::env::var_os(name)

@@ -101,13 +101,13 @@ pub(crate) async fn error_codes_and_messages(backend: Backend) {
     )
     .await;
     h.expect_server_error(
-        "turn/start with an image",
+        "turn/start with audio",
         h.client.request(
             "turn/start",
-            json!({"threadId": thread.id, "input": [{"type": "image", "url": "https://example.invalid/x.png"}]}),
+            json!({"threadId": thread.id, "input": [{"type": "audio", "url": "https://example.invalid/x.mp3"}]}),
         ),
         -32602,
-        "unsupported input type: image",
+        "unsupported input type: audio",
     )
     .await;
     h.expect_server_error(

@@ -84,9 +84,9 @@ pub(crate) async fn error_codes_and_messages(transport: Transport) {
     expect_error(
         &mut s,
         "turn/start",
-        json!({"threadId": THREAD, "input": [{"type": "image", "url": "https://example.invalid/x.png"}]}),
+        json!({"threadId": THREAD, "input": [{"type": "audio", "url": "https://example.invalid/x.mp3"}]}),
         -32602,
-        "unsupported input type: image",
+        "unsupported input type: audio",
     )
     .await;
     expect_error(

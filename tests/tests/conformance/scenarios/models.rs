@@ -142,6 +142,7 @@ pub(crate) async fn config_writes_are_read_back(transport: Transport) {
         )
         .await;
     assert_json(&s, &started["thread"]["model"], &json!("qwen3"));
+    s.expect("thread/started").await;
 
     let stale = s
         .call_error(
@@ -304,6 +305,7 @@ pub(crate) async fn token_usage_follows_each_model_request(transport: Transport)
         )
         .await;
     assert_json(&s, &started["thread"]["id"], &json!(THREAD));
+    s.expect("thread/started").await;
     let last = json!({
         "totalTokens": 23, "inputTokens": 20, "cachedInputTokens": 8,
         "cacheWriteInputTokens": 0, "outputTokens": 3, "reasoningOutputTokens": 0,
