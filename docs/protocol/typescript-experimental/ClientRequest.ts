@@ -1,4 +1,8 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
+import type { CommandExecParams } from "./CommandExecParams";
+import type { CommandExecResizeParams } from "./CommandExecResizeParams";
+import type { CommandExecTerminateParams } from "./CommandExecTerminateParams";
+import type { CommandExecWriteParams } from "./CommandExecWriteParams";
 import type { ConfigReadParams } from "./ConfigReadParams";
 import type { InitializeParams } from "./InitializeParams";
 import type { ProcessKillParams } from "./ProcessKillParams";
@@ -46,4 +50,8 @@ export type ClientRequest =
   | { id: RequestId, method: "process/spawn", params: ProcessSpawnParams, }
   | { id: RequestId, method: "process/writeStdin", params: ProcessWriteStdinParams, }
   | { id: RequestId, method: "process/kill", params: ProcessKillParams, }
-  | { id: RequestId, method: "process/resizePty", params: ProcessResizePtyParams, };
+  | { id: RequestId, method: "process/resizePty", params: ProcessResizePtyParams, }
+  | { id: RequestId, method: "command/exec", params: CommandExecParams, }
+  | { id: RequestId, method: "command/exec/write", params: CommandExecWriteParams, }
+  | { id: RequestId, method: "command/exec/terminate", params: CommandExecTerminateParams, }
+  | { id: RequestId, method: "command/exec/resize", params: CommandExecResizeParams, };

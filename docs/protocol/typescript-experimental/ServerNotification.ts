@@ -1,5 +1,6 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
 import type { AgentMessageDeltaNotification } from "./AgentMessageDeltaNotification";
+import type { CommandExecOutputDeltaNotification } from "./CommandExecOutputDeltaNotification";
 import type { CommandExecutionOutputDeltaNotification } from "./CommandExecutionOutputDeltaNotification";
 import type { ErrorNotification } from "./ErrorNotification";
 import type { ItemCompletedNotification } from "./ItemCompletedNotification";
@@ -35,4 +36,5 @@ export type ServerNotification =
   | { method: "serverRequest/resolved", params: ServerRequestResolvedNotification, emittedAtMs?: number, }
   | { method: "error", params: ErrorNotification, emittedAtMs?: number, }
   | { method: "process/outputDelta", params: ProcessOutputDeltaNotification, emittedAtMs?: number, }
-  | { method: "process/exited", params: ProcessExitedNotification, emittedAtMs?: number, };
+  | { method: "process/exited", params: ProcessExitedNotification, emittedAtMs?: number, }
+  | { method: "command/exec/outputDelta", params: CommandExecOutputDeltaNotification, emittedAtMs?: number, };

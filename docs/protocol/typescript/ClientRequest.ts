@@ -1,4 +1,8 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
+import type { CommandExecParams } from "./CommandExecParams";
+import type { CommandExecResizeParams } from "./CommandExecResizeParams";
+import type { CommandExecTerminateParams } from "./CommandExecTerminateParams";
+import type { CommandExecWriteParams } from "./CommandExecWriteParams";
 import type { ConfigReadParams } from "./ConfigReadParams";
 import type { InitializeParams } from "./InitializeParams";
 import type { RequestId } from "./RequestId";
@@ -38,4 +42,8 @@ export type ClientRequest =
   | { id: RequestId, method: "thread/attachment/remove", params: ThreadAttachmentRemoveParams, }
   | { id: RequestId, method: "turn/start", params: TurnStartParams, }
   | { id: RequestId, method: "turn/steer", params: TurnSteerParams, }
-  | { id: RequestId, method: "turn/interrupt", params: TurnInterruptParams, };
+  | { id: RequestId, method: "turn/interrupt", params: TurnInterruptParams, }
+  | { id: RequestId, method: "command/exec", params: CommandExecParams, }
+  | { id: RequestId, method: "command/exec/write", params: CommandExecWriteParams, }
+  | { id: RequestId, method: "command/exec/terminate", params: CommandExecTerminateParams, }
+  | { id: RequestId, method: "command/exec/resize", params: CommandExecResizeParams, };

@@ -1,4 +1,5 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
+import type { CommandExecResponse } from "./CommandExecResponse";
 import type { ConfigReadResponse } from "./ConfigReadResponse";
 import type { EmptyResponse } from "./EmptyResponse";
 import type { InitializeResponse } from "./InitializeResponse";
@@ -35,4 +36,8 @@ export type ClientRequestResponses = {
   "turn/start": TurnStartResponse,
   "turn/steer": TurnSteerResponse,
   "turn/interrupt": EmptyResponse,
+  "command/exec": CommandExecResponse,
+  "command/exec/write": EmptyResponse,
+  "command/exec/terminate": EmptyResponse,
+  "command/exec/resize": EmptyResponse,
 };

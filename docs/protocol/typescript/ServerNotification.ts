@@ -1,5 +1,6 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
 import type { AgentMessageDeltaNotification } from "./AgentMessageDeltaNotification";
+import type { CommandExecOutputDeltaNotification } from "./CommandExecOutputDeltaNotification";
 import type { CommandExecutionOutputDeltaNotification } from "./CommandExecutionOutputDeltaNotification";
 import type { ErrorNotification } from "./ErrorNotification";
 import type { ItemCompletedNotification } from "./ItemCompletedNotification";
@@ -31,4 +32,5 @@ export type ServerNotification =
   | { method: "item/agentMessage/delta", params: AgentMessageDeltaNotification, emittedAtMs?: number, }
   | { method: "item/commandExecution/outputDelta", params: CommandExecutionOutputDeltaNotification, emittedAtMs?: number, }
   | { method: "serverRequest/resolved", params: ServerRequestResolvedNotification, emittedAtMs?: number, }
-  | { method: "error", params: ErrorNotification, emittedAtMs?: number, };
+  | { method: "error", params: ErrorNotification, emittedAtMs?: number, }
+  | { method: "command/exec/outputDelta", params: CommandExecOutputDeltaNotification, emittedAtMs?: number, };
