@@ -22,6 +22,16 @@ platformOs: string,
  */
 tandemHome: string,
 /**
- * Server name and version.
+ * The same directory as `tandemHome`, under the reference's name (its schema requires it).
  */
-serverInfo: ServerInfo, };
+codexHome: string,
+/**
+ * Server name and the upstream protocol revision it implements
+ * (`crate::UPSTREAM_PROTOCOL_VERSION`), which clients compare with the release that
+ * introduced a feature.
+ */
+serverInfo: ServerInfo,
+/**
+ * The server's own version (Tandem's release, not the protocol revision).
+ */
+tandemVersion: string, };

@@ -137,9 +137,19 @@ async fn initialize_names_server_and_client_and_creates_the_home() {
         .await
         .unwrap();
     assert_eq!(response.server_info.name, "tandem");
-    assert_eq!(response.server_info.version, env!("CARGO_PKG_VERSION"));
+    // Clients gate features on `serverInfo.version`: the protocol revision, not Tandem's.
+    assert_eq!(
+        response.server_info.version,
+        tandem_protocol::UPSTREAM_PROTOCOL_VERSION
+    );
+    assert_eq!(response.tandem_version, env!("CARGO_PKG_VERSION"));
+    assert_eq!(response.codex_home, response.tandem_home);
     assert!(
-        response.user_agent.starts_with("tandem/"),
+        response.user_agent.starts_with(&format!(
+            "tandem/{} (tandem {};",
+            tandem_protocol::UPSTREAM_PROTOCOL_VERSION,
+            env!("CARGO_PKG_VERSION")
+        )),
         "{}",
         response.user_agent
     );
