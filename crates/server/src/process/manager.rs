@@ -26,6 +26,7 @@ use super::group::{ProcessScope, kill_scopes};
 use super::guard;
 use super::launch::{self, InputWriter, Launched};
 use super::plan::{SpawnPlan, check_size};
+use crate::sandbox::ResolvedSandbox;
 use super::stream::{OutputBudget, StreamConfig, StreamMode, StreamSignals, pump};
 use super::supervise::{Supervision, supervise};
 use super::{KILL_ALL_REAP_TIMEOUT, PTY_EOF_BYTE, ProcessEventSink};
@@ -276,15 +277,31 @@ impl ProcessManager {
         params: ProcessSpawnParams,
         sink: Arc<dyn ProcessEventSink>,
     ) -> Result<SpawnedProcess, JSONRPCErrorError> {
-        Ok(self.spawn_inner(params, sink)?)
+        Ok(self.spawn_inner(params, None, sink)?)
+    }
+
+    /// [`Self::spawn`] under an OS sandbox: with `Some(sandbox)` (from
+    /// [`crate::sandbox::Sandboxing::resolve`]) the child and everything it starts run with
+    /// the sandbox's restrictions, applied by the helper program to itself before it executes
+    /// the command, on pipes and under a PTY alike; `None` is [`Self::spawn`]. The server's
+    /// own process is never restricted.
+    pub async fn spawn_sandboxed(
+        &self,
+        params: ProcessSpawnParams,
+        sandbox: Option<ResolvedSandbox>,
+        sink: Arc<dyn ProcessEventSink>,
+    ) -> Result<SpawnedProcess, JSONRPCErrorError> {
+        Ok(self.spawn_inner(params, sandbox, sink)?)
     }
 
     fn spawn_inner(
         &self,
         params: ProcessSpawnParams,
+        sandbox: Option<ResolvedSandbox>,
         sink: Arc<dyn ProcessEventSink>,
     ) -> Result<SpawnedProcess, ProcessError> {
-        let plan = SpawnPlan::from_params(params)?;
+        let mut plan = SpawnPlan::from_params(params)?;
+        plan.sandbox = sandbox;
         let limits = self.inner.limits;
         let budget = limits
             .max_bytes

@@ -10,6 +10,7 @@ use std::time::Duration;
 use tandem_protocol::{ProcessSpawnParams, PtySize};
 
 use super::error::ProcessError;
+use crate::sandbox::ResolvedSandbox;
 use super::{DEFAULT_OUTPUT_BYTES_CAP, DEFAULT_PTY_SIZE, DEFAULT_TIMEOUT};
 
 /// A validated spawn request with every default resolved.
@@ -30,6 +31,9 @@ pub(crate) struct SpawnPlan {
     pub(crate) env: BTreeMap<String, Option<String>>,
     /// Only meaningful with `tty`.
     pub(crate) size: PtySize,
+    /// The OS sandbox the child runs under; `None` runs it with the server's rights.
+    /// `process/spawn` never sets it (the reference has no sandbox there).
+    pub(crate) sandbox: Option<ResolvedSandbox>,
 }
 
 /// Checks that a PTY size is usable (shared by spawn and resize).
@@ -107,6 +111,7 @@ impl SpawnPlan {
             timeout,
             env: env.unwrap_or_default(),
             size: size.unwrap_or(DEFAULT_PTY_SIZE),
+            sandbox: None,
         })
     }
 }

@@ -52,7 +52,7 @@ impl ThreadService {
             dynamic_tools,
             config: Default::default(),
         };
-        overrides_update(&params.overrides)?.apply(&mut record);
+        overrides_update(&params.overrides, &record.config)?.apply(&mut record);
         let store = self.store_for(ephemeral).await?;
         store
             .create_thread(&record, &[])
@@ -69,7 +69,7 @@ impl ThreadService {
     pub(super) async fn announce_started(&self, thread: &Arc<LoadedThread>) -> ThreadStartResponse {
         let response = ThreadStartResponse {
             thread: thread.to_thread(true, self.default_model()),
-            session: thread.session(self.default_model()),
+            session: thread.session(self.default_model(), &self.config.sandbox),
         };
         let note = tandem_protocol::ServerNotification::ThreadStarted(ThreadStartedNotification {
             thread: thread.to_thread(false, self.default_model()),
@@ -106,7 +106,8 @@ impl ThreadService {
                 self.insert_loaded(record, turns, status)
             }
         };
-        let update = overrides_update(&params.overrides)?;
+        let current = thread.state().record.config.clone();
+        let update = overrides_update(&params.overrides, &current)?;
         if update != ThreadUpdate::default() {
             let store = self.store_for(thread.ephemeral).await?;
             let record = store
@@ -118,7 +119,7 @@ impl ThreadService {
         self.subscribe(&thread, context.id.connection_id);
         Ok(ThreadResumeResponse {
             thread: thread.to_thread(!params.exclude_turns.unwrap_or(false), self.default_model()),
-            session: thread.session(self.default_model()),
+            session: thread.session(self.default_model(), &self.config.sandbox),
         })
     }
 
@@ -335,7 +336,7 @@ impl ThreadService {
         let mut record = source.forked(store::new_id(), now_secs());
         record.ephemeral = ephemeral;
         record.source = context.session.session_source.clone();
-        overrides_update(&params.overrides)?.apply(&mut record);
+        overrides_update(&params.overrides, &record.config)?.apply(&mut record);
         // The fork starts from a clean slate: the source's failure is not the fork's.
         record.status = ThreadStatus::Idle;
         self.store_for(ephemeral)
@@ -410,8 +411,12 @@ fn default_cwd() -> Result<String, JSONRPCErrorError> {
         })
 }
 
-/// The record changes that `thread/start`, `resume` and `fork` overrides ask for.
-fn overrides_update(overrides: &ThreadOverrides) -> Result<ThreadUpdate, JSONRPCErrorError> {
+/// The record changes that `thread/start`, `resume` and `fork` overrides ask for, for a thread
+/// whose config overrides are `current_config`.
+fn overrides_update(
+    overrides: &ThreadOverrides,
+    current_config: &serde_json::Map<String, serde_json::Value>,
+) -> Result<ThreadUpdate, JSONRPCErrorError> {
     let cwd = match &overrides.cwd {
         Some(Some(cwd)) => {
             let path = std::path::Path::new(cwd);
@@ -436,10 +441,34 @@ fn overrides_update(overrides: &ThreadOverrides) -> Result<ThreadUpdate, JSONRPC
         approval_policy: overrides
             .approval_policy
             .map(|policy| policy.unwrap_or(ApprovalPolicy::OnRequest)),
-        config: overrides
-            .config
-            .clone()
-            .map(|config| config.unwrap_or_default()),
+        config: config_update(overrides, current_config)?,
         ..ThreadUpdate::default()
     })
+}
+
+/// The thread's new config overrides, if `overrides` change them: its `config`, its `sandbox`
+/// (kept among them, see [`crate::config::sandbox::THREAD_POLICY_KEY`]), or both.
+fn config_update(
+    overrides: &ThreadOverrides,
+    current_config: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Option<serde_json::Map<String, serde_json::Value>>, JSONRPCErrorError> {
+    let mut config = overrides
+        .config
+        .clone()
+        .map(|config| config.unwrap_or_default());
+    if let Some(config) = &config {
+        // Checked now, so that a thread never holds sandbox keys it cannot honour.
+        crate::config::sandbox::policy_from_keys(|key| config.get(key)).map_err(
+            |(key, reason)| JSONRPCErrorError::invalid_params(format!("config.{key}: {reason}")),
+        )?;
+    }
+    if let Some(mode) = overrides.sandbox {
+        let mut map = config.take().unwrap_or_else(|| current_config.clone());
+        crate::config::sandbox::set_thread_policy(
+            &mut map,
+            mode.map(tandem_protocol::SandboxMode::policy).as_ref(),
+        );
+        config = Some(map);
+    }
+    Ok(config)
 }

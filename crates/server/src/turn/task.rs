@@ -54,13 +54,14 @@ async fn run(
         store,
     } = started_turn;
     let outgoing = service.outgoing.clone();
-    let (history, cwd, model, approval_policy, tools) = {
+    let (history, cwd, model, approval_policy, sandbox_policy, tools) = {
         let state = thread.state();
         (
             state.history.clone(),
             state.record.cwd.clone(),
             service.effective_model(&state.record),
             state.record.approval_policy,
+            crate::config::sandbox::thread_policy(&state.record.config, &service.config().sandbox),
             state.record.dynamic_tools.clone(),
         )
     };
@@ -91,6 +92,8 @@ async fn run(
         cwd,
         model,
         approval_policy,
+        sandbox_policy,
+        sandboxing: service.sandboxing.clone(),
         tools,
         processes: active.processes.clone(),
         store: Arc::clone(&store),
