@@ -491,7 +491,11 @@ impl ServerConfigBuilder {
                 (Some(policy), _) => policy,
                 (None, Some(mode)) => sandbox::policy_of(
                     mode,
-                    layered.table.get(SANDBOX_WORKSPACE_WRITE_KEY).map(toml_to_json).as_ref(),
+                    layered
+                        .table
+                        .get(SANDBOX_WORKSPACE_WRITE_KEY)
+                        .map(toml_to_json)
+                        .as_ref(),
                 )
                 .map_err(|(key, reason)| ConfigError::InvalidValue {
                     value: String::new(),
@@ -639,10 +643,7 @@ impl Settings {
         .map_err(|(key, reason)| {
             let top = key.split('.').next().unwrap_or_default().to_owned();
             ConfigError::InvalidValue {
-                value: table
-                    .get(&top)
-                    .map(ToString::to_string)
-                    .unwrap_or_default(),
+                value: table.get(&top).map(ToString::to_string).unwrap_or_default(),
                 origin: layered.origin_of(&top).to_string(),
                 key,
                 reason,

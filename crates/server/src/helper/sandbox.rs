@@ -152,6 +152,8 @@ fn restrict_syscalls(network: bool) -> Result<(), String> {
         arch,
     )
     .map_err(|error| error.to_string())?;
-    let program: BpfProgram = filter.try_into().map_err(|error: seccompiler::BackendError| error.to_string())?;
+    let program: BpfProgram = filter
+        .try_into()
+        .map_err(|error: seccompiler::BackendError| error.to_string())?;
     seccompiler::apply_filter(&program).map_err(|error| error.to_string())
 }

@@ -26,10 +26,10 @@ use super::group::{ProcessScope, kill_scopes};
 use super::guard;
 use super::launch::{self, InputWriter, Launched};
 use super::plan::{SpawnPlan, check_size};
-use crate::sandbox::ResolvedSandbox;
 use super::stream::{OutputBudget, StreamConfig, StreamMode, StreamSignals, pump};
 use super::supervise::{Supervision, supervise};
 use super::{KILL_ALL_REAP_TIMEOUT, PTY_EOF_BYTE, ProcessEventSink};
+use crate::sandbox::ResolvedSandbox;
 
 /// How long a failed stdin write waits to learn whether the child is exiting, so that a write
 /// racing the exit answers `is no longer running` rather than a raw `EPIPE`.

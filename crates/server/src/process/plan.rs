@@ -10,8 +10,8 @@ use std::time::Duration;
 use tandem_protocol::{ProcessSpawnParams, PtySize};
 
 use super::error::ProcessError;
-use crate::sandbox::ResolvedSandbox;
 use super::{DEFAULT_OUTPUT_BYTES_CAP, DEFAULT_PTY_SIZE, DEFAULT_TIMEOUT};
+use crate::sandbox::ResolvedSandbox;
 
 /// A validated spawn request with every default resolved.
 #[derive(Debug, Clone)]

@@ -76,13 +76,18 @@ impl SandboxSupport {
             .map(|release| release.trim().to_owned())
             .unwrap_or_else(|_| "unknown".to_owned());
         let (landlock_abi, landlock_unavailable) = if force_no_landlock {
-            (None, Some(format!("forced off by {FORCE_NO_LANDLOCK_ENV}=1")))
+            (
+                None,
+                Some(format!("forced off by {FORCE_NO_LANDLOCK_ENV}=1")),
+            )
         } else {
             match landlock_abi() {
                 Some(abi) => (Some(abi), None),
                 None => (
                     None,
-                    Some("the kernel does not offer Landlock (or it is not enabled at boot)".into()),
+                    Some(
+                        "the kernel does not offer Landlock (or it is not enabled at boot)".into(),
+                    ),
                 ),
             }
         };
@@ -288,7 +293,10 @@ impl Sandboxing {
             return Err(SandboxError::Unsupported {
                 policy: describe(),
                 kernel: self.support.kernel.clone(),
-                abi: match (&self.support.landlock_abi, &self.support.landlock_unavailable) {
+                abi: match (
+                    &self.support.landlock_abi,
+                    &self.support.landlock_unavailable,
+                ) {
                     (Some(abi), _) => abi.to_string(),
                     (None, Some(why)) => format!("none: {why}"),
                     (None, None) => "none".to_owned(),

@@ -441,8 +441,7 @@ impl ThreadService {
                     if let serde_json::Value::Object(config) = &mut response.config {
                         config.insert(
                             "sandbox_support".to_owned(),
-                            serde_json::to_value(service.sandboxing.support())
-                                .unwrap_or_default(),
+                            serde_json::to_value(service.sandboxing.support()).unwrap_or_default(),
                         );
                     }
                     response

@@ -169,7 +169,14 @@ impl TurnDriver {
             // The user allowed this one command outside the sandbox: it runs again with the
             // server's rights, and the item reports that run.
             (exit_code, output, process_id) = self
-                .execute(&id, &format!("{id}-unsandboxed"), command, &cwd, options.timeout, None)
+                .execute(
+                    &id,
+                    &format!("{id}-unsandboxed"),
+                    command,
+                    &cwd,
+                    options.timeout,
+                    None,
+                )
                 .await;
         } else if let Some(note) = partial {
             output.insert_str(0, &note);
@@ -314,9 +321,13 @@ const SANDBOX_NOTE_PREFIX: &str = crate::helper::sandbox::REPORT_PREFIX;
 /// Whether a failed command's output reads like the sandbox's doing: the messages of `EACCES`
 /// and `EPERM` (Landlock and seccomp), and of a read-only file system.
 fn looks_like_denial(output: &str) -> bool {
-    ["Permission denied", "Operation not permitted", "Read-only file system"]
-        .iter()
-        .any(|sign| output.contains(sign))
+    [
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+    ]
+    .iter()
+    .any(|sign| output.contains(sign))
 }
 
 /// Turns one command's process events into `item/commandExecution/outputDelta`.
