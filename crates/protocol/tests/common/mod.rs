@@ -186,7 +186,7 @@ pub(crate) fn session() -> SessionSettings {
         "openai",
         CWD,
         ApprovalPolicy::OnRequest,
-        SandboxPolicy::default(),
+        SandboxPolicy::DangerFullAccess,
     )
 }
 
@@ -296,7 +296,7 @@ pub(crate) fn thread_resume_response() -> ThreadResumeResponse {
             "openai",
             CWD,
             ApprovalPolicy::Never,
-            SandboxMode::WorkspaceWrite.policy(),
+            SandboxPolicy::DangerFullAccess,
         ),
     }
 }

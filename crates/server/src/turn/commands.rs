@@ -68,30 +68,6 @@ impl TurnDriver {
             None,
         ))
         .await;
-        // Before asking: a command that cannot run as the policy says is refused, not
-        // offered to the user and then run with more rights than the thread was given.
-        let sandbox = match self
-            .sandboxing
-            .resolve(&self.sandbox_policy, std::path::Path::new(&cwd))
-        {
-            Ok(sandbox) => sandbox,
-            Err(error) => {
-                let message = error.to_string();
-                tracing::warn!(thread = %self.thread.id, %message, "command refused");
-                self.item_completed(item(
-                    CommandExecutionStatus::Failed,
-                    None,
-                    None,
-                    Some(message.clone()),
-                    None,
-                ))
-                .await;
-                return Ok(CommandOutcome::Ran {
-                    exit_code: None,
-                    output: message,
-                });
-            }
-        };
         if self.approval_policy != ApprovalPolicy::Never {
             let params = CommandExecutionRequestApprovalParams {
                 thread_id: self.thread.id.clone(),
@@ -149,6 +125,31 @@ impl TurnDriver {
                 }
             }
         }
+        // A command that cannot run as the policy says is refused, never run with more
+        // rights than the thread was given (checked after the approval, so that the user
+        // sees every command the agent asked for).
+        let sandbox = match self
+            .sandboxing
+            .resolve(&self.sandbox_policy, std::path::Path::new(&cwd))
+        {
+            Ok(sandbox) => sandbox,
+            Err(error) => {
+                let message = error.to_string();
+                tracing::warn!(thread = %self.thread.id, %message, "command refused");
+                self.item_completed(item(
+                    CommandExecutionStatus::Failed,
+                    None,
+                    None,
+                    Some(message.clone()),
+                    None,
+                ))
+                .await;
+                return Ok(CommandOutcome::Ran {
+                    exit_code: None,
+                    output: message,
+                });
+            }
+        };
         let started = Instant::now();
         let sandboxed = sandbox.is_some();
         let partial = sandbox
