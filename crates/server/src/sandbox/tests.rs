@@ -85,7 +85,12 @@ fn refusals_name_the_kernel_the_abi_and_what_to_change() {
         .resolve(&SandboxMode::WorkspaceWrite.policy(), Path::new("/"))
         .expect_err("refused");
     let message = error.to_string();
-    for needed in ["6.18.0-test", "Landlock ABI none: forced off", "danger-full-access", "lsm="] {
+    for needed in [
+        "6.18.0-test",
+        "Landlock ABI none: forced off",
+        "danger-full-access",
+        "lsm=",
+    ] {
         assert!(message.contains(needed), "{needed:?} missing: {message}");
     }
 
