@@ -40,8 +40,12 @@ async fn call(handle: &InProcessClientHandle, request: ClientRequest) -> serde_j
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_and_a_client_process_share_one_connection() {
     let home = tempfile::tempdir().expect("temp home");
-    let options =
+    let mut options =
         ServerOptions::load(ServerConfig::builder().tandem_home(home.path())).expect("options");
+    // In-process without a helper program the sandbox cannot be applied, and commands under
+    // the default read-only policy would be refused; this test is not about the sandbox
+    // (crates/cli/tests/sandbox.rs is).
+    options.config.sandbox = tandem_protocol::SandboxPolicy::DangerFullAccess;
     let mut handle = in_process::start(InProcessStartArgs::new(
         move |outgoing| Arc::new(TandemServer::new(outgoing, options)) as Arc<dyn MessageProcessor>,
         initialize_params(true),

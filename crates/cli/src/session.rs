@@ -135,7 +135,12 @@ impl ServerArgs {
             Transport::Child(ChildCommand::new(program).args(args))
         } else {
             global.warn_unknown_features();
-            let (server, provider_warnings) = global.load_options(true)?;
+            // `run` and `chat` work in the user's project: its commands may write there (and
+            // in /tmp), but nowhere else and not to the network (README, "Sandbox").
+            let (server, provider_warnings) = global.load_options_with_sandbox(
+                true,
+                Some(tandem_protocol::SandboxMode::WorkspaceWrite),
+            )?;
             for warning in provider_warnings {
                 // A model named on the command line makes the configured one unnecessary.
                 let model_given = self.model.is_some();

@@ -115,7 +115,20 @@ impl GlobalOptions {
         &self,
         create_home: bool,
     ) -> Result<(ServerOptions, Vec<ConfigWarning>), SettingsError> {
-        let builder = self.config_builder()?.create_home(create_home);
+        self.load_options_with_sandbox(create_home, None)
+    }
+
+    /// [`Self::load_options`], with `default_sandbox` as the sandbox mode of threads when the
+    /// configuration sets no `sandbox_mode` (`None`: the server's own default, read-only).
+    pub(crate) fn load_options_with_sandbox(
+        &self,
+        create_home: bool,
+        default_sandbox: Option<tandem_protocol::SandboxMode>,
+    ) -> Result<(ServerOptions, Vec<ConfigWarning>), SettingsError> {
+        let mut builder = self.config_builder()?.create_home(create_home);
+        if let Some(mode) = default_sandbox {
+            builder = builder.default_sandbox_mode(mode);
+        }
         let (options, warnings) = ServerOptions::load_with_warnings(builder)?;
         // This binary is the server's helper program, so that every command's children die
         // with tandem however it ends (the watchdog; `main` runs the helper jobs).

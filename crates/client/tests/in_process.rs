@@ -32,7 +32,11 @@ fn home() -> tempfile::TempDir {
 }
 
 async fn reference_client(home: &tempfile::TempDir, options: ClientOptions) -> Client {
-    let server = ServerOptions::new(home.path()).expect("server options");
+    let mut server = ServerOptions::new(home.path()).expect("server options");
+    // In-process without a helper program the sandbox cannot be applied, and commands under
+    // the default read-only policy would be refused; this test is not about the sandbox
+    // (crates/cli/tests/sandbox.rs is).
+    server.config.sandbox = tandem_protocol::SandboxPolicy::DangerFullAccess;
     Client::start(Transport::InProcess(server), options)
         .await
         .expect("client starts")

@@ -474,7 +474,7 @@ fn explicit_null_for_every_optional_member_decodes() {
         (
             json!({"id": 1, "method": "thread/start", "params": {
                 "cwd": null, "model": null, "approvalPolicy": null, "name": null,
-                "config": null, "ephemeral": null, "dynamicTools": null}}),
+                "config": null, "ephemeral": null, "dynamicTools": null, "sandbox": null}}),
             request::<m::ThreadStart>(
                 1,
                 ThreadStartParams {
@@ -482,6 +482,7 @@ fn explicit_null_for_every_optional_member_decodes() {
                         cwd: Some(None),
                         model: Some(None),
                         approval_policy: Some(None),
+                        sandbox: Some(None),
                         name: Some(None),
                         config: Some(None),
                     },
@@ -524,6 +525,7 @@ fn explicit_null_for_every_optional_member_decodes() {
                         cwd: Some(None),
                         model: Some(None),
                         approval_policy: Some(None),
+                        sandbox: None,
                         name: Some(None),
                         config: Some(None),
                     },
@@ -575,6 +577,7 @@ fn explicit_null_for_every_optional_member_decodes() {
                         cwd: Some(None),
                         model: Some(None),
                         approval_policy: Some(None),
+                        sandbox: None,
                         name: Some(None),
                         config: Some(None),
                     },
@@ -585,7 +588,8 @@ fn explicit_null_for_every_optional_member_decodes() {
         (
             json!({"id": 10, "method": "turn/start", "params": {"threadId": "t",
                    "input": [{"type": "text", "text": "hi", "text_elements": null}],
-                   "clientUserMessageId": null, "approvalPolicy": null, "model": null}}),
+                   "clientUserMessageId": null, "approvalPolicy": null, "model": null,
+                   "sandboxPolicy": null}}),
             request::<m::TurnStart>(
                 10,
                 TurnStartParams {
@@ -594,6 +598,7 @@ fn explicit_null_for_every_optional_member_decodes() {
                     client_user_message_id: None,
                     approval_policy: Some(None),
                     model: Some(None),
+                    sandbox_policy: Some(None),
                 },
             ),
         ),

@@ -8,6 +8,7 @@ pub mod config;
 pub mod helper;
 pub mod options;
 pub mod process;
+pub mod sandbox;
 pub mod server;
 pub mod store;
 mod threads;
@@ -20,6 +21,7 @@ pub use agent::{
 pub use config::{ConfigError, ConfigWarning, ServerConfig, ServerConfigBuilder};
 pub use helper::{HelperProgram, run_if_helper};
 pub use options::{ServerOptions, ServerOptionsError};
+pub use sandbox::{ResolvedSandbox, SandboxError, SandboxSupport, Sandboxing};
 pub use server::TandemServer;
 pub use threads::{DEFAULT_MODEL, MODEL_PROVIDER};
 

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use crate::agent::{Agent, AgentBuildError, OpenAiCompatibleAgent, ScriptedAgent};
 use crate::config::{ConfigError, ConfigWarning, ServerConfig, ServerConfigBuilder};
 use crate::helper::HelperProgram;
+use crate::sandbox::{SandboxSupport, Sandboxing};
 use crate::store::ThreadStore;
 
 /// Why [`ServerOptions`] could not be built.
@@ -54,7 +55,11 @@ pub struct ServerOptions {
     /// The program re-executed for helper jobs, such as the watchdog that kills every child
     /// when this process dies (see [`crate::helper`]); `None` runs without a watchdog, so
     /// children outlive a `SIGKILL` of the process (logged once, at info level).
+    /// Also the program that applies the command sandbox: without it, commands under a
+    /// restricting sandbox policy are refused.
     pub helper_program: Option<HelperProgram>,
+    /// What the command sandbox may use; `None` probes this machine (once per process).
+    pub sandbox_support: Option<SandboxSupport>,
 }
 
 impl fmt::Debug for ServerOptions {
@@ -81,6 +86,7 @@ impl ServerOptions {
             store: None,
             agent,
             helper_program: None,
+            sandbox_support: None,
         })
     }
 
@@ -125,6 +131,22 @@ impl ServerOptions {
     pub fn with_helper_program(mut self, program: HelperProgram) -> Self {
         self.helper_program = Some(program);
         self
+    }
+
+    /// Uses `support` instead of probing this machine for the command sandbox: e.g.
+    /// [`SandboxSupport::probe_now`]`(true)` to see how commands are refused without Landlock.
+    pub fn with_sandbox_support(mut self, support: SandboxSupport) -> Self {
+        self.sandbox_support = Some(support);
+        self
+    }
+
+    /// The sandboxing of a server built from these options: its support, applied by its
+    /// helper program.
+    pub fn sandboxing(&self) -> Sandboxing {
+        match &self.sandbox_support {
+            Some(support) => Sandboxing::with_support(self.helper_program.clone(), support.clone()),
+            None => Sandboxing::new(self.helper_program.clone()),
+        }
     }
 
     /// Runs turns with `agent` instead of the one the configuration selected.

@@ -161,6 +161,7 @@ impl TandemServer {
             options.config.clone(),
             options.store.clone(),
             Arc::clone(&options.agent),
+            options.sandboxing(),
         ));
         Self {
             outgoing,

@@ -41,7 +41,15 @@ const FAKE_PATH: &str = "/fault-injection/threads.sqlite";
 // ---------------------------------------------------------------------------------------------
 
 fn options(home: &Path) -> ServerOptions {
-    ServerOptions::load(ServerConfig::builder().tandem_home(home)).expect("options load")
+    ServerOptions::load(
+        ServerConfig::builder()
+            .tandem_home(home)
+            // In-process without a helper program the sandbox cannot be applied, and commands
+            // under the default read-only policy would be refused; these tests are not about
+            // the sandbox (crates/cli/tests/sandbox.rs is).
+            .config_override("sandbox_mode", "danger-full-access".into()),
+    )
+    .expect("options load")
 }
 
 async fn start(options: ServerOptions) -> InProcessClientHandle {

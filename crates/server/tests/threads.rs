@@ -45,7 +45,11 @@ fn options(home: &Path, delay_secs: u64, memory: bool) -> ServerOptions {
     let options = ServerOptions::load(
         ServerConfig::builder()
             .tandem_home(home)
-            .thread_unload_delay_secs(delay_secs),
+            .thread_unload_delay_secs(delay_secs)
+            // In-process without a helper program the sandbox cannot be applied, and commands
+            // under the default read-only policy would be refused; these tests are not about
+            // the sandbox (crates/cli/tests/sandbox.rs is).
+            .config_override("sandbox_mode", "danger-full-access".into()),
     )
     .expect("options load");
     if memory {

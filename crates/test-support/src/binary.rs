@@ -34,16 +34,25 @@ pub enum BinaryError {
         source: io::Error,
     },
     /// The build failed; cargo's diagnostics follow.
-    #[error("`cargo build -p tandem-cli --bin tandem` failed ({status}):\n{stderr}")]
+    #[error("`cargo build -p {package} --bin {bin}` failed ({status}):\n{stderr}")]
     Failed {
+        /// The package built.
+        package: &'static str,
+        /// The binary target built.
+        bin: &'static str,
         /// cargo's exit status.
         status: ExitStatus,
         /// What cargo printed on stderr.
         stderr: String,
     },
-    /// The build succeeded but cargo named no executable for the `tandem` target.
-    #[error("cargo built tandem-cli but reported no `tandem` executable")]
-    NoExecutable,
+    /// The build succeeded but cargo named no executable for the target.
+    #[error("cargo built {package} but reported no `{bin}` executable")]
+    NoExecutable {
+        /// The package built.
+        package: &'static str,
+        /// The binary target asked for.
+        bin: &'static str,
+    },
 }
 
 /// The workspace this crate belongs to: the directory the nested build runs in.
@@ -58,14 +67,20 @@ pub fn workspace_root() -> PathBuf {
 /// Builds the `tandem` binary (debug profile) with `$CARGO build -p tandem-cli --bin tandem`
 /// and returns the path of the executable. Blocking; prefer the cached [`tandem_binary`].
 pub fn build_tandem_binary() -> Result<PathBuf, BinaryError> {
+    build_binary("tandem-cli", "tandem")
+}
+
+/// Builds the binary target `bin` of `package` (debug profile) with a nested `cargo build`
+/// and returns the path of the executable. Blocking.
+pub fn build_binary(package: &'static str, bin: &'static str) -> Result<PathBuf, BinaryError> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let output = std::process::Command::new(&cargo)
         .args([
             "build",
             "-p",
-            "tandem-cli",
+            package,
             "--bin",
-            "tandem",
+            bin,
             "--message-format=json-render-diagnostics",
         ])
         .current_dir(workspace_root())
@@ -77,6 +92,8 @@ pub fn build_tandem_binary() -> Result<PathBuf, BinaryError> {
         })?;
     if !output.status.success() {
         return Err(BinaryError::Failed {
+            package,
+            bin,
             status: output.status,
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         });
@@ -85,9 +102,19 @@ pub fn build_tandem_binary() -> Result<PathBuf, BinaryError> {
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
         .filter(|message| message["reason"] == "compiler-artifact")
-        .filter(|message| message["target"]["name"] == "tandem")
+        .filter(|message| message["target"]["name"] == bin)
         .find_map(|message| message["executable"].as_str().map(PathBuf::from))
-        .ok_or(BinaryError::NoExecutable)
+        .ok_or(BinaryError::NoExecutable { package, bin })
+}
+
+/// The `tandem-sandbox-probe` binary of this package (see its source), built on the first
+/// call of this test process.
+pub fn sandbox_probe_binary() -> Result<&'static Path, &'static BinaryError> {
+    static BINARY: OnceLock<Result<PathBuf, BinaryError>> = OnceLock::new();
+    BINARY
+        .get_or_init(|| build_binary("tandem-test-support", "tandem-sandbox-probe"))
+        .as_ref()
+        .map(PathBuf::as_path)
 }
 
 /// The `tandem` binary, built on the first call of this test process; later calls (from any

@@ -2,6 +2,7 @@
 import type { ApprovalPolicy } from "./ApprovalPolicy";
 import type { DynamicToolSpec } from "./DynamicToolSpec";
 import type { JsonValue } from "./JsonValue";
+import type { SandboxMode } from "./SandboxMode";
 
 /**
  * `thread/start` params; every member is optional.
@@ -28,6 +29,10 @@ model?: string | null,
  * Approval policy (any input spelling).
  */
 approvalPolicy?: ApprovalPolicy | null,
+/**
+ * Sandbox mode of the thread's commands (`null` asks for the server default).
+ */
+sandbox?: SandboxMode | null,
 /**
  * Thread name.
  */

@@ -1,5 +1,6 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
 import type { ApprovalPolicy } from "./ApprovalPolicy";
+import type { SandboxPolicy } from "./SandboxPolicy";
 import type { UserInput } from "./UserInput";
 
 /**
@@ -26,4 +27,9 @@ approvalPolicy?: ApprovalPolicy | null,
 /**
  * Model from this turn on: omitted keeps the thread's, `null` asks for the server default.
  */
-model?: string | null, };
+model?: string | null,
+/**
+ * Sandbox policy from this turn on: omitted keeps the thread's, `null` asks for the
+ * server default.
+ */
+sandboxPolicy?: SandboxPolicy | null, };

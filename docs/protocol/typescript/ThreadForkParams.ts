@@ -1,6 +1,7 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
 import type { ApprovalPolicy } from "./ApprovalPolicy";
 import type { JsonValue } from "./JsonValue";
+import type { SandboxMode } from "./SandboxMode";
 
 /**
  * `thread/fork` params.
@@ -34,6 +35,10 @@ model?: string | null,
  * Approval policy (any input spelling).
  */
 approvalPolicy?: ApprovalPolicy | null,
+/**
+ * Sandbox mode of the thread's commands (`null` asks for the server default).
+ */
+sandbox?: SandboxMode | null,
 /**
  * Thread name.
  */

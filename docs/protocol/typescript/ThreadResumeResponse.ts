@@ -33,7 +33,7 @@ approvalPolicy: ApprovalPolicy,
  */
 approvalsReviewer: ApprovalsReviewer,
 /**
- * Always `{"type": "dangerFullAccess"}`.
+ * The sandbox policy the thread's commands run under, as enforced.
  */
 sandbox: SandboxPolicy,
 /**

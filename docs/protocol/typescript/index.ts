@@ -39,9 +39,14 @@ export type { JSONRPCNotification } from "./JSONRPCNotification";
 export type { JSONRPCRequest } from "./JSONRPCRequest";
 export type { JSONRPCResponse } from "./JSONRPCResponse";
 export type { JsonValue } from "./JsonValue";
+<<<<<<< HEAD
 export type { ProcessOutputStream } from "./ProcessOutputStream";
 export type { PtySize } from "./PtySize";
+=======
+export type { NetworkAccess } from "./NetworkAccess";
+>>>>>>> s-sandbox
 export type { RequestId } from "./RequestId";
+export type { SandboxMode } from "./SandboxMode";
 export type { SandboxPolicy } from "./SandboxPolicy";
 export type { ServerInfo } from "./ServerInfo";
 export type { ServerNotification } from "./ServerNotification";

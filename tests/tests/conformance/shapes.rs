@@ -43,7 +43,8 @@ pub(crate) fn session_reply(approval_policy: &str, thread: Value) -> Value {
     json!({
         "thread": thread, "model": "scripted", "modelProvider": "tandem", "cwd": "<home>",
         "approvalPolicy": approval_policy, "approvalsReviewer": "user",
-        "sandbox": {"type": "dangerFullAccess"}, "reasoningEffort": null, "serviceTier": null,
+        "sandbox": {"type": "readOnly", "networkAccess": false}, "reasoningEffort": null,
+        "serviceTier": null,
     })
 }
 

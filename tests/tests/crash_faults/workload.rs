@@ -109,9 +109,12 @@ async fn thread_lane(cycle: Cycle, lane: u64, mut rng: StdRng, resume: Option<St
 }
 
 async fn start_thread(cycle: &Cycle) -> Option<String> {
+    // The commands write their pids to `pid_dir`, outside the thread's cwd: the default
+    // read-only sandbox would deny that, and this suite is about crashes, not the sandbox.
     let params = json!({
         "cwd": cycle.work_dir,
         "approvalPolicy": "never",
+        "sandbox": "danger-full-access",
     });
     match cycle.client.request("thread/start", params).await {
         Ok(result) => {

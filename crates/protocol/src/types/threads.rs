@@ -36,6 +36,14 @@ pub struct ThreadOverrides {
         ts(as = "Option<ApprovalPolicy>")
     )]
     pub approval_policy: Option<Option<ApprovalPolicy>>,
+    /// Sandbox mode of the thread's commands (`null` asks for the server default).
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "three_state")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "Option<Option<SandboxMode>>"),
+        ts(as = "Option<SandboxMode>")
+    )]
+    pub sandbox: Option<Option<SandboxMode>>,
     /// Thread name.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "three_state")]
     #[cfg_attr(
@@ -449,6 +457,15 @@ pub struct TurnStartParams {
         ts(as = "Option<String>")
     )]
     pub model: Option<Option<String>>,
+    /// Sandbox policy from this turn on: omitted keeps the thread's, `null` asks for the
+    /// server default.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "three_state")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "Option<Option<SandboxPolicy>>"),
+        ts(as = "Option<SandboxPolicy>")
+    )]
+    pub sandbox_policy: Option<Option<SandboxPolicy>>,
 }
 
 /// `turn/start` result.

@@ -70,15 +70,122 @@ pub enum ApprovalsReviewer {
     User,
 }
 
-/// `sandbox` of the session settings. Tandem does not sandbox commands, so the only value is
-/// `{"type": "dangerFullAccess"}`.
+/// Whether a sandboxed command may reach the network: `networkAccess` of
+/// [`SandboxPolicy::ExternalSandbox`], which only reports what the outer sandbox allows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub enum NetworkAccess {
+    /// No network.
+    #[default]
+    Restricted,
+    /// Network allowed.
+    Enabled,
+}
+
+/// `thread/start.sandbox` (and `thread/resume`, `thread/fork`): the policy asked for by name,
+/// with every option of [`SandboxPolicy`] at its default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
+pub enum SandboxMode {
+    /// [`SandboxPolicy::ReadOnly`] without network.
+    #[serde(rename = "read-only")]
+    ReadOnly,
+    /// [`SandboxPolicy::WorkspaceWrite`]: the cwd, `/tmp` and `$TMPDIR` writable, no network.
+    #[serde(rename = "workspace-write")]
+    WorkspaceWrite,
+    /// [`SandboxPolicy::DangerFullAccess`].
+    #[serde(rename = "danger-full-access")]
+    DangerFullAccess,
+}
+
+impl SandboxMode {
+    /// The wire (and config-file) spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::WorkspaceWrite => "workspace-write",
+            Self::DangerFullAccess => "danger-full-access",
+        }
+    }
+
+    /// The policy of this mode with every option at its default.
+    pub fn policy(self) -> SandboxPolicy {
+        match self {
+            Self::ReadOnly => SandboxPolicy::ReadOnly {
+                network_access: false,
+            },
+            Self::WorkspaceWrite => SandboxPolicy::WorkspaceWrite {
+                writable_roots: Vec::new(),
+                network_access: false,
+                exclude_tmpdir_env_var: false,
+                exclude_slash_tmp: false,
+            },
+            Self::DangerFullAccess => SandboxPolicy::DangerFullAccess,
+        }
+    }
+}
+
+/// What the agent's commands may do: `sandbox` of the session settings,
+/// `turn/start.sandboxPolicy`. Enforced by the operating system (docs/security.md); a policy
+/// the machine cannot enforce refuses the command rather than running it with more rights.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum SandboxPolicy {
     /// Commands run with the server's full access.
-    #[default]
     DangerFullAccess,
+    /// Commands read everywhere and write nowhere (but `/dev/null`).
+    #[serde(rename_all = "camelCase")]
+    ReadOnly {
+        /// Whether commands may open network sockets.
+        #[serde(default)]
+        network_access: bool,
+    },
+    /// The client runs the server inside a sandbox of its own; Tandem adds none.
+    #[serde(rename_all = "camelCase")]
+    ExternalSandbox {
+        /// What the outer sandbox allows, as the client reports it.
+        #[serde(default)]
+        network_access: NetworkAccess,
+    },
+    /// Commands read everywhere and write only under the thread's cwd, `writableRoots`,
+    /// `/tmp` and `$TMPDIR` (unless excluded).
+    #[serde(rename_all = "camelCase")]
+    WorkspaceWrite {
+        /// More writable directories (absolute).
+        #[serde(default)]
+        writable_roots: Vec<String>,
+        /// Whether commands may open network sockets.
+        #[serde(default)]
+        network_access: bool,
+        /// Leave `$TMPDIR` read-only.
+        #[serde(default)]
+        exclude_tmpdir_env_var: bool,
+        /// Leave `/tmp` read-only.
+        #[serde(default)]
+        exclude_slash_tmp: bool,
+    },
+}
+
+impl Default for SandboxPolicy {
+    /// The reference's default: read-only, no network.
+    fn default() -> Self {
+        SandboxMode::ReadOnly.policy()
+    }
+}
+
+impl SandboxPolicy {
+    /// The first relative path among `writableRoots` (the reference refuses those).
+    pub fn relative_writable_root(&self) -> Option<&str> {
+        match self {
+            Self::WorkspaceWrite { writable_roots, .. } => writable_roots
+                .iter()
+                .map(String::as_str)
+                .find(|root| !root.starts_with('/')),
+            _ => None,
+        }
+    }
 }
 
 /// The `...session` members sent beside `thread` in the `thread/start`, `thread/resume` and
@@ -97,7 +204,7 @@ pub struct SessionSettings {
     pub approval_policy: ApprovalPolicy,
     /// Always `"user"`.
     pub approvals_reviewer: ApprovalsReviewer,
-    /// Always `{"type": "dangerFullAccess"}`.
+    /// The sandbox policy the thread's commands run under, as enforced.
     pub sandbox: SandboxPolicy,
     /// Always `null`: Tandem has no reasoning-effort setting.
     pub reasoning_effort: Option<String>,
@@ -106,13 +213,14 @@ pub struct SessionSettings {
 }
 
 impl SessionSettings {
-    /// Settings with the members Tandem fixes (`approvalsReviewer`, `sandbox`,
-    /// `reasoningEffort`, `serviceTier`) at their only values.
+    /// Settings with the members Tandem fixes (`approvalsReviewer`, `reasoningEffort`,
+    /// `serviceTier`) at their only values.
     pub fn new(
         model: impl Into<String>,
         model_provider: impl Into<String>,
         cwd: impl Into<String>,
         approval_policy: ApprovalPolicy,
+        sandbox: SandboxPolicy,
     ) -> Self {
         Self {
             model: model.into(),
@@ -120,7 +228,7 @@ impl SessionSettings {
             cwd: cwd.into(),
             approval_policy,
             approvals_reviewer: ApprovalsReviewer::User,
-            sandbox: SandboxPolicy::DangerFullAccess,
+            sandbox,
             reasoning_effort: None,
             service_tier: None,
         }

@@ -181,7 +181,13 @@ pub(crate) fn forked_thread() -> Thread {
 }
 
 pub(crate) fn session() -> SessionSettings {
-    SessionSettings::new("gpt-test", "openai", CWD, ApprovalPolicy::OnRequest)
+    SessionSettings::new(
+        "gpt-test",
+        "openai",
+        CWD,
+        ApprovalPolicy::OnRequest,
+        SandboxPolicy::DangerFullAccess,
+    )
 }
 
 pub(crate) fn attachment() -> ThreadAttachment {
@@ -256,6 +262,7 @@ pub(crate) fn thread_start_params() -> ThreadStartParams {
             cwd: Some(Some(s(CWD))),
             model: Some(None),
             approval_policy: Some(Some(ApprovalPolicy::Never)),
+            sandbox: Some(Some(SandboxMode::WorkspaceWrite)),
             name: Some(Some(s("Refactor"))),
             config: Some(Some(object(json!({"thread_unload_delay_secs": 0})))),
         },
@@ -291,7 +298,13 @@ pub(crate) fn thread_resume_params() -> ThreadResumeParams {
 pub(crate) fn thread_resume_response() -> ThreadResumeResponse {
     ThreadResumeResponse {
         thread: thread(),
-        session: SessionSettings::new("gpt-other", "openai", CWD, ApprovalPolicy::Never),
+        session: SessionSettings::new(
+            "gpt-other",
+            "openai",
+            CWD,
+            ApprovalPolicy::Never,
+            SandboxPolicy::DangerFullAccess,
+        ),
         initial_turns_page: Some(TurnsPage {
             data: vec![turn()],
             next_cursor: Some(s("t1")),
@@ -436,7 +449,13 @@ pub(crate) fn thread_fork_params() -> ThreadForkParams {
 pub(crate) fn thread_fork_response() -> ThreadForkResponse {
     ThreadForkResponse {
         thread: forked_thread(),
-        session: SessionSettings::new("gpt-test", "openai", "/tmp/fork", ApprovalPolicy::Never),
+        session: SessionSettings::new(
+            "gpt-test",
+            "openai",
+            "/tmp/fork",
+            ApprovalPolicy::Never,
+            SandboxPolicy::DangerFullAccess,
+        ),
     }
 }
 
@@ -488,6 +507,12 @@ pub(crate) fn turn_start_params() -> TurnStartParams {
         client_user_message_id: Some(s("client-msg-2")),
         approval_policy: Some(Some(ApprovalPolicy::OnRequest)),
         model: None,
+        sandbox_policy: Some(Some(SandboxPolicy::WorkspaceWrite {
+            writable_roots: vec![s("/srv/cache")],
+            network_access: true,
+            exclude_tmpdir_env_var: false,
+            exclude_slash_tmp: true,
+        })),
     }
 }
 

@@ -24,6 +24,7 @@ use tandem_protocol::ConfigReadResponse;
 
 mod layers;
 mod providers;
+pub(crate) mod sandbox;
 mod validate;
 pub(crate) mod write;
 
@@ -36,6 +37,7 @@ pub use providers::{
     DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_STREAM_MAX_RETRIES, MAX_STREAM_MAX_RETRIES,
     MODEL_PROVIDER_KEY, MODEL_PROVIDERS_KEY, ModelProviderConfig, WireApi,
 };
+pub use sandbox::{SANDBOX_MODE_KEY, SANDBOX_WORKSPACE_WRITE_KEY};
 pub use validate::ConfigWarning;
 
 /// The environment variable naming the server's home directory.
@@ -87,6 +89,8 @@ const KNOWN_KEYS: &[&str] = &[
     MODEL_PROVIDERS_KEY,
     PROFILE_KEY,
     PROFILES_KEY,
+    SANDBOX_MODE_KEY,
+    SANDBOX_WORKSPACE_WRITE_KEY,
 ];
 
 /// Why a configuration could not be resolved.
@@ -208,6 +212,9 @@ pub struct ServerConfig {
     /// How this configuration was loaded (home resolved, file not yet read), so that a config
     /// write can validate and load it again over the new file text.
     pub(crate) source: Box<ServerConfigBuilder>,
+    /// The sandbox policy of a thread that asks for none (`sandbox_mode`,
+    /// `[sandbox_workspace_write]`); read-only without network unless configured.
+    pub sandbox: tandem_protocol::SandboxPolicy,
 }
 
 impl ServerConfig {
@@ -237,6 +244,7 @@ impl ServerConfig {
             .iter()
             .map(|(id, provider)| (id.clone(), provider.to_config_object()))
             .collect();
+        let (sandbox_mode, sandbox_workspace_write) = sandbox::policy_to_keys(&self.sandbox);
         json!({
             "tandem_home": self.tandem_home.display().to_string(),
             THREAD_UNLOAD_DELAY_KEY: self.thread_unload_delay.as_secs(),
@@ -245,6 +253,8 @@ impl ServerConfig {
             MODEL_PROVIDER_KEY: self.model_provider,
             MODEL_PROVIDERS_KEY: providers,
             PROFILE_KEY: self.profile,
+            SANDBOX_MODE_KEY: sandbox_mode,
+            SANDBOX_WORKSPACE_WRITE_KEY: sandbox_workspace_write,
         })
     }
 
@@ -283,6 +293,8 @@ pub struct ServerConfigBuilder {
     create_home: Option<bool>,
     /// The config file's text to use instead of reading the file (a config write's candidate).
     file_text: Option<String>,
+    /// The sandbox mode used when no layer sets `sandbox_mode`.
+    default_sandbox_mode: Option<tandem_protocol::SandboxMode>,
 }
 
 impl ServerConfigBuilder {
@@ -330,6 +342,14 @@ impl ServerConfigBuilder {
     /// an override. A profile the file does not define is a [`ConfigError::UnknownProfile`].
     pub fn profile(mut self, name: impl Into<String>) -> Self {
         self.profile = Some(name.into());
+        self
+    }
+
+    /// The sandbox mode when neither the config file, its profile nor an override sets
+    /// `sandbox_mode` (by default `read-only`, as the reference app-server): how a front end
+    /// such as `tandem run` picks its own default without overriding the user's.
+    pub fn default_sandbox_mode(mut self, mode: tandem_protocol::SandboxMode) -> Self {
+        self.default_sandbox_mode = Some(mode);
         self
     }
 
@@ -493,6 +513,24 @@ impl ServerConfigBuilder {
             model_providers: settings.model_providers,
             profile,
             source: Box::new(source),
+            sandbox: match (settings.sandbox, self.default_sandbox_mode) {
+                (Some(policy), _) => policy,
+                (None, Some(mode)) => sandbox::policy_of(
+                    mode,
+                    layered
+                        .table
+                        .get(SANDBOX_WORKSPACE_WRITE_KEY)
+                        .map(toml_to_json)
+                        .as_ref(),
+                )
+                .map_err(|(key, reason)| ConfigError::InvalidValue {
+                    value: String::new(),
+                    origin: layered.origin_of(SANDBOX_WORKSPACE_WRITE_KEY).to_string(),
+                    key,
+                    reason,
+                })?,
+                (None, None) => tandem_protocol::SandboxPolicy::default(),
+            },
         };
         warnings.extend(validate::provider_warnings(&config, |name| {
             std::env::var_os(name)
@@ -581,6 +619,12 @@ struct Settings {
     model: Option<String>,
     model_provider: Option<String>,
     model_providers: BTreeMap<String, ModelProviderConfig>,
+    sandbox: Option<tandem_protocol::SandboxPolicy>,
+}
+
+/// A TOML value as JSON (TOML dates become strings), for the parsers shared with JSON input.
+fn toml_to_json(value: &toml::Value) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
 impl Settings {
@@ -621,7 +665,23 @@ impl Settings {
             }
         };
         let (model_provider, model_providers) = providers::parse_providers(layered, complete)?;
+        let mode = table.get(SANDBOX_MODE_KEY).map(toml_to_json);
+        let workspace_write = table.get(SANDBOX_WORKSPACE_WRITE_KEY).map(toml_to_json);
+        let sandbox = sandbox::policy_from_keys(|key| match key {
+            SANDBOX_MODE_KEY => mode.as_ref(),
+            _ => workspace_write.as_ref(),
+        })
+        .map_err(|(key, reason)| {
+            let top = key.split('.').next().unwrap_or_default().to_owned();
+            ConfigError::InvalidValue {
+                value: table.get(&top).map(ToString::to_string).unwrap_or_default(),
+                origin: layered.origin_of(&top).to_string(),
+                key,
+                reason,
+            }
+        })?;
         Ok(Self {
+            sandbox,
             thread_unload_delay,
             process_output_max_bytes,
             model,

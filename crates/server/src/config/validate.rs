@@ -14,6 +14,7 @@ use std::fmt;
 
 use super::layers::Origin;
 use super::providers::PROVIDER_KEYS;
+use super::sandbox::{SANDBOX_WORKSPACE_WRITE_KEY, WORKSPACE_WRITE_KEYS};
 use super::{KNOWN_KEYS, MODEL_PROVIDERS_KEY, PROFILES_KEY, ServerConfig};
 
 /// Something a loaded configuration gets wrong that does not stop it from loading.
@@ -97,6 +98,15 @@ fn collect_top_level(table: &toml::Table, origin: &Origin, found: &mut Vec<Confi
                             prefix_key(&mut warning, &format!("{MODEL_PROVIDERS_KEY}.{id}."));
                             found.push(warning);
                         }
+                    }
+                }
+            }
+            (SANDBOX_WORKSPACE_WRITE_KEY, toml::Value::Table(options)) => {
+                for name in options.keys() {
+                    if !WORKSPACE_WRITE_KEYS.contains(&name.as_str()) {
+                        let mut warning = unknown(name, WORKSPACE_WRITE_KEYS, origin);
+                        prefix_key(&mut warning, &format!("{SANDBOX_WORKSPACE_WRITE_KEY}."));
+                        found.push(warning);
                     }
                 }
             }

@@ -9,7 +9,9 @@
 //! thing in `main`, which runs the subcommand and exits instead of returning.
 //!
 //! Subcommands: `watchdog` (see [`watchdog`]) kills everything the server started once the
-//! server is gone, however it died. An embedder that names no helper program gets no
+//! server is gone, however it died; `sandbox` (see [`sandbox`]) restricts itself and then
+//! executes an agent's command in its place, so that only the command is sandboxed. Without a
+//! helper program, commands under a restricting sandbox policy are refused. An embedder that names no helper program gets no
 //! watchdog: its children are still killed on every orderly shutdown, but not when its
 //! process is killed with `SIGKILL` (see docs/reliability.md, "What dies with the server").
 
@@ -18,6 +20,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub mod sandbox;
 pub mod watchdog;
 
 /// The first argument that makes a binary a helper rather than its usual self. Chosen so
@@ -100,6 +103,7 @@ fn run_helper(args: Vec<OsString>) -> i32 {
     };
     match subcommand.to_str() {
         Some(watchdog::SUBCOMMAND) => watchdog::main(rest),
+        Some(sandbox::SUBCOMMAND) => sandbox::main(rest),
         _ => {
             report(format_args!(
                 "tandem helper: unknown subcommand {} (expected: {})",
@@ -119,4 +123,4 @@ pub(crate) fn report(message: std::fmt::Arguments<'_>) {
 }
 
 /// Every subcommand [`run_if_helper`] knows.
-const SUBCOMMANDS: &[&str] = &[watchdog::SUBCOMMAND];
+const SUBCOMMANDS: &[&str] = &[watchdog::SUBCOMMAND, sandbox::SUBCOMMAND];

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tandem_protocol::error_codes::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST};
 use tandem_protocol::{
     CommandExecParams, CommandExecResizeParams, CommandExecTerminateParams, CommandExecWriteParams,
-    JSONRPCErrorError, ProcessResizePtyParams, ProcessWriteStdinParams,
+    JSONRPCErrorError, ProcessResizePtyParams, ProcessWriteStdinParams, SandboxPolicy,
 };
 
 use super::error::ProcessError;
@@ -126,6 +126,8 @@ fn exec_handle(process_id: &str) -> String {
 pub struct ExecRequest {
     plan: SpawnPlan,
     process_id: Option<String>,
+    /// The client's `sandboxPolicy`; `None` runs under the server's configured policy.
+    sandbox_policy: Option<SandboxPolicy>,
 }
 
 impl ExecRequest {
@@ -202,9 +204,30 @@ impl ExecRequest {
             timeout,
             env: env.unwrap_or_else(BTreeMap::new),
             size: size.unwrap_or(DEFAULT_PTY_SIZE),
-            sandbox: sandbox_policy,
+            // Resolved against this machine's support by the caller (see `sandbox_policy`).
+            sandbox: None,
         };
-        Ok(Self { plan, process_id })
+        Ok(Self {
+            plan,
+            process_id,
+            sandbox_policy,
+        })
+    }
+
+    /// The policy the command asked for (`None`: the server's configured one).
+    pub fn sandbox_policy(&self) -> Option<&SandboxPolicy> {
+        self.sandbox_policy.as_ref()
+    }
+
+    /// The directory the command runs in (a workspace-write policy's implicit writable root).
+    pub fn cwd(&self) -> &Path {
+        &self.plan.cwd
+    }
+
+    /// Runs the command under `sandbox` (from [`crate::Sandboxing::resolve`]); `None` runs it
+    /// with the server's rights.
+    pub fn set_sandbox(&mut self, sandbox: Option<crate::sandbox::ResolvedSandbox>) {
+        self.plan.sandbox = sandbox;
     }
 
     /// The client's `processId`, if it gave one.

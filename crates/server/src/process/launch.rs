@@ -47,8 +47,23 @@ pub(crate) enum LaunchError {
 
 /// Builds the command shared by both wirings: program, arguments, cwd and environment, with
 /// `marker` (the watchdog's, see `guard`) in [`MARKER_ENV`].
-fn base_command(plan: &SpawnPlan, marker: Option<&str>) -> Command {
-    let mut command = Command::new(&plan.program);
+/// Under a sandbox, the program is the `sandbox` helper, which restricts itself and then
+/// executes the planned program in its place (see [`crate::helper::sandbox`]).
+fn base_command(plan: &SpawnPlan, marker: Option<&str>) -> Result<Command, LaunchError> {
+    let mut command = match &plan.sandbox {
+        None => Command::new(&plan.program),
+        Some(sandbox) => {
+            let spec = serde_json::to_string(sandbox.spec())
+                .map_err(|error| std::io::Error::other(error.to_string()))?;
+            let mut command = Command::from(
+                sandbox
+                    .helper
+                    .command(crate::helper::sandbox::SUBCOMMAND, [spec]),
+            );
+            command.arg(&plan.program);
+            command
+        }
+    };
     command.args(&plan.args).current_dir(&plan.cwd);
     // Entries are merged over the inherited environment; `null` removes a variable.
     for (name, value) in &plan.env {
@@ -65,15 +80,12 @@ fn base_command(plan: &SpawnPlan, marker: Option<&str>) -> Command {
     // Our supervisor owns the child's lifetime (timeouts, kill, kill_all); dropping a handle
     // must not silently kill only the leader and leave the rest of the group behind.
     command.kill_on_drop(false);
-    command
+    Ok(command)
 }
 
 /// Starts the child described by `plan`, with `marker` in its environment (see
 /// [`base_command`]).
 pub(crate) fn launch(plan: &SpawnPlan, marker: Option<&str>) -> Result<Launched, LaunchError> {
-    // merge(s-sandbox): enforce `plan.sandbox` here; until then every child runs with the
-    // server's full access, which is what `dangerFullAccess` (the only policy) means.
-    tracing::trace!(sandbox = ?plan.sandbox, "launching");
     if plan.tty {
         launch_pty(plan, marker)
     } else {
@@ -82,7 +94,7 @@ pub(crate) fn launch(plan: &SpawnPlan, marker: Option<&str>) -> Result<Launched,
 }
 
 fn launch_pipes(plan: &SpawnPlan, marker: Option<&str>) -> Result<Launched, LaunchError> {
-    let mut command = base_command(plan, marker);
+    let mut command = base_command(plan, marker)?;
     command
         .stdin(if plan.stream_stdin {
             Stdio::piped()
@@ -120,7 +132,7 @@ fn launch_pty(plan: &SpawnPlan, marker: Option<&str>) -> Result<Launched, Launch
     // terminal; a new session is also a new process group whose id is the child's pid, so
     // `process_group(0)` is neither needed nor allowed here (setsid fails for a group leader).
     // `spawn` consumes `pts`, so the parent holds no slave end and sees EOF/EIO at hang-up.
-    let mut child = pty_process::Command::from(base_command(plan, marker)).spawn(pts)?;
+    let mut child = pty_process::Command::from(base_command(plan, marker)?).spawn(pts)?;
     let pid = child.id().ok_or(LaunchError::NoPid)?;
     // The child's stdio are the PTY slave; tokio never captured them.
     child.stdin.take();

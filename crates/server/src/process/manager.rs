@@ -29,6 +29,7 @@ use super::plan::{SpawnPlan, check_size};
 use super::stream::{OutputBudget, StreamConfig, StreamMode, StreamSignals, pump};
 use super::supervise::{Supervision, supervise};
 use super::{KILL_ALL_REAP_TIMEOUT, PTY_EOF_BYTE, ProcessEventSink};
+use crate::sandbox::ResolvedSandbox;
 
 /// How long a failed stdin write waits to learn whether the child is exiting, so that a write
 /// racing the exit answers `is no longer running` rather than a raw `EPIPE`.
@@ -276,15 +277,32 @@ impl ProcessManager {
         params: ProcessSpawnParams,
         sink: Arc<dyn ProcessEventSink>,
     ) -> Result<SpawnedProcess, JSONRPCErrorError> {
-        Ok(self.spawn_inner(params, sink)?)
+        Ok(self.spawn_inner(params, None, sink)?)
+    }
+
+    /// [`Self::spawn`] under an OS sandbox: with `Some(sandbox)` (from
+    /// [`crate::sandbox::Sandboxing::resolve`]) the child and everything it starts run with
+    /// the sandbox's restrictions, applied by the helper program to itself before it executes
+    /// the command, on pipes and under a PTY alike; `None` is [`Self::spawn`]. The server's
+    /// own process is never restricted.
+    pub async fn spawn_sandboxed(
+        &self,
+        params: ProcessSpawnParams,
+        sandbox: Option<ResolvedSandbox>,
+        sink: Arc<dyn ProcessEventSink>,
+    ) -> Result<SpawnedProcess, JSONRPCErrorError> {
+        Ok(self.spawn_inner(params, sandbox, sink)?)
     }
 
     fn spawn_inner(
         &self,
         params: ProcessSpawnParams,
+        sandbox: Option<ResolvedSandbox>,
         sink: Arc<dyn ProcessEventSink>,
     ) -> Result<SpawnedProcess, ProcessError> {
-        self.spawn_planned(SpawnPlan::from_params(params)?, sink)
+        let mut plan = SpawnPlan::from_params(params)?;
+        plan.sandbox = sandbox;
+        self.spawn_planned(plan, sink)
     }
 
     /// Starts the child of a checked `plan` (shared by `process/spawn` and `command/exec`).

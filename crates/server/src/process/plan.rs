@@ -7,10 +7,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tandem_protocol::{ProcessSpawnParams, PtySize, SandboxPolicy};
+use tandem_protocol::{ProcessSpawnParams, PtySize};
 
 use super::error::ProcessError;
 use super::{DEFAULT_OUTPUT_BYTES_CAP, DEFAULT_PTY_SIZE, DEFAULT_TIMEOUT};
+use crate::sandbox::ResolvedSandbox;
 
 /// A validated spawn request with every default resolved.
 #[derive(Debug, Clone)]
@@ -30,9 +31,10 @@ pub(crate) struct SpawnPlan {
     pub(crate) env: BTreeMap<String, Option<String>>,
     /// Only meaningful with `tty`.
     pub(crate) size: PtySize,
-    /// The sandbox a `command/exec` asked for (`None`: the configured one); `process/spawn`
-    /// has no such member. [`super::launch::launch`] is where it takes effect.
-    pub(crate) sandbox: Option<SandboxPolicy>,
+    /// The OS sandbox the child runs under; `None` runs it with the server's rights.
+    /// `process/spawn` never sets it (the reference has no sandbox there); `command/exec` sets
+    /// it from its `sandboxPolicy` (or the configured policy).
+    pub(crate) sandbox: Option<ResolvedSandbox>,
 }
 
 /// Checks that a PTY size is usable (shared by spawn and resize).

@@ -96,10 +96,23 @@ impl TandemServer {
                 return self.answer_error_later(context.id, error);
             }
         };
-        let request = match ExecRequest::new(params, &server_cwd) {
+        let mut request = match ExecRequest::new(params, &server_cwd) {
             Ok(request) => request,
             Err(error) => return self.answer_error_later(context.id, error),
         };
+        // Without a `sandboxPolicy` the command runs under the configured one, as the
+        // reference does; a policy this machine cannot enforce refuses the command.
+        let policy = request
+            .sandbox_policy()
+            .cloned()
+            .unwrap_or_else(|| self.threads.config().sandbox.clone());
+        match self.options.sandboxing().resolve(&policy, request.cwd()) {
+            Ok(sandbox) => request.set_sandbox(sandbox),
+            Err(error) => {
+                let error = tandem_protocol::JSONRPCErrorError::invalid_request(error.to_string());
+                return self.answer_error_later(context.id, error);
+            }
+        }
         let connection = context.id.connection_id;
         let processes = self.processes(connection);
         let sink = Arc::new(ExecSink {

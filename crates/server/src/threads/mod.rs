@@ -247,7 +247,11 @@ impl LoadedThread {
         thread
     }
 
-    fn session(&self, default_model: Option<&str>) -> SessionSettings {
+    fn session(
+        &self,
+        default_model: Option<&str>,
+        default_sandbox: &tandem_protocol::SandboxPolicy,
+    ) -> SessionSettings {
         let state = self.state();
         let record = &state.record;
         SessionSettings::new(
@@ -261,6 +265,7 @@ impl LoadedThread {
             record.model_provider.clone(),
             record.cwd.clone(),
             record.approval_policy,
+            crate::config::sandbox::thread_policy(&record.config, default_sandbox),
         )
     }
 }
@@ -295,6 +300,8 @@ pub(crate) struct ThreadService {
     durable: OnceCell<Arc<dyn ThreadStore>>,
     ephemeral: Arc<InMemoryThreadStore>,
     pub(crate) agent: Arc<dyn Agent>,
+    /// Enforces the threads' sandbox policies on their commands.
+    pub(crate) sandboxing: crate::sandbox::Sandboxing,
     loaded: Mutex<BTreeMap<String, Arc<LoadedThread>>>,
     sequencer: Mutex<Sequencer>,
     /// Set when the host shuts down: no new turn starts from then on, so every running turn
@@ -308,6 +315,7 @@ impl ThreadService {
         config: ServerConfig,
         store: Option<Arc<dyn ThreadStore>>,
         agent: Arc<dyn Agent>,
+        sandboxing: crate::sandbox::Sandboxing,
     ) -> Self {
         let durable = OnceCell::new_with(store);
         Self {
@@ -317,6 +325,7 @@ impl ThreadService {
             durable,
             ephemeral: Arc::new(InMemoryThreadStore::new()),
             agent,
+            sandboxing,
             loaded: Mutex::new(BTreeMap::new()),
             sequencer: Mutex::new(Sequencer::default()),
             stopping: std::sync::atomic::AtomicBool::new(false),
@@ -527,9 +536,18 @@ impl ThreadService {
         }
         match request {
             ClientRequest::ConfigRead { .. } => {
-                unordered!(Ok::<_, JSONRPCErrorError>(
-                    service.config().config_read_response()
-                ))
+                unordered!(Ok::<_, JSONRPCErrorError>({
+                    let mut response = service.config().config_read_response();
+                    // What this machine enforces, beside the configured policy: a client
+                    // can see before its first command whether a sandbox will run at all.
+                    if let serde_json::Value::Object(config) = &mut response.config {
+                        config.insert(
+                            "sandbox_support".to_owned(),
+                            serde_json::to_value(service.sandboxing.support()).unwrap_or_default(),
+                        );
+                    }
+                    response
+                }))
             }
             ClientRequest::ModelList { params, .. } => {
                 unordered!(crate::catalog::model_list(&service.config(), params))

@@ -53,7 +53,7 @@ impl ThreadService {
             config: Default::default(),
             archived_at: None,
         };
-        overrides_update(&params.overrides)?.apply(&mut record);
+        overrides_update(&params.overrides, &record.config)?.apply(&mut record);
         let store = self.store_for(ephemeral).await?;
         store
             .create_thread(&record, &[])
@@ -70,7 +70,7 @@ impl ThreadService {
     pub(super) async fn announce_started(&self, thread: &Arc<LoadedThread>) -> ThreadStartResponse {
         let response = ThreadStartResponse {
             thread: thread.to_thread(true, self.default_model().as_deref()),
-            session: thread.session(self.default_model().as_deref()),
+            session: thread.session(self.default_model().as_deref(), &self.config().sandbox),
         };
         let note = tandem_protocol::ServerNotification::ThreadStarted(ThreadStartedNotification {
             thread: thread.to_thread(false, self.default_model().as_deref()),
@@ -120,7 +120,8 @@ impl ThreadService {
             }
         };
         let store = self.store_for(thread.ephemeral).await?;
-        let update = overrides_update(&params.overrides)?;
+        let current = thread.state().record.config.clone();
+        let update = overrides_update(&params.overrides, &current)?;
         if update != ThreadUpdate::default() {
             let record = store
                 .update_thread(&thread.id, &update)
@@ -140,7 +141,7 @@ impl ThreadService {
             self.backwards_cursors(&*store, &thread.id).await?;
         Ok(ThreadResumeResponse {
             thread: thread.to_thread(all_turns, self.default_model().as_deref()),
-            session: thread.session(self.default_model().as_deref()),
+            session: thread.session(self.default_model().as_deref(), &self.config().sandbox),
             initial_turns_page,
             turns_backwards_cursor,
             items_backwards_cursor,
@@ -361,7 +362,7 @@ impl ThreadService {
         let mut record = source.forked(store::new_id(), now_secs());
         record.ephemeral = ephemeral;
         record.source = context.session.session_source.clone();
-        overrides_update(&params.overrides)?.apply(&mut record);
+        overrides_update(&params.overrides, &record.config)?.apply(&mut record);
         // The fork starts from a clean slate: the source's failure is not the fork's.
         record.status = ThreadStatus::Idle;
         let target = self.store_for(ephemeral).await?;
@@ -449,8 +450,12 @@ fn default_cwd() -> Result<String, JSONRPCErrorError> {
         })
 }
 
-/// The record changes that `thread/start`, `resume` and `fork` overrides ask for.
-fn overrides_update(overrides: &ThreadOverrides) -> Result<ThreadUpdate, JSONRPCErrorError> {
+/// The record changes that `thread/start`, `resume` and `fork` overrides ask for, for a thread
+/// whose config overrides are `current_config`.
+fn overrides_update(
+    overrides: &ThreadOverrides,
+    current_config: &serde_json::Map<String, serde_json::Value>,
+) -> Result<ThreadUpdate, JSONRPCErrorError> {
     let cwd = match &overrides.cwd {
         Some(Some(cwd)) => {
             let path = std::path::Path::new(cwd);
@@ -475,10 +480,34 @@ fn overrides_update(overrides: &ThreadOverrides) -> Result<ThreadUpdate, JSONRPC
         approval_policy: overrides
             .approval_policy
             .map(|policy| policy.unwrap_or(ApprovalPolicy::OnRequest)),
-        config: overrides
-            .config
-            .clone()
-            .map(|config| config.unwrap_or_default()),
+        config: config_update(overrides, current_config)?,
         ..ThreadUpdate::default()
     })
+}
+
+/// The thread's new config overrides, if `overrides` change them: its `config`, its `sandbox`
+/// (kept among them, see [`crate::config::sandbox::THREAD_POLICY_KEY`]), or both.
+fn config_update(
+    overrides: &ThreadOverrides,
+    current_config: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Option<serde_json::Map<String, serde_json::Value>>, JSONRPCErrorError> {
+    let mut config = overrides
+        .config
+        .clone()
+        .map(|config| config.unwrap_or_default());
+    if let Some(config) = &config {
+        // Checked now, so that a thread never holds sandbox keys it cannot honour.
+        crate::config::sandbox::policy_from_keys(|key| config.get(key)).map_err(
+            |(key, reason)| JSONRPCErrorError::invalid_params(format!("config.{key}: {reason}")),
+        )?;
+    }
+    if let Some(mode) = overrides.sandbox {
+        let mut map = config.take().unwrap_or_else(|| current_config.clone());
+        crate::config::sandbox::set_thread_policy(
+            &mut map,
+            mode.map(tandem_protocol::SandboxMode::policy).as_ref(),
+        );
+        config = Some(map);
+    }
+    Ok(config)
 }

@@ -62,6 +62,19 @@ impl ThreadService {
             self.outgoing.send_error(id, error).await;
             return None;
         }
+        if let Some(root) = params
+            .sandbox_policy
+            .as_ref()
+            .and_then(|policy| policy.as_ref()?.relative_writable_root())
+        {
+            // The reference's words: its writable roots are absolute paths by type.
+            let error = JSONRPCErrorError::invalid_request(format!(
+                "Invalid request: AbsolutePathBuf deserialized without a base path: \
+                 sandboxPolicy.writableRoots holds {root}; name it from /"
+            ));
+            self.outgoing.send_error(id, error).await;
+            return None;
+        }
         let Some(thread) = self.loaded(&params.thread_id) else {
             // "Resume it first" only helps for a thread that exists.
             let error = match self.find(&params.thread_id).await {
@@ -109,6 +122,11 @@ impl ThreadService {
                 .approval_policy
                 .map(|policy| policy.unwrap_or(ApprovalPolicy::OnRequest)),
             model: params.model.clone(),
+            config: params.sandbox_policy.as_ref().map(|policy| {
+                let mut config = thread.state().record.config.clone();
+                crate::config::sandbox::set_thread_policy(&mut config, policy.as_ref());
+                config
+            }),
             preview: first_turn.then(|| turn::preview_of(&params.input)),
             updated_at: Some(now),
             ..ThreadUpdate::default()

@@ -125,9 +125,63 @@ impl TurnDriver {
                 }
             }
         }
+        // A command that cannot run as the policy says is refused, never run with more
+        // rights than the thread was given (checked after the approval, so that the user
+        // sees every command the agent asked for).
+        let sandbox = match self
+            .sandboxing
+            .resolve(&self.sandbox_policy, std::path::Path::new(&cwd))
+        {
+            Ok(sandbox) => sandbox,
+            Err(error) => {
+                let message = error.to_string();
+                tracing::warn!(thread = %self.thread.id, %message, "command refused");
+                self.item_completed(item(
+                    CommandExecutionStatus::Failed,
+                    None,
+                    None,
+                    Some(message.clone()),
+                    None,
+                ))
+                .await;
+                return Ok(CommandOutcome::Ran {
+                    exit_code: None,
+                    output: message,
+                });
+            }
+        };
         let started = Instant::now();
-        let (exit_code, output, process_id) =
-            self.execute(&id, command, &cwd, options.timeout).await;
+        let sandboxed = sandbox.is_some();
+        let partial = sandbox
+            .as_ref()
+            .and_then(|sandbox| sandbox.partial_enforcement())
+            .map(|why| format!("{SANDBOX_NOTE_PREFIX} partially enforced: {why}\n"));
+        let (mut exit_code, mut output, mut process_id) = self
+            .execute(&id, &id, command, &cwd, options.timeout, sandbox)
+            .await;
+        if sandboxed
+            && exit_code != Some(0)
+            && self.approval_policy == ApprovalPolicy::OnRequest
+            && looks_like_denial(&output)
+            && self
+                .approve_unsandboxed_rerun(&id, started_at_ms, command, &cwd)
+                .await?
+        {
+            // The user allowed this one command outside the sandbox: it runs again with the
+            // server's rights, and the item reports that run.
+            (exit_code, output, process_id) = self
+                .execute(
+                    &id,
+                    &format!("{id}-unsandboxed"),
+                    command,
+                    &cwd,
+                    options.timeout,
+                    None,
+                )
+                .await;
+        } else if let Some(note) = partial {
+            output.insert_str(0, &note);
+        }
         let status = match exit_code {
             Some(0) => CommandExecutionStatus::Completed,
             _ => CommandExecutionStatus::Failed,
@@ -146,13 +200,72 @@ impl TurnDriver {
         Ok(CommandOutcome::Ran { exit_code, output })
     }
 
-    /// Runs the command through the process manager; returns exit code, output and pid.
+    /// Asks the client whether a command that failed in the sandbox, apparently because the
+    /// sandbox denied it, may run again without it (the reference's rerun on `on-request`).
+    /// Declining (or an error reply) keeps the sandboxed result; `cancel` ends the turn.
+    async fn approve_unsandboxed_rerun(
+        &mut self,
+        item_id: &str,
+        started_at_ms: i64,
+        command: &str,
+        cwd: &str,
+    ) -> Result<bool, AgentError> {
+        let params = CommandExecutionRequestApprovalParams {
+            thread_id: self.thread.id.clone(),
+            turn_id: self.turn_id.clone(),
+            item_id: item_id.to_owned(),
+            started_at_ms,
+            command: command.to_owned(),
+            cwd: cwd.to_owned(),
+            reason: Some(
+                "command failed in the sandbox, which appears to have denied it; run it again \
+                 without the sandbox?"
+                    .to_owned(),
+            ),
+            command_actions: vec![CommandAction::Unknown {
+                command: command.to_owned(),
+            }],
+            available_decisions: CommandExecutionApprovalDecision::ALL.to_vec(),
+        };
+        self.set_flag(ThreadActiveFlag::WaitingOnApproval, true)
+            .await;
+        let pending = self
+            .outgoing
+            .send_request::<CommandExecutionRequestApproval>(self.active.connection, params)
+            .await;
+        let answer = self.await_answer(pending).await;
+        self.set_flag(ThreadActiveFlag::WaitingOnApproval, false)
+            .await;
+        let decision = match answer {
+            Ok(Ok(value)) => {
+                serde_json::from_value::<CommandExecutionRequestApprovalResponse>(value)
+                    .map(|response| response.decision)
+                    .unwrap_or(CommandExecutionApprovalDecision::Decline)
+            }
+            Ok(Err(_)) => CommandExecutionApprovalDecision::Decline,
+            Err(_) => return Err(AgentError::Interrupted),
+        };
+        match decision {
+            CommandExecutionApprovalDecision::Accept
+            | CommandExecutionApprovalDecision::AcceptForSession => Ok(true),
+            CommandExecutionApprovalDecision::Cancel => {
+                self.active.cancel.cancel();
+                Err(AgentError::Interrupted)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Runs the command through the process manager, under `sandbox` if given, as process
+    /// `handle`; returns exit code, output and pid.
     async fn execute(
         &self,
         item_id: &str,
+        handle: &str,
         command: &str,
         cwd: &str,
         timeout: Option<Duration>,
+        sandbox: Option<crate::sandbox::ResolvedSandbox>,
     ) -> (Option<i32>, String, Option<String>) {
         let (exited_tx, exited_rx) = oneshot::channel();
         let sink = Arc::new(CommandSink {
@@ -164,7 +277,7 @@ impl TurnDriver {
             exited: Mutex::new(Some(exited_tx)),
         });
         let params = ProcessSpawnParams {
-            process_handle: item_id.to_owned(),
+            process_handle: handle.to_owned(),
             command: vec!["sh".to_owned(), "-c".to_owned(), command.to_owned()],
             cwd: Some(cwd.to_owned()),
             tty: None,
@@ -178,7 +291,11 @@ impl TurnDriver {
             env: None,
             size: None,
         };
-        let spawned = match self.processes.spawn(params, Arc::clone(&sink) as _).await {
+        let spawned = match self
+            .processes
+            .spawn_sandboxed(params, sandbox, Arc::clone(&sink) as _)
+            .await
+        {
             Ok(spawned) => spawned,
             Err(error) => return (None, error.message, None),
         };
@@ -196,6 +313,22 @@ impl TurnDriver {
                 .into_owned();
         (exit_code, output, Some(pid))
     }
+}
+
+/// The prefix of the line that says, at the top of a command's output, that its sandbox is
+/// only partially enforced on this machine.
+const SANDBOX_NOTE_PREFIX: &str = crate::helper::sandbox::REPORT_PREFIX;
+
+/// Whether a failed command's output reads like the sandbox's doing: the messages of `EACCES`
+/// and `EPERM` (Landlock and seccomp), and of a read-only file system.
+fn looks_like_denial(output: &str) -> bool {
+    [
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+    ]
+    .iter()
+    .any(|sign| output.contains(sign))
 }
 
 /// Turns one command's process events into `item/commandExecution/outputDelta`.

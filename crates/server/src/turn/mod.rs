@@ -127,6 +127,9 @@ pub struct TurnDriver {
     cwd: String,
     model: Option<String>,
     approval_policy: ApprovalPolicy,
+    /// The thread's sandbox policy at the start of the turn, and what enforces it.
+    sandbox_policy: tandem_protocol::SandboxPolicy,
+    sandboxing: crate::sandbox::Sandboxing,
     tools: Vec<DynamicToolSpec>,
     processes: ProcessManager,
     /// Where the turn is written as it happens: each item before its `item/completed`.

@@ -61,13 +61,14 @@ async fn run(
 ) {
     let StartedTurn { turn, work, store } = started_turn;
     let outgoing = service.outgoing.clone();
-    let (history, cwd, model, approval_policy, tools) = {
+    let (history, cwd, model, approval_policy, sandbox_policy, tools) = {
         let state = thread.state();
         (
             state.agent_history(),
             state.record.cwd.clone(),
             service.effective_model(&state.record),
             state.record.approval_policy,
+            crate::config::sandbox::thread_policy(&state.record.config, &service.config().sandbox),
             state.record.dynamic_tools.clone(),
         )
     };
@@ -98,6 +99,8 @@ async fn run(
         cwd,
         model,
         approval_policy,
+        sandbox_policy,
+        sandboxing: service.sandboxing.clone(),
         tools,
         processes: active.processes.clone(),
         store: Arc::clone(&store),

@@ -43,7 +43,11 @@ pub fn options_at(home: &Path, base_url: &str, extra: &[(&str, toml::Value)]) ->
         .tandem_home(home)
         .config_override("model_provider", "mock".into())
         .config_override("model_providers.mock.base_url", base_url.into())
-        .config_override("model", MODEL.into());
+        .config_override("model", MODEL.into())
+        // In-process without a helper program the sandbox cannot be applied, and commands
+        // under the default read-only policy would be refused; these tests are not about the
+        // sandbox (crates/cli/tests/sandbox.rs is).
+        .config_override("sandbox_mode", "danger-full-access".into());
     for (key, value) in extra {
         builder = builder.config_override(key, value.clone());
     }

@@ -1,0 +1,139 @@
+//! Policy resolution: what each policy makes writable, and the refusals.
+
+use std::path::Path;
+
+use tandem_protocol::{NetworkAccess, SandboxMode, SandboxPolicy};
+
+use super::*;
+
+fn supported() -> SandboxSupport {
+    SandboxSupport {
+        kernel: "6.18.0-test".to_owned(),
+        landlock_abi: Some(6),
+        landlock_unavailable: None,
+        seccomp: true,
+    }
+}
+
+fn helper() -> Option<HelperProgram> {
+    Some(HelperProgram::new("/usr/bin/tandem"))
+}
+
+#[test]
+fn read_only_writes_nowhere_and_workspace_write_opens_cwd_tmp_and_roots() {
+    let sandboxing = Sandboxing::with_support(helper(), supported());
+    let cwd = std::env::temp_dir();
+    let read_only = sandboxing
+        .resolve(&SandboxPolicy::default(), &cwd)
+        .expect("enforceable")
+        .expect("restricting");
+    assert_eq!(read_only.spec().writable, Vec::<PathBuf>::new());
+    assert!(!read_only.spec().network);
+    assert_eq!(read_only.partial_enforcement(), None);
+
+    let root = std::env::current_dir().expect("cwd");
+    let policy = SandboxPolicy::WorkspaceWrite {
+        writable_roots: vec![root.display().to_string(), "/does/not/exist".to_owned()],
+        network_access: true,
+        exclude_tmpdir_env_var: true,
+        exclude_slash_tmp: false,
+    };
+    let workspace = sandboxing
+        .resolve(&policy, Path::new("/"))
+        .expect("enforceable")
+        .expect("restricting");
+    let writable = &workspace.spec().writable;
+    assert!(writable.contains(&PathBuf::from("/")), "{writable:?}");
+    assert!(writable.contains(&root), "{writable:?}");
+    assert!(writable.contains(&PathBuf::from("/tmp")), "{writable:?}");
+    assert!(!writable.contains(&PathBuf::from("/does/not/exist")));
+    assert!(workspace.spec().network);
+
+    let excluded = SandboxPolicy::WorkspaceWrite {
+        writable_roots: Vec::new(),
+        network_access: false,
+        exclude_tmpdir_env_var: true,
+        exclude_slash_tmp: true,
+    };
+    let spec = sandboxing
+        .resolve(&excluded, Path::new("/"))
+        .expect("enforceable")
+        .expect("restricting");
+    assert_eq!(spec.spec().writable, vec![PathBuf::from("/")]);
+}
+
+#[test]
+fn unrestricted_policies_need_no_sandbox_even_without_support() {
+    let none = SandboxSupport::probe_now(true);
+    let sandboxing = Sandboxing::with_support(None, none);
+    for policy in [
+        SandboxPolicy::DangerFullAccess,
+        SandboxPolicy::ExternalSandbox {
+            network_access: NetworkAccess::Enabled,
+        },
+    ] {
+        assert_eq!(sandboxing.resolve(&policy, Path::new("/")), Ok(None));
+    }
+}
+
+#[test]
+fn refusals_name_the_kernel_the_abi_and_what_to_change() {
+    let mut missing = supported();
+    missing.landlock_abi = None;
+    missing.landlock_unavailable = Some("forced off".to_owned());
+    let error = Sandboxing::with_support(helper(), missing)
+        .resolve(&SandboxMode::WorkspaceWrite.policy(), Path::new("/"))
+        .expect_err("refused");
+    let message = error.to_string();
+    for needed in [
+        "6.18.0-test",
+        "Landlock ABI none: forced off",
+        "danger-full-access",
+        "lsm=",
+    ] {
+        assert!(message.contains(needed), "{needed:?} missing: {message}");
+    }
+
+    let error = Sandboxing::with_support(None, supported())
+        .resolve(&SandboxPolicy::default(), Path::new("/"))
+        .expect_err("refused");
+    assert!(matches!(error, SandboxError::NoHelper { .. }), "{error}");
+    assert!(error.to_string().contains("with_helper_program"), "{error}");
+
+    let relative = SandboxPolicy::WorkspaceWrite {
+        writable_roots: vec!["cache".to_owned()],
+        network_access: false,
+        exclude_tmpdir_env_var: false,
+        exclude_slash_tmp: false,
+    };
+    assert_eq!(
+        Sandboxing::with_support(helper(), supported()).resolve(&relative, Path::new("/")),
+        Err(SandboxError::RelativeRoot("cache".to_owned()))
+    );
+}
+
+#[test]
+fn an_old_landlock_abi_is_reported_as_partial() {
+    let mut old = supported();
+    old.landlock_abi = Some(2);
+    let resolved = Sandboxing::with_support(helper(), old)
+        .resolve(&SandboxPolicy::default(), Path::new("/"))
+        .expect("enforceable")
+        .expect("restricting");
+    let why = resolved.partial_enforcement().expect("partial");
+    assert!(why.contains("ABI 2") && why.contains("truncat"), "{why}");
+}
+
+#[test]
+fn the_forced_probe_reports_no_landlock_and_why() {
+    let forced = SandboxSupport::probe_now(true);
+    assert_eq!(forced.landlock_abi, None);
+    assert!(
+        forced
+            .landlock_unavailable
+            .as_deref()
+            .is_some_and(|why| why.contains(FORCE_NO_LANDLOCK_ENV)),
+        "{forced:?}"
+    );
+    assert!(!forced.can_enforce());
+}
