@@ -266,7 +266,7 @@ async fn wait_closed(handle: &mut InProcessClientHandle, thread_id: &str) {
 
 /// The median time of the first `thread/list` page.
 async fn list_median(home: &Path, samples: usize) -> Duration {
-    let handle = start(home).await;
+    let mut handle = start(home).await;
     let mut id = 0;
     let mut times = Vec::with_capacity(samples);
     for round in 0..=samples {
