@@ -32,6 +32,17 @@ const CI_STEPS: &[&[&str]] = &[
         "--no-default-features",
         "--locked",
     ],
+    // The in-process host's ratios to its raw model, short mode (docs/performance.md).
+    &[
+        "bench",
+        "-p",
+        "tandem-host",
+        "--bench",
+        "host",
+        "--locked",
+        "--",
+        "--guard",
+    ],
     &[
         "clippy",
         "--workspace",

@@ -65,21 +65,33 @@ impl Dispatcher {
 
     /// Runs until the processor queue closes, then lets the processor shut down.
     pub(crate) async fn run(self, queue: mpsc::Receiver<ProcessorMessage>) {
-        self.run_until(queue, CancellationToken::new()).await;
+        self.serve(queue, None).await;
     }
 
     /// [`Self::run`], but also ends when `stop` is cancelled, even while senders live on (a
     /// wire connection stuck on a peer that does not read must not keep the processor, and the
     /// processes it owns, alive).
     pub(crate) async fn run_until(
-        mut self,
-        mut queue: mpsc::Receiver<ProcessorMessage>,
+        self,
+        queue: mpsc::Receiver<ProcessorMessage>,
         stop: CancellationToken,
     ) {
-        while let Some(message) = tokio::select! {
-            biased;
-            () = stop.cancelled() => None,
-            message = queue.recv() => message,
+        self.serve(queue, Some(stop)).await;
+    }
+
+    async fn serve(
+        mut self,
+        mut queue: mpsc::Receiver<ProcessorMessage>,
+        stop: Option<CancellationToken>,
+    ) {
+        while let Some(message) = match &stop {
+            // In-process: nothing but the queue ends the loop, so no signal is raced per message.
+            None => queue.recv().await,
+            Some(stop) => tokio::select! {
+                biased;
+                () = stop.cancelled() => None,
+                message = queue.recv() => message,
+            },
         } {
             match message {
                 ProcessorMessage::Request {

@@ -121,28 +121,48 @@ impl OutboundRouter {
         mut input: mpsc::Receiver<RouterInput>,
         shutdown: CancellationToken,
     ) {
+        // Shutdown wins every race: a write may wait for room in a writer queue that nobody
+        // drains any more, and the stage timeout must not be spent there. The signal is waited
+        // for once around the whole loop and polled first on every wake-up, not raced against
+        // each message: a fresh `cancelled()` per message registered and removed a waiter
+        // under the token's locks, which was most of what routing one message cost in-process.
+        let cancelled = shutdown.cancelled();
+        tokio::pin!(cancelled);
+        tokio::select! {
+            biased;
+            () = &mut cancelled => {}
+            () = self.route(&mut input) => {}
+        }
+    }
+
+    /// Routes input until the end of time; only the shutdown signal ends [`Self::run`].
+    async fn route(&mut self, input: &mut mpsc::Receiver<RouterInput>) {
         let mut input_open = true;
         loop {
-            let deadline = self.next_stall_deadline();
-            tokio::select! {
-                // Shutdown wins every race: a write may wait for room in a writer queue that
-                // nobody drains any more, and the stage timeout must not be spent there.
-                biased;
-                () = shutdown.cancelled() => return,
-                // Room for a stalled connection goes before new input, so its backlog shrinks
-                // before more is added behind it.
-                Some((id, permit)) = self.room.next(), if !self.room.is_empty() => {
-                    self.room_for(id, permit);
-                }
-                () = sleep_until(deadline), if deadline.is_some() => self.close_stalled(),
-                item = input.recv(), if input_open => match item {
-                    // A backpressured write may wait on a writer nobody drains: shutdown must
-                    // still win.
-                    Some(item) => if shutdown.run_until_cancelled(self.handle(item)).await.is_none() {
-                        return;
+            if self.room.is_empty() {
+                // Nothing stalled (no connection waits for room, so none has a stall deadline):
+                // the next input is all there is to wait for. This is the only state of an
+                // in-process or stdio host, whose connection is backpressured.
+                match input_open {
+                    true => match input.recv().await {
+                        Some(item) => self.handle(item).await,
+                        None => input_open = false,
                     },
                     // Every sender is gone; nothing more can arrive, but the signal still
                     // decides when the router is done.
+                    false => std::future::pending::<()>().await,
+                }
+                continue;
+            }
+            let deadline = self.next_stall_deadline();
+            tokio::select! {
+                biased;
+                // Room for a stalled connection goes before new input, so its backlog shrinks
+                // before more is added behind it.
+                Some((id, permit)) = self.room.next() => self.room_for(id, permit),
+                () = sleep_until(deadline), if deadline.is_some() => self.close_stalled(),
+                item = input.recv(), if input_open => match item {
+                    Some(item) => self.handle(item).await,
                     None => input_open = false,
                 },
             }

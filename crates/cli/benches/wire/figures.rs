@@ -98,9 +98,11 @@ fn spawn_request(request_id: RequestId, bytes: u64, cwd: &std::path::Path) -> Cl
 // ---- over a wire ---------------------------------------------------------------------------
 
 /// The three figures on one connection.
+/// `notified` false skips the notified figure (NaN): the floor has no threads to start.
 pub(crate) async fn measure_wire(
     client: &mut WireClient,
     sizes: Sizes,
+    notified_figure: bool,
 ) -> Result<Figures, WireError> {
     sequential(client, sizes.warm_up).await?;
     let began = Instant::now();
@@ -115,9 +117,13 @@ pub(crate) async fn measure_wire(
     process_output(client, sizes.output_bytes).await?;
     let output = sizes.output_bytes as f64 / began.elapsed().as_secs_f64();
 
-    let began = Instant::now();
-    notified(client, sizes.notified).await?;
-    let notified_round_trip = began.elapsed().as_secs_f64() / sizes.notified as f64;
+    let notified_round_trip = if notified_figure {
+        let began = Instant::now();
+        notified(client, sizes.notified).await?;
+        began.elapsed().as_secs_f64() / sizes.notified as f64
+    } else {
+        f64::NAN
+    };
     Ok(Figures {
         round_trip,
         pipelined,

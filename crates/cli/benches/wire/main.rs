@@ -18,6 +18,10 @@
 //! Runs go round every target in turn, after one warm-up round; medians are reported with the
 //! target ratios computed from them.
 //!
+//! Floors (see [`floor`]): the bench binary itself, re-run as an echo server on the same codec
+//! and transports with nothing behind them, over stdio and websocket; every Tandem wire figure
+//! is also shown as a ratio to its floor.
+//!
 //! Without `--bench` (as under `cargo test --benches`) the sizes shrink and one round runs, so
 //! it finishes in a second or two.
 
@@ -25,6 +29,7 @@ use std::process::ExitCode;
 
 mod client;
 mod figures;
+mod floor;
 
 use client::WireClient;
 use figures::{Figures, IN_FLIGHT, Sizes, measure_in_process, measure_wire};
@@ -56,6 +61,14 @@ const STDIO_OVER_OTHER_OUTPUT: f64 = 100.0;
 /// Issue 13: a reply followed by a notification over websocket, at most this many times the
 /// stdio time.
 const WEBSOCKET_OVER_STDIO_NOTIFIED_AT_MOST: f64 = 2.0;
+/// Issue 16: a wire round trip within this many times its floor's.
+const ROUND_TRIP_OVER_FLOOR_AT_MOST: f64 = 2.0;
+/// Issue 16: websocket throughput and output at least this share of stdio's.
+const WEBSOCKET_OVER_STDIO: f64 = 0.9;
+/// Issue 16: process output over stdio at least this share of the in-process figure...
+const STDIO_OVER_IN_PROCESS_OUTPUT: f64 = 0.5;
+/// ...and at least this many times the other server's.
+const STDIO_OVER_OTHER_OUTPUT_16: f64 = 2.0;
 
 #[derive(Debug, Clone)]
 enum Target {
@@ -143,6 +156,17 @@ fn parse_options() -> Result<Options, String> {
 }
 
 fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    if args.next().as_deref() == Some(floor::FLOOR_SERVER_FLAG) {
+        let listen = args.next().unwrap_or_else(|| "stdio://".to_owned());
+        return match floor::serve(&listen) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("wire bench floor server: {error}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let options = match parse_options() {
         Ok(options) => options,
         Err(message) => {
@@ -163,7 +187,20 @@ fn main() -> ExitCode {
             listen.to_owned(),
         ]
     };
+    let floor_at = |listen: &str| {
+        let me = std::env::current_exe().expect("the bench binary knows its path");
+        vec![
+            me.to_string_lossy().into_owned(),
+            floor::FLOOR_SERVER_FLAG.to_owned(),
+            listen.to_owned(),
+        ]
+    };
     let mut rows = vec![
+        row(FLOOR_STDIO, Target::Stdio(floor_at("stdio://"))),
+        row(
+            FLOOR_WEBSOCKET,
+            Target::WebSocket(floor_at("ws://127.0.0.1:0")),
+        ),
         row(IN_PROCESS, Target::InProcess),
         row(TANDEM_STDIO, Target::Stdio(tandem_at("stdio://"))),
         row(
@@ -195,8 +232,9 @@ fn main() -> ExitCode {
         let warm_up = options.full && round == 0;
         for row in &mut rows {
             let target = row.target.clone();
+            let notified = !row.label.starts_with("floor");
             let measured = runtime
-                .block_on(runtime.spawn(measure(target, sizes)))
+                .block_on(runtime.spawn(measure(target, sizes, notified)))
                 .expect("a measurement does not panic");
             let figures = match measured {
                 Ok(figures) => figures,
@@ -231,6 +269,8 @@ fn main() -> ExitCode {
 const IN_PROCESS: &str = "tandem in-process";
 const TANDEM_STDIO: &str = "tandem stdio";
 const TANDEM_WEBSOCKET: &str = "tandem websocket";
+const FLOOR_STDIO: &str = "floor stdio";
+const FLOOR_WEBSOCKET: &str = "floor websocket";
 
 /// The label of the `n`th (from 0) `--server`.
 fn other_label(n: usize) -> String {
@@ -245,14 +285,14 @@ fn row(label: &str, target: Target) -> Row {
     }
 }
 
-async fn measure(target: Target, sizes: Sizes) -> Result<Figures, String> {
+async fn measure(target: Target, sizes: Sizes, notified: bool) -> Result<Figures, String> {
     let client = match target {
         Target::InProcess => return measure_in_process(sizes).await,
         Target::Stdio(argv) => WireClient::stdio(&argv).await,
         Target::WebSocket(argv) => WireClient::websocket(&argv).await,
     };
     let mut client = client.map_err(|error| error.to_string())?;
-    let figures = measure_wire(&mut client, sizes).await;
+    let figures = measure_wire(&mut client, sizes, notified).await;
     client.close().await;
     figures.map_err(|error| error.to_string())
 }
@@ -332,16 +372,6 @@ fn report(rows: &[Row], options: &Options, sizes: Sizes) {
             stdio.round_trip / websocket.round_trip,
             None,
         );
-        ratio(
-            "64 in flight, websocket / stdio",
-            websocket.pipelined / stdio.pipelined,
-            None,
-        );
-        ratio(
-            "process output, websocket / stdio",
-            websocket.output / stdio.output,
-            None,
-        );
         let notified = websocket.notified_round_trip / stdio.notified_round_trip;
         println!(
             "  {:<56} {notified:>8.2}x (target <= {WEBSOCKET_OVER_STDIO_NOTIFIED_AT_MOST}x: {})",
@@ -351,6 +381,53 @@ fn report(rows: &[Row], options: &Options, sizes: Sizes) {
             } else {
                 "MISSED"
             }
+        );
+    }
+    for (label, floor_label) in [
+        (TANDEM_STDIO, FLOOR_STDIO),
+        (TANDEM_WEBSOCKET, FLOOR_WEBSOCKET),
+    ] {
+        let (Some(tandem), Some(floor)) = (find(label), find(floor_label)) else {
+            continue;
+        };
+        let round_trip = tandem.round_trip / floor.round_trip;
+        println!(
+            "  {:<56} {round_trip:>8.2}x (target <= {ROUND_TRIP_OVER_FLOOR_AT_MOST}x: {})",
+            format!("round trip, {label} / {floor_label} (time)"),
+            if round_trip <= ROUND_TRIP_OVER_FLOOR_AT_MOST {
+                "met"
+            } else {
+                "MISSED"
+            }
+        );
+        ratio(
+            &format!("64 in flight, {label} / {floor_label}"),
+            tandem.pipelined / floor.pipelined,
+            None,
+        );
+        ratio(
+            &format!("process output, {label} / {floor_label}"),
+            tandem.output / floor.output,
+            None,
+        );
+    }
+    if let (Some(websocket), Some(stdio)) = (websocket, stdio) {
+        ratio(
+            "64 in flight, websocket / stdio",
+            websocket.pipelined / stdio.pipelined,
+            Some(WEBSOCKET_OVER_STDIO),
+        );
+        ratio(
+            "process output, websocket / stdio",
+            websocket.output / stdio.output,
+            Some(WEBSOCKET_OVER_STDIO),
+        );
+    }
+    if let (Some(in_process), Some(stdio)) = (in_process, stdio) {
+        ratio(
+            "process output, tandem stdio / in-process",
+            stdio.output / in_process.output,
+            Some(STDIO_OVER_IN_PROCESS_OUTPUT),
         );
     }
     for n in 0..options.servers.len() {
@@ -369,9 +446,14 @@ fn report(rows: &[Row], options: &Options, sizes: Sizes) {
             Some(STDIO_OVER_OTHER_PIPELINED),
         );
         ratio(
-            &format!("process output, tandem stdio / [{n}]"),
+            &format!("process output, tandem stdio / [{n}] (issue 8)"),
             stdio.output / other.output,
             Some(STDIO_OVER_OTHER_OUTPUT),
+        );
+        ratio(
+            &format!("process output, tandem stdio / [{n}] (issue 16)"),
+            stdio.output / other.output,
+            Some(STDIO_OVER_OTHER_OUTPUT_16),
         );
     }
 }
