@@ -1,5 +1,6 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
 import type { AgentMessageDeltaNotification } from "./AgentMessageDeltaNotification";
+import type { CommandExecOutputDeltaNotification } from "./CommandExecOutputDeltaNotification";
 import type { CommandExecutionOutputDeltaNotification } from "./CommandExecutionOutputDeltaNotification";
 import type { ContextCompactedNotification } from "./ContextCompactedNotification";
 import type { ErrorNotification } from "./ErrorNotification";
@@ -16,6 +17,7 @@ import type { ThreadNameUpdatedNotification } from "./ThreadNameUpdatedNotificat
 import type { ThreadRevertedNotification } from "./ThreadRevertedNotification";
 import type { ThreadStartedNotification } from "./ThreadStartedNotification";
 import type { ThreadStatusChangedNotification } from "./ThreadStatusChangedNotification";
+import type { ThreadTokenUsageUpdatedNotification } from "./ThreadTokenUsageUpdatedNotification";
 import type { ThreadUnarchivedNotification } from "./ThreadUnarchivedNotification";
 import type { TurnCompletedNotification } from "./TurnCompletedNotification";
 import type { TurnStartedNotification } from "./TurnStartedNotification";
@@ -43,4 +45,6 @@ export type ServerNotification =
   | { method: "thread/archived", params: ThreadArchivedNotification, emittedAtMs?: number, }
   | { method: "thread/unarchived", params: ThreadUnarchivedNotification, emittedAtMs?: number, }
   | { method: "thread/compacted", params: ContextCompactedNotification, emittedAtMs?: number, }
-  | { method: "thread/reverted", params: ThreadRevertedNotification, emittedAtMs?: number, };
+  | { method: "thread/reverted", params: ThreadRevertedNotification, emittedAtMs?: number, }
+  | { method: "thread/tokenUsage/updated", params: ThreadTokenUsageUpdatedNotification, emittedAtMs?: number, }
+  | { method: "command/exec/outputDelta", params: CommandExecOutputDeltaNotification, emittedAtMs?: number, };

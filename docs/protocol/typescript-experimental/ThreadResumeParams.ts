@@ -2,6 +2,7 @@
 import type { ApprovalPolicy } from "./ApprovalPolicy";
 import type { JsonValue } from "./JsonValue";
 import type { SandboxMode } from "./SandboxMode";
+import type { ThreadResumeInitialTurnsPageParams } from "./ThreadResumeInitialTurnsPageParams";
 
 /**
  * `thread/resume` params.
@@ -15,6 +16,11 @@ threadId: string,
  * Leave `thread.turns` empty.
  */
 excludeTurns?: boolean | null,
+/**
+ * Experimental: answer with this page of turns in `initialTurnsPage` and leave
+ * `thread.turns` empty.
+ */
+initialTurnsPage?: ThreadResumeInitialTurnsPageParams | null,
 /**
  * Working directory (absolute).
  */

@@ -23,6 +23,7 @@ sortDirection?: SortDirection | null,
  */
 cursor?: string | null,
 /**
- * Accepted and ignored: items are always full.
+ * How much of each turn's items to include (default `summary`: the first user message
+ * and the last agent message).
  */
 itemsView?: TurnItemsView | null, };

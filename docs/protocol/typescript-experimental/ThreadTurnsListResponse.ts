@@ -14,6 +14,7 @@ data: Array<Turn>,
  */
 nextCursor: string | null,
 /**
- * Always `null`.
+ * Cursor for the opposite direction that includes this page's first turn again; `null`
+ * for an empty page.
  */
 backwardsCursor: string | null, };

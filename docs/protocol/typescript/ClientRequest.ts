@@ -1,6 +1,14 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
+import type { CommandExecParams } from "./CommandExecParams";
+import type { CommandExecResizeParams } from "./CommandExecResizeParams";
+import type { CommandExecTerminateParams } from "./CommandExecTerminateParams";
+import type { CommandExecWriteParams } from "./CommandExecWriteParams";
+import type { ConfigBatchWriteParams } from "./ConfigBatchWriteParams";
 import type { ConfigReadParams } from "./ConfigReadParams";
+import type { ConfigValueWriteParams } from "./ConfigValueWriteParams";
+import type { GetAccountParams } from "./GetAccountParams";
 import type { InitializeParams } from "./InitializeParams";
+import type { ModelListParams } from "./ModelListParams";
 import type { RequestId } from "./RequestId";
 import type { ThreadArchiveParams } from "./ThreadArchiveParams";
 import type { ThreadAttachmentAddParams } from "./ThreadAttachmentAddParams";
@@ -9,6 +17,7 @@ import type { ThreadAttachmentRemoveParams } from "./ThreadAttachmentRemoveParam
 import type { ThreadCompactStartParams } from "./ThreadCompactStartParams";
 import type { ThreadDeleteParams } from "./ThreadDeleteParams";
 import type { ThreadForkParams } from "./ThreadForkParams";
+import type { ThreadItemsListParams } from "./ThreadItemsListParams";
 import type { ThreadListParams } from "./ThreadListParams";
 import type { ThreadLoadedListParams } from "./ThreadLoadedListParams";
 import type { ThreadNameSetParams } from "./ThreadNameSetParams";
@@ -50,4 +59,13 @@ export type ClientRequest =
   | { id: RequestId, method: "thread/compact/start", params: ThreadCompactStartParams, }
   | { id: RequestId, method: "thread/revert", params: ThreadRevertParams, }
   | { id: RequestId, method: "thread/rollback", params: ThreadRollbackParams, }
-  | { id: RequestId, method: "thread/attachment/list", params: ThreadAttachmentListParams, };
+  | { id: RequestId, method: "thread/attachment/list", params: ThreadAttachmentListParams, }
+  | { id: RequestId, method: "model/list", params: ModelListParams, }
+  | { id: RequestId, method: "account/read", params: GetAccountParams, }
+  | { id: RequestId, method: "config/value/write", params: ConfigValueWriteParams, }
+  | { id: RequestId, method: "config/batchWrite", params: ConfigBatchWriteParams, }
+  | { id: RequestId, method: "thread/items/list", params: ThreadItemsListParams, }
+  | { id: RequestId, method: "command/exec", params: CommandExecParams, }
+  | { id: RequestId, method: "command/exec/write", params: CommandExecWriteParams, }
+  | { id: RequestId, method: "command/exec/terminate", params: CommandExecTerminateParams, }
+  | { id: RequestId, method: "command/exec/resize", params: CommandExecResizeParams, };

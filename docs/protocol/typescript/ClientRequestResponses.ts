@@ -1,10 +1,15 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
+import type { CommandExecResponse } from "./CommandExecResponse";
 import type { ConfigReadResponse } from "./ConfigReadResponse";
+import type { ConfigWriteResponse } from "./ConfigWriteResponse";
 import type { EmptyResponse } from "./EmptyResponse";
+import type { GetAccountResponse } from "./GetAccountResponse";
 import type { InitializeResponse } from "./InitializeResponse";
+import type { ModelListResponse } from "./ModelListResponse";
 import type { ThreadAttachmentAddResponse } from "./ThreadAttachmentAddResponse";
 import type { ThreadAttachmentListResponse } from "./ThreadAttachmentListResponse";
 import type { ThreadForkResponse } from "./ThreadForkResponse";
+import type { ThreadItemsListResponse } from "./ThreadItemsListResponse";
 import type { ThreadListResponse } from "./ThreadListResponse";
 import type { ThreadLoadedListResponse } from "./ThreadLoadedListResponse";
 import type { ThreadReadResponse } from "./ThreadReadResponse";
@@ -45,4 +50,13 @@ export type ClientRequestResponses = {
   "thread/revert": ThreadRevertResponse,
   "thread/rollback": ThreadRollbackResponse,
   "thread/attachment/list": ThreadAttachmentListResponse,
+  "model/list": ModelListResponse,
+  "account/read": GetAccountResponse,
+  "config/value/write": ConfigWriteResponse,
+  "config/batchWrite": ConfigWriteResponse,
+  "thread/items/list": ThreadItemsListResponse,
+  "command/exec": CommandExecResponse,
+  "command/exec/write": EmptyResponse,
+  "command/exec/terminate": EmptyResponse,
+  "command/exec/resize": EmptyResponse,
 };

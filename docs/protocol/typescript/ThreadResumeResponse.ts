@@ -3,15 +3,30 @@ import type { ApprovalPolicy } from "./ApprovalPolicy";
 import type { ApprovalsReviewer } from "./ApprovalsReviewer";
 import type { SandboxPolicy } from "./SandboxPolicy";
 import type { Thread } from "./Thread";
+import type { TurnsPage } from "./TurnsPage";
 
 /**
  * `thread/resume` result; the caller is subscribed to the thread.
  */
 export type ThreadResumeResponse = {
 /**
- * The thread, with its turns unless excluded.
+ * The thread, with all its turns unless `excludeTurns` or `initialTurnsPage` was given.
  */
 thread: Thread,
+/**
+ * The page asked for by `initialTurnsPage`; omitted when it was not asked for.
+ */
+initialTurnsPage?: TurnsPage | null,
+/**
+ * `thread/turns/list` cursor (with `sortDirection: "desc"`) whose first page starts at
+ * the newest turn, inclusive; `null` for a thread without turns.
+ */
+turnsBackwardsCursor: string | null,
+/**
+ * `thread/items/list` cursor (with `sortDirection: "desc"`) whose first page starts at
+ * the newest item, inclusive; `null` for a thread without items.
+ */
+itemsBackwardsCursor: string | null,
 /**
  * The model the thread uses.
  */
