@@ -418,3 +418,108 @@ async fn without_landlock_a_sandboxed_command_is_refused_and_writes_nothing() {
     assert_eq!(item["status"], "completed", "{item}");
     assert_eq!(targets.written("full"), (true, true));
 }
+
+/// The probe's verdicts in a `command/exec` result's stdout.
+fn exec_verdicts(result: &Value, expected: &[(&str, bool)], case: &str) {
+    let item = json!({"aggregatedOutput": result["stdout"]});
+    assert_verdicts(&item, expected, case);
+}
+
+#[tokio::test]
+async fn command_exec_runs_under_its_sandbox_policy() {
+    if !sandbox_available("command_exec_runs_under_its_sandbox_policy") {
+        return;
+    }
+    let targets = Targets::new("sandbox_command_exec");
+    let (_server, client) = Launch::new("sandbox_command_exec")
+        .args(["app-server"])
+        .stdio();
+    let mut client = Client::Stdio(client);
+    client.initialize(false).await;
+    let argv = |case: &str| -> Vec<String> {
+        targets
+            .command(case)
+            .split(' ')
+            .map(str::to_owned)
+            .collect()
+    };
+    let denied_outside = [
+        ("inside", true),
+        ("outside", false),
+        ("tcp", false),
+        ("udp", false),
+    ];
+
+    // workspace-write without network, given as the request's own policy.
+    let result = client
+        .ok(
+            "e1",
+            "command/exec",
+            json!({"command": argv("exec_ww"), "cwd": targets.root,
+                   "sandboxPolicy": {"type": "workspaceWrite", "writableRoots": [],
+                                     "networkAccess": false}}),
+        )
+        .await;
+    exec_verdicts(&result, &denied_outside, "command/exec workspaceWrite");
+    assert_eq!(targets.written("exec_ww"), (true, false));
+    assert_eq!(targets.network_reached(), (false, false));
+
+    // No policy: the server's default, read-only without network (as the reference).
+    let result = client
+        .ok(
+            "e2",
+            "command/exec",
+            json!({"command": argv("exec_default"), "cwd": targets.root}),
+        )
+        .await;
+    exec_verdicts(
+        &result,
+        &[
+            ("inside", false),
+            ("outside", false),
+            ("tcp", false),
+            ("udp", false),
+        ],
+        "command/exec default",
+    );
+    assert_eq!(targets.written("exec_default"), (false, false));
+    assert_eq!(targets.network_reached(), (false, false));
+
+    // Under a PTY (output comes back as one stream of terminal output).
+    let result = client
+        .ok(
+            "e3",
+            "command/exec",
+            json!({"command": argv("exec_pty"), "cwd": targets.root, "tty": true,
+                   "processId": "pty-1",
+                   "sandboxPolicy": {"type": "workspaceWrite", "writableRoots": [],
+                                     "networkAccess": false}}),
+        )
+        .await;
+    // A PTY's output streams as command/exec/outputDelta; the result only has the exit.
+    assert_eq!(result["exitCode"], 0, "{result}");
+    assert_eq!(targets.written("exec_pty"), (true, false));
+    assert_eq!(targets.network_reached(), (false, false));
+
+    // danger-full-access: everything goes through.
+    let result = client
+        .ok(
+            "e4",
+            "command/exec",
+            json!({"command": argv("exec_full"), "cwd": targets.root,
+                   "sandboxPolicy": {"type": "dangerFullAccess"}}),
+        )
+        .await;
+    exec_verdicts(
+        &result,
+        &[
+            ("inside", true),
+            ("outside", true),
+            ("tcp", true),
+            ("udp", true),
+        ],
+        "command/exec dangerFullAccess",
+    );
+    assert_eq!(targets.written("exec_full"), (true, true));
+    assert_eq!(targets.network_reached(), (true, true));
+}

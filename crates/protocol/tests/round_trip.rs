@@ -141,6 +141,10 @@ fn client_request_results_round_trip() {
         result_round_trip::<m::AccountRead>(account_response()),
         result_round_trip::<m::ConfigValueWrite>(config_write_response()),
         result_round_trip::<m::ConfigBatchWrite>(config_write_response()),
+        result_round_trip::<m::CommandExec>(command_exec_response()),
+        result_round_trip::<m::CommandExecWrite>(EmptyResponse {}),
+        result_round_trip::<m::CommandExecTerminate>(EmptyResponse {}),
+        result_round_trip::<m::CommandExecResize>(EmptyResponse {}),
     ];
     assert_covers_exactly(covered, ClientRequest::METHODS);
 }
@@ -706,7 +710,8 @@ fn experimental_reasons_name_methods_and_fields() {
     for typed in client_requests() {
         assert_eq!(
             typed.is_process_control(),
-            typed.method().starts_with("process/"),
+            // `command/exec` itself answers after its output, on the ordinary lane.
+            typed.method().starts_with("process/") || typed.method().starts_with("command/exec/"),
             "{}",
             typed.method()
         );
@@ -769,7 +774,7 @@ fn dynamic_tool_spec_type_defaults_to_function_and_rejects_others() {
 fn notifications_name_their_thread() {
     for typed in server_notifications() {
         let expected = match typed.method() {
-            "process/outputDelta" | "process/exited" => None,
+            "process/outputDelta" | "process/exited" | "command/exec/outputDelta" => None,
             "thread/started" | "thread/deleted" => Some(FORK_ID),
             _ => Some(THREAD_ID),
         };

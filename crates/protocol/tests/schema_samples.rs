@@ -134,6 +134,17 @@ fn client_requests() -> Vec<ClientRequest> {
         ),
         request::<m::ConfigValueWrite>(22, config_value_write_params()),
         request::<m::ConfigBatchWrite>(23, config_batch_write_params()),
+        request::<m::ThreadItemsList>(24, thread_items_list_params()),
+        request::<m::ThreadArchive>(25, thread_archive_params()),
+        request::<m::ThreadUnarchive>(26, thread_unarchive_params()),
+        request::<m::ThreadCompactStart>(27, thread_compact_start_params()),
+        request::<m::ThreadRevert>(28, thread_revert_params()),
+        request::<m::ThreadRollback>(29, thread_rollback_params()),
+        request::<m::ThreadAttachmentList>(30, thread_attachment_list_params()),
+        request::<m::CommandExec>(31, command_exec_params()),
+        request::<m::CommandExecWrite>(32, command_exec_write_params()),
+        request::<m::CommandExecTerminate>(33, command_exec_terminate_params()),
+        request::<m::CommandExecResize>(34, command_exec_resize_params()),
     ]
 }
 
@@ -179,6 +190,16 @@ fn client_results() -> Vec<(&'static str, Value)> {
         result::<m::AccountRead>(account_response()),
         result::<m::ConfigValueWrite>(config_write_response()),
         result::<m::ConfigBatchWrite>(config_write_response()),
+        result::<m::ThreadArchive>(EmptyResponse {}),
+        result::<m::ThreadUnarchive>(thread_unarchive_response()),
+        result::<m::ThreadCompactStart>(EmptyResponse {}),
+        result::<m::ThreadRevert>(thread_revert_response()),
+        result::<m::ThreadRollback>(thread_rollback_response()),
+        result::<m::ThreadAttachmentList>(thread_attachment_list_response()),
+        result::<m::CommandExec>(command_exec_response()),
+        result::<m::CommandExecWrite>(EmptyResponse {}),
+        result::<m::CommandExecTerminate>(EmptyResponse {}),
+        result::<m::CommandExecResize>(EmptyResponse {}),
     ]
 }
 

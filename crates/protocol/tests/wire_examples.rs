@@ -511,6 +511,35 @@ fn client_requests_match_protocol_examples() {
                                            "version": "sessionFlags"}}}),
             config_write_response(),
         ),
+        // x-exec: the reference's command/exec shapes (0.169.0).
+        check::<m::CommandExec>(
+            json!({"command": ["sh", "-c", "make test"], "processId": "build-1",
+                   "streamStdin": true, "streamStdoutStderr": true,
+                   "outputBytesCap": 1_048_576, "timeoutMs": 30_000, "cwd": CWD,
+                   "env": {"CI": "1", "HOME": null},
+                   "sandboxPolicy": {"type": "dangerFullAccess"}}),
+            command_exec_params(),
+            json!({"exitCode": 0, "stdout": "ok\n", "stderr": ""}),
+            command_exec_response(),
+        ),
+        check::<m::CommandExecWrite>(
+            json!({"processId": "build-1", "deltaBase64": "eQo=", "closeStdin": true}),
+            command_exec_write_params(),
+            json!({}),
+            EmptyResponse {},
+        ),
+        check::<m::CommandExecTerminate>(
+            json!({"processId": "build-1"}),
+            command_exec_terminate_params(),
+            json!({}),
+            EmptyResponse {},
+        ),
+        check::<m::CommandExecResize>(
+            json!({"processId": "build-1", "size": {"rows": 40, "cols": 120}}),
+            command_exec_resize_params(),
+            json!({}),
+            EmptyResponse {},
+        ),
     ];
     assert_covers_exactly(covered, ClientRequest::METHODS);
 }
@@ -693,6 +722,12 @@ fn server_notification_examples() -> Vec<(Value, ServerNotification)> {
                                 "reasoningOutputTokens": 2},
                        "modelContextWindow": null}}}),
             token_usage_updated(),
+        ),
+        (
+            json!({"method": "command/exec/outputDelta",
+                   "params": {"processId": "build-1", "stream": "stdout",
+                              "deltaBase64": "b2sK", "capReached": false}}),
+            command_exec_output_delta(),
         ),
     ]
 }

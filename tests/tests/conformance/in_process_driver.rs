@@ -59,8 +59,14 @@ impl InProcessDriver {
         if let Some(delay) = setup.thread_unload_delay_secs {
             config = config.thread_unload_delay_secs(delay);
         }
-        let options =
-            ServerOptions::load(config).map_err(|error| DriverError::Start(error.to_string()))?;
+        // An embedder names the program that applies the sandbox to the commands it runs
+        // (the stdio and websocket servers are that program themselves); here, the `tandem`
+        // binary the wire transports run too.
+        let helper = tandem_test_support::binary::tandem_binary()
+            .map_err(|error| DriverError::Start(error.to_string()))?;
+        let options = ServerOptions::load(config)
+            .map_err(|error| DriverError::Start(error.to_string()))?
+            .with_helper_program(tandem_server::helper::HelperProgram::new(helper));
         Ok(Self {
             options,
             channel_capacity: setup.channel_capacity,

@@ -710,7 +710,6 @@ pub(crate) fn client_requests() -> Vec<ClientRequest> {
         request::<m::ProcessWriteStdin>(-1, process_write_stdin_params()),
         request::<m::ProcessKill>("kill-1", process_kill_params()),
         request::<m::ProcessResizePty>(19, process_resize_pty_params()),
-        request::<m::ThreadItemsList>(26, thread_items_list_params()),
         // t-threadops:
         request::<m::ThreadArchive>(20, thread_archive_params()),
         request::<m::ThreadUnarchive>(21, thread_unarchive_params()),
@@ -727,7 +726,74 @@ pub(crate) fn client_requests() -> Vec<ClientRequest> {
         ),
         request::<m::ConfigValueWrite>(29, config_value_write_params()),
         request::<m::ConfigBatchWrite>(30, config_batch_write_params()),
+        request::<m::ThreadItemsList>(26, thread_items_list_params()),
+        // x-exec:
+        request::<m::CommandExec>(31, command_exec_params()),
+        request::<m::CommandExecWrite>(32, command_exec_write_params()),
+        request::<m::CommandExecTerminate>(33, command_exec_terminate_params()),
+        request::<m::CommandExecResize>(34, command_exec_resize_params()),
     ]
+}
+
+// ----- x-exec: command/exec -----
+
+pub(crate) fn command_exec_params() -> CommandExecParams {
+    CommandExecParams {
+        command: vec![s("sh"), s("-c"), s("make test")],
+        process_id: Some(s("build-1")),
+        tty: false,
+        stream_stdin: true,
+        stream_stdout_stderr: true,
+        output_bytes_cap: Some(1 << 20),
+        disable_output_cap: false,
+        timeout_ms: Some(30_000),
+        disable_timeout: false,
+        cwd: Some(s(CWD)),
+        env: Some(BTreeMap::from([(s("CI"), Some(s("1"))), (s("HOME"), None)])),
+        size: None,
+        sandbox_policy: Some(SandboxPolicy::DangerFullAccess),
+    }
+}
+
+pub(crate) fn command_exec_response() -> CommandExecResponse {
+    CommandExecResponse {
+        exit_code: 0,
+        stdout: s("ok\n"),
+        stderr: String::new(),
+    }
+}
+
+pub(crate) fn command_exec_write_params() -> CommandExecWriteParams {
+    CommandExecWriteParams {
+        process_id: s("build-1"),
+        delta: Some(Bytes::from_static(b"y\n")),
+        close_stdin: true,
+    }
+}
+
+pub(crate) fn command_exec_terminate_params() -> CommandExecTerminateParams {
+    CommandExecTerminateParams {
+        process_id: s("build-1"),
+    }
+}
+
+pub(crate) fn command_exec_resize_params() -> CommandExecResizeParams {
+    CommandExecResizeParams {
+        process_id: s("build-1"),
+        size: PtySize {
+            rows: 40,
+            cols: 120,
+        },
+    }
+}
+
+pub(crate) fn command_exec_output_delta() -> ServerNotification {
+    ServerNotification::CommandExecOutputDelta(CommandExecOutputDeltaNotification {
+        process_id: s("build-1"),
+        stream: ProcessOutputStream::Stdout,
+        delta: Bytes::from_static(b"ok\n"),
+        cap_reached: false,
+    })
 }
 
 // ----- t-threadops: archive, compaction, revert/rollback, attachment listing -----
@@ -1124,5 +1190,6 @@ pub(crate) fn server_notifications() -> Vec<ServerNotification> {
         thread_compacted(),
         thread_reverted(),
         token_usage_updated(),
+        command_exec_output_delta(),
     ]
 }

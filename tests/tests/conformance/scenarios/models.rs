@@ -263,10 +263,10 @@ pub(crate) async fn image_input_is_stored_and_acknowledged(transport: Transport)
     expect_result(
         &mut s,
         "thread/turns/list",
-        json!({"threadId": THREAD}),
+        json!({"threadId": THREAD, "itemsView": "full"}),
         json!({
             "data": [turn(TURN, "completed", items)],
-            "nextCursor": null, "backwardsCursor": null,
+            "nextCursor": null, "backwardsCursor": format!("at:{TURN}"),
         }),
     )
     .await;

@@ -227,10 +227,10 @@ pub(crate) async fn revert_and_rollback(transport: Transport) {
     expect_result(
         &mut s,
         "thread/turns/list",
-        json!({"threadId": THREAD, "sortDirection": "asc"}),
+        json!({"threadId": THREAD, "sortDirection": "asc", "itemsView": "full"}),
         json!({
             "data": [first_turn.clone(), turn("<id:5>", "completed", second)],
-            "nextCursor": null, "backwardsCursor": null,
+            "nextCursor": null, "backwardsCursor": "at:<id:2>",
         }),
     )
     .await;
