@@ -39,6 +39,8 @@ reason: string | null,
  */
 commandActions: Array<CommandAction>,
 /**
- * Always all four decisions.
+ * All four decisions, sent only to a connection that opted in to the experimental API
+ * (the reference's stable schema has no such member, and typed stable clients reject
+ * the values); `None` is omitted on the wire.
  */
-availableDecisions: Array<CommandExecutionApprovalDecision>, };
+availableDecisions?: Array<CommandExecutionApprovalDecision> | null, };

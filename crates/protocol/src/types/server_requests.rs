@@ -95,8 +95,11 @@ pub struct CommandExecutionRequestApprovalParams {
     pub reason: Option<String>,
     /// One `unknown` action holding the command.
     pub command_actions: Vec<CommandAction>,
-    /// Always all four decisions.
-    pub available_decisions: Vec<CommandExecutionApprovalDecision>,
+    /// All four decisions, sent only to a connection that opted in to the experimental API
+    /// (the reference's stable schema has no such member, and typed stable clients reject
+    /// the values); `None` is omitted on the wire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub available_decisions: Option<Vec<CommandExecutionApprovalDecision>>,
 }
 
 /// The client's result for `item/commandExecution/requestApproval`.

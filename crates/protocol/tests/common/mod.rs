@@ -619,7 +619,7 @@ pub(crate) fn approval_params() -> CommandExecutionRequestApprovalParams {
         command_actions: vec![CommandAction::Unknown {
             command: s("rm -rf 'build dir'"),
         }],
-        available_decisions: CommandExecutionApprovalDecision::ALL.to_vec(),
+        available_decisions: Some(CommandExecutionApprovalDecision::ALL.to_vec()),
     }
 }
 

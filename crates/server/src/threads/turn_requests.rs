@@ -29,11 +29,12 @@ impl ThreadService {
         self: &Arc<Self>,
         params: TurnStartParams,
         id: ConnectionRequestId,
+        experimental_api: bool,
     ) {
         let service = Arc::clone(self);
         let thread_id = params.thread_id.clone();
         self.sequenced(&thread_id, async move {
-            if let Some((params, id)) = service.turn_start(params, id).await {
+            if let Some((params, id)) = service.turn_start(params, id, experimental_api).await {
                 let ended = service.loaded(&params.thread_id).and_then(|thread| {
                     thread
                         .state()
@@ -45,7 +46,7 @@ impl ThreadService {
                     if let Some(ended) = ended {
                         ended.cancelled().await;
                     }
-                    service.queue_turn_start(params, id);
+                    service.queue_turn_start(params, id, experimental_api);
                 });
             }
         });
@@ -57,6 +58,7 @@ impl ThreadService {
         self: &Arc<Self>,
         params: TurnStartParams,
         id: ConnectionRequestId,
+        experimental_api: bool,
     ) -> Option<(TurnStartParams, ConnectionRequestId)> {
         if let Err(error) = UserInput::ensure_all_supported(&params.input) {
             self.outgoing.send_error(id, error).await;
@@ -170,6 +172,7 @@ impl ThreadService {
         let active = Arc::new(ActiveTurn {
             id: turn.id.clone(),
             connection: id.connection_id,
+            experimental_api,
             cancel: CancellationToken::new(),
             steered: Mutex::new(SteerQueue::default()),
             steer_signal: tokio::sync::Notify::new(),

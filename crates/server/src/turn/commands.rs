@@ -80,7 +80,10 @@ impl TurnDriver {
                 command_actions: vec![CommandAction::Unknown {
                     command: command.to_owned(),
                 }],
-                available_decisions: CommandExecutionApprovalDecision::ALL.to_vec(),
+                available_decisions: self
+                    .active
+                    .experimental_api
+                    .then(|| CommandExecutionApprovalDecision::ALL.to_vec()),
             };
             self.set_flag(ThreadActiveFlag::WaitingOnApproval, true)
                 .await;
@@ -225,7 +228,10 @@ impl TurnDriver {
             command_actions: vec![CommandAction::Unknown {
                 command: command.to_owned(),
             }],
-            available_decisions: CommandExecutionApprovalDecision::ALL.to_vec(),
+            available_decisions: self
+                .active
+                .experimental_api
+                .then(|| CommandExecutionApprovalDecision::ALL.to_vec()),
         };
         self.set_flag(ThreadActiveFlag::WaitingOnApproval, true)
             .await;

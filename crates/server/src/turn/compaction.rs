@@ -63,7 +63,7 @@ impl TurnDriver {
 }
 
 /// A deterministic summary of `history`: one line per message, command and tool call (the
-/// latest [`MAX_ENTRIES`], each cut to [`MAX_ENTRY_CHARS`] characters), under a heading that
+/// latest 40, each cut to 200 characters), under a heading that
 /// says how many turns it covers. An earlier summary appears as the user input it was sent as.
 pub fn summarize_transcript(history: &[Turn]) -> String {
     let mut entries: Vec<String> = Vec::new();
