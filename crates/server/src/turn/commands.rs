@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use tandem_host::OutgoingMessageSender;
+use tandem_host::{OutgoingMessageSender, RequestResult};
 use tandem_protocol::server_methods::CommandExecutionRequestApproval;
 use tandem_protocol::{
     ApprovalPolicy, CommandAction, CommandExecutionApprovalDecision,
@@ -69,31 +69,8 @@ impl TurnDriver {
         ))
         .await;
         if self.approval_policy != ApprovalPolicy::Never {
-            let params = CommandExecutionRequestApprovalParams {
-                thread_id: self.thread.id.clone(),
-                turn_id: self.turn_id.clone(),
-                item_id: id.clone(),
-                started_at_ms,
-                command: command.to_owned(),
-                cwd: cwd.clone(),
-                reason: None,
-                command_actions: vec![CommandAction::Unknown {
-                    command: command.to_owned(),
-                }],
-                available_decisions: self
-                    .active
-                    .experimental_api
-                    .then(|| CommandExecutionApprovalDecision::ALL.to_vec()),
-            };
-            self.set_flag(ThreadActiveFlag::WaitingOnApproval, true)
-                .await;
-            let pending = self
-                .outgoing
-                .send_request::<CommandExecutionRequestApproval>(self.active.connection, params)
-                .await;
-            let answer = self.await_answer(pending).await;
-            self.set_flag(ThreadActiveFlag::WaitingOnApproval, false)
-                .await;
+            let params = self.approval_params(&id, started_at_ms, command, &cwd, None);
+            let answer = self.ask_approval(params).await;
             let decision = match &answer {
                 Ok(Ok(value)) => {
                     serde_json::from_value::<CommandExecutionRequestApprovalResponse>(value.clone())
@@ -203,6 +180,51 @@ impl TurnDriver {
         Ok(CommandOutcome::Ran { exit_code, output })
     }
 
+    /// The approval request for command `item_id`.
+    fn approval_params(
+        &self,
+        item_id: &str,
+        started_at_ms: i64,
+        command: &str,
+        cwd: &str,
+        reason: Option<String>,
+    ) -> CommandExecutionRequestApprovalParams {
+        CommandExecutionRequestApprovalParams {
+            thread_id: self.thread.id.clone(),
+            turn_id: self.turn_id.clone(),
+            item_id: item_id.to_owned(),
+            started_at_ms,
+            command: command.to_owned(),
+            cwd: cwd.to_owned(),
+            reason,
+            command_actions: vec![CommandAction::Unknown {
+                command: command.to_owned(),
+            }],
+            available_decisions: self
+                .active
+                .experimental_api
+                .then(|| CommandExecutionApprovalDecision::ALL.to_vec()),
+        }
+    }
+
+    /// Sends an approval request to the client driving the turn and waits for its answer,
+    /// with the thread's `waitingOnApproval` flag raised meanwhile.
+    async fn ask_approval(
+        &mut self,
+        params: CommandExecutionRequestApprovalParams,
+    ) -> Result<RequestResult, AgentError> {
+        self.set_flag(ThreadActiveFlag::WaitingOnApproval, true)
+            .await;
+        let pending = self
+            .outgoing
+            .send_request::<CommandExecutionRequestApproval>(self.active.connection, params)
+            .await;
+        let answer = self.await_answer(pending).await;
+        self.set_flag(ThreadActiveFlag::WaitingOnApproval, false)
+            .await;
+        answer
+    }
+
     /// Asks the client whether a command that failed in the sandbox, apparently because the
     /// sandbox denied it, may run again without it (the reference's rerun on `on-request`).
     /// Declining (or an error reply) keeps the sandboxed result; `cancel` ends the turn.
@@ -213,35 +235,16 @@ impl TurnDriver {
         command: &str,
         cwd: &str,
     ) -> Result<bool, AgentError> {
-        let params = CommandExecutionRequestApprovalParams {
-            thread_id: self.thread.id.clone(),
-            turn_id: self.turn_id.clone(),
-            item_id: item_id.to_owned(),
+        let reason = "command failed in the sandbox, which appears to have denied it; run it \
+                      again without the sandbox?";
+        let params = self.approval_params(
+            item_id,
             started_at_ms,
-            command: command.to_owned(),
-            cwd: cwd.to_owned(),
-            reason: Some(
-                "command failed in the sandbox, which appears to have denied it; run it again \
-                 without the sandbox?"
-                    .to_owned(),
-            ),
-            command_actions: vec![CommandAction::Unknown {
-                command: command.to_owned(),
-            }],
-            available_decisions: self
-                .active
-                .experimental_api
-                .then(|| CommandExecutionApprovalDecision::ALL.to_vec()),
-        };
-        self.set_flag(ThreadActiveFlag::WaitingOnApproval, true)
-            .await;
-        let pending = self
-            .outgoing
-            .send_request::<CommandExecutionRequestApproval>(self.active.connection, params)
-            .await;
-        let answer = self.await_answer(pending).await;
-        self.set_flag(ThreadActiveFlag::WaitingOnApproval, false)
-            .await;
+            command,
+            cwd,
+            Some(reason.to_owned()),
+        );
+        let answer = self.ask_approval(params).await;
         let decision = match answer {
             Ok(Ok(value)) => {
                 serde_json::from_value::<CommandExecutionRequestApprovalResponse>(value)
