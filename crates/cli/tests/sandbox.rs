@@ -40,22 +40,54 @@ fn sandbox_available(test: &str) -> bool {
     false
 }
 
+/// A directory outside every root workspace-write opens: not under `/tmp` or `$TMPDIR`, which
+/// it makes writable, wherever the checkout (and so the test's home) lives. `/var/tmp` unless
+/// `TANDEM_TEST_OUTSIDE_DIR` names another.
+fn outside_dir(test: &str) -> PathBuf {
+    let base = std::env::var_os("TANDEM_TEST_OUTSIDE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/tmp"));
+    let temp_roots = [
+        Some(PathBuf::from("/tmp")),
+        std::env::var_os("TMPDIR").map(PathBuf::from),
+    ];
+    for root in temp_roots.into_iter().flatten() {
+        assert!(
+            !base.starts_with(&root),
+            "{} is under {}, which workspace-write makes writable; set \
+             TANDEM_TEST_OUTSIDE_DIR to a directory elsewhere",
+            base.display(),
+            root.display()
+        );
+    }
+    let dir = base.join(format!("tandem-sandbox-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("outside dir");
+    dir
+}
+
 /// The listeners the probe aims at, and the directories it writes to.
 struct Targets {
     tcp: TcpListener,
     udp: UdpSocket,
     /// The thread's cwd (writable under workspace-write).
     root: PathBuf,
-    /// Outside every writable root (not under /tmp, which workspace-write opens).
+    /// Outside every writable root (see [`outside_dir`]); removed when the test ends.
     outside: PathBuf,
     probe: PathBuf,
+}
+
+impl Drop for Targets {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.outside);
+    }
 }
 
 impl Targets {
     fn new(test: &str) -> Self {
         let base = fresh_home(test);
         let root = base.join("root");
-        let outside = base.join("outside");
+        let outside = outside_dir(test);
         std::fs::create_dir_all(&root).expect("root");
         std::fs::create_dir_all(&outside).expect("outside");
         let tcp = TcpListener::bind("127.0.0.1:0").expect("tcp listener");
