@@ -66,7 +66,13 @@ async fn a_pty_child_runs_under_the_sandbox() {
     .expect("build task");
     let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("sandbox-pty-{}", std::process::id()));
-    let (root, outside) = (base.join("root"), base.join("outside"));
+    // Outside must not be under /tmp or $TMPDIR, which workspace-write opens (the target dir
+    // can be, when the checkout is): /var/tmp unless TANDEM_TEST_OUTSIDE_DIR names another.
+    let outside = std::env::var_os("TANDEM_TEST_OUTSIDE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/tmp"))
+        .join(format!("tandem-sandbox-pty-{}", std::process::id()));
+    let root = base.join("root");
     std::fs::create_dir_all(&root).expect("root");
     std::fs::create_dir_all(&outside).expect("outside");
 
@@ -113,4 +119,5 @@ async fn a_pty_child_runs_under_the_sandbox() {
     assert!(!outside.join("out.txt").exists());
     // The test process (the "server") is not restricted.
     std::fs::write(outside.join("server.txt"), b"still writable").expect("server writes outside");
+    let _ = std::fs::remove_dir_all(&outside);
 }
