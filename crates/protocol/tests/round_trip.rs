@@ -726,7 +726,7 @@ fn experimental_reasons_name_methods_and_fields() {
 }
 
 #[test]
-fn approval_decisions_outside_the_list_read_as_decline() {
+fn approval_decisions_read_other_clients_words_and_decline_the_rest() {
     for (answer, expected) in [
         (json!("accept"), CommandExecutionApprovalDecision::Accept),
         (
@@ -735,7 +735,24 @@ fn approval_decisions_outside_the_list_read_as_decline() {
         ),
         (json!("decline"), CommandExecutionApprovalDecision::Decline),
         (json!("cancel"), CommandExecutionApprovalDecision::Cancel),
-        (json!("approved"), CommandExecutionApprovalDecision::Decline),
+        // codexed's vocabulary and the legacy `execCommandApproval` one.
+        (json!("allow"), CommandExecutionApprovalDecision::Accept),
+        (
+            json!("allowForSession"),
+            CommandExecutionApprovalDecision::AcceptForSession,
+        ),
+        (json!("approved"), CommandExecutionApprovalDecision::Accept),
+        (
+            json!("approved_for_session"),
+            CommandExecutionApprovalDecision::AcceptForSession,
+        ),
+        (json!("abort"), CommandExecutionApprovalDecision::Cancel),
+        (json!("deny"), CommandExecutionApprovalDecision::Decline),
+        (
+            json!("denyForSession"),
+            CommandExecutionApprovalDecision::Decline,
+        ),
+        (json!("denied"), CommandExecutionApprovalDecision::Decline),
         (json!("Accept"), CommandExecutionApprovalDecision::Decline),
         (
             json!({"acceptWithExecpolicyAmendment": {"execpolicy_amendment": ["ls"]}}),

@@ -66,9 +66,15 @@ impl CommandExecutionApprovalDecision {
 impl<'de> Deserialize<'de> for CommandExecutionApprovalDecision {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         Ok(match Value::deserialize(deserializer)?.as_str() {
-            Some("accept") => Self::Accept,
-            Some("acceptForSession") => Self::AcceptForSession,
-            Some("cancel") => Self::Cancel,
+            // `allow`, `allowForSession`, `approved` and `approved_for_session` are other
+            // clients' words for the same answers (codexed 1.2.2 sends `allow`; the legacy
+            // `execCommandApproval` said `approved`): reading them as a refusal would decline
+            // what the user approved.
+            Some("accept" | "allow" | "approved") => Self::Accept,
+            Some("acceptForSession" | "allowForSession" | "approved_for_session") => {
+                Self::AcceptForSession
+            }
+            Some("cancel" | "abort") => Self::Cancel,
             _ => Self::Decline,
         })
     }
