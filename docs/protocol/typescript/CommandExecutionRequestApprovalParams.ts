@@ -39,8 +39,8 @@ reason: string | null,
  */
 commandActions: Array<CommandAction>,
 /**
- * All four decisions, sent only to a connection that opted in to the experimental API
- * (the reference's stable schema has no such member, and typed stable clients reject
- * the values); `None` is omitted on the wire.
+ * The decisions a client may offer: experimental and optional in the reference. Tandem's
+ * server never sends it, since its approvals always offer all four (docs/protocol.md,
+ * section 12); the client reads it from other servers. `None` is omitted on the wire.
  */
 availableDecisions?: Array<CommandExecutionApprovalDecision> | null, };

@@ -18,7 +18,8 @@ class Driver:
     def client(self) -> CodexClient:
         async def approve(params):
             self.approvals.append(params)
-            return CommandExecutionRequestApprovalResponse(decision="accept")
+            # codexed's own vocabulary, as its users write it (its models refuse "accept").
+            return CommandExecutionRequestApprovalResponse(decision="allow")
 
         if self.ctx.transport == "ws":
             return CodexClient(transport=WebSocketTransport(url=self.ctx.ws_url), on_approval=approve)

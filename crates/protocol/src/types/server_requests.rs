@@ -101,9 +101,9 @@ pub struct CommandExecutionRequestApprovalParams {
     pub reason: Option<String>,
     /// One `unknown` action holding the command.
     pub command_actions: Vec<CommandAction>,
-    /// All four decisions, sent only to a connection that opted in to the experimental API
-    /// (the reference's stable schema has no such member, and typed stable clients reject
-    /// the values); `None` is omitted on the wire.
+    /// The decisions a client may offer: experimental and optional in the reference. Tandem's
+    /// server never sends it, since its approvals always offer all four (docs/protocol.md,
+    /// section 12); the client reads it from other servers. `None` is omitted on the wire.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub available_decisions: Option<Vec<CommandExecutionApprovalDecision>>,
 }

@@ -196,8 +196,6 @@ impl ThreadService {
         let active = Arc::new(ActiveTurn {
             id: turn.id.clone(),
             connection: id.connection_id,
-            // A compaction runs no command, so it sends no approval request.
-            experimental_api: false,
             cancel: CancellationToken::new(),
             // A compaction takes no input: `turn/start` waits for it to end, `turn/steer`
             // finds no turn to steer.

@@ -124,9 +124,6 @@ pub(crate) struct ActiveTurn {
     /// Where the turn's server requests go: the connection that started it (even after it
     /// unsubscribed), since that is the client driving the turn.
     pub(crate) connection: ConnectionId,
-    /// Whether that connection opted in to experimental fields: the approval request's
-    /// `availableDecisions` is one, and typed stable clients reject values they do not know.
-    pub(crate) experimental_api: bool,
     pub(crate) cancel: CancellationToken,
     /// Steered input not yet taken by the agent.
     pub(crate) steered: Mutex<SteerQueue>,
@@ -662,9 +659,7 @@ impl ThreadService {
             ClientRequest::ThreadAttachmentList { params, .. } => {
                 ordered!(params.thread_id, service.attachment_list(params).await)
             }
-            ClientRequest::TurnStart { params, .. } => {
-                self.queue_turn_start(params, id, context.session.experimental_api)
-            }
+            ClientRequest::TurnStart { params, .. } => self.queue_turn_start(params, id),
             ClientRequest::TurnSteer { params, .. } => {
                 ordered!(params.thread_id, service.turn_steer(params))
             }

@@ -29,12 +29,11 @@ impl ThreadService {
         self: &Arc<Self>,
         params: TurnStartParams,
         id: ConnectionRequestId,
-        experimental_api: bool,
     ) {
         let service = Arc::clone(self);
         let thread_id = params.thread_id.clone();
         self.sequenced(&thread_id, async move {
-            if let Some((params, id)) = service.turn_start(params, id, experimental_api).await {
+            if let Some((params, id)) = service.turn_start(params, id).await {
                 let ended = service.loaded(&params.thread_id).and_then(|thread| {
                     thread
                         .state()
@@ -46,7 +45,7 @@ impl ThreadService {
                     if let Some(ended) = ended {
                         ended.cancelled().await;
                     }
-                    service.queue_turn_start(params, id, experimental_api);
+                    service.queue_turn_start(params, id);
                 });
             }
         });
@@ -58,7 +57,6 @@ impl ThreadService {
         self: &Arc<Self>,
         params: TurnStartParams,
         id: ConnectionRequestId,
-        experimental_api: bool,
     ) -> Option<(TurnStartParams, ConnectionRequestId)> {
         if let Err(error) = UserInput::ensure_all_supported(&params.input) {
             self.outgoing.send_error(id, error).await;
@@ -172,7 +170,6 @@ impl ThreadService {
         let active = Arc::new(ActiveTurn {
             id: turn.id.clone(),
             connection: id.connection_id,
-            experimental_api,
             cancel: CancellationToken::new(),
             steered: Mutex::new(SteerQueue::default()),
             steer_signal: tokio::sync::Notify::new(),

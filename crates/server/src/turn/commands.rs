@@ -200,10 +200,10 @@ impl TurnDriver {
             command_actions: vec![CommandAction::Unknown {
                 command: command.to_owned(),
             }],
-            available_decisions: self
-                .active
-                .experimental_api
-                .then(|| CommandExecutionApprovalDecision::ALL.to_vec()),
+            // Every approval offers all four decisions, so the list would say nothing a client
+            // does not assume; and codexed 1.2.2, which opts in to the experimental API, rejects
+            // the protocol's own values in it and never answers (docs/protocol.md, section 12).
+            available_decisions: None,
         }
     }
 

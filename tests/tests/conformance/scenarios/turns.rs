@@ -160,7 +160,7 @@ pub(crate) async fn approval_declined_and_question_answered(transport: Transport
                 "threadId": THREAD, "turnId": TURN, "itemId": command, "startedAtMs": "<time>",
                 "command": "echo should-not-run", "cwd": "<home>", "reason": null,
                 "commandActions": [{"type": "unknown", "command": "echo should-not-run"}],
-                // No `availableDecisions`: it is experimental, and this client did not opt in.
+                // No `availableDecisions`: every approval offers all four (docs/protocol.md, section 12).
             },
         }),
     );
