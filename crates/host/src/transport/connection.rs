@@ -407,7 +407,12 @@ impl Outbound {
 }
 
 fn pick_envelope(envelope: Envelope) -> Pick {
-    let Envelope { message, ack, .. } = envelope;
+    let Envelope {
+        message,
+        ack,
+        cursor,
+        ..
+    } = envelope;
     let (message, answers) = match message {
         OutgoingMessage::Response { id, result } => (
             ServerMessage::Response {
@@ -427,6 +432,7 @@ fn pick_envelope(envelope: Envelope) -> Pick {
             ServerMessage::Notification {
                 notification,
                 emitted_at_ms: Some(unix_millis()),
+                cursor,
             },
             None,
         ),
@@ -547,6 +553,8 @@ mod tests {
             },
             ack: None,
             queued_bytes,
+            cursor: None,
+            replayed: false,
         })
     }
 
