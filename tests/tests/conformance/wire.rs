@@ -83,6 +83,9 @@ fn app_server_flags(setup: &ServerSetup) -> Vec<String> {
     if let Some(capacity) = setup.channel_capacity {
         flags.extend(["--channel-capacity".to_owned(), capacity.to_string()]);
     }
+    if let Some(events) = setup.replay_window_events {
+        flags.extend(["--replay-window-events".to_owned(), events.to_string()]);
+    }
     flags
 }
 
