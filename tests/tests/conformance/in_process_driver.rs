@@ -266,6 +266,16 @@ impl Driver for InProcessDriver {
         self.paused = false;
     }
 
+    async fn reconnect(&mut self) -> Result<(), DriverError> {
+        let handle = self.handle.as_mut().ok_or(DriverError::Unsupported(
+            "the in-process host has no connection before initialize",
+        ))?;
+        handle
+            .reattach_events()
+            .await
+            .map_err(|error| DriverError::Closed(error.to_string()))
+    }
+
     async fn close(mut self: Box<Self>) -> Result<(), DriverError> {
         match self.handle.take() {
             Some(mut handle) => handle

@@ -426,6 +426,18 @@ impl Session {
     }
 
     /// Hangs up and checks that the server side finished cleanly.
+    /// Drops the connection and opens a new one to the same server ([`Driver::reconnect`]);
+    /// messages read from the old one and not taken are gone with it.
+    pub(crate) async fn reconnect(&mut self) {
+        self.backlog.clear();
+        let reconnected = tokio::time::timeout(PATIENCE, self.driver().reconnect()).await;
+        match reconnected {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => self.fail(format!("reconnect failed: {error}")),
+            Err(_) => self.fail(format!("reconnect did not finish within {PATIENCE:?}")),
+        }
+    }
+
     pub(crate) async fn close(mut self) {
         if let Some(message) = self.backlog.front() {
             let message = summary(message);

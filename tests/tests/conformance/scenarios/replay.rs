@@ -160,3 +160,100 @@ pub(crate) async fn stale_cursors_answer_a_gap_and_the_whole_thread(transport: T
     );
     s.close().await;
 }
+
+/// A client loses its connection in the middle of a turn (websocket: the socket drops;
+/// in-process: the event consumer is replaced), comes back and resumes from the last cursor it
+/// saw: it gets every event it missed and then the live ones, each exactly once, and the agent
+/// text and command output it rebuilds from the deltas are the stored ones. Stdio has one
+/// connection per server process: coming back there is a new server, the gap case above.
+pub(crate) async fn a_client_that_reconnects_gets_what_it_missed(transport: Transport) {
+    if transport == Transport::Stdio {
+        return;
+    }
+    let mut s = Session::open(transport).await;
+    s.initialize(false).await;
+    start_thread(&mut s, THREAD, "never").await;
+    let input = "hello there\n/sh printf 'one '; sleep 0.3; printf 'two'";
+    start_turn(&mut s, TURN, input).await;
+    let mut transcript = (String::new(), String::new());
+    let add = |message: &Value, transcript: &mut (String, String)| {
+        let delta = message["params"]["delta"].as_str().unwrap_or_default();
+        match message["method"].as_str() {
+            Some("item/agentMessage/delta") => transcript.0.push_str(delta),
+            Some("item/commandExecution/outputDelta") => transcript.1.push_str(delta),
+            _ => {}
+        }
+    };
+    let last_seen = loop {
+        let message = s.next("the first agent delta").await;
+        add(&message, &mut transcript);
+        if message["method"] == "item/agentMessage/delta" {
+            break s
+                .last_cursor()
+                .expect("a thread notification carries a cursor");
+        }
+    };
+
+    s.reconnect().await;
+    if transport == Transport::WebSocket {
+        s.initialize(false).await;
+    }
+    let reply = s
+        .call(
+            "thread/resume",
+            json!({"threadId": THREAD, "cursor": last_seen, "excludeTurns": true}),
+        )
+        .await;
+    assert_json(&s, &reply["gap"], &json!(false));
+    // Replayed (before the reply) and then live, with no seam: the cursors go on one by one.
+    let mut expected_seq = last_seen["seq"].as_u64().expect("a seq") + 1;
+    loop {
+        let message = s.next("the rest of the turn").await;
+        let cursor = s.last_cursor();
+        if cursor.as_ref().and_then(|cursor| cursor["seq"].as_u64()) != Some(expected_seq)
+            || cursor.as_ref().map(|cursor| &cursor["epoch"]) != Some(&last_seen["epoch"])
+        {
+            s.fail(format!(
+                "expected seq {expected_seq}, got {message} at {cursor:?}"
+            ));
+        }
+        expected_seq += 1;
+        add(&message, &mut transcript);
+        if message["method"] == "turn/completed" {
+            break;
+        }
+    }
+    let read = s
+        .call(
+            "thread/read",
+            json!({"threadId": THREAD, "includeTurns": true}),
+        )
+        .await;
+    let items = read["thread"]["turns"][0]["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let stored = items
+        .iter()
+        .fold((String::new(), String::new()), |mut stored, item| {
+            match item["type"].as_str() {
+                Some("agentMessage") => {
+                    stored.0.push_str(item["text"].as_str().unwrap_or_default())
+                }
+                Some("commandExecution") => {
+                    stored
+                        .1
+                        .push_str(item["aggregatedOutput"].as_str().unwrap_or_default());
+                }
+                _ => {}
+            }
+            stored
+        });
+    assert_json(
+        &s,
+        &json!([transcript.0, transcript.1]),
+        &json!([stored.0, stored.1]),
+    );
+    assert_json(&s, &json!(transcript.1), &json!("one two"));
+    s.close().await;
+}
