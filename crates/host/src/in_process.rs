@@ -29,7 +29,7 @@ use crate::outgoing::{
     RequestResult, SHUTTING_DOWN, WriterMessage,
 };
 use crate::processor::{ConnectionId, MessageProcessor};
-use crate::replay::ReplayWindowLimits;
+use crate::replay::{ReplayWindowLimits, StreamCursor};
 use crate::router::{OutboundRouter, WriterFlow};
 
 /// Capacity of every bounded queue of the host unless the start args say otherwise.
@@ -127,7 +127,7 @@ enum ClientCommand {
 }
 
 /// What the event queue carries: the event and, for a stream notification, its cursor.
-type QueuedEvent = (InProcessServerEvent, Option<EventCursor>);
+type QueuedEvent = (InProcessServerEvent, Option<StreamCursor>);
 
 /// The error of a request whose reply never came because the host stopped.
 fn stopped_before_replying() -> io::Error {
@@ -395,7 +395,8 @@ impl InProcessClientHandle {
     pub async fn next_event_with_cursor(
         &mut self,
     ) -> Option<(InProcessServerEvent, Option<EventCursor>)> {
-        self.events.as_mut()?.recv().await
+        let (event, cursor) = self.events.as_mut()?.recv().await?;
+        Some((event, cursor.as_ref().map(StreamCursor::to_event_cursor)))
     }
 
     /// Drops the event consumer (every event not read yet is discarded) and attaches a new,

@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::byte_budget::ByteBudget;
 use crate::delivery::{DeliveryAck, NotificationFilter};
 use crate::processor::{ConnectionId, ConnectionRequestId};
-use crate::replay::{ReplayWindowStats, StreamAttachment};
+use crate::replay::{ReplayWindowStats, StreamAttachment, StreamCursor};
 use crate::router::WriterFlow;
 
 /// The result a client (or the host, on its behalf) gives to a request.
@@ -60,7 +60,7 @@ pub(crate) struct Envelope {
     /// releases it when it takes the message.
     pub(crate) queued_bytes: usize,
     /// The notification's place in its stream, stamped by the router (stream messages only).
-    pub(crate) cursor: Option<EventCursor>,
+    pub(crate) cursor: Option<StreamCursor>,
     /// Written by a replay: the in-process runtime parks it rather than dropping it, since the
     /// consumer asked for exactly these events.
     pub(crate) replayed: bool,
@@ -476,17 +476,16 @@ impl OutgoingMessageSender {
     /// Sends a notification of `stream` (tandem-server: one per loaded thread): the host numbers
     /// it, keeps it in the stream's replay window, and sends it with its cursor to every
     /// connection attached to the stream, and to `also` if that is not one of them.
+    ///
+    /// `stream` is taken as a shared string so that sending allocates no copy of the name.
     pub async fn send_stream_notification(
         &self,
-        stream: &str,
+        stream: Arc<str>,
         notification: ServerNotification,
         also: Option<ConnectionId>,
     ) {
         self.route(
-            Target::Stream {
-                stream: Arc::from(stream),
-                also,
-            },
+            Target::Stream { stream, also },
             OutgoingMessage::Notification(notification),
             None,
         )

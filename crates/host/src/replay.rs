@@ -55,6 +55,23 @@ pub struct ReplayWindowStats {
     pub evicted: u64,
 }
 
+/// A cursor as the host carries it: the epoch shared, so stamping an event costs no
+/// allocation; it becomes an [`EventCursor`] only where a consumer reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StreamCursor {
+    pub(crate) epoch: Arc<str>,
+    pub(crate) seq: u64,
+}
+
+impl StreamCursor {
+    pub(crate) fn to_event_cursor(&self) -> EventCursor {
+        EventCursor {
+            epoch: self.epoch.to_string(),
+            seq: self.seq,
+        }
+    }
+}
+
 /// How attaching a connection to a stream went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamAttachment {
@@ -99,7 +116,7 @@ pub(crate) struct ReplayWindows {
 pub(crate) struct Attach {
     pub(crate) outcome: StreamAttachment,
     /// The events to write before any live one, oldest first, with their cursors.
-    pub(crate) replay: Vec<(EventCursor, ServerNotification)>,
+    pub(crate) replay: Vec<(StreamCursor, ServerNotification)>,
 }
 
 impl ReplayWindows {
@@ -116,44 +133,42 @@ impl ReplayWindows {
         }
     }
 
-    fn cursor(&self, seq: u64) -> EventCursor {
-        EventCursor {
-            epoch: self.epoch.to_string(),
+    fn cursor(&self, seq: u64) -> StreamCursor {
+        StreamCursor {
+            epoch: Arc::clone(&self.epoch),
             seq,
         }
     }
 
-    fn stream(&mut self, name: &str) -> &mut Stream {
-        if !self.streams.contains_key(name) {
+    fn stream(&mut self, name: Arc<str>) -> &mut Stream {
+        let high_water = &mut self.high_water;
+        self.streams.entry(name).or_insert_with(|| {
             // One number is skipped: `floor` is a number no event ever had, so no cursor
             // handed out before can equal it.
-            self.high_water += 1;
-            let floor = self.high_water;
-            self.streams.insert(
-                Arc::from(name),
-                Stream {
-                    floor,
-                    last_seq: floor,
-                    kept: VecDeque::new(),
-                    bytes: 0,
-                    evicted: 0,
-                    attached: BTreeSet::new(),
-                },
-            );
-        }
-        self.streams.get_mut(name).expect("inserted above")
+            *high_water += 1;
+            Stream {
+                floor: *high_water,
+                last_seq: *high_water,
+                kept: VecDeque::new(),
+                bytes: 0,
+                evicted: 0,
+                attached: BTreeSet::new(),
+            }
+        })
     }
 
     /// Numbers `notification` as the next event of `stream`, keeps a copy for replay, and
-    /// returns its cursor with the connections attached to the stream.
+    /// returns its cursor; the connections attached to the stream are appended to
+    /// `recipients`.
     pub(crate) fn record(
         &mut self,
-        stream: &str,
+        stream: &Arc<str>,
         notification: &ServerNotification,
-    ) -> (EventCursor, Vec<ConnectionId>) {
+        recipients: &mut Vec<ConnectionId>,
+    ) -> StreamCursor {
         let limits = self.limits;
         let bytes = notification_size(notification);
-        let entry = self.stream(stream);
+        let entry = self.stream(Arc::clone(stream));
         entry.last_seq += 1;
         let seq = entry.last_seq;
         entry.kept.push_back(Kept {
@@ -170,9 +185,9 @@ impl ReplayWindows {
             entry.floor = oldest.seq;
             entry.evicted += 1;
         }
-        let attached = entry.attached.iter().copied().collect();
+        recipients.extend(entry.attached.iter().copied());
         self.high_water = self.high_water.max(seq);
-        (self.cursor(seq), attached)
+        self.cursor(seq)
     }
 
     /// Attaches `connection` to `stream` live; with `after`, also decides what to replay.
@@ -183,7 +198,7 @@ impl ReplayWindows {
         after: Option<&EventCursor>,
     ) -> Attach {
         let epoch = Arc::clone(&self.epoch);
-        let entry = self.stream(stream);
+        let entry = self.stream(Arc::from(stream));
         entry.attached.insert(connection);
         let (last_seq, floor) = (entry.last_seq, entry.floor);
         let mut replay = Vec::new();
@@ -207,7 +222,7 @@ impl ReplayWindows {
             .collect();
         Attach {
             outcome: StreamAttachment {
-                cursor: self.cursor(last_seq),
+                cursor: self.cursor(last_seq).to_event_cursor(),
                 gap,
                 replayed: replay.len() as u64,
             },
@@ -258,7 +273,13 @@ mod tests {
         })
     }
 
-    fn texts(replay: &[(EventCursor, ServerNotification)]) -> Vec<String> {
+    fn record(windows: &mut ReplayWindows, stream: &str, note: &ServerNotification) -> EventCursor {
+        windows
+            .record(&Arc::from(stream), note, &mut Vec::new())
+            .to_event_cursor()
+    }
+
+    fn texts(replay: &[(StreamCursor, ServerNotification)]) -> Vec<String> {
         replay
             .iter()
             .map(|(_, note)| match note {
@@ -273,7 +294,7 @@ mod tests {
         let mut windows = ReplayWindows::with_epoch(ReplayWindowLimits::default(), "e".into());
         let cursors: Vec<_> = ["a", "b", "c", "d"]
             .iter()
-            .map(|text| windows.record("t", &delta(text)).0)
+            .map(|text| record(&mut windows, "t", &delta(text)))
             .collect();
         assert!(
             cursors
@@ -286,7 +307,9 @@ mod tests {
         assert_eq!(attach.outcome.replayed, 2);
         assert_eq!(attach.outcome.cursor, cursors[3]);
         // Attached: the next event goes to the connection.
-        assert_eq!(windows.record("t", &delta("e")).1, vec![ConnectionId(7)]);
+        let mut recipients = Vec::new();
+        windows.record(&Arc::from("t"), &delta("e"), &mut recipients);
+        assert_eq!(recipients, vec![ConnectionId(7)]);
         // At the newest cursor there is nothing to replay, and that is no gap.
         let attach = windows.attach("t", ConnectionId(8), Some(&cursors[3]));
         assert_eq!(texts(&attach.replay), ["e"]);
@@ -301,7 +324,7 @@ mod tests {
         let mut windows = ReplayWindows::with_epoch(limits, "e".into());
         let cursors: Vec<_> = ["a", "b", "c", "d"]
             .iter()
-            .map(|text| windows.record("t", &delta(text)).0)
+            .map(|text| record(&mut windows, "t", &delta(text)))
             .collect();
         // "c" and "d" are kept: after "b" is still whole, after "a" is not.
         assert_eq!(
@@ -341,9 +364,9 @@ mod tests {
     #[test]
     fn a_reopened_stream_never_accepts_an_old_cursor() {
         let mut windows = ReplayWindows::with_epoch(ReplayWindowLimits::default(), "e".into());
-        let old = windows.record("t", &delta("a")).0;
+        let old = record(&mut windows, "t", &delta("a"));
         windows.close("t");
-        let new = windows.record("t", &delta("b")).0;
+        let new = record(&mut windows, "t", &delta("b"));
         assert!(new.seq > old.seq + 1);
         let attach = windows.attach("t", ConnectionId(1), Some(&old));
         assert_eq!(attach.outcome.gap, Some(true));
@@ -358,7 +381,7 @@ mod tests {
         let mut windows = ReplayWindows::with_epoch(limits, "e".into());
         let chunk = "x".repeat(300);
         for _ in 0..1_000 {
-            windows.record("t", &delta(&chunk));
+            record(&mut windows, "t", &delta(&chunk));
             let stats = windows.stats("t").unwrap();
             assert!(stats.bytes <= limits.max_bytes, "{stats:?}");
         }

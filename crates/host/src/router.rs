@@ -36,7 +36,7 @@ use crate::byte_budget::{ByteBudget, encoded_size};
 use crate::delivery::NotificationFilter;
 use crate::outgoing::{Envelope, OutgoingMessage, RouterInput, Target, WriterMessage};
 use crate::processor::ConnectionId;
-use crate::replay::{Attach, ReplayWindowLimits, ReplayWindows, StreamAttachment};
+use crate::replay::{Attach, ReplayWindowLimits, ReplayWindows, StreamAttachment, StreamCursor};
 use crate::transport::connection::{CloseReason, CloseSignal};
 
 /// What the router does when a connection's writer queue is full.
@@ -92,6 +92,8 @@ pub(crate) struct OutboundRouter {
     room: FuturesUnordered<RoomFuture>,
     /// Stream numbering and replay windows.
     windows: ReplayWindows,
+    /// Reused for each stream message's recipients, so routing one allocates nothing.
+    recipients: Vec<ConnectionId>,
 }
 
 impl OutboundRouter {
@@ -100,6 +102,7 @@ impl OutboundRouter {
             connections: BTreeMap::new(),
             room: FuturesUnordered::new(),
             windows: ReplayWindows::new(limits),
+            recipients: Vec::new(),
         }
     }
 
@@ -268,7 +271,8 @@ impl OutboundRouter {
                 let OutgoingMessage::Notification(notification) = &message else {
                     return tracing::warn!("only notifications belong to a stream; dropped");
                 };
-                let (cursor, mut recipients) = self.windows.record(&stream, notification);
+                let mut recipients = std::mem::take(&mut self.recipients);
+                let cursor = self.windows.record(&stream, notification, &mut recipients);
                 if let Some(also) = also.filter(|also| !recipients.contains(also)) {
                     recipients.push(also);
                 }
@@ -279,15 +283,16 @@ impl OutboundRouter {
                 });
                 // The last recipient takes the message itself: a notification can carry a
                 // whole turn, and with one subscriber (the usual case) nothing is copied.
-                let Some(last) = recipients.pop() else {
-                    return;
-                };
-                for id in recipients {
-                    let copy = envelope(message.clone(), ack.clone(), Some(cursor.clone()), false);
-                    self.write(id, copy).await;
+                if let Some(last) = recipients.pop() {
+                    for id in recipients.drain(..) {
+                        let copy =
+                            envelope(message.clone(), ack.clone(), Some(cursor.clone()), false);
+                        self.write(id, copy).await;
+                    }
+                    self.write(last, envelope(message, ack, Some(cursor), false))
+                        .await;
                 }
-                self.write(last, envelope(message, ack, Some(cursor), false))
-                    .await;
+                self.recipients = recipients;
             }
             Target::Broadcast => {
                 let Envelope { message, ack, .. } = *message;
@@ -511,7 +516,7 @@ impl OutboundRouter {
 fn envelope(
     message: OutgoingMessage,
     ack: Option<crate::delivery::DeliveryAck>,
-    cursor: Option<tandem_protocol::EventCursor>,
+    cursor: Option<StreamCursor>,
     replayed: bool,
 ) -> WriterMessage {
     Box::new(Envelope {

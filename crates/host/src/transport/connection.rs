@@ -30,6 +30,7 @@ use crate::delivery::DeliveryAck;
 use crate::dispatch::ProcessorMessage;
 use crate::outgoing::{Envelope, LaneReply, OutgoingMessage, PendingServerRequests, WriterMessage};
 use crate::processor::ConnectionId;
+use crate::replay::StreamCursor;
 
 /// Why a connection is being closed by the server; websocket transports turn it into a close
 /// frame.
@@ -432,7 +433,7 @@ fn pick_envelope(envelope: Envelope) -> Pick {
             ServerMessage::Notification {
                 notification,
                 emitted_at_ms: Some(unix_millis()),
-                cursor,
+                cursor: cursor.as_ref().map(StreamCursor::to_event_cursor),
             },
             None,
         ),

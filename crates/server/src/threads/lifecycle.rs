@@ -45,6 +45,7 @@ impl ThreadService {
     ) -> Arc<LoadedThread> {
         let thread = Arc::new(LoadedThread {
             id: record.id.clone(),
+            stream: Arc::from(record.id.as_str()),
             ephemeral: record.ephemeral,
             state: Mutex::new(ThreadState {
                 record,

@@ -89,6 +89,9 @@ fn not_found(thread_id: &str) -> JSONRPCErrorError {
 /// A thread that is loaded in this server.
 pub(crate) struct LoadedThread {
     pub(crate) id: String,
+    /// The id again, as the name of the thread's event stream in the host (shared, so that
+    /// each notification names it without a copy).
+    pub(crate) stream: Arc<str>,
     pub(crate) ephemeral: bool,
     pub(crate) state: Mutex<ThreadState>,
     /// Tokens of every model request since the thread was loaded (`total` of
@@ -202,7 +205,7 @@ impl LoadedThread {
         extra: Option<ConnectionId>,
     ) {
         outgoing
-            .send_stream_notification(&self.id, note, extra)
+            .send_stream_notification(Arc::clone(&self.stream), note, extra)
             .await;
     }
 
