@@ -49,6 +49,12 @@ Slow clients:
   connection whose queue stays full for --ws-slow-grace-secs, or that owes a second queue's
   worth, is closed with code 1008. Nothing is dropped while a connection lives.
 
+Reconnecting clients:
+  Every notification to a thread's subscribers carries a cursor. The newest
+  --replay-window-events events (and at most --replay-window-bytes bytes) of each loaded
+  thread are kept: thread/resume with the last cursor a client saw replays what it missed,
+  or answers gap: true with the whole thread when they are gone.
+
 Environment:
   TANDEM_HOME  the server's home directory (threads database, config.toml)
   TANDEM_LOG   a tracing filter for tandem's logs on stderr (default: warn)
@@ -91,6 +97,12 @@ pub(crate) struct AppServerArgs {
     /// counts as full.
     #[arg(long, value_name = "BYTES", default_value_t = tandem_host::transport::DEFAULT_WRITER_QUEUE_BYTES)]
     writer_queue_bytes: usize,
+    /// Events of each loaded thread kept for clients that resume from a cursor.
+    #[arg(long, value_name = "N", default_value_t = tandem_host::DEFAULT_REPLAY_WINDOW_EVENTS)]
+    replay_window_events: usize,
+    /// Bytes (JSON) of each loaded thread's events kept for clients that resume from a cursor.
+    #[arg(long, value_name = "BYTES", default_value_t = tandem_host::DEFAULT_REPLAY_WINDOW_BYTES)]
+    replay_window_bytes: usize,
 }
 
 #[derive(Debug, Subcommand)]
@@ -181,6 +193,10 @@ pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
         channel_capacity: args.channel_capacity,
         shutdown_stage_timeout: SHUTDOWN_STAGE_TIMEOUT,
         writer_queue_bytes: args.writer_queue_bytes,
+        replay_window: tandem_host::ReplayWindowLimits {
+            max_events: args.replay_window_events,
+            max_bytes: args.replay_window_bytes,
+        },
         ..TransportHostOptions::default()
     };
     let host = TransportHost::start(

@@ -305,6 +305,9 @@ fn print_json(event: &Event) {
     let message = ServerMessage::Notification {
         notification: notification.clone(),
         emitted_at_ms,
+        // tandem run reads through tandem-client's events, which carry no cursor; nothing
+        // resumes from these lines.
+        cursor: None,
     };
     let mut line = Vec::new();
     if encode_server_message(&message, &mut line).is_ok() {

@@ -5,6 +5,11 @@
 //! The raw model has the host's hop structure (client -> runtime -> processor -> router ->
 //! runtime -> oneshot) and a pending-request map, and nothing else: the difference is the cost
 //! of the host's protocol work (handshake gate, lanes, delivery classes, filtering).
+//!
+//! Then the cost of sequencing (issue 17): thread events sent as a stream (numbered, kept in
+//! the replay window, stamped with a cursor) against the same events sent as plain per-
+//! connection notifications, which is how every thread event went before streams existed. Both
+//! sides run through the same host in the same process, alternately.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -187,6 +192,9 @@ fn main() -> std::process::ExitCode {
             );
         }
     }
+    if !guard {
+        sequencing_figures(&filter, scale, runs);
+    }
     if failed.is_empty() {
         return std::process::ExitCode::SUCCESS;
     }
@@ -260,17 +268,33 @@ impl MessageProcessor for Noop {
     }
 
     fn handles_custom_method(&self, method: &str) -> bool {
-        method == "noop" || method == "emit"
+        matches!(method, "noop" | "emit" | "attach" | "event" | "emitEvents")
     }
 
     async fn process_request(&self, request: ClientRequest, context: RequestContext) {
         let ClientRequest::Custom { method, params, .. } = request else {
             return;
         };
-        if method == "emit" {
-            let outgoing = self.outgoing.clone();
-            let connection = context.id.connection_id;
-            tokio::spawn(emit(outgoing, connection, params));
+        let connection = context.id.connection_id;
+        match method.as_str() {
+            "attach" => {
+                self.outgoing
+                    .attach_stream(BENCH_THREAD, connection, None)
+                    .await;
+            }
+            // One thread event, then the reply.
+            "event" => {
+                send_event(&self.outgoing, connection, params == json!(true), delta(0)).await;
+            }
+            "emitEvents" => {
+                let outgoing = self.outgoing.clone();
+                tokio::spawn(emit_events(outgoing, connection, params));
+            }
+            "emit" => {
+                let outgoing = self.outgoing.clone();
+                tokio::spawn(emit(outgoing, connection, params));
+            }
+            _ => {}
         }
         self.outgoing
             .send_response(context.id, EmptyResponse {})
@@ -292,6 +316,157 @@ async fn emit(outgoing: OutgoingMessageSender, connection: ConnectionId, params:
             params: Value::from(seq),
         };
         outgoing.send_notification(connection, note).await;
+    }
+}
+
+/// The stream the sequencing figures use: one thread.
+const BENCH_THREAD: &str = "019ad6a4-0000-7000-8000-00000000bench";
+
+/// A thread event as agents emit them most: a short agent-message delta.
+fn delta(n: u64) -> ServerNotification {
+    ServerNotification::AgentMessageDelta(tandem_protocol::AgentMessageDeltaNotification {
+        thread_id: BENCH_THREAD.to_owned(),
+        turn_id: "019ad6a4-0001-7000-8000-000000000001".to_owned(),
+        item_id: "msg-0001".to_owned(),
+        delta: format!("word {n} "),
+    })
+}
+
+/// Sends a thread event as a stream notification (`sequenced`) or as a plain notification to
+/// the connection, as tandem-server sent thread events before streams.
+async fn send_event(
+    outgoing: &OutgoingMessageSender,
+    connection: ConnectionId,
+    sequenced: bool,
+    note: ServerNotification,
+) {
+    // tandem-server keeps the name shared, as `Arc<str>`, for the life of the thread.
+    static STREAM: std::sync::LazyLock<Arc<str>> =
+        std::sync::LazyLock::new(|| Arc::from(BENCH_THREAD));
+    if sequenced {
+        outgoing
+            .send_stream_notification(Arc::clone(&STREAM), note, None)
+            .await;
+    } else {
+        outgoing.send_notification(connection, note).await;
+    }
+}
+
+async fn emit_events(outgoing: OutgoingMessageSender, connection: ConnectionId, params: Value) {
+    let count = params["count"].as_u64().unwrap();
+    let sequenced = params["sequenced"] == json!(true);
+    for n in 0..count {
+        send_event(&outgoing, connection, sequenced, delta(n)).await;
+    }
+    let done = ServerNotification::Custom {
+        method: "bench/done".into(),
+        params: Value::from(count),
+    };
+    send_event(&outgoing, connection, sequenced, done).await;
+}
+
+#[derive(Clone, Copy)]
+enum SequencingCase {
+    /// A request whose processor sends one thread event before its reply; the client takes
+    /// both.
+    RoundTrip,
+    /// A stream of thread events, all delivered (guaranteed, so none is dropped).
+    Notifications,
+}
+
+/// Seconds per operation for thread events sent `sequenced` or plain.
+async fn sequencing_case(case: SequencingCase, sequenced: bool, scale: usize) -> f64 {
+    let mut args = InProcessStartArgs::new(
+        |outgoing| Arc::new(Noop { outgoing }) as Arc<dyn MessageProcessor>,
+        tandem_test_support::initialize_params(false),
+    );
+    args.delivery_policy = DeliveryPolicy::default()
+        .guarantee("item/agentMessage/delta")
+        .guarantee("bench/done");
+    let mut handle = in_process::start(args).await.unwrap();
+    let attach = ClientRequest::Custom {
+        request_id: RequestId::Integer(-1),
+        method: "attach".into(),
+        params: json!({}),
+    };
+    handle.request(attach).await.unwrap().unwrap();
+    let seconds = match case {
+        SequencingCase::RoundTrip => {
+            let sender = handle.sender();
+            let count = ROUND_TRIPS / scale;
+            timed(count, async {
+                for id in 0..count {
+                    let request = ClientRequest::Custom {
+                        request_id: RequestId::Integer(id as i64),
+                        method: "event".into(),
+                        params: json!(sequenced),
+                    };
+                    sender.request(request).await.unwrap().unwrap();
+                    handle.next_event().await.unwrap();
+                }
+            })
+            .await
+        }
+        SequencingCase::Notifications => {
+            let count = NOTIFICATIONS / scale as u64;
+            let request = ClientRequest::Custom {
+                request_id: RequestId::Integer(0),
+                method: "emitEvents".into(),
+                params: json!({"count": count, "sequenced": sequenced}),
+            };
+            timed(count as usize, async {
+                let reply = handle.request(request);
+                drain_until_done(&mut handle).await;
+                reply.await.unwrap().unwrap();
+            })
+            .await
+        }
+    };
+    handle.shutdown().await.unwrap();
+    seconds
+}
+
+/// Issue 17's figures: sequenced thread events against plain ones, same host, same run; the
+/// ratio is the cost (sequenced time / plain time), at most 1.1x.
+fn sequencing_figures(filter: &str, scale: usize, runs: usize) {
+    println!(
+        "\n{:<42} {:>12} {:>12} {:>8}  target",
+        "sequencing (runtime)", "sequenced", "plain", "cost"
+    );
+    for (flavor, runtime) in runtimes() {
+        let figures = [
+            (
+                "round trip with a thread event",
+                Unit::Latency,
+                SequencingCase::RoundTrip,
+            ),
+            (
+                "thread notifications",
+                Unit::Throughput,
+                SequencingCase::Notifications,
+            ),
+        ];
+        for (name, unit, case) in figures {
+            let figure = format!("{name} ({flavor})");
+            if !figure.contains(filter) {
+                continue;
+            }
+            let (mut sequenced, mut plain) = (Vec::new(), Vec::new());
+            runtime.block_on(sequencing_case(case, true, scale)); // warm-up
+            runtime.block_on(sequencing_case(case, false, scale));
+            for _ in 0..runs {
+                sequenced.push(runtime.block_on(sequencing_case(case, true, scale)));
+                plain.push(runtime.block_on(sequencing_case(case, false, scale)));
+            }
+            let (sequenced, plain) = (median(sequenced), median(plain));
+            let cost = sequenced / plain;
+            let verdict = if cost <= 1.1 { "met" } else { "MISSED" };
+            println!(
+                "{figure:<42} {:>12} {:>12} {cost:>7.2}x  <= 1.1x {verdict}",
+                unit.show(sequenced),
+                unit.show(plain),
+            );
+        }
     }
 }
 

@@ -99,6 +99,12 @@ pub(crate) fn encoded_size(message: &OutgoingMessage) -> usize {
 /// What the JSON-RPC envelope (id, method, timestamp) adds to the payload, roughly.
 const ENVELOPE_BYTES: usize = 64;
 
+/// The size of `notification` as the writer will encode it, measured like [`encoded_size`]:
+/// what a replay window charges for keeping it.
+pub(crate) fn notification_size(notification: &ServerNotification) -> usize {
+    json_size::estimate(&NotificationParams(notification)).unwrap_or(0) + ENVELOPE_BYTES
+}
+
 /// A notification's `params`, as the wire encodes them.
 struct NotificationParams<'a>(&'a ServerNotification);
 

@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tandem_protocol::{
-    ClientNotification, ClientRequest, EmptyParams, InitializeParams, InitializeResponse,
-    JSONRPCErrorError, RequestId, ServerNotification, ServerRequest, SessionSource,
+    ClientNotification, ClientRequest, EmptyParams, EventCursor, InitializeParams,
+    InitializeResponse, JSONRPCErrorError, RequestId, ServerNotification, ServerRequest,
+    SessionSource,
 };
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
@@ -22,11 +23,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::delivery::{DeliveryAck, DeliveryPolicy};
 use crate::dispatch::{Dispatcher, ProcessorMessage};
+use crate::outgoing::RouterInput;
 use crate::outgoing::{
     Envelope, LaneReply, OutgoingMessage, OutgoingMessageSender, PendingServerRequests,
     RequestResult, SHUTTING_DOWN, WriterMessage,
 };
 use crate::processor::{ConnectionId, MessageProcessor};
+use crate::replay::{ReplayWindowLimits, StreamCursor};
 use crate::router::{OutboundRouter, WriterFlow};
 
 /// Capacity of every bounded queue of the host unless the start args say otherwise.
@@ -62,6 +65,8 @@ pub struct InProcessStartArgs {
     pub shutdown_ack_timeout: Duration,
     /// Each shutdown stage may take at most this long.
     pub shutdown_stage_timeout: Duration,
+    /// How much of each event stream (thread) is kept for replay after a consumer lost events.
+    pub replay_window: ReplayWindowLimits,
 }
 
 impl InProcessStartArgs {
@@ -78,6 +83,7 @@ impl InProcessStartArgs {
             delivery_policy: DeliveryPolicy::default(),
             shutdown_ack_timeout: DEFAULT_SHUTDOWN_ACK_TIMEOUT,
             shutdown_stage_timeout: DEFAULT_SHUTDOWN_STAGE_TIMEOUT,
+            replay_window: ReplayWindowLimits::default(),
         }
     }
 }
@@ -113,7 +119,15 @@ enum ClientCommand {
     Shutdown {
         ack: oneshot::Sender<()>,
     },
+    /// Replace the event queue: see [`InProcessClientHandle::reattach_events`].
+    ReplaceEvents {
+        events: mpsc::Sender<QueuedEvent>,
+        done: oneshot::Sender<()>,
+    },
 }
+
+/// What the event queue carries: the event and, for a stream notification, its cursor.
+type QueuedEvent = (InProcessServerEvent, Option<StreamCursor>);
 
 /// The error of a request whose reply never came because the host stopped.
 fn stopped_before_replying() -> io::Error {
@@ -219,7 +233,9 @@ impl InProcessClientSender {
 #[derive(Debug)]
 pub struct InProcessClientHandle {
     sender: InProcessClientSender,
-    events: Option<mpsc::Receiver<InProcessServerEvent>>,
+    events: Option<mpsc::Receiver<QueuedEvent>>,
+    /// The event queue's capacity, for the queue [`Self::reattach_events`] creates.
+    capacity: usize,
     runtime: Option<JoinHandle<()>>,
     ack_timeout: Duration,
     stage_timeout: Duration,
@@ -246,7 +262,7 @@ pub async fn start(args: InProcessStartArgs) -> io::Result<InProcessClientHandle
     outgoing.add_reply_lane(ConnectionId::IN_PROCESS, reply_tx);
     let processor = (args.processor)(outgoing.clone());
 
-    let mut router = OutboundRouter::new();
+    let mut router = OutboundRouter::new(args.replay_window);
     // One connection: waiting for its writer delays nobody, and it is the backpressure chain.
     router.add_connection(
         ConnectionId::IN_PROCESS,
@@ -258,6 +274,7 @@ pub async fn start(args: InProcessStartArgs) -> io::Result<InProcessClientHandle
     let router_shutdown = CancellationToken::new();
     let router_task = tokio::spawn(router.run(router_rx, router_shutdown.clone()));
 
+    let router_input = outgoing.clone();
     let mut dispatcher = Dispatcher::new(processor, outgoing);
     dispatcher.open_connection(ConnectionId::IN_PROCESS, args.session_source);
     let processor_task = tokio::spawn(dispatcher.run(processor_rx));
@@ -268,6 +285,9 @@ pub async fn start(args: InProcessStartArgs) -> io::Result<InProcessClientHandle
         replies,
         outbound,
         events: events_tx,
+        replacing: None,
+        replacements: 0,
+        router_input,
         pending: HashMap::default(),
         parked: None,
         lagged: 0,
@@ -283,6 +303,7 @@ pub async fn start(args: InProcessStartArgs) -> io::Result<InProcessClientHandle
             commands: commands_tx,
         },
         events: Some(events_rx),
+        capacity,
         runtime: Some(tokio::spawn(runtime.run())),
         ack_timeout: args.shutdown_ack_timeout,
         stage_timeout: args.shutdown_stage_timeout,
@@ -364,7 +385,42 @@ impl InProcessClientHandle {
     /// The next server request, notification or `Lagged` marker; `None` once the host has
     /// stopped (or after [`Self::shutdown`]).
     pub async fn next_event(&mut self) -> Option<InProcessServerEvent> {
-        self.events.as_mut()?.recv().await
+        Some(self.next_event_with_cursor().await?.0)
+    }
+
+    /// [`Self::next_event`] with the cursor of a thread's notification (`None` for other
+    /// events): the embedder keeps the last one per thread to resume from it
+    /// (`thread/resume`'s `cursor`) after it lost events (a `Lagged` marker, or a consumer
+    /// replaced with [`Self::reattach_events`]).
+    pub async fn next_event_with_cursor(
+        &mut self,
+    ) -> Option<(InProcessServerEvent, Option<EventCursor>)> {
+        let (event, cursor) = self.events.as_mut()?.recv().await?;
+        Some((event, cursor.as_ref().map(StreamCursor::to_event_cursor)))
+    }
+
+    /// Drops the event consumer (every event not read yet is discarded) and attaches a new,
+    /// empty one that [`Self::next_event`] reads from now on.
+    ///
+    /// Stream notifications (those of the threads the connection is subscribed to) are not
+    /// delivered to the new consumer until it resumes each thread with `thread/resume` and the
+    /// cursor of the last event it saw: the server then replays every later event still in the
+    /// window before any live one, or answers `gap: true` with the whole thread. Events emitted
+    /// meanwhile are kept in the windows. Server requests sent while no consumer was attached
+    /// are failed back (-32603), as for a consumer that stopped reading.
+    pub async fn reattach_events(&mut self) -> io::Result<()> {
+        self.events = None;
+        let (events, receiver) = mpsc::channel(self.capacity);
+        let (done, replaced) = oneshot::channel();
+        let gone = || io::Error::new(io::ErrorKind::BrokenPipe, "in-process host has shut down");
+        self.sender
+            .commands
+            .send(ClientCommand::ReplaceEvents { events, done })
+            .await
+            .map_err(|_| gone())?;
+        replaced.await.map_err(|_| gone())?;
+        self.events = Some(receiver);
+        Ok(())
     }
 
     /// Shuts the host down within `ack timeout + stage timeout`, whatever state the queues and
@@ -439,11 +495,17 @@ struct Runtime {
     processor: Option<mpsc::Sender<ProcessorMessage>>,
     replies: mpsc::Receiver<LaneReply>,
     outbound: mpsc::Receiver<WriterMessage>,
-    events: mpsc::Sender<InProcessServerEvent>,
+    events: mpsc::Sender<QueuedEvent>,
+    /// A consumer replacement in progress: the marker the router writes once it detached the
+    /// connection from every stream, and the new queue to use from that marker on.
+    replacing: Option<(RequestId, mpsc::Sender<QueuedEvent>, oneshot::Sender<()>)>,
+    replacements: u64,
+    /// For the replacement's request to the router.
+    router_input: OutgoingMessageSender,
     /// Callers waiting for a reply, by request id.
     pending: HashMap<RequestId, oneshot::Sender<RequestResult>>,
     /// At most one guaranteed notification waiting for room, so memory stays bounded.
-    parked: Option<(InProcessServerEvent, Option<DeliveryAck>)>,
+    parked: Option<(QueuedEvent, Option<DeliveryAck>)>,
     /// Best-effort notifications dropped since the last `Lagged`.
     lagged: u64,
     policy: DeliveryPolicy,
@@ -489,7 +551,7 @@ impl Runtime {
                 permit = async move { room?.await.ok() }, if owed => {
                     match permit {
                         Some(permit) if self.lagged > 0 => {
-                            permit.send(InProcessServerEvent::Lagged { skipped: self.lagged });
+                            permit.send((InProcessServerEvent::Lagged { skipped: self.lagged }, None));
                             self.lagged = 0;
                         }
                         Some(permit) => {
@@ -600,6 +662,7 @@ impl Runtime {
                     tracing::warn!(%id, "answer to an unknown server request dropped");
                 }
             }
+            ClientCommand::ReplaceEvents { events, done } => self.replace_events(events, done),
             ClientCommand::Shutdown { .. } => unreachable!("handled by the loop"),
         }
         ControlFlow::Continue(())
@@ -621,25 +684,36 @@ impl Runtime {
     }
 
     fn outbound_message(&mut self, envelope: WriterMessage) {
-        let Envelope { message, ack, .. } = *envelope;
+        let Envelope {
+            message,
+            ack,
+            cursor,
+            replayed,
+            ..
+        } = *envelope;
         match message {
             OutgoingMessage::Response { id, result } => self.resolve(id, Ok(result), ack),
             OutgoingMessage::Error { id, error } => self.resolve(id, Err(error), ack),
             OutgoingMessage::Notification(notification) => {
-                let class = if self.policy.is_guaranteed(notification.method()) {
+                // A replay is what the consumer asked for to fill a gap: dropping part of it
+                // would open the gap again.
+                let class = if replayed || self.policy.is_guaranteed(notification.method()) {
                     Class::Guaranteed
                 } else {
                     Class::BestEffort
                 };
                 self.offer(
-                    InProcessServerEvent::ServerNotification(notification),
+                    (
+                        InProcessServerEvent::ServerNotification(notification),
+                        cursor,
+                    ),
                     ack,
                     class,
                 );
             }
             OutgoingMessage::Request(request) => {
                 self.offer(
-                    InProcessServerEvent::ServerRequest(request),
+                    (InProcessServerEvent::ServerRequest(request), None),
                     ack,
                     Class::ServerRequest,
                 );
@@ -647,7 +721,40 @@ impl Runtime {
         }
     }
 
+    /// Starts replacing the event queue: until the router's marker arrives, events go nowhere
+    /// (the old consumer is gone); the router detaches the connection from every stream before
+    /// it writes the marker, so no stream event routed before the replacement reaches the new
+    /// queue, and the new consumer's `thread/resume` replays from its own cursor.
+    fn replace_events(&mut self, events: mpsc::Sender<QueuedEvent>, done: oneshot::Sender<()>) {
+        let (nowhere, _) = mpsc::channel(1);
+        self.events = nowhere;
+        self.parked = None;
+        self.lagged = 0;
+        self.replacements += 1;
+        let marker = RequestId::String(format!("tandem-host/replace-events/{}", self.replacements));
+        self.replacing = Some((marker.clone(), events, done));
+        let router = self.router_input.clone();
+        tokio::spawn(async move {
+            router
+                .route_control(RouterInput::DetachAllStreams {
+                    connection: ConnectionId::IN_PROCESS,
+                    marker,
+                })
+                .await;
+        });
+    }
+
     fn resolve(&mut self, id: RequestId, result: RequestResult, ack: Option<DeliveryAck>) {
+        if self
+            .replacing
+            .as_ref()
+            .is_some_and(|(marker, _, _)| *marker == id)
+        {
+            let (_, events, done) = self.replacing.take().expect("checked above");
+            self.events = events;
+            let _ = done.send(());
+            return;
+        }
         match self.pending.remove(&id) {
             Some(caller) => {
                 if caller.send(result).is_ok() {
@@ -659,11 +766,14 @@ impl Runtime {
     }
 
     /// Puts one event into the event queue, or applies its class's rule when it does not fit.
-    fn offer(&mut self, event: InProcessServerEvent, ack: Option<DeliveryAck>, class: Class) {
+    fn offer(&mut self, event: QueuedEvent, ack: Option<DeliveryAck>, class: Class) {
         let outcome = if self.lagged > 0 {
-            match self.events.try_send(InProcessServerEvent::Lagged {
-                skipped: self.lagged,
-            }) {
+            match self.events.try_send((
+                InProcessServerEvent::Lagged {
+                    skipped: self.lagged,
+                },
+                None,
+            )) {
                 Ok(()) => {
                     self.lagged = 0;
                     self.events.try_send(event)
@@ -700,7 +810,7 @@ impl Runtime {
             ),
         };
         // Never lose a server request silently: the processor is waiting on it.
-        if let InProcessServerEvent::ServerRequest(request) = event {
+        if let (InProcessServerEvent::ServerRequest(request), _) = event {
             self.server_requests.resolve(request.id(), Err(error));
         }
     }

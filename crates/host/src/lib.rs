@@ -77,6 +77,7 @@ pub mod in_process;
 mod json_size;
 mod outgoing;
 mod processor;
+mod replay;
 mod router;
 pub mod transport;
 
@@ -88,5 +89,9 @@ pub use in_process::{
 pub use outgoing::{OutgoingMessage, OutgoingMessageSender, PendingServerRequest, RequestResult};
 pub use processor::{
     ConnectionId, ConnectionRequestId, ConnectionSessionState, MessageProcessor, RequestContext,
+};
+pub use replay::{
+    DEFAULT_REPLAY_WINDOW_BYTES, DEFAULT_REPLAY_WINDOW_EVENTS, ReplayWindowLimits,
+    ReplayWindowStats, StreamAttachment,
 };
 pub use tandem_protocol::SessionSource;

@@ -12,13 +12,14 @@ use std::task::{Context, Poll};
 use serde::Serialize;
 use serde_json::Value;
 use tandem_protocol::{
-    JSONRPCErrorError, RequestId, RequestMethod, ServerNotification, ServerRequest,
+    EventCursor, JSONRPCErrorError, RequestId, RequestMethod, ServerNotification, ServerRequest,
 };
 use tokio::sync::{mpsc, oneshot};
 
 use crate::byte_budget::ByteBudget;
 use crate::delivery::{DeliveryAck, NotificationFilter};
 use crate::processor::{ConnectionId, ConnectionRequestId};
+use crate::replay::{ReplayWindowStats, StreamAttachment, StreamCursor};
 use crate::router::WriterFlow;
 
 /// The result a client (or the host, on its behalf) gives to a request.
@@ -58,6 +59,11 @@ pub(crate) struct Envelope {
     /// What the router charged the connection's byte budget for it (0: no budget); the writer
     /// releases it when it takes the message.
     pub(crate) queued_bytes: usize,
+    /// The notification's place in its stream, stamped by the router (stream messages only).
+    pub(crate) cursor: Option<StreamCursor>,
+    /// Written by a replay: the in-process runtime parks it rather than dropping it, since the
+    /// consumer asked for exactly these events.
+    pub(crate) replayed: bool,
 }
 
 /// What the router and the writer queues carry. Boxed once at the producer: an envelope is a
@@ -66,11 +72,17 @@ pub(crate) struct Envelope {
 pub(crate) type WriterMessage = Box<Envelope>;
 
 /// Who a routed message is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Target {
     Connection(ConnectionId),
     /// Every initialized connection.
     Broadcast,
+    /// A notification of a stream: numbered, kept for replay, and sent to the connections
+    /// attached to the stream plus `also` (see [`crate::replay`]).
+    Stream {
+        stream: Arc<str>,
+        also: Option<ConnectionId>,
+    },
 }
 
 /// What travels on the outgoing queue to the router. Connection bookkeeping shares the queue
@@ -95,6 +107,29 @@ pub(crate) enum RouterInput {
         filter: NotificationFilter,
     },
     ConnectionClosed(ConnectionId),
+    /// Attach a connection to a stream, replaying what followed `after` first.
+    AttachStream {
+        stream: Arc<str>,
+        connection: ConnectionId,
+        after: Option<EventCursor>,
+        reply: oneshot::Sender<StreamAttachment>,
+    },
+    DetachStream {
+        stream: Arc<str>,
+        connection: ConnectionId,
+    },
+    /// Detach a connection from every stream, then write a reply to `marker` to it: whatever
+    /// its writer takes after that reply was routed after the detach (the in-process host's
+    /// consumer replacement, [`crate::InProcessClientHandle::reattach_events`]).
+    DetachAllStreams {
+        connection: ConnectionId,
+        marker: RequestId,
+    },
+    CloseStream(Arc<str>),
+    StreamStats {
+        stream: Arc<str>,
+        reply: oneshot::Sender<Option<ReplayWindowStats>>,
+    },
 }
 
 /// A reply on the reply lane: straight to the connection's runtime, past queued events.
@@ -265,6 +300,8 @@ impl OutgoingMessageSender {
                 message,
                 ack,
                 queued_bytes: 0,
+                cursor: None,
+                replayed: false,
             }),
         };
         if self.shared.router.send(input).await.is_err() {
@@ -434,6 +471,76 @@ impl OutgoingMessageSender {
         )
         .await;
         delivered.await.unwrap_or(false)
+    }
+
+    /// Sends a notification of `stream` (tandem-server: one per loaded thread): the host numbers
+    /// it, keeps it in the stream's replay window, and sends it with its cursor to every
+    /// connection attached to the stream, and to `also` if that is not one of them.
+    ///
+    /// `stream` is taken as a shared string so that sending allocates no copy of the name.
+    pub async fn send_stream_notification(
+        &self,
+        stream: Arc<str>,
+        notification: ServerNotification,
+        also: Option<ConnectionId>,
+    ) {
+        self.route(
+            Target::Stream { stream, also },
+            OutgoingMessage::Notification(notification),
+            None,
+        )
+        .await;
+    }
+
+    /// Attaches `connection` to `stream`: it receives the stream's notifications from now on.
+    /// With `after` (the cursor of the last notification the client saw), every later event
+    /// still in the window is written to the connection first, before any live one; if that
+    /// is not possible the attachment says `gap` and nothing is replayed. Resolves once the
+    /// replay was queued for the connection; `None` if the host is stopping.
+    pub async fn attach_stream(
+        &self,
+        stream: &str,
+        connection: ConnectionId,
+        after: Option<EventCursor>,
+    ) -> Option<StreamAttachment> {
+        let (reply, outcome) = oneshot::channel();
+        self.route_control(RouterInput::AttachStream {
+            stream: Arc::from(stream),
+            connection,
+            after,
+            reply,
+        })
+        .await;
+        outcome.await.ok()
+    }
+
+    /// `connection` stops receiving `stream`.
+    pub async fn detach_stream(&self, stream: &str, connection: ConnectionId) {
+        self.route_control(RouterInput::DetachStream {
+            stream: Arc::from(stream),
+            connection,
+        })
+        .await;
+    }
+
+    /// Forgets `stream` and its replay window: the thing it was about is gone (a thread
+    /// unloaded). A later stream of the same name starts a new life whose cursors never match
+    /// the old one's.
+    pub async fn close_stream(&self, stream: &str) {
+        self.route_control(RouterInput::CloseStream(Arc::from(stream)))
+            .await;
+    }
+
+    /// What the replay window of `stream` holds now, by its own accounting; `None` for a stream
+    /// the host does not know (or when it is stopping).
+    pub async fn replay_window_stats(&self, stream: &str) -> Option<ReplayWindowStats> {
+        let (reply, stats) = oneshot::channel();
+        self.route_control(RouterInput::StreamStats {
+            stream: Arc::from(stream),
+            reply,
+        })
+        .await;
+        stats.await.ok().flatten()
     }
 
     /// Sends the server request `M` to a connection; await the returned value for the answer.

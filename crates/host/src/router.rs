@@ -36,6 +36,7 @@ use crate::byte_budget::{ByteBudget, encoded_size};
 use crate::delivery::NotificationFilter;
 use crate::outgoing::{Envelope, OutgoingMessage, RouterInput, Target, WriterMessage};
 use crate::processor::ConnectionId;
+use crate::replay::{Attach, ReplayWindowLimits, ReplayWindows, StreamAttachment, StreamCursor};
 use crate::transport::connection::{CloseReason, CloseSignal};
 
 /// What the router does when a connection's writer queue is full.
@@ -66,6 +67,10 @@ struct Connection {
     backlog_bytes: usize,
     /// When the writer last made progress while the backlog was non-empty.
     stalled_since: Option<Instant>,
+    /// Messages (and bytes) a replay may add to the backlog beyond the writer queue's own
+    /// capacity: a replay is bounded by the replay window, and a client that asked for it must
+    /// not be closed as slow for receiving it. Cleared once the backlog is empty again.
+    replay_allowance: (usize, usize),
 }
 
 /// Resolves once `connection`'s writer queue has room for one message.
@@ -85,13 +90,19 @@ pub(crate) struct OutboundRouter {
     connections: BTreeMap<ConnectionId, Connection>,
     /// One waiter per connection with a non-empty backlog.
     room: FuturesUnordered<RoomFuture>,
+    /// Stream numbering and replay windows.
+    windows: ReplayWindows,
+    /// Reused for each stream message's recipients, so routing one allocates nothing.
+    recipients: Vec<ConnectionId>,
 }
 
 impl OutboundRouter {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(limits: ReplayWindowLimits) -> Self {
         Self {
             connections: BTreeMap::new(),
             room: FuturesUnordered::new(),
+            windows: ReplayWindows::new(limits),
+            recipients: Vec::new(),
         }
     }
 
@@ -112,6 +123,7 @@ impl OutboundRouter {
                 backlog: VecDeque::new(),
                 backlog_bytes: 0,
                 stalled_since: None,
+                replay_allowance: (0, 0),
             },
         );
     }
@@ -185,8 +197,63 @@ impl OutboundRouter {
             }
             RouterInput::ConnectionClosed(connection) => {
                 self.connections.remove(&connection);
+                self.windows.detach_everywhere(connection);
+            }
+            RouterInput::AttachStream {
+                stream,
+                connection,
+                after,
+                reply,
+            } => self.attach(&stream, connection, after, reply).await,
+            RouterInput::DetachStream { stream, connection } => {
+                self.windows.detach(&stream, connection);
+            }
+            RouterInput::DetachAllStreams { connection, marker } => {
+                self.windows.detach_everywhere(connection);
+                let marker = OutgoingMessage::Response {
+                    id: marker,
+                    result: serde_json::Value::Null,
+                };
+                self.write(connection, envelope(marker, None, None, false))
+                    .await;
+            }
+            RouterInput::CloseStream(stream) => self.windows.close(&stream),
+            RouterInput::StreamStats { stream, reply } => {
+                let _ = reply.send(self.windows.stats(&stream));
             }
         }
+    }
+
+    /// Attaches `connection` to `stream` and writes the replay to it before anything routed
+    /// later: the router handles one input at a time, so no live event can come between.
+    async fn attach(
+        &mut self,
+        stream: &str,
+        connection: ConnectionId,
+        after: Option<tandem_protocol::EventCursor>,
+        reply: tokio::sync::oneshot::Sender<StreamAttachment>,
+    ) {
+        let Attach { outcome, replay } = self.windows.attach(stream, connection, after.as_ref());
+        if let Some(entry) = self.connections.get_mut(&connection) {
+            let bytes: usize = replay
+                .iter()
+                .map(|(_, note)| crate::byte_budget::notification_size(note))
+                .sum();
+            entry.replay_allowance.0 += replay.len();
+            entry.replay_allowance.1 += bytes;
+        }
+        for (cursor, notification) in replay {
+            let message = OutgoingMessage::Notification(notification);
+            let allowed = self
+                .connections
+                .get(&connection)
+                .is_some_and(|entry| allows(entry, &message, false));
+            if allowed {
+                self.write(connection, envelope(message, None, Some(cursor), true))
+                    .await;
+            }
+        }
+        let _ = reply.send(outcome);
     }
 
     async fn deliver(&mut self, target: Target, message: WriterMessage) {
@@ -198,6 +265,34 @@ impl OutboundRouter {
                 if allows(connection, &message.message, false) {
                     self.write(id, message).await;
                 }
+            }
+            Target::Stream { stream, also } => {
+                let Envelope { message, ack, .. } = *message;
+                let OutgoingMessage::Notification(notification) = &message else {
+                    return tracing::warn!("only notifications belong to a stream; dropped");
+                };
+                let mut recipients = std::mem::take(&mut self.recipients);
+                let cursor = self.windows.record(&stream, notification, &mut recipients);
+                if let Some(also) = also.filter(|also| !recipients.contains(also)) {
+                    recipients.push(also);
+                }
+                recipients.retain(|id| {
+                    self.connections
+                        .get(id)
+                        .is_some_and(|connection| allows(connection, &message, false))
+                });
+                // The last recipient takes the message itself: a notification can carry a
+                // whole turn, and with one subscriber (the usual case) nothing is copied.
+                if let Some(last) = recipients.pop() {
+                    for id in recipients.drain(..) {
+                        let copy =
+                            envelope(message.clone(), ack.clone(), Some(cursor.clone()), false);
+                        self.write(id, copy).await;
+                    }
+                    self.write(last, envelope(message, ack, Some(cursor), false))
+                        .await;
+                }
+                self.recipients = recipients;
             }
             Target::Broadcast => {
                 let Envelope { message, ack, .. } = *message;
@@ -223,6 +318,8 @@ impl OutboundRouter {
                         message: message.clone(),
                         ack: ack.clone(),
                         queued_bytes,
+                        cursor: None,
+                        replayed: false,
                     });
                     self.write(id, copy).await;
                 }
@@ -288,15 +385,15 @@ impl OutboundRouter {
         };
         connection.backlog_bytes += message.queued_bytes;
         connection.backlog.push_back(message);
+        let (extra_messages, extra_bytes) = connection.replay_allowance;
         // Owing a second queue's worth means the writer is not keeping up at all; memory must
         // stay bounded, so the connection goes now rather than at the end of the grace period.
-        if connection.backlog.len() >= connection.writer.max_capacity() {
+        if connection.backlog.len() >= connection.writer.max_capacity() + extra_messages {
             self.close(id, "its writer queue overflowed");
         } else if connection.backlog.len() > 1
-            && connection
-                .budget
-                .as_ref()
-                .is_some_and(|budget| connection.backlog_bytes >= budget.limit())
+            && connection.budget.as_ref().is_some_and(|budget| {
+                connection.backlog_bytes >= budget.limit().saturating_add(extra_bytes)
+            })
         {
             // (A single message larger than the limit waits for an empty queue instead.)
             self.close(id, "its writer queue overflowed its byte limit");
@@ -359,6 +456,7 @@ impl OutboundRouter {
             self.room.push(room_future(id, connection, bytes));
         } else {
             connection.stalled_since = None;
+            connection.replay_allowance = (0, 0);
         }
     }
 
@@ -413,6 +511,21 @@ impl OutboundRouter {
             }
         }
     }
+}
+
+fn envelope(
+    message: OutgoingMessage,
+    ack: Option<crate::delivery::DeliveryAck>,
+    cursor: Option<StreamCursor>,
+    replayed: bool,
+) -> WriterMessage {
+    Box::new(Envelope {
+        message,
+        ack,
+        queued_bytes: 0,
+        cursor,
+        replayed,
+    })
 }
 
 /// Hands `message` to the connection's writer without waiting, charging its bytes if it goes.
@@ -487,6 +600,8 @@ mod tests {
                 },
                 ack: None,
                 queued_bytes: 0,
+                cursor: None,
+                replayed: false,
             }),
         }
     }
@@ -516,7 +631,7 @@ mod tests {
         let (healthy_tx, healthy) = mpsc::channel(2);
         let close = Arc::new(CloseSignal::default());
         let shutdown = CancellationToken::new();
-        let mut router = OutboundRouter::new();
+        let mut router = OutboundRouter::new(ReplayWindowLimits::default());
         let flow = WriterFlow::CloseWhenStalled {
             grace,
             close: close.clone(),
@@ -547,6 +662,8 @@ mod tests {
                 },
                 ack: None,
                 queued_bytes: 0,
+                cursor: None,
+                replayed: false,
             }),
         }
     }
@@ -617,6 +734,8 @@ mod tests {
                 },
                 ack: None,
                 queued_bytes: 0,
+                cursor: None,
+                replayed: false,
             }),
         }
     }
@@ -637,7 +756,7 @@ mod tests {
         let close = Arc::new(CloseSignal::default());
         let budget = Arc::new(ByteBudget::new(limit));
         let shutdown = CancellationToken::new();
-        let mut router = OutboundRouter::new();
+        let mut router = OutboundRouter::new(ReplayWindowLimits::default());
         router.add_connection(
             ConnectionId(1),
             writer_tx,

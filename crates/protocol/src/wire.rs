@@ -68,6 +68,9 @@ pub enum ServerMessage {
         notification: ServerNotification,
         /// When the server emitted it, unix milliseconds.
         emitted_at_ms: Option<i64>,
+        /// s-seq: the top-level `cursor` member: its place in its thread's event stream
+        /// (notifications a thread's subscribers receive); `None` omits it.
+        cursor: Option<crate::EventCursor>,
     },
     /// The server's result for a client request.
     Response {
@@ -174,9 +177,16 @@ pub fn decode_server_message(frame: &[u8]) -> Result<ServerMessage, DecodeError>
                     )));
                 }
             };
+            // A cursor that does not decode is dropped rather than the notification: the
+            // event itself is still good, and a client without a cursor resyncs explicitly.
+            let cursor = notification
+                .cursor
+                .take()
+                .and_then(|cursor| serde_json::from_value(cursor).ok());
             decode_notification(notification).map(|notification| ServerMessage::Notification {
                 notification,
                 emitted_at_ms,
+                cursor,
             })
         }
         Frame::Response { id, result } => Ok(ServerMessage::Response { id, result }),
@@ -207,6 +217,7 @@ pub fn encode_client_message(
                 method: notification.method(),
                 params: ParamsOf(notification),
                 emitted_at_ms: None,
+                cursor: None,
             },
             || format!("notification `{}`", notification.method()),
         ),
@@ -253,12 +264,14 @@ pub fn encode_server_message(
         ServerMessage::Notification {
             notification,
             emitted_at_ms,
+            cursor,
         } => write_json(
             out,
             &NotificationOut {
                 method: notification.method(),
                 params: ParamsOf(notification),
                 emitted_at_ms: *emitted_at_ms,
+                cursor: cursor.as_ref(),
             },
             || format!("notification `{}`", notification.method()),
         ),
@@ -291,6 +304,7 @@ struct RawNotification {
     method: String,
     params: Option<Value>,
     emitted_at_ms: Option<Value>,
+    cursor: Option<Value>,
 }
 
 fn classify(frame: &[u8]) -> Result<Frame, DecodeError> {
@@ -420,6 +434,7 @@ fn classify_notification(
         method,
         params: object.remove("params"),
         emitted_at_ms: object.remove("emittedAtMs"),
+        cursor: object.remove("cursor"),
     }))
 }
 
@@ -530,13 +545,15 @@ struct RequestOut<'a, P> {
     params: P,
 }
 
-/// `{method, params, emittedAtMs?}`.
+/// `{method, params, emittedAtMs?, cursor?}`.
 #[derive(Serialize)]
 struct NotificationOut<'a, P> {
     method: &'a str,
     params: P,
     #[serde(rename = "emittedAtMs", skip_serializing_if = "Option::is_none")]
     emitted_at_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cursor: Option<&'a crate::EventCursor>,
 }
 
 /// `{id, result}`.

@@ -531,6 +531,7 @@ fn explicit_null_for_every_optional_member_decodes() {
                     },
                     exclude_turns: None,
                     initial_turns_page: None,
+                    cursor: None,
                 },
             ),
         ),
@@ -683,6 +684,7 @@ fn unknown_members_are_ignored_at_every_level() {
     let ServerMessage::Notification {
         notification,
         emitted_at_ms,
+        cursor: None,
     } = server(
         json!({"method": "process/exited", "emittedAtMs": null, "params": {
         "processHandle": "h", "exitCode": 0, "stdout": "", "stdoutCapReached": false,
@@ -700,4 +702,40 @@ fn unknown_members_are_ignored_at_every_level() {
             ..
         })
     ));
+}
+
+/// s-seq: a stream notification's `cursor` is a top-level member beside `emittedAtMs`; it
+/// round-trips, is omitted when absent, and one that does not decode costs the cursor only.
+#[test]
+fn notification_cursor_is_a_top_level_member() {
+    let cursor = EventCursor {
+        epoch: s("e1"),
+        seq: 42,
+    };
+    let message = ServerMessage::Notification {
+        notification: ServerNotification::ThreadStatusChanged(ThreadStatusChangedNotification {
+            thread_id: s("t"),
+            status: ThreadStatus::Idle,
+        }),
+        emitted_at_ms: Some(1),
+        cursor: Some(cursor.clone()),
+    };
+    let mut out = Vec::new();
+    encode_server_message(&message, &mut out).unwrap();
+    let value: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(value["cursor"], json!({"epoch": "e1", "seq": 42}));
+    assert!(
+        value["params"].get("cursor").is_none(),
+        "params are unchanged: {value}"
+    );
+    assert_eq!(server(value.clone()).unwrap(), message);
+
+    let ServerMessage::Notification { cursor, .. } = server(
+        json!({"method": "thread/status/changed", "cursor": "garbage",
+                      "params": {"threadId": "t", "status": {"type": "idle"}}}),
+    )
+    .unwrap() else {
+        panic!("not a notification")
+    };
+    assert_eq!(cursor, None);
 }

@@ -106,6 +106,7 @@ fn every_server_method_and_notification_round_trips() {
                 ServerMessage::Notification {
                     notification: notification.clone(),
                     emitted_at_ms,
+                    cursor: None,
                 },
                 JSONRPCMessage::Notification(wire),
             );
@@ -168,6 +169,7 @@ fn exact_bytes_of_a_few_encodings() {
     let delta = ServerMessage::Notification {
         notification: process_output_delta(),
         emitted_at_ms: Some(1_750_000_000_123),
+        cursor: None,
     };
     assert_eq!(
         text(&encode_server(&delta)),
@@ -176,6 +178,7 @@ fn exact_bytes_of_a_few_encodings() {
     let closed = ServerMessage::Notification {
         notification: thread_closed(),
         emitted_at_ms: None,
+        cursor: None,
     };
     assert_eq!(
         text(&encode_server(&closed)),

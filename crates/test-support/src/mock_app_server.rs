@@ -157,6 +157,7 @@ impl Session {
                     self.send(ServerMessage::Notification {
                         notification,
                         emitted_at_ms: None,
+                        cursor: None,
                     })
                     .await;
                 }

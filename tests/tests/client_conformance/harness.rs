@@ -349,6 +349,7 @@ impl Harness {
             Some(Ok(Event::Notification(notification))) => ServerMessage::Notification {
                 notification,
                 emitted_at_ms: None,
+                cursor: None,
             },
             Some(Ok(Event::ServerRequest(request))) => ServerMessage::Request(request),
             other => self.fail(format!(

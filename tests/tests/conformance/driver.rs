@@ -69,6 +69,15 @@ pub(crate) trait Driver: Send {
     /// Reads again after [`Driver::pause`].
     fn resume(&mut self);
 
+    /// Drops this connection and opens a new one to the same server (websocket: a new socket,
+    /// not yet initialized; in-process: a new event consumer on the same, initialized
+    /// connection). Stdio has one connection per server process and cannot.
+    async fn reconnect(&mut self) -> Result<(), DriverError> {
+        Err(DriverError::Unsupported(
+            "a stdio server has exactly one connection",
+        ))
+    }
+
     /// Closes the connection the way a client hangs up (stdin EOF, websocket close, host
     /// shutdown) and waits for the server side to finish.
     async fn close(self: Box<Self>) -> Result<(), DriverError>;

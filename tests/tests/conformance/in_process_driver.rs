@@ -44,6 +44,7 @@ type PendingReply = Pin<Box<dyn Future<Output = (RequestId, io::Result<RequestRe
 pub(crate) struct InProcessDriver {
     options: ServerOptions,
     channel_capacity: Option<usize>,
+    replay_window_events: Option<usize>,
     /// `None` until the first successful `initialize`.
     handle: Option<InProcessClientHandle>,
     /// Requests sent and not answered yet.
@@ -70,6 +71,7 @@ impl InProcessDriver {
         Ok(Self {
             options,
             channel_capacity: setup.channel_capacity,
+            replay_window_events: setup.replay_window_events,
             handle: None,
             replies: FuturesUnordered::new(),
             answered: VecDeque::new(),
@@ -91,6 +93,9 @@ impl InProcessDriver {
         );
         if let Some(capacity) = self.channel_capacity {
             args.channel_capacity = capacity;
+        }
+        if let Some(events) = self.replay_window_events {
+            args.replay_window.max_events = events;
         }
         let handle = in_process::start(args)
             .await
@@ -169,12 +174,16 @@ fn reply_json(id: RequestId, outcome: io::Result<RequestResult>) -> Result<Value
     }
 }
 
-fn event_json(event: InProcessServerEvent) -> Result<Value, DriverError> {
+fn event_json(
+    (event, cursor): (InProcessServerEvent, Option<tandem_protocol::EventCursor>),
+) -> Result<Value, DriverError> {
     match event {
+        // The cursor travels beside the typed event; the wire puts it in the envelope.
         InProcessServerEvent::ServerNotification(notification) => {
             Ok(encode(&ServerMessage::Notification {
                 notification,
                 emitted_at_ms: None,
+                cursor,
             }))
         }
         InProcessServerEvent::ServerRequest(request) => {
@@ -242,7 +251,7 @@ impl Driver for InProcessDriver {
         tokio::select! {
             biased;
             Some((id, outcome)) = replies.next(), if !replies.is_empty() => reply_json(id, outcome),
-            event = handle.next_event() => match event {
+            event = handle.next_event_with_cursor() => match event {
                 Some(event) => event_json(event),
                 None => Err(DriverError::Closed("the in-process host stopped".into())),
             },
@@ -255,6 +264,16 @@ impl Driver for InProcessDriver {
 
     fn resume(&mut self) {
         self.paused = false;
+    }
+
+    async fn reconnect(&mut self) -> Result<(), DriverError> {
+        let handle = self.handle.as_mut().ok_or(DriverError::Unsupported(
+            "the in-process host has no connection before initialize",
+        ))?;
+        handle
+            .reattach_events()
+            .await
+            .map_err(|error| DriverError::Closed(error.to_string()))
     }
 
     async fn close(mut self: Box<Self>) -> Result<(), DriverError> {

@@ -94,5 +94,8 @@ conformance_suite! {
         crate::scenarios::models::token_usage_follows_each_model_request => token_usage_follows_each_model_request,
         crate::scenarios::command_exec::command_exec_buffered => command_exec_buffered,
         crate::scenarios::command_exec::command_exec_streamed => command_exec_streamed,
+        crate::scenarios::replay::resume_from_a_cursor_replays_what_followed => resume_from_a_cursor_replays_what_followed,
+        crate::scenarios::replay::stale_cursors_answer_a_gap_and_the_whole_thread => stale_cursors_answer_a_gap_and_the_whole_thread,
+        crate::scenarios::replay::a_client_that_reconnects_gets_what_it_missed => a_client_that_reconnects_gets_what_it_missed,
     }
 }

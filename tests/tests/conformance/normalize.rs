@@ -26,6 +26,12 @@ const CLOCK_MEMBERS: &[&str] = &[
 /// Stamped by wire transports only (in-process events carry no envelope).
 const DROPPED_MEMBERS: &[&str] = &["emittedAtMs"];
 
+/// An event cursor (`{epoch, seq}`, on notifications and in `thread/resume` results): its epoch
+/// is random per server, and scenarios that care read it raw (`Session::last_cursor`).
+fn is_event_cursor(key: &str, member: &Value) -> bool {
+    key == "cursor" && member.get("epoch").is_some_and(Value::is_string) && member["seq"].is_u64()
+}
+
 /// Replaces what legitimately varies in server output.
 #[derive(Debug, Default)]
 pub(crate) struct Normalizer {
@@ -90,7 +96,7 @@ impl Normalizer {
             Value::Object(object) => {
                 let mut out = Map::new();
                 for (key, member) in object {
-                    if DROPPED_MEMBERS.contains(&key.as_str()) {
+                    if DROPPED_MEMBERS.contains(&key.as_str()) || is_event_cursor(key, member) {
                         continue;
                     }
                     let member = match (key.as_str(), member) {

@@ -99,6 +99,8 @@ pub(crate) struct ServerSetup {
     pub(crate) thread_unload_delay_secs: Option<u64>,
     /// The capacity of the host's bounded queues, when not the default.
     pub(crate) channel_capacity: Option<usize>,
+    /// Events kept per thread for replay, when not the default.
+    pub(crate) replay_window_events: Option<usize>,
 }
 
 /// Options a scenario may set before the server starts.
@@ -110,6 +112,8 @@ pub(crate) struct Config {
     pub(crate) thread_unload_delay_secs: Option<u64>,
     /// Queue capacity (`--channel-capacity` / `InProcessStartArgs::channel_capacity`).
     pub(crate) channel_capacity: Option<usize>,
+    /// Replay window (`--replay-window-events` / `InProcessStartArgs::replay_window`).
+    pub(crate) replay_window_events: Option<usize>,
 }
 
 /// One connection to a fresh server.
@@ -123,6 +127,8 @@ pub(crate) struct Session {
     recent: VecDeque<String>,
     /// The method of every request sent, by id, for the capture of [`CAPTURE_ENV`].
     sent_methods: HashMap<i64, String>,
+    /// See [`Session::last_cursor`].
+    last_cursor: Option<Value>,
     /// Removed when the session is dropped, after the server is gone.
     _home: tempfile::TempDir,
 }
@@ -146,6 +152,7 @@ impl Session {
             home: home.path().to_path_buf(),
             thread_unload_delay_secs: config.thread_unload_delay_secs,
             channel_capacity: config.channel_capacity,
+            replay_window_events: config.replay_window_events,
         };
         let driver: Result<Box<dyn Driver>, DriverError> = match transport {
             Transport::InProcess => InProcessDriver::new(&setup).map(|d| Box::new(d) as _),
@@ -167,6 +174,7 @@ impl Session {
             next_id: 1,
             recent: VecDeque::new(),
             sent_methods: HashMap::new(),
+            last_cursor: None,
             _home: home,
         }
     }
@@ -343,7 +351,14 @@ impl Session {
             Some(message) => message,
             None => self.read(waiting_for).await,
         };
+        self.last_cursor = message.get("cursor").cloned();
         self.normalize(&message)
+    }
+
+    /// The raw event cursor of the message last taken with [`Self::next`], if it carried one
+    /// (normalized messages drop it: its epoch is random per server).
+    pub(crate) fn last_cursor(&self) -> Option<Value> {
+        self.last_cursor.clone()
     }
 
     /// The next message, which must be the notification or server request `method`; returns
@@ -411,6 +426,18 @@ impl Session {
     }
 
     /// Hangs up and checks that the server side finished cleanly.
+    /// Drops the connection and opens a new one to the same server ([`Driver::reconnect`]);
+    /// messages read from the old one and not taken are gone with it.
+    pub(crate) async fn reconnect(&mut self) {
+        self.backlog.clear();
+        let reconnected = tokio::time::timeout(PATIENCE, self.driver().reconnect()).await;
+        match reconnected {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => self.fail(format!("reconnect failed: {error}")),
+            Err(_) => self.fail(format!("reconnect did not finish within {PATIENCE:?}")),
+        }
+    }
+
     pub(crate) async fn close(mut self) {
         if let Some(message) = self.backlog.front() {
             let message = summary(message);

@@ -83,6 +83,9 @@ fn app_server_flags(setup: &ServerSetup) -> Vec<String> {
     if let Some(capacity) = setup.channel_capacity {
         flags.extend(["--channel-capacity".to_owned(), capacity.to_string()]);
     }
+    if let Some(events) = setup.replay_window_events {
+        flags.extend(["--replay-window-events".to_owned(), events.to_string()]);
+    }
     flags
 }
 
@@ -210,6 +213,8 @@ fn expect_success(status: ExitStatus, log: &StderrLog) -> Result<(), DriverError
 /// `tandem app-server --listen ws://127.0.0.1:0`.
 pub(crate) struct WebSocketDriver {
     server: ServerProcess,
+    /// `host:port` the server listens on, for [`Driver::reconnect`].
+    address: String,
     socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
     log: StderrLog,
     paused: bool,
@@ -239,6 +244,7 @@ impl WebSocketDriver {
             })?;
         Ok(Self {
             server,
+            address,
             socket,
             log,
             paused: false,
@@ -298,6 +304,15 @@ impl Driver for WebSocketDriver {
 
     fn resume(&mut self) {
         self.paused = false;
+    }
+
+    async fn reconnect(&mut self) -> Result<(), DriverError> {
+        // Dropped without a closing handshake, as a connection lost to the network is.
+        let (socket, _) = tokio_tungstenite::connect_async(format!("ws://{}", self.address))
+            .await
+            .map_err(|error| self.closed(&format!("reconnecting failed: {error}")))?;
+        drop(std::mem::replace(&mut self.socket, socket));
+        Ok(())
     }
 
     async fn close(mut self: Box<Self>) -> Result<(), DriverError> {

@@ -30,6 +30,7 @@ use crate::delivery::DeliveryAck;
 use crate::dispatch::ProcessorMessage;
 use crate::outgoing::{Envelope, LaneReply, OutgoingMessage, PendingServerRequests, WriterMessage};
 use crate::processor::ConnectionId;
+use crate::replay::StreamCursor;
 
 /// Why a connection is being closed by the server; websocket transports turn it into a close
 /// frame.
@@ -407,7 +408,12 @@ impl Outbound {
 }
 
 fn pick_envelope(envelope: Envelope) -> Pick {
-    let Envelope { message, ack, .. } = envelope;
+    let Envelope {
+        message,
+        ack,
+        cursor,
+        ..
+    } = envelope;
     let (message, answers) = match message {
         OutgoingMessage::Response { id, result } => (
             ServerMessage::Response {
@@ -427,6 +433,7 @@ fn pick_envelope(envelope: Envelope) -> Pick {
             ServerMessage::Notification {
                 notification,
                 emitted_at_ms: Some(unix_millis()),
+                cursor: cursor.as_ref().map(StreamCursor::to_event_cursor),
             },
             None,
         ),
@@ -547,6 +554,8 @@ mod tests {
             },
             ack: None,
             queued_bytes,
+            cursor: None,
+            replayed: false,
         })
     }
 

@@ -42,6 +42,7 @@ use crate::dispatch::{Dispatcher, ProcessorMessage};
 use crate::in_process::{DEFAULT_IN_PROCESS_CHANNEL_CAPACITY, DEFAULT_SHUTDOWN_STAGE_TIMEOUT};
 use crate::outgoing::{OutgoingMessageSender, PendingServerRequests, RouterInput};
 use crate::processor::{ConnectionId, MessageProcessor};
+use crate::replay::ReplayWindowLimits;
 use crate::router::{OutboundRouter, WriterFlow};
 
 pub(crate) mod connection;
@@ -67,6 +68,9 @@ pub struct TransportHostOptions {
     /// Bytes (encoded) one connection's writer queue may hold, beside its message capacity;
     /// over it the queue counts as full. Default [`DEFAULT_WRITER_QUEUE_BYTES`].
     pub writer_queue_bytes: usize,
+    /// How much of each event stream (thread) is kept for clients that reconnect and resume
+    /// from a cursor. Default [`ReplayWindowLimits::default`].
+    pub replay_window: ReplayWindowLimits,
 }
 
 /// Default [`TransportHostOptions::writer_queue_bytes`]: 64 MiB.
@@ -79,6 +83,7 @@ impl Default for TransportHostOptions {
             shutdown_stage_timeout: DEFAULT_SHUTDOWN_STAGE_TIMEOUT,
             session_source: SessionSource::AppServer,
             writer_queue_bytes: DEFAULT_WRITER_QUEUE_BYTES,
+            replay_window: ReplayWindowLimits::default(),
         }
     }
 }
@@ -139,8 +144,9 @@ impl TransportHost {
         let processor = processor(outgoing.clone());
 
         let router_shutdown = CancellationToken::new();
-        let router_task =
-            tokio::spawn(OutboundRouter::new().run(router_rx, router_shutdown.clone()));
+        let router_task = tokio::spawn(
+            OutboundRouter::new(options.replay_window).run(router_rx, router_shutdown.clone()),
+        );
         let dispatcher = Dispatcher::new(processor, outgoing.clone());
         let processor_stop = CancellationToken::new();
         let processor_task =

@@ -119,6 +119,17 @@ pub(super) fn union_schema(
                         "format": "int64",
                     }),
                 );
+                // s-seq: the notification's place in its thread's event stream.
+                properties.insert(
+                    "cursor".to_owned(),
+                    json!({
+                        "description": "The notification's place in its thread's event \
+                                        stream (notifications a thread's subscribers \
+                                        receive): give the last one seen to `thread/resume` \
+                                        to replay what followed.",
+                        "$ref": "#/definitions/EventCursor",
+                    }),
+                );
             }
             json!({
                 "title": union.variant_title(binding),

@@ -152,7 +152,9 @@ fn union_body(union: &MessageUnion, experimental: bool, config: &Config) -> Stri
                 format!("{{ method: \"{method}\", params: {params}, }}")
             }
             UnionKind::ServerNotification => {
-                format!("{{ method: \"{method}\", params: {params}, emittedAtMs?: number, }}")
+                format!(
+                    "{{ method: \"{method}\", params: {params}, emittedAtMs?: number, cursor?: EventCursor, }}"
+                )
             }
         };
         body.push_str("\n  | ");

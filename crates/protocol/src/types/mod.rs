@@ -73,6 +73,8 @@ pub struct EmptyParams {}
 pub struct EmptyResponse {}
 
 mod command_exec;
+// s-seq: event cursors.
+mod cursor;
 mod handshake;
 mod models;
 mod notifications;
@@ -84,6 +86,7 @@ mod threads;
 mod values;
 
 pub use command_exec::*;
+pub use cursor::*;
 pub use handshake::*;
 pub use models::*;
 pub use notifications::*;

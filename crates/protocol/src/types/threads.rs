@@ -108,6 +108,11 @@ pub struct ThreadResumeParams {
     /// `thread.turns` empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initial_turns_page: Option<ThreadResumeInitialTurnsPageParams>,
+    /// s-seq: the cursor of the last notification about this thread the client saw. Every
+    /// later event still in the server's replay window is sent before any live one; if that
+    /// is not possible the result says `gap: true` and carries the full thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<EventCursor>,
 }
 
 /// `thread/resume` result; the caller is subscribed to the thread.
@@ -131,6 +136,19 @@ pub struct ThreadResumeResponse {
     /// the newest item, inclusive; `null` for a thread without items.
     #[serde(default)]
     pub items_backwards_cursor: Option<String>,
+    /// s-seq: where the thread's event stream stands for this connection: every notification
+    /// after it is (or was, when replayed) sent to it. Omitted by servers without cursors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<EventCursor>,
+    /// s-seq: present when the request carried a `cursor`: `true` if events after it are no
+    /// longer in the replay window (or it is from another server instance); `thread` then
+    /// holds every turn to rebuild from, whatever `excludeTurns` said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap: Option<bool>,
+    /// s-seq: present when the request carried a `cursor` and there was no gap: how many
+    /// notifications were replayed (sent before this result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replayed: Option<u64>,
 }
 
 /// `thread/read` params.

@@ -45,6 +45,7 @@ impl ThreadService {
     ) -> Arc<LoadedThread> {
         let thread = Arc::new(LoadedThread {
             id: record.id.clone(),
+            stream: Arc::from(record.id.as_str()),
             ephemeral: record.ephemeral,
             state: Mutex::new(ThreadState {
                 record,
@@ -63,17 +64,33 @@ impl ThreadService {
         thread
     }
 
-    pub(super) fn subscribe(
-        self: &Arc<Self>,
-        thread: &Arc<LoadedThread>,
-        connection: ConnectionId,
-    ) {
+    fn subscribe(self: &Arc<Self>, thread: &Arc<LoadedThread>, connection: ConnectionId) {
         let mut state = thread.state();
         state.subscribers.insert(connection);
         self.update_unload(thread, &mut state);
     }
 
-    pub(super) fn unsubscribe(
+    /// Subscribes `connection` to `thread` and attaches it to the thread's event stream in the
+    /// host; with `cursor`, the host first replays every event after it that is still in the
+    /// window, or reports a gap (docs/protocol.md, "Cursors and replay"). `None` only while the
+    /// host stops.
+    ///
+    /// Everything a new or returning subscriber must be sent before live events belongs here,
+    /// after the attachment (the replay is queued by then): pending server requests of the
+    /// thread are re-sent to it from this point.
+    pub(super) async fn attach_subscriber(
+        self: &Arc<Self>,
+        thread: &Arc<LoadedThread>,
+        connection: ConnectionId,
+        cursor: Option<tandem_protocol::EventCursor>,
+    ) -> Option<tandem_host::StreamAttachment> {
+        self.subscribe(thread, connection);
+        self.outgoing
+            .attach_stream(&thread.id, connection, cursor)
+            .await
+    }
+
+    pub(super) async fn unsubscribe(
         self: &Arc<Self>,
         thread_id: &str,
         connection: ConnectionId,
@@ -81,9 +98,16 @@ impl ThreadService {
         let status = match self.loaded(thread_id) {
             None => ThreadUnsubscribeStatus::NotLoaded,
             Some(thread) => {
-                let mut state = thread.state();
-                if state.subscribers.remove(&connection) {
-                    self.update_unload(&thread, &mut state);
+                let removed = {
+                    let mut state = thread.state();
+                    let removed = state.subscribers.remove(&connection);
+                    if removed {
+                        self.update_unload(&thread, &mut state);
+                    }
+                    removed
+                };
+                if removed {
+                    self.outgoing.detach_stream(thread_id, connection).await;
                     ThreadUnsubscribeStatus::Unsubscribed
                 } else {
                     ThreadUnsubscribeStatus::NotSubscribed
@@ -157,6 +181,9 @@ impl ThreadService {
 
     /// Discards an ephemeral thread's state and announces the unload to every connection.
     pub(super) async fn after_unload(&self, thread: &LoadedThread) {
+        // Its replay window goes with it: a client that resumes later gets a gap and the
+        // stored thread.
+        self.outgoing.close_stream(&thread.id).await;
         if thread.ephemeral
             && let Err(error) = self.ephemeral.delete_thread(&thread.id).await
         {

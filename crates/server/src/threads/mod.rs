@@ -89,6 +89,9 @@ fn not_found(thread_id: &str) -> JSONRPCErrorError {
 /// A thread that is loaded in this server.
 pub(crate) struct LoadedThread {
     pub(crate) id: String,
+    /// The id again, as the name of the thread's event stream in the host (shared, so that
+    /// each notification names it without a copy).
+    pub(crate) stream: Arc<str>,
     pub(crate) ephemeral: bool,
     pub(crate) state: Mutex<ThreadState>,
     /// Tokens of every model request since the thread was loaded (`total` of
@@ -187,30 +190,20 @@ impl LoadedThread {
         lock(&self.state)
     }
 
-    pub(crate) fn subscribers(&self) -> Vec<ConnectionId> {
-        self.state().subscribers.iter().copied().collect()
-    }
-
-    /// Sends `note` to every subscriber, and to `extra` if it is not one.
+    /// Sends `note` to every subscriber, and to `extra` if it is not one, as the next event of
+    /// the thread's stream: the host numbers it (its cursor) and keeps it for replay
+    /// (docs/protocol.md, "Cursors and replay"). The host's stream is named by the thread id,
+    /// and its attached connections are this thread's subscribers
+    /// ([`ThreadService::attach_subscriber`]).
     pub(crate) async fn notify(
         &self,
         outgoing: &OutgoingMessageSender,
         note: tandem_protocol::ServerNotification,
         extra: Option<ConnectionId>,
     ) {
-        let mut targets = self.subscribers();
-        if let Some(extra) = extra.filter(|extra| !targets.contains(extra)) {
-            targets.push(extra);
-        }
-        // The last target takes the note itself: a notification can carry a whole turn, and
-        // with one subscriber (the usual case) nothing is copied.
-        let Some(last) = targets.pop() else {
-            return;
-        };
-        for connection in targets {
-            outgoing.send_notification(connection, note.clone()).await;
-        }
-        outgoing.send_notification(last, note).await;
+        outgoing
+            .send_stream_notification(Arc::clone(&self.stream), note, extra)
+            .await;
     }
 
     /// Sets the live status and tells the subscribers.
@@ -597,7 +590,9 @@ impl ThreadService {
                 ordered!(
                     params.thread_id,
                     Ok::<_, JSONRPCErrorError>(
-                        service.unsubscribe(&params.thread_id, id.connection_id)
+                        service
+                            .unsubscribe(&params.thread_id, id.connection_id)
+                            .await
                     )
                 )
             }

@@ -60,7 +60,8 @@ impl ThreadService {
             .await
             .map_err(store_error)?;
         let thread = self.insert_loaded(record, Vec::new(), ThreadStatus::Idle);
-        self.subscribe(&thread, context.id.connection_id);
+        self.attach_subscriber(&thread, context.id.connection_id, None)
+            .await;
         Ok(self.announce_started(&thread).await)
     }
 
@@ -129,10 +130,18 @@ impl ThreadService {
                 .map_err(store_error)?;
             thread.state().record = record;
         }
+        // Attached first: a replay goes out before this result, and on a gap the snapshot
+        // below is taken after the attachment, so it holds at least every event up to the
+        // returned cursor (docs/protocol.md, "Cursors and replay").
+        let attachment = self
+            .attach_subscriber(&thread, context.id.connection_id, params.cursor)
+            .await;
+        let gap = attachment.as_ref().and_then(|attachment| attachment.gap);
+        // A gap carries the whole thread to rebuild from, whatever `excludeTurns` said.
+        let all_turns = all_turns || gap == Some(true);
         if all_turns {
             self.ensure_history(&thread, &*store).await?;
         }
-        self.subscribe(&thread, context.id.connection_id);
         let initial_turns_page = match params.initial_turns_page {
             Some(page) => Some(self.initial_turns_page(&*store, &thread.id, page).await?),
             None => None,
@@ -145,6 +154,13 @@ impl ThreadService {
             initial_turns_page,
             turns_backwards_cursor,
             items_backwards_cursor,
+            cursor: attachment
+                .as_ref()
+                .map(|attachment| attachment.cursor.clone()),
+            gap,
+            replayed: attachment
+                .filter(|attachment| attachment.gap == Some(false))
+                .map(|attachment| attachment.replayed),
         })
     }
 
@@ -384,7 +400,8 @@ impl ThreadService {
         }
         let thread = self.insert_loaded(record, history, ThreadStatus::Idle);
         thread.state().compaction = compaction;
-        self.subscribe(&thread, context.id.connection_id);
+        self.attach_subscriber(&thread, context.id.connection_id, None)
+            .await;
         let mut response = self.announce_started(&thread).await;
         if params.exclude_turns.unwrap_or(false) {
             response.thread.turns.clear();
