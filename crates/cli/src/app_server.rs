@@ -91,6 +91,10 @@ pub(crate) struct AppServerArgs {
     /// counts as full.
     #[arg(long, value_name = "BYTES", default_value_t = tandem_host::transport::DEFAULT_WRITER_QUEUE_BYTES)]
     writer_queue_bytes: usize,
+    /// Seconds a thread's approval (or other server request) waits for a client to answer it
+    /// once every connection subscribed to the thread has gone; then it is declined.
+    #[arg(long, value_name = "SECS", default_value_t = tandem_host::DEFAULT_UNANSWERED_REQUEST_TIMEOUT.as_secs_f64())]
+    unanswered_request_secs: f64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -181,6 +185,10 @@ pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
         channel_capacity: args.channel_capacity,
         shutdown_stage_timeout: SHUTDOWN_STAGE_TIMEOUT,
         writer_queue_bytes: args.writer_queue_bytes,
+        unanswered_request_timeout: std::time::Duration::try_from_secs_f64(
+            args.unanswered_request_secs.max(0.0),
+        )
+        .unwrap_or(std::time::Duration::MAX),
         ..TransportHostOptions::default()
     };
     let host = TransportHost::start(

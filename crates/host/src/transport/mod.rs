@@ -67,6 +67,10 @@ pub struct TransportHostOptions {
     /// Bytes (encoded) one connection's writer queue may hold, beside its message capacity;
     /// over it the queue counts as full. Default [`DEFAULT_WRITER_QUEUE_BYTES`].
     pub writer_queue_bytes: usize,
+    /// How long a thread's server request waits for a connection to answer it once every
+    /// connection it was sent to has gone; then it is declined. Default
+    /// [`crate::DEFAULT_UNANSWERED_REQUEST_TIMEOUT`].
+    pub unanswered_request_timeout: Duration,
 }
 
 /// Default [`TransportHostOptions::writer_queue_bytes`]: 64 MiB.
@@ -79,6 +83,7 @@ impl Default for TransportHostOptions {
             shutdown_stage_timeout: DEFAULT_SHUTDOWN_STAGE_TIMEOUT,
             session_source: SessionSource::AppServer,
             writer_queue_bytes: DEFAULT_WRITER_QUEUE_BYTES,
+            unanswered_request_timeout: crate::DEFAULT_UNANSWERED_REQUEST_TIMEOUT,
         }
     }
 }
@@ -134,7 +139,9 @@ impl TransportHost {
         let capacity = options.channel_capacity.max(1);
         let (processor_tx, processor_rx) = mpsc::channel(capacity);
         let (router_tx, router_rx) = mpsc::channel(capacity);
-        let server_requests = Arc::new(PendingServerRequests::default());
+        let server_requests = Arc::new(PendingServerRequests::new(
+            options.unanswered_request_timeout,
+        ));
         let outgoing = OutgoingMessageSender::new(router_tx, server_requests.clone());
         let processor = processor(outgoing.clone());
 

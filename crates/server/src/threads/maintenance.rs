@@ -195,7 +195,6 @@ impl ThreadService {
         };
         let active = Arc::new(ActiveTurn {
             id: turn.id.clone(),
-            connection: id.connection_id,
             // A compaction runs no command, so it sends no approval request.
             experimental_api: false,
             cancel: CancellationToken::new(),

@@ -121,11 +121,9 @@ pub(crate) struct ThreadState {
 /// What `turn/steer` and `turn/interrupt` share with the running turn.
 pub(crate) struct ActiveTurn {
     pub(crate) id: String,
-    /// Where the turn's server requests go: the connection that started it (even after it
-    /// unsubscribed), since that is the client driving the turn.
-    pub(crate) connection: ConnectionId,
-    /// Whether that connection opted in to experimental fields: the approval request's
-    /// `availableDecisions` is one, and typed stable clients reject values they do not know.
+    /// Whether the connection that started the turn opted in to experimental fields: the
+    /// approval request's `availableDecisions` is one, and typed stable clients reject values
+    /// they do not know. (The turn's server requests go to every subscriber of the thread.)
     pub(crate) experimental_api: bool,
     pub(crate) cancel: CancellationToken,
     /// Steered input not yet taken by the agent.
@@ -581,7 +579,17 @@ impl ThreadService {
                 unordered!(service.start(params, &context).await)
             }
             ClientRequest::ThreadResume { params, .. } => {
-                ordered!(params.thread_id, service.resume(params, &context).await)
+                let thread_id = params.thread_id.clone();
+                self.sequenced(&params.thread_id.clone(), async move {
+                    let result = service.resume(params, &context).await;
+                    let resumed = result.is_ok();
+                    service.reply(id.clone(), result).await;
+                    if resumed {
+                        service
+                            .resend_pending_requests(&thread_id, id.connection_id)
+                            .await;
+                    }
+                });
             }
             ClientRequest::ThreadRead { params, .. } => {
                 ordered!(params.thread_id, service.read(params).await)

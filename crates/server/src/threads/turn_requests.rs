@@ -171,7 +171,6 @@ impl ThreadService {
         let user_message = turn.items.pop().expect("the turn holds its user message");
         let active = Arc::new(ActiveTurn {
             id: turn.id.clone(),
-            connection: id.connection_id,
             experimental_api,
             cancel: CancellationToken::new(),
             steered: Mutex::new(SteerQueue::default()),
