@@ -14,10 +14,12 @@
 //! `lifecycle` loading, subscribing and idle unload; `thread_requests` the `thread/*` handlers;
 //! `attachments` the attachment handlers; `turn_requests` the `turn/*` handlers;
 //! `maintenance` archiving, compaction and revert/rollback; `history` `thread/items/list`,
-//! resume paging and loading a history only when it is needed.
+//! resume paging and loading a history only when it is needed; `idempotency` the keys that
+//! make `turn/start`, `turn/steer`, `thread/start` and `thread/fork` safe to retry.
 
 mod attachments;
 mod history;
+mod idempotency;
 mod lifecycle;
 mod maintenance;
 mod thread_requests;
@@ -674,7 +676,7 @@ impl ThreadService {
                 self.queue_turn_start(params, id, context.session.experimental_api)
             }
             ClientRequest::TurnSteer { params, .. } => {
-                ordered!(params.thread_id, service.turn_steer(params))
+                ordered!(params.thread_id, service.turn_steer(params).await)
             }
             ClientRequest::TurnInterrupt { params, .. } => {
                 let thread_id = params.thread_id.clone();

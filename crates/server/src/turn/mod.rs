@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tandem_host::{OutgoingMessageSender, PendingServerRequest, RequestResult};
-use tandem_protocol::server_methods::{ToolCall, ToolRequestUserInput};
 use tandem_protocol::RequestMethod;
+use tandem_protocol::server_methods::{ToolCall, ToolRequestUserInput};
 use tandem_protocol::{
     AgentMessageDeltaNotification, ApprovalPolicy, DynamicToolCallOutputContentItem,
     DynamicToolCallStatus, DynamicToolSpec, ErrorNotification, ItemCompletedNotification,
