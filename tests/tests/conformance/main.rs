@@ -94,5 +94,8 @@ conformance_suite! {
         crate::scenarios::models::token_usage_follows_each_model_request => token_usage_follows_each_model_request,
         crate::scenarios::command_exec::command_exec_buffered => command_exec_buffered,
         crate::scenarios::command_exec::command_exec_streamed => command_exec_streamed,
+        crate::scenarios::idempotency::retried_turn_start_starts_one_turn => retried_turn_start_starts_one_turn,
+        crate::scenarios::idempotency::retried_thread_start_and_fork_create_one_thread => retried_thread_start_and_fork_create_one_thread,
+        crate::scenarios::approvals_shared::approval_waits_for_a_resuming_subscriber => approval_waits_for_a_resuming_subscriber,
     }
 }
