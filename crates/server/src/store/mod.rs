@@ -36,6 +36,8 @@ mod recovery;
 mod sqlite;
 
 #[cfg(test)]
+mod idempotency_tests;
+#[cfg(test)]
 mod incremental_tests;
 #[cfg(test)]
 mod paging_tests;
