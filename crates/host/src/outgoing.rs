@@ -759,6 +759,10 @@ impl OutgoingMessageSender {
     }
 }
 
+#[cfg(test)]
+#[path = "shared_requests_tests.rs"]
+mod shared_requests_tests;
+
 fn to_result<T: Serialize>(result: T) -> RequestResult {
     serde_json::to_value(result)
         .map_err(|err| JSONRPCErrorError::internal(format!("failed to serialize response: {err}")))
