@@ -344,10 +344,14 @@ impl PendingServerRequests {
     /// After the unanswered timeout, declines request `id` if its audience is still the
     /// empty one of `generation`.
     fn expire_later(self: &Arc<Self>, id: RequestId, generation: u64) {
-        let pending = Arc::clone(self);
+        // Weak: a host shut down meanwhile is not kept alive by the timer.
+        let pending = Arc::downgrade(self);
         let timeout = self.unanswered_timeout;
         tokio::spawn(async move {
             tokio::time::sleep(timeout).await;
+            let Some(pending) = pending.upgrade() else {
+                return;
+            };
             let expired = {
                 let mut waiting = pending.lock();
                 match waiting.get(&id) {
