@@ -103,6 +103,10 @@ pub(crate) struct AppServerArgs {
     /// Bytes (JSON) of each loaded thread's events kept for clients that resume from a cursor.
     #[arg(long, value_name = "BYTES", default_value_t = tandem_host::DEFAULT_REPLAY_WINDOW_BYTES)]
     replay_window_bytes: usize,
+    /// Seconds a thread's approval (or other server request) waits for a client to answer it
+    /// once every connection subscribed to the thread has gone; then it is declined.
+    #[arg(long, value_name = "SECS", default_value_t = tandem_host::DEFAULT_UNANSWERED_REQUEST_TIMEOUT.as_secs_f64())]
+    unanswered_request_secs: f64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -197,6 +201,10 @@ pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
             max_events: args.replay_window_events,
             max_bytes: args.replay_window_bytes,
         },
+        unanswered_request_timeout: std::time::Duration::try_from_secs_f64(
+            args.unanswered_request_secs.max(0.0),
+        )
+        .unwrap_or(std::time::Duration::MAX),
         ..TransportHostOptions::default()
     };
     let host = TransportHost::start(

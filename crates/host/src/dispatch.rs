@@ -127,15 +127,16 @@ impl Dispatcher {
         self.processor.shutdown().await;
     }
 
-    /// Forgets everything routed to `connection`, fails the server requests it will never
-    /// answer (so no turn waits on a client that is gone), and lets the processor release what
+    /// Forgets everything routed to `connection`, fails the server requests only it could
+    /// answer (so no turn waits on a client that is gone; a thread's shared requests wait for
+    /// another connection instead), and lets the processor release what
     /// the connection owned.
     async fn close_connection(&mut self, connection: ConnectionId) {
         self.outgoing
             .route_control(RouterInput::ConnectionClosed(connection))
             .await;
         self.outgoing.remove_reply_lane(connection);
-        self.outgoing.cancel_connection_requests(
+        self.outgoing.connection_left_requests(
             connection,
             JSONRPCErrorError::internal(format!("{connection} closed")),
         );

@@ -86,7 +86,10 @@ pub use in_process::{
     DEFAULT_IN_PROCESS_CHANNEL_CAPACITY, InProcessClientHandle, InProcessClientSender,
     InProcessServerEvent, InProcessStartArgs,
 };
-pub use outgoing::{OutgoingMessage, OutgoingMessageSender, PendingServerRequest, RequestResult};
+pub use outgoing::{
+    DEFAULT_UNANSWERED_REQUEST_TIMEOUT, OutgoingMessage, OutgoingMessageSender,
+    PendingServerRequest, RequestResult, is_unanswered,
+};
 pub use processor::{
     ConnectionId, ConnectionRequestId, ConnectionSessionState, MessageProcessor, RequestContext,
 };

@@ -23,8 +23,8 @@ use tandem_protocol::{
     ThreadAttachmentAddResponse, ThreadItem, Turn, TurnStatus, error_codes,
 };
 use tandem_server::store::{
-    InMemoryThreadStore, ItemListQuery, Page, SqliteThreadStore, StoreError, StoredItem,
-    ThreadListQuery, ThreadRecord, ThreadStore, ThreadUpdate, TurnListQuery,
+    IdempotencyRecord, InMemoryThreadStore, ItemListQuery, Page, SqliteThreadStore, StoreError,
+    StoredItem, ThreadListQuery, ThreadRecord, ThreadStore, ThreadUpdate, TurnListQuery,
 };
 use tandem_server::{ServerConfig, ServerOptions, TandemServer};
 use tandem_test_support::initialize_params;
@@ -273,6 +273,27 @@ impl ThreadStore for FailingStore {
         thread_id: &str,
     ) -> Result<Option<tandem_server::store::Compaction>, StoreError> {
         self.inner.latest_compaction(thread_id).await
+    }
+
+    // i-idem: idempotency keys; claims and releases are writes like any other.
+    async fn claim_idempotency_key(
+        &self,
+        record: &IdempotencyRecord,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        self.write()?;
+        self.inner.claim_idempotency_key(record).await
+    }
+    async fn idempotency_key(
+        &self,
+        scope: &str,
+        key: &str,
+        now: i64,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        self.inner.idempotency_key(scope, key, now).await
+    }
+    async fn release_idempotency_key(&self, scope: &str, key: &str) -> Result<(), StoreError> {
+        self.write()?;
+        self.inner.release_idempotency_key(scope, key).await
     }
 }
 

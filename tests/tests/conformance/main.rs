@@ -97,5 +97,8 @@ conformance_suite! {
         crate::scenarios::replay::resume_from_a_cursor_replays_what_followed => resume_from_a_cursor_replays_what_followed,
         crate::scenarios::replay::stale_cursors_answer_a_gap_and_the_whole_thread => stale_cursors_answer_a_gap_and_the_whole_thread,
         crate::scenarios::replay::a_client_that_reconnects_gets_what_it_missed => a_client_that_reconnects_gets_what_it_missed,
+        crate::scenarios::idempotency::retried_turn_start_starts_one_turn => retried_turn_start_starts_one_turn,
+        crate::scenarios::idempotency::retried_thread_start_and_fork_create_one_thread => retried_thread_start_and_fork_create_one_thread,
+        crate::scenarios::approvals_shared::approval_waits_for_a_resuming_subscriber => approval_waits_for_a_resuming_subscriber,
     }
 }

@@ -71,6 +71,10 @@ pub struct TransportHostOptions {
     /// How much of each event stream (thread) is kept for clients that reconnect and resume
     /// from a cursor. Default [`ReplayWindowLimits::default`].
     pub replay_window: ReplayWindowLimits,
+    /// How long a thread's server request waits for a connection to answer it once every
+    /// connection it was sent to has gone; then it is declined. Default
+    /// [`crate::DEFAULT_UNANSWERED_REQUEST_TIMEOUT`].
+    pub unanswered_request_timeout: Duration,
 }
 
 /// Default [`TransportHostOptions::writer_queue_bytes`]: 64 MiB.
@@ -84,6 +88,7 @@ impl Default for TransportHostOptions {
             session_source: SessionSource::AppServer,
             writer_queue_bytes: DEFAULT_WRITER_QUEUE_BYTES,
             replay_window: ReplayWindowLimits::default(),
+            unanswered_request_timeout: crate::DEFAULT_UNANSWERED_REQUEST_TIMEOUT,
         }
     }
 }
@@ -139,7 +144,9 @@ impl TransportHost {
         let capacity = options.channel_capacity.max(1);
         let (processor_tx, processor_rx) = mpsc::channel(capacity);
         let (router_tx, router_rx) = mpsc::channel(capacity);
-        let server_requests = Arc::new(PendingServerRequests::default());
+        let server_requests = Arc::new(PendingServerRequests::new(
+            options.unanswered_request_timeout,
+        ));
         let outgoing = OutgoingMessageSender::new(router_tx, server_requests.clone());
         let processor = processor(outgoing.clone());
 

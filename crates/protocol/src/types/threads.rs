@@ -77,6 +77,13 @@ pub struct ThreadStartParams {
     /// omitted, so it does not require the capability.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dynamic_tools: Option<Vec<DynamicToolSpec>>,
+    // i-idem:
+    /// Tandem extension: a client-chosen key that makes the request idempotent. A retry with
+    /// the same key (and the same params) answers with the thread the first request created
+    /// and creates nothing; the same key with other params is refused with -32600. Remembered
+    /// for 24 hours (docs/protocol.md, "Idempotent requests").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
 
 /// `thread/start` result; the caller is subscribed to the thread.
@@ -373,6 +380,12 @@ pub struct ThreadForkParams {
     /// Copy history through this turn, inclusive (default: all of it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_turn_id: Option<String>,
+    // i-idem:
+    /// Tandem extension: a client-chosen key, scoped to the source thread, that makes the
+    /// request idempotent, as `thread/start.idempotencyKey` (docs/protocol.md, "Idempotent
+    /// requests").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
 
 /// `thread/fork` result; the caller is subscribed to the new thread.

@@ -268,6 +268,7 @@ pub(crate) fn thread_start_params() -> ThreadStartParams {
         },
         ephemeral: Some(true),
         dynamic_tools: Some(vec![lookup_tool()]),
+        idempotency_key: Some(s("start-1")),
     }
 }
 
@@ -447,6 +448,7 @@ pub(crate) fn thread_fork_params() -> ThreadForkParams {
         ephemeral: Some(true),
         exclude_turns: Some(false),
         last_turn_id: Some(s(TURN_ID)),
+        idempotency_key: Some(s("fork-1")),
     }
 }
 

@@ -12,8 +12,8 @@ use tandem_protocol::{
 
 use super::paging::{self, ItemListQuery, ItemPosition, ItemStart, StoredItem};
 use super::{
-    Compaction, Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore, ThreadUpdate,
-    TurnListQuery, effective_limit, parse_thread_cursor, thread_cursor,
+    Compaction, IdempotencyRecord, Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore,
+    ThreadUpdate, TurnListQuery, effective_limit, parse_thread_cursor, thread_cursor,
 };
 
 /// One thread and everything under it.
@@ -59,6 +59,8 @@ impl Entry {
 #[derive(Debug, Default)]
 pub struct InMemoryThreadStore {
     threads: Mutex<HashMap<String, Entry>>,
+    /// Idempotency keys; locked after `threads` when both are held.
+    keys: Mutex<super::idempotency::KeyTable>,
 }
 
 impl InMemoryThreadStore {
@@ -207,7 +209,12 @@ impl ThreadStore for InMemoryThreadStore {
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<bool, StoreError> {
-        Ok(self.lock().remove(thread_id).is_some())
+        let mut threads = self.lock();
+        self.keys
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drop_scope(thread_id);
+        Ok(threads.remove(thread_id).is_some())
     }
 
     async fn commit_turn(
@@ -510,5 +517,39 @@ impl ThreadStore for InMemoryThreadStore {
                 turn_id: turn_id.clone(),
                 summary: summary.clone(),
             }))
+    }
+
+    // i-idem: idempotency keys.
+
+    async fn claim_idempotency_key(
+        &self,
+        record: &IdempotencyRecord,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        Ok(self
+            .keys
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .claim(record))
+    }
+
+    async fn idempotency_key(
+        &self,
+        scope: &str,
+        key: &str,
+        now: i64,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        Ok(self
+            .keys
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(scope, key, now))
+    }
+
+    async fn release_idempotency_key(&self, scope: &str, key: &str) -> Result<(), StoreError> {
+        self.keys
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .release(scope, key);
+        Ok(())
     }
 }

@@ -18,7 +18,8 @@
 //! `paging` the history cursors and item queries both share, `recovery` what a turn cut
 //! short by a crash becomes, `tests` one suite run against both plus the SQLite durability
 //! tests (`paging_tests` the history paging suite, `thread_ops_tests` the same for archiving,
-//! compaction summaries and truncation, schema version 2).
+//! compaction summaries and truncation, schema version 2), `idempotency` the idempotency keys
+//! (schema version 3).
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -28,11 +29,14 @@ use tandem_protocol::{
 };
 
 mod error;
+mod idempotency;
 mod memory;
 mod paging;
 mod recovery;
 mod sqlite;
 
+#[cfg(test)]
+mod idempotency_tests;
 #[cfg(test)]
 mod incremental_tests;
 #[cfg(test)]
@@ -43,6 +47,7 @@ mod tests;
 mod thread_ops_tests;
 
 pub use error::StoreError;
+pub use idempotency::{IdempotencyRecord, KEY_MAX_AGE_SECS, KEYS_PER_SCOPE, SERVER_SCOPE};
 pub use memory::InMemoryThreadStore;
 pub use paging::{
     ItemListQuery, ItemPosition, ItemStart, MAX_HISTORY_PAGE_LIMIT, StoredItem, apply_items_view,
@@ -526,6 +531,32 @@ pub trait ThreadStore: Send + Sync {
 
     /// The summary of the thread's latest stored compaction turn, if it has one.
     async fn latest_compaction(&self, thread_id: &str) -> Result<Option<Compaction>, StoreError>;
+
+    // i-idem: idempotency keys (docs/protocol.md "Idempotent requests"; `idempotency`).
+
+    /// Remembers `record` unless its scope already holds its key: then nothing is written and
+    /// the stored record is returned, whatever its method and fingerprint (the caller decides
+    /// between a retry and a conflict). First prunes every key older than
+    /// [`KEY_MAX_AGE_SECS`] before `record.created_at` (such a key counts as absent), and
+    /// keeps at most [`KEYS_PER_SCOPE`] keys in the scope by dropping its oldest. Keys are
+    /// durable exactly as the store is; deleting a thread forgets the keys of its scope.
+    async fn claim_idempotency_key(
+        &self,
+        record: &IdempotencyRecord,
+    ) -> Result<Option<IdempotencyRecord>, StoreError>;
+
+    /// The record of `key` in `scope`, if one is remembered and younger than
+    /// [`KEY_MAX_AGE_SECS`] at `now` (unix seconds).
+    async fn idempotency_key(
+        &self,
+        scope: &str,
+        key: &str,
+        now: i64,
+    ) -> Result<Option<IdempotencyRecord>, StoreError>;
+
+    /// Forgets `key` in `scope` (its request failed before it took effect, so a retry must
+    /// run it); nothing happens for an unknown key.
+    async fn release_idempotency_key(&self, scope: &str, key: &str) -> Result<(), StoreError>;
 
     /// Creates `fork` (see [`ThreadRecord::forked`]) holding the source's turns through
     /// `last_turn_id` (inclusive; all for `None`) and returns the copied turns. Attachments

@@ -44,13 +44,13 @@ use tokio::sync::oneshot;
 
 use super::paging::{self, Anchor, ItemListQuery, ItemPosition, ItemStart, StoredItem};
 use super::{
-    Compaction, INTERRUPTED_BY_STOP, Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore,
-    ThreadUpdate, TurnListQuery, close_unfinished_item, effective_limit, parse_thread_cursor,
-    source_kind, thread_cursor,
+    Compaction, INTERRUPTED_BY_STOP, IdempotencyRecord, KEY_MAX_AGE_SECS, KEYS_PER_SCOPE, Page,
+    StoreError, ThreadListQuery, ThreadRecord, ThreadStore, ThreadUpdate, TurnListQuery,
+    close_unfinished_item, effective_limit, parse_thread_cursor, source_kind, thread_cursor,
 };
 
 /// The schema version this build writes and reads.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 /// How long a transaction waits for another process's write lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -132,6 +132,27 @@ CREATE TABLE compactions (
     PRIMARY KEY (thread_id, turn_id),
     FOREIGN KEY (thread_id, turn_id) REFERENCES turns (thread_id, id) ON DELETE CASCADE
 ) STRICT;
+";
+
+/// Schema version 3 (i-idem): idempotency keys (`super::idempotency`). Applied on top of
+/// version 2.
+///
+/// Not tied to `threads` by a foreign key: `thread/start` keys have no thread, and a key must
+/// outlive a failed thread creation long enough to be released. Deleting a thread deletes
+/// its scope's keys explicitly; `created_at` is indexed for the age pruning every claim runs.
+const SCHEMA_V3: &str = "
+CREATE TABLE idempotency_keys (
+    scope       TEXT NOT NULL,
+    key         TEXT NOT NULL,
+    method      TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    result      TEXT NOT NULL,
+    created_at  INTEGER NOT NULL,
+    PRIMARY KEY (scope, key)
+) STRICT;
+
+CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);
+CREATE INDEX idempotency_keys_by_scope_age ON idempotency_keys (scope, created_at);
 ";
 
 const THREAD_COLUMNS: &str = "id, name, preview, ephemeral, created_at, updated_at, status, \
@@ -437,17 +458,21 @@ fn migrate(connection: &mut Connection, path: &Path) -> Result<(), StoreError> {
         0 => {
             transaction.execute_batch(SCHEMA_V1).map_err(open_error)?;
             transaction.execute_batch(SCHEMA_V2).map_err(open_error)?;
+            transaction.execute_batch(SCHEMA_V3).map_err(open_error)?;
             transaction
                 .pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(open_error)?;
             tracing::info!(path = %path.display(), version = SCHEMA_VERSION, "created thread database");
         }
-        1 => {
-            transaction.execute_batch(SCHEMA_V2).map_err(open_error)?;
+        1 | 2 => {
+            if found == 1 {
+                transaction.execute_batch(SCHEMA_V2).map_err(open_error)?;
+            }
+            transaction.execute_batch(SCHEMA_V3).map_err(open_error)?;
             transaction
                 .pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(open_error)?;
-            tracing::info!(path = %path.display(), from = 1, to = SCHEMA_VERSION, "migrated thread database");
+            tracing::info!(path = %path.display(), from = found, to = SCHEMA_VERSION, "migrated thread database");
         }
         SCHEMA_VERSION => {}
         found => {
@@ -1115,6 +1140,10 @@ impl ThreadStore for SqliteThreadStore {
             // Turns, items and attachments go with it through ON DELETE CASCADE, in the same
             // transaction.
             let deleted = connection.execute("DELETE FROM threads WHERE id = ?1", [&thread_id])?;
+            connection.execute(
+                "DELETE FROM idempotency_keys WHERE scope = ?1",
+                [&thread_id],
+            )?;
             Ok(deleted > 0)
         })
         .await
@@ -1466,6 +1495,125 @@ impl ThreadStore for SqliteThreadStore {
                     })
                 })
                 .optional()?)
+        })
+        .await
+    }
+
+    // i-idem: idempotency keys.
+
+    async fn claim_idempotency_key(
+        &self,
+        record: &IdempotencyRecord,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        let record = record.clone();
+        self.write(move |connection| {
+            connection
+                .prepare_cached("DELETE FROM idempotency_keys WHERE created_at < ?1")?
+                .execute([record.created_at - KEY_MAX_AGE_SECS])?;
+            let stored = connection
+                .prepare_cached(
+                    "SELECT method, fingerprint, result, created_at FROM idempotency_keys \
+                     WHERE scope = ?1 AND key = ?2",
+                )?
+                .query_row(params![record.scope, record.key], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, String>(2)?,
+                        row.get::<_, i64>(3)?,
+                    ))
+                })
+                .optional()?;
+            if let Some((method, fingerprint, result, created_at)) = stored {
+                let result = decode(&result, || {
+                    format!(
+                        "the result remembered for key {} in {}",
+                        record.key, record.scope
+                    )
+                })?;
+                return Ok(Some(IdempotencyRecord {
+                    method,
+                    fingerprint,
+                    result,
+                    created_at,
+                    ..record
+                }));
+            }
+            // Room for one more: the scope's oldest keys beyond the bound go.
+            connection
+                .prepare_cached(
+                    "DELETE FROM idempotency_keys WHERE scope = ?1 AND key IN \
+                     (SELECT key FROM idempotency_keys WHERE scope = ?1 \
+                      ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET ?2)",
+                )?
+                .execute(params![record.scope, KEYS_PER_SCOPE as i64 - 1])?;
+            connection
+                .prepare_cached(
+                    "INSERT INTO idempotency_keys \
+                     (scope, key, method, fingerprint, result, created_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )?
+                .execute(params![
+                    record.scope,
+                    record.key,
+                    record.method,
+                    record.fingerprint,
+                    encode(&record.result, "idempotency result")?,
+                    record.created_at,
+                ])?;
+            Ok(None)
+        })
+        .await
+    }
+
+    async fn idempotency_key(
+        &self,
+        scope: &str,
+        key: &str,
+        now: i64,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        let (scope, key) = (scope.to_owned(), key.to_owned());
+        self.run(move |connection| {
+            let stored = connection
+                .prepare_cached(
+                    "SELECT method, fingerprint, result, created_at FROM idempotency_keys \
+                     WHERE scope = ?1 AND key = ?2 AND created_at >= ?3",
+                )?
+                .query_row(params![scope, key, now - KEY_MAX_AGE_SECS], |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, String>(1)?,
+                        row.get::<_, String>(2)?,
+                        row.get::<_, i64>(3)?,
+                    ))
+                })
+                .optional()?;
+            let Some((method, fingerprint, result, created_at)) = stored else {
+                return Ok(None);
+            };
+            let result = decode(&result, || {
+                format!("the result remembered for key {key} in {scope}")
+            })?;
+            Ok(Some(IdempotencyRecord {
+                scope,
+                key,
+                method,
+                fingerprint,
+                result,
+                created_at,
+            }))
+        })
+        .await
+    }
+
+    async fn release_idempotency_key(&self, scope: &str, key: &str) -> Result<(), StoreError> {
+        let scope = scope.to_owned();
+        let key = key.to_owned();
+        self.write(move |connection| {
+            connection
+                .prepare_cached("DELETE FROM idempotency_keys WHERE scope = ?1 AND key = ?2")?
+                .execute(params![scope, key])?;
+            Ok(())
         })
         .await
     }

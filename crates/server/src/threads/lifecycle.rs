@@ -108,6 +108,7 @@ impl ThreadService {
                 };
                 if removed {
                     self.outgoing.detach_stream(thread_id, connection).await;
+                    self.outgoing.leave_requests(thread_id, connection);
                     ThreadUnsubscribeStatus::Unsubscribed
                 } else {
                     ThreadUnsubscribeStatus::NotSubscribed
@@ -117,7 +118,17 @@ impl ThreadService {
         ThreadUnsubscribeResponse { status }
     }
 
-    /// Drops `connection` from every thread it subscribed to (the connection is gone).
+    /// Sends `connection`, which has just resumed `thread_id` (after the resume reply), the
+    /// thread's server requests still waiting for an answer, and lets it answer them.
+    pub(super) async fn resend_pending_requests(&self, thread_id: &str, connection: ConnectionId) {
+        let sent = self.outgoing.join_requests(thread_id, connection).await;
+        if sent > 0 {
+            tracing::debug!(thread = %thread_id, %connection, sent, "pending server requests sent again");
+        }
+    }
+
+    /// Drops `connection` from every thread it subscribed to (the connection is gone; the
+    /// host already took it out of the audience of every server request).
     pub(crate) fn connection_closed(self: &Arc<Self>, connection: ConnectionId) {
         let threads: Vec<Arc<LoadedThread>> = lock(&self.loaded).values().cloned().collect();
         for thread in threads {

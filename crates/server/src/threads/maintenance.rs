@@ -195,7 +195,6 @@ impl ThreadService {
         };
         let active = Arc::new(ActiveTurn {
             id: turn.id.clone(),
-            connection: id.connection_id,
             cancel: CancellationToken::new(),
             // A compaction takes no input: `turn/start` waits for it to end, `turn/steer`
             // finds no turn to steer.

@@ -14,10 +14,12 @@
 //! `lifecycle` loading, subscribing and idle unload; `thread_requests` the `thread/*` handlers;
 //! `attachments` the attachment handlers; `turn_requests` the `turn/*` handlers;
 //! `maintenance` archiving, compaction and revert/rollback; `history` `thread/items/list`,
-//! resume paging and loading a history only when it is needed.
+//! resume paging and loading a history only when it is needed; `idempotency` the keys that
+//! make `turn/start`, `turn/steer`, `thread/start` and `thread/fork` safe to retry.
 
 mod attachments;
 mod history;
+mod idempotency;
 mod lifecycle;
 mod maintenance;
 mod thread_requests;
@@ -124,9 +126,6 @@ pub(crate) struct ThreadState {
 /// What `turn/steer` and `turn/interrupt` share with the running turn.
 pub(crate) struct ActiveTurn {
     pub(crate) id: String,
-    /// Where the turn's server requests go: the connection that started it (even after it
-    /// unsubscribed), since that is the client driving the turn.
-    pub(crate) connection: ConnectionId,
     pub(crate) cancel: CancellationToken,
     /// Steered input not yet taken by the agent.
     pub(crate) steered: Mutex<SteerQueue>,
@@ -188,6 +187,11 @@ impl ThreadState {
 impl LoadedThread {
     pub(crate) fn state(&self) -> MutexGuard<'_, ThreadState> {
         lock(&self.state)
+    }
+
+    /// The connections subscribed now: the audience of the thread's server requests.
+    pub(crate) fn subscribers(&self) -> Vec<ConnectionId> {
+        self.state().subscribers.iter().copied().collect()
     }
 
     /// Sends `note` to every subscriber, and to `extra` if it is not one, as the next event of
@@ -571,7 +575,17 @@ impl ThreadService {
                 unordered!(service.start(params, &context).await)
             }
             ClientRequest::ThreadResume { params, .. } => {
-                ordered!(params.thread_id, service.resume(params, &context).await)
+                let thread_id = params.thread_id.clone();
+                self.sequenced(&params.thread_id.clone(), async move {
+                    let result = service.resume(params, &context).await;
+                    let resumed = result.is_ok();
+                    service.reply(id.clone(), result).await;
+                    if resumed {
+                        service
+                            .resend_pending_requests(&thread_id, id.connection_id)
+                            .await;
+                    }
+                });
             }
             ClientRequest::ThreadRead { params, .. } => {
                 ordered!(params.thread_id, service.read(params).await)
@@ -656,7 +670,7 @@ impl ThreadService {
             }
             ClientRequest::TurnStart { params, .. } => self.queue_turn_start(params, id),
             ClientRequest::TurnSteer { params, .. } => {
-                ordered!(params.thread_id, service.turn_steer(params))
+                ordered!(params.thread_id, service.turn_steer(params).await)
             }
             ClientRequest::TurnInterrupt { params, .. } => {
                 let thread_id = params.thread_id.clone();

@@ -16,7 +16,16 @@ use tandem_protocol::{
 use crate::server::SERVER_VERSION;
 use crate::store::{self, ThreadListQuery, ThreadRecord, ThreadUpdate, TurnListQuery};
 
+use super::idempotency::{self, Keyed};
 use super::{LoadedThread, ThreadService, lock, not_found, now_secs, store_error};
+
+/// What a `thread/start` or `thread/fork` key remembers: the thread it created. A retry
+/// answers with that thread as it is now (and subscribes the caller), like the first answer.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct KeyedThread {
+    thread_id: String,
+}
 
 impl ThreadService {
     // -----------------------------------------------------------------------------------------
@@ -28,6 +37,84 @@ impl ThreadService {
         params: ThreadStartParams,
         context: &RequestContext,
     ) -> Result<ThreadStartResponse, JSONRPCErrorError> {
+        let Some(key) = params.idempotency_key.clone() else {
+            return self.create_thread(params, context, store::new_id()).await;
+        };
+        let store = self.store_for(params.ephemeral.unwrap_or(false)).await?;
+        let fingerprint = idempotency::fingerprint("thread/start", &params)?;
+        let scope = crate::store::SERVER_SCOPE;
+        // Twice at most: a claim left by a crash before its thread was created is released
+        // and claimed again.
+        for _ in 0..2 {
+            let thread_id = store::new_id();
+            let planned = KeyedThread {
+                thread_id: thread_id.clone(),
+            };
+            match idempotency::claim(
+                &store,
+                scope,
+                &key,
+                "thread/start",
+                fingerprint.clone(),
+                &planned,
+            )
+            .await?
+            {
+                Keyed::Claimed(claim) => {
+                    let created = self.create_thread(params, context, thread_id).await;
+                    return idempotency::release_on_error(Some(claim), created).await;
+                }
+                Keyed::Replay(result) => {
+                    if let Some((thread, session)) = self.rejoin(&result, context).await? {
+                        return Ok(ThreadStartResponse { thread, session });
+                    }
+                    store
+                        .release_idempotency_key(scope, &key)
+                        .await
+                        .map_err(store_error)?;
+                }
+            }
+        }
+        Err(JSONRPCErrorError::internal(format!(
+            "idempotency key {key:?} could not be claimed; retry"
+        )))
+    }
+
+    /// The answer to a retried `thread/start` or `thread/fork`: the thread the first request
+    /// created (`planned` names it), with the caller subscribed as the first request
+    /// subscribed its caller; `None` if that thread does not exist (the first request never
+    /// created it, or it was deleted since).
+    async fn rejoin(
+        self: &Arc<Self>,
+        planned: &serde_json::Value,
+        context: &RequestContext,
+    ) -> Result<
+        Option<(tandem_protocol::Thread, tandem_protocol::SessionSettings)>,
+        JSONRPCErrorError,
+    > {
+        let planned: KeyedThread = serde_json::from_value(planned.clone()).map_err(|error| {
+            JSONRPCErrorError::internal(format!("the remembered result does not decode: {error}"))
+        })?;
+        if self.loaded(&planned.thread_id).is_none()
+            && self.find(&planned.thread_id).await?.is_none()
+        {
+            return Ok(None);
+        }
+        let params = ThreadResumeParams {
+            thread_id: planned.thread_id,
+            ..ThreadResumeParams::default()
+        };
+        let resumed = self.resume(params, context).await?;
+        Ok(Some((resumed.thread, resumed.session)))
+    }
+
+    /// `thread/start` of a thread with id `thread_id`.
+    async fn create_thread(
+        self: &Arc<Self>,
+        params: ThreadStartParams,
+        context: &RequestContext,
+        thread_id: String,
+    ) -> Result<ThreadStartResponse, JSONRPCErrorError> {
         let dynamic_tools = params.dynamic_tools.unwrap_or_default();
         for tool in &dynamic_tools {
             validate_tool_name(&tool.name)?;
@@ -35,7 +122,7 @@ impl ThreadService {
         let now = now_secs();
         let ephemeral = params.ephemeral.unwrap_or(false);
         let mut record = ThreadRecord {
-            id: store::new_id(),
+            id: thread_id,
             name: None,
             preview: String::new(),
             ephemeral,
@@ -348,6 +435,62 @@ impl ThreadService {
         params: ThreadForkParams,
         context: &RequestContext,
     ) -> Result<ThreadForkResponse, JSONRPCErrorError> {
+        let Some(key) = params.idempotency_key.clone() else {
+            return self.fork_thread(params, context, store::new_id()).await;
+        };
+        // Keys live with the source thread, in its store.
+        let (store, _) = self
+            .find(&params.thread_id)
+            .await?
+            .ok_or_else(|| not_found(&params.thread_id))?;
+        let fingerprint = idempotency::fingerprint("thread/fork", &params)?;
+        let exclude_turns = params.exclude_turns.unwrap_or(false);
+        let scope = params.thread_id.clone();
+        for _ in 0..2 {
+            let thread_id = store::new_id();
+            let planned = KeyedThread {
+                thread_id: thread_id.clone(),
+            };
+            match idempotency::claim(
+                &store,
+                &scope,
+                &key,
+                "thread/fork",
+                fingerprint.clone(),
+                &planned,
+            )
+            .await?
+            {
+                Keyed::Claimed(claim) => {
+                    let forked = self.fork_thread(params, context, thread_id).await;
+                    return idempotency::release_on_error(Some(claim), forked).await;
+                }
+                Keyed::Replay(result) => {
+                    if let Some((mut thread, session)) = self.rejoin(&result, context).await? {
+                        if exclude_turns {
+                            thread.turns.clear();
+                        }
+                        return Ok(ThreadForkResponse { thread, session });
+                    }
+                    store
+                        .release_idempotency_key(&scope, &key)
+                        .await
+                        .map_err(store_error)?;
+                }
+            }
+        }
+        Err(JSONRPCErrorError::internal(format!(
+            "idempotency key {key:?} could not be claimed; retry"
+        )))
+    }
+
+    /// `thread/fork` into a new thread with id `thread_id`.
+    async fn fork_thread(
+        self: &Arc<Self>,
+        params: ThreadForkParams,
+        context: &RequestContext,
+        thread_id: String,
+    ) -> Result<ThreadForkResponse, JSONRPCErrorError> {
         let (source_store, source) = self
             .find(&params.thread_id)
             .await?
@@ -375,7 +518,7 @@ impl ThreadService {
         // A running turn is stored as it happens; the fork takes only turns that ended.
         history.retain(|turn| turn.status != TurnStatus::InProgress);
         let ephemeral = params.ephemeral.unwrap_or(source.ephemeral);
-        let mut record = source.forked(store::new_id(), now_secs());
+        let mut record = source.forked(thread_id, now_secs());
         record.ephemeral = ephemeral;
         record.source = context.session.session_source.clone();
         overrides_update(&params.overrides, &record.config)?.apply(&mut record);

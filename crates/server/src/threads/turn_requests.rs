@@ -14,6 +14,7 @@ use crate::process::ProcessManager;
 use crate::store::{self, ThreadStore, ThreadUpdate};
 use crate::turn;
 
+use super::idempotency::{self, Keyed};
 use super::{ActiveTurn, LoadedThread, SteerQueue, ThreadService, lock, now_secs, store_error};
 
 impl ThreadService {
@@ -94,13 +95,30 @@ impl ThreadService {
         // A turn is already running: the input joins it, as `turn/steer` without the id check.
         let running = thread.state().active.clone();
         if let Some(active) = running {
+            let reply = TurnStartResponse {
+                turn: active_turn_reply(&active),
+            };
+            let claim = match self
+                .claim_turn_key(&thread, "turn/start", &params, &reply)
+                .await
+            {
+                Ok(TurnKey::Run(claim)) => claim,
+                Ok(TurnKey::Replay(result)) => {
+                    self.outgoing.send_response(id, result).await;
+                    return None;
+                }
+                Err(error) => {
+                    self.outgoing.send_error(id, error).await;
+                    return None;
+                }
+            };
             let (input, client_id) = (params.input.clone(), params.client_user_message_id.clone());
             if steer(&active, input, client_id) {
-                let turn = active_turn_reply(&active);
-                self.outgoing
-                    .send_response(id, TurnStartResponse { turn })
-                    .await;
+                self.outgoing.send_response(id, reply).await;
                 return None;
+            }
+            if let Some(claim) = claim {
+                claim.release().await;
             }
             // The running turn is wrapping up and takes no more input: the caller queues this
             // request again, behind the end of that turn.
@@ -159,9 +177,34 @@ impl ThreadService {
             self.outgoing.send_error(id, error).await;
             return None;
         }
+        // The answer this request will give, claimed under its key before the turn is stored.
+        let planned = TurnStartResponse {
+            turn: Turn {
+                items: Vec::new(),
+                items_view: TurnItemsView::NotLoaded,
+                ..turn.clone()
+            },
+        };
+        let claim = match self
+            .claim_turn_key(&thread, "turn/start", &params, &planned)
+            .await
+        {
+            Ok(TurnKey::Run(claim)) => claim,
+            Ok(TurnKey::Replay(result)) => {
+                self.outgoing.send_response(id, result).await;
+                return None;
+            }
+            Err(error) => {
+                self.outgoing.send_error(id, error).await;
+                return None;
+            }
+        };
         match store.begin_turn(&thread.id, &turn, &update).await {
             Ok(record) => thread.state().record = record,
             Err(error) => {
+                if let Some(claim) = claim {
+                    claim.release().await;
+                }
                 self.outgoing.send_error(id, store_error(error)).await;
                 return None;
             }
@@ -169,7 +212,6 @@ impl ThreadService {
         let user_message = turn.items.pop().expect("the turn holds its user message");
         let active = Arc::new(ActiveTurn {
             id: turn.id.clone(),
-            connection: id.connection_id,
             cancel: CancellationToken::new(),
             steered: Mutex::new(SteerQueue::default()),
             steer_signal: tokio::sync::Notify::new(),
@@ -201,8 +243,8 @@ impl ThreadService {
         None
     }
 
-    pub(super) fn turn_steer(
-        &self,
+    pub(super) async fn turn_steer(
+        self: &Arc<Self>,
         params: TurnSteerParams,
     ) -> Result<TurnSteerResponse, JSONRPCErrorError> {
         if params.expected_turn_id.is_empty() {
@@ -216,10 +258,47 @@ impl ThreadService {
             ));
         }
         UserInput::ensure_all_supported(&params.input)?;
-        let active = self
-            .loaded(&params.thread_id)
-            .and_then(|thread| thread.state().active.clone())
-            .ok_or_else(|| JSONRPCErrorError::invalid_request("no active turn to steer"))?;
+        let thread = self.loaded(&params.thread_id);
+        let active = thread
+            .as_ref()
+            .and_then(|thread| thread.state().active.clone());
+        let reply = TurnSteerResponse {
+            turn_id: params.expected_turn_id.clone(),
+        };
+        // A retry finds its key even once the turn it steered has ended.
+        let claim = match (&thread, &active) {
+            (Some(thread), Some(active)) if active.id == params.expected_turn_id => {
+                match self
+                    .claim_turn_key(thread, "turn/steer", &params, &reply)
+                    .await?
+                {
+                    TurnKey::Run(claim) => claim,
+                    TurnKey::Replay(result) => {
+                        return serde_json::from_value(result).map_err(|error| {
+                            JSONRPCErrorError::internal(format!(
+                                "the remembered turn/steer result does not decode: {error}"
+                            ))
+                        });
+                    }
+                }
+            }
+            (Some(thread), _) => {
+                if let Some(result) = self
+                    .replayed_turn_key(thread, "turn/steer", &params)
+                    .await?
+                {
+                    return serde_json::from_value(result).map_err(|error| {
+                        JSONRPCErrorError::internal(format!(
+                            "the remembered turn/steer result does not decode: {error}"
+                        ))
+                    });
+                }
+                None
+            }
+            (None, _) => None,
+        };
+        let active =
+            active.ok_or_else(|| JSONRPCErrorError::invalid_request("no active turn to steer"))?;
         if active.id != params.expected_turn_id {
             return Err(JSONRPCErrorError::invalid_request(format!(
                 "expected active turn id `{}` but found `{}`",
@@ -227,13 +306,77 @@ impl ThreadService {
             )));
         }
         if !steer(&active, params.input, params.client_user_message_id) {
+            if let Some(claim) = claim {
+                claim.release().await;
+            }
             return Err(JSONRPCErrorError::invalid_request(
                 "no active turn to steer",
             ));
         }
-        Ok(TurnSteerResponse {
-            turn_id: active.id.clone(),
-        })
+        Ok(reply)
+    }
+
+    /// Claims the `clientUserMessageId` of a `turn/start` or `turn/steer` (`method`) in its
+    /// thread, planning to answer `planned`. A replayed `turn/start` whose turn does not exist
+    /// (a crash came between the claim and the turn's first write) is claimed afresh.
+    async fn claim_turn_key(
+        &self,
+        thread: &LoadedThread,
+        method: &str,
+        params: &(impl serde::Serialize + HasClientKey),
+        planned: &impl serde::Serialize,
+    ) -> Result<TurnKey, JSONRPCErrorError> {
+        let Some(key) = params.client_key() else {
+            return Ok(TurnKey::Run(None));
+        };
+        let store = self.store_for(thread.ephemeral).await?;
+        let fingerprint = idempotency::fingerprint(method, params)?;
+        for _ in 0..2 {
+            match idempotency::claim(
+                &store,
+                &thread.id,
+                key,
+                method,
+                fingerprint.clone(),
+                planned,
+            )
+            .await?
+            {
+                Keyed::Claimed(claim) => return Ok(TurnKey::Run(Some(claim))),
+                Keyed::Replay(result) => {
+                    let turn_id = result
+                        .pointer("/turn/id")
+                        .and_then(serde_json::Value::as_str);
+                    match turn_id {
+                        Some(turn_id) if !turn_exists(thread, &*store, turn_id).await => store
+                            .release_idempotency_key(&thread.id, key)
+                            .await
+                            .map_err(store_error)?,
+                        _ => return Ok(TurnKey::Replay(result)),
+                    }
+                }
+            }
+        }
+        Err(JSONRPCErrorError::internal(format!(
+            "clientUserMessageId {key:?} could not be claimed; retry"
+        )))
+    }
+
+    /// The remembered result of a `method` request with `params`' key in `thread`, if this is
+    /// a retry of one, without claiming anything (the request cannot run, but its retry
+    /// still gets the original answer). A key of another request is a conflict.
+    async fn replayed_turn_key(
+        &self,
+        thread: &LoadedThread,
+        method: &str,
+        params: &(impl serde::Serialize + HasClientKey),
+    ) -> Result<Option<serde_json::Value>, JSONRPCErrorError> {
+        let Some(key) = params.client_key() else {
+            return Ok(None);
+        };
+        let store = self.store_for(thread.ephemeral).await?;
+        let fingerprint = idempotency::fingerprint(method, params)?;
+        idempotency::remembered(&store, &thread.id, key, method, &fingerprint).await
     }
 
     /// Registers the reply and stops the turn; the turn task answers once it has stopped.
@@ -315,6 +458,49 @@ impl ThreadService {
         state.active = None;
         self.update_unload(thread, &mut state);
     }
+}
+
+/// What claiming a turn request's key decided.
+enum TurnKey {
+    /// Run the request; release the claim (if it had a key) should it fail.
+    Run(Option<idempotency::Claim>),
+    /// A retry: answer with this.
+    Replay(serde_json::Value),
+}
+
+/// The requests keyed by `clientUserMessageId`.
+trait HasClientKey {
+    fn client_key(&self) -> Option<&str>;
+}
+
+impl HasClientKey for TurnStartParams {
+    fn client_key(&self) -> Option<&str> {
+        self.client_user_message_id.as_deref()
+    }
+}
+
+impl HasClientKey for TurnSteerParams {
+    fn client_key(&self) -> Option<&str> {
+        self.client_user_message_id.as_deref()
+    }
+}
+
+/// Whether turn `turn_id` of `thread` exists: running, or stored.
+async fn turn_exists(thread: &LoadedThread, store: &dyn ThreadStore, turn_id: &str) -> bool {
+    if thread
+        .state()
+        .active
+        .as_ref()
+        .is_some_and(|active| active.id == turn_id)
+    {
+        return true;
+    }
+    let query = store::ItemListQuery {
+        turn_id: Some(turn_id.to_owned()),
+        limit: 1,
+        ..store::ItemListQuery::default()
+    };
+    store.list_items(&thread.id, &query).await.is_ok()
 }
 
 /// Queues `input` for the running turn; `false` when the turn has stopped taking input.

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use tandem_host::{OutgoingMessageSender, RequestResult};
+use tandem_protocol::RequestMethod;
 use tandem_protocol::server_methods::CommandExecutionRequestApproval;
 use tandem_protocol::{
     ApprovalPolicy, CommandAction, CommandExecutionApprovalDecision,
@@ -85,11 +86,19 @@ impl TurnDriver {
                 | CommandExecutionApprovalDecision::AcceptForSession
                     if answer.is_ok() => {}
                 decision => {
+                    // Declined because nobody was left to answer: the item says so, so that
+                    // a client resuming later sees why the command never ran.
+                    let unanswered = match &answer {
+                        Ok(Err(error)) if tandem_host::is_unanswered(error) => {
+                            Some(error.message.clone())
+                        }
+                        _ => None,
+                    };
                     self.item_completed(item(
                         CommandExecutionStatus::Declined,
                         None,
                         None,
-                        None,
+                        unanswered,
                         None,
                     ))
                     .await;
@@ -207,8 +216,8 @@ impl TurnDriver {
         }
     }
 
-    /// Sends an approval request to the client driving the turn and waits for its answer,
-    /// with the thread's `waitingOnApproval` flag raised meanwhile.
+    /// Sends an approval request to every client subscribed to the thread and waits for the
+    /// first answer, with the thread's `waitingOnApproval` flag raised meanwhile.
     async fn ask_approval(
         &mut self,
         params: CommandExecutionRequestApprovalParams,
@@ -216,8 +225,7 @@ impl TurnDriver {
         self.set_flag(ThreadActiveFlag::WaitingOnApproval, true)
             .await;
         let pending = self
-            .outgoing
-            .send_request::<CommandExecutionRequestApproval>(self.active.connection, params)
+            .send_to_thread(|id| CommandExecutionRequestApproval::into_request(id, params))
             .await;
         let answer = self.await_answer(pending).await;
         self.set_flag(ThreadActiveFlag::WaitingOnApproval, false)

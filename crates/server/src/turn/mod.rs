@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tandem_host::{OutgoingMessageSender, PendingServerRequest, RequestResult};
+use tandem_protocol::RequestMethod;
 use tandem_protocol::server_methods::{ToolCall, ToolRequestUserInput};
 use tandem_protocol::{
     AgentMessageDeltaNotification, ApprovalPolicy, DynamicToolCallOutputContentItem,
@@ -498,6 +499,20 @@ impl TurnDriver {
         Ok(input)
     }
 
+    /// Sends a server request to every connection subscribed to the thread (docs/protocol.md,
+    /// "Shared server requests"): the first answer wins, a connection that subscribes later
+    /// is sent it too, and with nobody subscribed it waits for someone to come back, at most
+    /// the host's unanswered timeout (the turn keeps running meanwhile).
+    async fn send_to_thread(
+        &self,
+        build: impl FnOnce(RequestId) -> tandem_protocol::ServerRequest,
+    ) -> PendingServerRequest {
+        let audience = self.thread.subscribers();
+        self.outgoing
+            .send_shared_request(&self.thread.id, audience, build)
+            .await
+    }
+
     /// Waits for the answer to `pending`; on interruption cancels it. Either way sends
     /// `serverRequest/resolved` before returning.
     async fn await_answer(
@@ -512,6 +527,12 @@ impl TurnDriver {
         if answer.is_none() {
             self.outgoing
                 .cancel_request(&request_id, JSONRPCErrorError::internal(CANCELLED_BY_TURN));
+        }
+        if let Some(Err(error)) = &answer
+            && tandem_host::is_unanswered(error)
+        {
+            tracing::warn!(thread = %self.thread.id, turn = %self.turn_id, %request_id,
+                "server request declined: no subscribed client answered it in time");
         }
         self.resolved(request_id).await;
         answer.ok_or(AgentError::Interrupted)
@@ -580,8 +601,7 @@ impl TurnDriver {
             arguments: arguments.clone(),
         };
         let pending = self
-            .outgoing
-            .send_request::<ToolCall>(self.active.connection, params)
+            .send_to_thread(|id| ToolCall::into_request(id, params))
             .await;
         let answer = self.await_answer(pending).await;
         let duration = Some(elapsed_ms(started));
@@ -636,8 +656,7 @@ impl TurnDriver {
         self.set_flag(ThreadActiveFlag::WaitingOnUserInput, true)
             .await;
         let pending = self
-            .outgoing
-            .send_request::<ToolRequestUserInput>(self.active.connection, params)
+            .send_to_thread(|id| ToolRequestUserInput::into_request(id, params))
             .await;
         let answer = self.await_answer(pending).await;
         self.set_flag(ThreadActiveFlag::WaitingOnUserInput, false)

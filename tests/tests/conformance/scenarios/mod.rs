@@ -5,9 +5,11 @@
 //! compares whole replies and notifications, so a member added, dropped or renamed on one
 //! transport fails it.
 
+pub(crate) mod approvals_shared;
 pub(crate) mod command_exec;
 pub(crate) mod errors;
 pub(crate) mod handshake;
+pub(crate) mod idempotency;
 pub(crate) mod models;
 pub(crate) mod paging;
 pub(crate) mod processes;
