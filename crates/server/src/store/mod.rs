@@ -14,7 +14,12 @@
 //! [`ThreadStore::finish_turn`] before `turn/completed`. A turn left `inProgress` by a crash
 //! is closed as `interrupted` when the durable store opens (`recovery`).
 //!
-//! Files: `error` holds [`StoreError`], `memory` and `sqlite` the two implementations,
+//! Threads shared between processes (PostgreSQL, or SQLite on a home several servers use) have
+//! one writer at a time: the writer lease of issue 20 (`lease`, docs/scaling.md), acquired
+//! with [`ThreadStore::acquire_lease`] when a server loads a thread and checked inside every
+//! write transaction.
+//!
+//! Files: `error` holds [`StoreError`], `memory`, `sqlite` and `postgres` the implementations,
 //! `paging` the history cursors and item queries both share, `recovery` what a turn cut
 //! short by a crash becomes, `tests` one suite run against both plus the SQLite durability
 //! tests (`paging_tests` the history paging suite, `thread_ops_tests` the same for archiving,
@@ -28,8 +33,10 @@ use tandem_protocol::{
 };
 
 mod error;
+mod lease;
 mod memory;
 mod paging;
+mod postgres;
 mod recovery;
 mod sqlite;
 
@@ -43,11 +50,13 @@ mod tests;
 mod thread_ops_tests;
 
 pub use error::StoreError;
+pub use lease::{DEFAULT_LEASE_TTL, LeaseRenewal, LeaseSettings};
 pub use memory::InMemoryThreadStore;
 pub use paging::{
     ItemListQuery, ItemPosition, ItemStart, MAX_HISTORY_PAGE_LIMIT, StoredItem, apply_items_view,
     history_page_limit, summary_items,
 };
+pub use postgres::PostgresThreadStore;
 pub use recovery::{INTERRUPTED_BY_STOP, close_unfinished_item, close_unfinished_turn};
 pub use sqlite::SqliteThreadStore;
 
@@ -526,6 +535,46 @@ pub trait ThreadStore: Send + Sync {
 
     /// The summary of the thread's latest stored compaction turn, if it has one.
     async fn latest_compaction(&self, thread_id: &str) -> Result<Option<Compaction>, StoreError>;
+
+    /// Takes the writer lease of `thread_id` for this process (docs/scaling.md): granted when
+    /// no other server holds a live one, with an epoch above every earlier one; turns the
+    /// thread's previous writer left `inProgress` are closed as interrupted in the same
+    /// transaction. Refused with [`StoreError::LeaseHeld`] (naming the owner and its expiry)
+    /// while another server holds it, which is also asked to hand the thread over. From then
+    /// on every write to the thread checks the epoch in its transaction and fails with
+    /// [`StoreError::Fenced`] once the lease is gone. Stores used by one process only (the
+    /// in-memory store) grant every lease without recording it.
+    async fn acquire_lease(&self, thread_id: &str) -> Result<(), StoreError> {
+        let _ = thread_id;
+        Ok(())
+    }
+
+    /// Gives the lease of `thread_id` up (the thread was unloaded, its connection closed, the
+    /// server stops or hands it over), so that another server can take it at once rather than
+    /// after the TTL. Nothing to do for a lease this process does not hold.
+    async fn release_lease(&self, thread_id: &str) -> Result<(), StoreError> {
+        let _ = thread_id;
+        Ok(())
+    }
+
+    /// Renews every lease this process holds, in one statement; reports the leases lost
+    /// since the last round and those another server asked for. Fails when the database
+    /// cannot be reached, after marking lost every lease whose local deadline passed (those
+    /// are reported by the next round that succeeds, or by [`ThreadStore::lost_leases`]).
+    async fn renew_leases(&self) -> Result<LeaseRenewal, StoreError> {
+        Ok(LeaseRenewal::default())
+    }
+
+    /// The leases lost and not yet reported (past their local deadline or refused a write),
+    /// without asking the database: what a server that cannot reach it acts on.
+    fn lost_leases(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The lease settings, for stores that keep leases; `None` for the in-memory store.
+    fn lease_settings(&self) -> Option<&LeaseSettings> {
+        None
+    }
 
     /// Creates `fork` (see [`ThreadRecord::forked`]) holding the source's turns through
     /// `last_turn_id` (inclusive; all for `None`) and returns the copied turns. Attachments

@@ -465,14 +465,17 @@ fn migrate(connection: &mut Connection, path: &Path) -> Result<(), StoreError> {
 // Encoding.
 // ---------------------------------------------------------------------------------------------
 
-fn encode<T: Serialize>(value: &T, what: &'static str) -> Result<String, StoreError> {
+pub(super) fn encode<T: Serialize>(value: &T, what: &'static str) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|source| StoreError::Encode { what, source })
 }
 
 /// [`encode`] into a buffer of exactly the encoded size: an item can be as large as a turn's
 /// input, and a buffer grown by doubling would briefly hold up to twice that, plus the copy
 /// made at each growth.
-fn encode_exact<T: Serialize>(value: &T, what: &'static str) -> Result<String, StoreError> {
+pub(super) fn encode_exact<T: Serialize>(
+    value: &T,
+    what: &'static str,
+) -> Result<String, StoreError> {
     /// Counts the bytes written to it.
     struct Counter(usize);
     impl std::io::Write for Counter {
@@ -493,7 +496,10 @@ fn encode_exact<T: Serialize>(value: &T, what: &'static str) -> Result<String, S
     String::from_utf8(buffer).map_err(|error| StoreError::Unavailable(error.to_string()))
 }
 
-fn decode<T: DeserializeOwned>(text: &str, what: impl FnOnce() -> String) -> Result<T, StoreError> {
+pub(super) fn decode<T: DeserializeOwned>(
+    text: &str,
+    what: impl FnOnce() -> String,
+) -> Result<T, StoreError> {
     serde_json::from_str(text).map_err(|source| StoreError::Corrupt {
         what: what(),
         source,
@@ -501,14 +507,17 @@ fn decode<T: DeserializeOwned>(text: &str, what: impl FnOnce() -> String) -> Res
 }
 
 /// A unit enum's wire spelling, stored bare so that the column reads naturally in SQL.
-fn encode_word<T: Serialize>(value: &T, what: &'static str) -> Result<String, StoreError> {
+pub(super) fn encode_word<T: Serialize>(
+    value: &T,
+    what: &'static str,
+) -> Result<String, StoreError> {
     match serde_json::to_value(value).map_err(|source| StoreError::Encode { what, source })? {
         Value::String(word) => Ok(word),
         other => Ok(other.to_string()),
     }
 }
 
-fn decode_word<T: DeserializeOwned>(
+pub(super) fn decode_word<T: DeserializeOwned>(
     word: String,
     what: impl FnOnce() -> String,
 ) -> Result<T, StoreError> {
@@ -519,24 +528,24 @@ fn decode_word<T: DeserializeOwned>(
 }
 
 /// A `threads` row as stored, before its JSON members are decoded.
-struct RawThread {
-    id: String,
-    name: Option<String>,
-    preview: String,
-    ephemeral: bool,
-    created_at: i64,
-    updated_at: i64,
-    status: String,
-    cwd: String,
-    source: String,
-    forked_from_id: Option<String>,
-    model: Option<String>,
-    model_provider: String,
-    cli_version: String,
-    approval_policy: String,
-    dynamic_tools: String,
-    config: String,
-    archived_at: Option<i64>,
+pub(super) struct RawThread {
+    pub(super) id: String,
+    pub(super) name: Option<String>,
+    pub(super) preview: String,
+    pub(super) ephemeral: bool,
+    pub(super) created_at: i64,
+    pub(super) updated_at: i64,
+    pub(super) status: String,
+    pub(super) cwd: String,
+    pub(super) source: String,
+    pub(super) forked_from_id: Option<String>,
+    pub(super) model: Option<String>,
+    pub(super) model_provider: String,
+    pub(super) cli_version: String,
+    pub(super) approval_policy: String,
+    pub(super) dynamic_tools: String,
+    pub(super) config: String,
+    pub(super) archived_at: Option<i64>,
 }
 
 impl RawThread {
@@ -563,7 +572,7 @@ impl RawThread {
         })
     }
 
-    fn decode(self) -> Result<ThreadRecord, StoreError> {
+    pub(super) fn decode(self) -> Result<ThreadRecord, StoreError> {
         let id = self.id;
         let what = |member: &str| format!("{member} of thread {id}");
         Ok(ThreadRecord {
@@ -841,7 +850,7 @@ fn read_turns(
 }
 
 /// `ASC` or `DESC`.
-fn sql_order(direction: SortDirection) -> &'static str {
+pub(super) fn sql_order(direction: SortDirection) -> &'static str {
     match direction {
         SortDirection::Asc => "ASC",
         SortDirection::Desc => "DESC",
@@ -849,7 +858,7 @@ fn sql_order(direction: SortDirection) -> &'static str {
 }
 
 /// The comparison that keeps the rows past an anchor in `direction`.
-fn sql_comparison(direction: SortDirection, inclusive: bool) -> &'static str {
+pub(super) fn sql_comparison(direction: SortDirection, inclusive: bool) -> &'static str {
     match (direction, inclusive) {
         (SortDirection::Asc, false) => ">",
         (SortDirection::Asc, true) => ">=",
@@ -979,7 +988,7 @@ fn find_attachment(
 
 /// A page size as SQLite's `LIMIT`, one more than asked so that the caller can tell whether a
 /// next page exists.
-fn limit_plus_one(limit: usize) -> i64 {
+pub(super) fn limit_plus_one(limit: usize) -> i64 {
     i64::try_from(effective_limit(limit))
         .unwrap_or(i64::MAX)
         .saturating_add(1)

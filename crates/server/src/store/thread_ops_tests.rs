@@ -15,10 +15,12 @@ use super::*;
 async fn stores() -> (Vec<Arc<dyn ThreadStore>>, tempfile::TempDir) {
     let home = tempfile::tempdir().expect("temp dir");
     let sqlite = SqliteThreadStore::open(home.path()).await.expect("open");
-    (
-        vec![Arc::new(InMemoryThreadStore::new()), Arc::new(sqlite)],
-        home,
-    )
+    let mut stores: Vec<Arc<dyn ThreadStore>> =
+        vec![Arc::new(InMemoryThreadStore::new()), Arc::new(sqlite)];
+    if let Some(postgres) = super::tests::postgres_store().await {
+        stores.push(Arc::new(postgres));
+    }
+    (stores, home)
 }
 
 fn record(id: &str, created_at: i64) -> ThreadRecord {
