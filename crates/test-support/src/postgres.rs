@@ -145,10 +145,16 @@ impl PostgresCluster {
 
     /// Creates an empty database for one test and returns its URL.
     pub fn create_database(&self) -> String {
+        self.create_named_database().1
+    }
+
+    /// Creates an empty database for one test and returns its name and URL.
+    pub fn create_named_database(&self) -> (String, String) {
         let name = format!("test_{}", self.databases.fetch_add(1, Ordering::SeqCst) + 1);
         self.sql(&format!("CREATE DATABASE {name}"))
             .unwrap_or_else(|error| panic!("cannot create database {name}: {error}"));
-        self.url(&name)
+        let url = self.url(&name);
+        (name, url)
     }
 
     /// Runs `sql` with `psql` on the `postgres` database as the superuser; returns what it

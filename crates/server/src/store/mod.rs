@@ -39,9 +39,12 @@ mod paging;
 mod postgres;
 mod recovery;
 mod sqlite;
+mod sqlite_lease;
 
 #[cfg(test)]
 mod incremental_tests;
+#[cfg(test)]
+mod lease_tests;
 #[cfg(test)]
 mod paging_tests;
 #[cfg(test)]

@@ -50,7 +50,7 @@ use super::{
 };
 
 /// The schema version this build writes and reads.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 /// How long a transaction waits for another process's write lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -160,6 +160,9 @@ pub struct SqliteThreadStore {
     /// Writes queued for the next group commit, in arrival order.
     writes: Arc<Mutex<Vec<PendingWrite>>>,
     path: PathBuf,
+    /// The writer leases this process holds, when the home may be shared by several
+    /// processes (see `sqlite_lease`); `None` writes without checking any.
+    pub(super) leases: Option<Arc<super::lease::LeaseBook>>,
 }
 
 impl std::fmt::Debug for SqliteThreadStore {
@@ -219,6 +222,7 @@ impl SqliteThreadStore {
             connection: Arc::new(Mutex::new(connection)),
             writes: Arc::new(Mutex::new(Vec::new())),
             path,
+            leases: None,
         })
     }
 
@@ -245,7 +249,7 @@ impl SqliteThreadStore {
     /// Queues the write `operation` for the next group commit and returns its result once
     /// that commit is durable. The write completes (or fails) even if the caller stops
     /// waiting, so a dropped request never leaves a write half done.
-    async fn write<T, F>(&self, operation: F) -> Result<T, StoreError>
+    pub(super) async fn write<T, F>(&self, operation: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
@@ -364,9 +368,16 @@ fn commit_batch(connection: &Connection, path: &Path, batch: Vec<PendingWrite>) 
 
 /// Closes every turn a crash left `inProgress` (see [`super::recovery`]); returns how many.
 /// Reads first, so that a healthy (or read-only) store is not written to at all.
+/// Turns of a thread another process holds a live lease on are left alone: that process may be
+/// running them now (a home shared by several servers).
 fn recover(connection: &mut Connection) -> Result<usize, StoreError> {
     let unfinished: Vec<(String, String)> = connection
-        .prepare("SELECT thread_id, id FROM turns WHERE status = 'inProgress'")?
+        .prepare(&format!(
+            "SELECT thread_id, id FROM turns WHERE status = 'inProgress' AND NOT EXISTS \
+             (SELECT 1 FROM thread_leases l WHERE l.thread_id = turns.thread_id \
+             AND l.expires_at > {})",
+            super::sqlite_lease::NOW_MS
+        ))?
         .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
         .collect::<Result<_, _>>()?;
     if unfinished.is_empty() {
@@ -438,16 +449,24 @@ fn migrate(connection: &mut Connection, path: &Path) -> Result<(), StoreError> {
             transaction.execute_batch(SCHEMA_V1).map_err(open_error)?;
             transaction.execute_batch(SCHEMA_V2).map_err(open_error)?;
             transaction
+                .execute_batch(super::sqlite_lease::SCHEMA_V3)
+                .map_err(open_error)?;
+            transaction
                 .pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(open_error)?;
             tracing::info!(path = %path.display(), version = SCHEMA_VERSION, "created thread database");
         }
-        1 => {
-            transaction.execute_batch(SCHEMA_V2).map_err(open_error)?;
+        1 | 2 => {
+            if found == 1 {
+                transaction.execute_batch(SCHEMA_V2).map_err(open_error)?;
+            }
+            transaction
+                .execute_batch(super::sqlite_lease::SCHEMA_V3)
+                .map_err(open_error)?;
             transaction
                 .pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(open_error)?;
-            tracing::info!(path = %path.display(), from = 1, to = SCHEMA_VERSION, "migrated thread database");
+            tracing::info!(path = %path.display(), from = found, to = SCHEMA_VERSION, "migrated thread database");
         }
         SCHEMA_VERSION => {}
         found => {
@@ -1003,7 +1022,7 @@ impl ThreadStore for SqliteThreadStore {
     ) -> Result<(), StoreError> {
         let thread = thread.clone();
         let history = history.to_vec();
-        self.write(move |connection| {
+        self.write_thread(thread.id.clone(), move |connection| {
             if read_thread(connection, &thread.id)?.is_some() {
                 return Err(StoreError::ThreadExists(thread.id));
             }
@@ -1054,7 +1073,7 @@ impl ThreadStore for SqliteThreadStore {
     ) -> Result<ThreadRecord, StoreError> {
         let thread_id = thread_id.to_owned();
         let update = update.clone();
-        self.write(move |connection| {
+        self.write_thread(thread_id.clone(), move |connection| {
             let mut record = read_thread(connection, &thread_id)?
                 .ok_or_else(|| StoreError::ThreadNotFound(thread_id.clone()))?;
             update.apply(&mut record);
@@ -1120,7 +1139,7 @@ impl ThreadStore for SqliteThreadStore {
 
     async fn delete_thread(&self, thread_id: &str) -> Result<bool, StoreError> {
         let thread_id = thread_id.to_owned();
-        self.write(move |connection| {
+        self.write_thread(thread_id.clone(), move |connection| {
             // Turns, items and attachments go with it through ON DELETE CASCADE, in the same
             // transaction.
             let deleted = connection.execute("DELETE FROM threads WHERE id = ?1", [&thread_id])?;
@@ -1138,7 +1157,7 @@ impl ThreadStore for SqliteThreadStore {
         let thread_id = thread_id.to_owned();
         let turn = turn.clone();
         let update = update.clone();
-        self.write(move |connection| {
+        self.write_thread(thread_id.clone(), move |connection| {
             let mut record = read_thread(connection, &thread_id)?
                 .ok_or_else(|| StoreError::ThreadNotFound(thread_id.clone()))?;
             let seq = match turn_seq(connection, &thread_id, &turn.id)? {
@@ -1177,7 +1196,7 @@ impl ThreadStore for SqliteThreadStore {
         let index = i64::try_from(index).expect("a turn holds fewer than i64::MAX items");
         // Encoded here, on the caller's task, so the writer only copies bytes.
         let item = encode_exact(item, "item")?;
-        self.write(move |connection| {
+        self.write_thread(thread_id.clone(), move |connection| {
             if turn_seq(connection, &thread_id, &turn_id)?.is_none() {
                 return Err(StoreError::TurnNotFound { thread_id, turn_id });
             }
@@ -1218,7 +1237,7 @@ impl ThreadStore for SqliteThreadStore {
             .transpose()?;
         let times = (turn.started_at, turn.completed_at, turn.duration_ms);
         let update = update.clone();
-        self.write(move |connection| {
+        self.write_thread(thread_id.clone(), move |connection| {
             let mut record = read_thread(connection, &thread_id)?
                 .ok_or_else(|| StoreError::ThreadNotFound(thread_id.clone()))?;
             let changed = connection
@@ -1328,7 +1347,7 @@ impl ThreadStore for SqliteThreadStore {
     ) -> Result<ThreadAttachmentAddResponse, StoreError> {
         let thread_id = thread_id.to_owned();
         let attachment = attachment.clone();
-        self.write(move |connection| {
+        self.write_thread(thread_id.clone(), move |connection| {
             require_thread(connection, &thread_id)?;
             let existing = find_attachment(
                 connection,
@@ -1372,7 +1391,7 @@ impl ThreadStore for SqliteThreadStore {
         let thread_id = thread_id.to_owned();
         let attachment_type = attachment_type.to_owned();
         let identity_key = identity_key.to_owned();
-        self.write(move |connection| {
+        self.write_thread(thread_id.clone(), move |connection| {
             require_thread(connection, &thread_id)?;
             let removed = find_attachment(connection, &thread_id, &attachment_type, &identity_key)?;
             if removed.is_some() {
@@ -1416,7 +1435,7 @@ impl ThreadStore for SqliteThreadStore {
         let thread_id = thread_id.to_owned();
         let turn_id = turn_id.to_owned();
         let update = update.clone();
-        self.write(move |connection| {
+        self.write_thread(thread_id.clone(), move |connection| {
             let mut record = read_thread(connection, &thread_id)?
                 .ok_or_else(|| StoreError::ThreadNotFound(thread_id.clone()))?;
             let Some(seq) = turn_seq(connection, &thread_id, &turn_id)? else {
@@ -1442,7 +1461,7 @@ impl ThreadStore for SqliteThreadStore {
         let thread_id = thread_id.to_owned();
         let turn_id = turn_id.to_owned();
         let summary = summary.to_owned();
-        self.write(move |connection| {
+        self.write_thread(thread_id.clone(), move |connection| {
             require_thread(connection, &thread_id)?;
             if turn_seq(connection, &thread_id, &turn_id)?.is_none() {
                 return Err(StoreError::TurnNotFound { thread_id, turn_id });
@@ -1477,5 +1496,24 @@ impl ThreadStore for SqliteThreadStore {
                 .optional()?)
         })
         .await
+    }
+    async fn acquire_lease(&self, thread_id: &str) -> Result<(), StoreError> {
+        self.acquire(thread_id).await
+    }
+
+    async fn release_lease(&self, thread_id: &str) -> Result<(), StoreError> {
+        self.release(thread_id).await
+    }
+
+    async fn renew_leases(&self) -> Result<super::LeaseRenewal, StoreError> {
+        self.renew().await
+    }
+
+    fn lost_leases(&self) -> Vec<String> {
+        self.unreported_losses()
+    }
+
+    fn lease_settings(&self) -> Option<&super::LeaseSettings> {
+        self.settings()
     }
 }

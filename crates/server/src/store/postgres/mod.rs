@@ -333,7 +333,7 @@ impl PostgresThreadStore {
         let granted = db
             .prepare_cached(
                 "INSERT INTO thread_leases (thread_id, owner, epoch, expires_at) \
-                 VALUES ($1, $2, 1, now() + $3 * interval '1 millisecond') \
+                 VALUES ($1, $2, 1, now() + $3::bigint * interval '1 millisecond') \
                  ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, \
                  epoch = thread_leases.epoch + 1, expires_at = excluded.expires_at, \
                  handoff_requested_by = NULL \
@@ -480,7 +480,7 @@ impl PostgresThreadStore {
         let epochs: Vec<i64> = asked.iter().map(|(_, epoch)| *epoch).collect();
         let statement = client
             .prepare_cached(
-                "UPDATE thread_leases AS l SET expires_at = now() + $4 * interval '1 millisecond' \
+                "UPDATE thread_leases AS l SET expires_at = now() + $4::bigint * interval '1 millisecond' \
                  FROM unnest($2::text[], $3::bigint[]) AS h (thread_id, epoch) \
                  WHERE l.thread_id = h.thread_id AND l.epoch = h.epoch AND l.owner = $1 \
                  AND l.expires_at > now() \
