@@ -11,8 +11,8 @@
 //! (compare-and-set on the lease row), so a write from a server that lost its lease is
 //! refused by the database even when the server does not know it yet.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::StoreError;
@@ -33,11 +33,7 @@ pub struct LeaseSettings {
 impl LeaseSettings {
     /// Settings for this process with `ttl`: the owner is `host/pid/random`.
     pub fn for_this_process(ttl: Duration) -> Self {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|name| name.trim().to_owned())
-            .ok()
-            .filter(|name| !name.is_empty())
-            .unwrap_or_else(|| "localhost".to_owned());
+        let host = this_host();
         let suffix: u32 = rand::random();
         Self {
             owner: format!("{host}/{}/{suffix:08x}", std::process::id()),
@@ -55,6 +51,52 @@ impl LeaseSettings {
     pub(crate) fn ttl_millis(&self) -> i64 {
         i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX)
     }
+}
+
+/// Whether the process that holds a lease as `owner` is known to be gone: it ran on this
+/// machine and no such process runs any more (or only its zombie remains). A lease of a
+/// crashed server on the same machine is then taken at once rather than after the TTL; for
+/// owners on other machines only the TTL tells.
+pub(crate) fn owner_is_gone(owner: &str) -> bool {
+    let mut parts = owner.split('/');
+    let (Some(host), Some(pid)) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<u32>() else {
+        return false;
+    };
+    if host != this_host() {
+        return false;
+    }
+    if pid == std::process::id() {
+        // A server of this process (an embedder may run several, one after the other): gone
+        // once its store is.
+        return !live_owners().contains(owner);
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesized command name.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => true,
+    }
+}
+
+/// The owners of this process's stores that keep leases.
+fn live_owners() -> MutexGuard<'static, HashSet<String>> {
+    static OWNERS: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+    OWNERS
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+}
+
+fn this_host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_owned())
+        .ok()
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
 }
 
 /// What a [`super::ThreadStore::renew_leases`] round found.
@@ -84,6 +126,12 @@ pub(crate) struct LeaseBook {
     held: Mutex<HashMap<String, Held>>,
 }
 
+impl Drop for LeaseBook {
+    fn drop(&mut self) {
+        live_owners().remove(&self.settings.owner);
+    }
+}
+
 /// What a write on a thread must check in its transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Fence {
@@ -96,6 +144,7 @@ pub(crate) enum Fence {
 
 impl LeaseBook {
     pub(crate) fn new(settings: LeaseSettings) -> Self {
+        live_owners().insert(settings.owner.clone());
         Self {
             settings,
             held: Mutex::new(HashMap::new()),
@@ -126,6 +175,15 @@ impl LeaseBook {
                 Err(StoreError::Fenced(thread_id.to_owned()))
             }
             Some(Held::Lost { .. }) => Err(StoreError::Fenced(thread_id.to_owned())),
+        }
+    }
+
+    /// This server stops (shutdown): every lease it still holds is lost to it, and servers of
+    /// this process may take them at once (see [`owner_is_gone`]).
+    pub(crate) fn retire(&self) {
+        live_owners().remove(&self.settings.owner);
+        for value in self.held().values_mut() {
+            *value = Held::Lost { reported: true };
         }
     }
 

@@ -574,6 +574,11 @@ pub trait ThreadStore: Send + Sync {
         Vec::new()
     }
 
+    /// Called once at shutdown, after [`ThreadStore::release_lease`] for every loaded thread:
+    /// this server writes no more, and a lease it could not release (the database failing)
+    /// is free at once for another server of this process.
+    fn retire_leases(&self) {}
+
     /// The lease settings, for stores that keep leases; `None` for the in-memory store.
     fn lease_settings(&self) -> Option<&LeaseSettings> {
         None

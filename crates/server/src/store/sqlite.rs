@@ -371,15 +371,20 @@ fn commit_batch(connection: &Connection, path: &Path, batch: Vec<PendingWrite>) 
 /// Turns of a thread another process holds a live lease on are left alone: that process may be
 /// running them now (a home shared by several servers).
 fn recover(connection: &mut Connection) -> Result<usize, StoreError> {
-    let unfinished: Vec<(String, String)> = connection
+    let candidates: Vec<(String, String, Option<String>)> = connection
         .prepare(&format!(
-            "SELECT thread_id, id FROM turns WHERE status = 'inProgress' AND NOT EXISTS \
-             (SELECT 1 FROM thread_leases l WHERE l.thread_id = turns.thread_id \
-             AND l.expires_at > {})",
+            "SELECT t.thread_id, t.id, l.owner FROM turns t LEFT JOIN thread_leases l \
+             ON l.thread_id = t.thread_id AND l.expires_at > {} \
+             WHERE t.status = 'inProgress'",
             super::sqlite_lease::NOW_MS
         ))?
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
         .collect::<Result<_, _>>()?;
+    let unfinished: Vec<(String, String)> = candidates
+        .into_iter()
+        .filter(|(_, _, owner)| owner.as_deref().is_none_or(super::lease::owner_is_gone))
+        .map(|(thread_id, turn_id, _)| (thread_id, turn_id))
+        .collect();
     if unfinished.is_empty() {
         return Ok(0);
     }
@@ -1511,6 +1516,12 @@ impl ThreadStore for SqliteThreadStore {
 
     fn lost_leases(&self) -> Vec<String> {
         self.unreported_losses()
+    }
+
+    fn retire_leases(&self) {
+        if let Some(leases) = &self.leases {
+            leases.retire();
+        }
     }
 
     fn lease_settings(&self) -> Option<&super::LeaseSettings> {

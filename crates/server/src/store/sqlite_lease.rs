@@ -11,7 +11,7 @@ use std::time::Instant;
 use rusqlite::{Connection, OptionalExtension, params};
 use tandem_protocol::{ThreadItem, TurnError};
 
-use super::lease::{Fence, LeaseBook, LeaseRenewal, LeaseSettings};
+use super::lease::{Fence, LeaseBook, LeaseRenewal, LeaseSettings, owner_is_gone};
 use super::sqlite::{SqliteThreadStore, decode, encode};
 use super::{INTERRUPTED_BY_STOP, StoreError, close_unfinished_item};
 
@@ -242,6 +242,7 @@ fn acquire_in(
         .optional()?;
     if let Some((holder, expires_at, true)) = &holder
         && holder != owner
+        && !owner_is_gone(holder)
     {
         connection.execute(
             "UPDATE thread_leases SET handoff_requested_by = ?2 WHERE thread_id = ?1",

@@ -40,7 +40,7 @@ use deadpool_postgres::{ClientWrapper, Manager, ManagerConfig, Object, Pool, Rec
 use tandem_protocol::TurnError;
 use tokio_postgres::config::{Host, SslMode};
 
-use super::lease::{Fence, LeaseBook, LeaseRenewal, LeaseSettings};
+use super::lease::{Fence, LeaseBook, LeaseRenewal, LeaseSettings, owner_is_gone};
 use super::sqlite::{decode, encode};
 use super::{INTERRUPTED_BY_STOP, StoreError, close_unfinished_item};
 
@@ -301,6 +301,31 @@ impl PostgresThreadStore {
         }
     }
 
+    /// Times `count` empty write transactions, then `count` holding only the lease check of
+    /// a leased thread: what the fence adds to every write (`cargo bench --bench stores`).
+    #[doc(hidden)]
+    pub async fn fence_statement_cost(
+        &self,
+        count: usize,
+    ) -> Result<(Duration, Duration), StoreError> {
+        let thread_id = super::new_id();
+        self.acquire(&thread_id).await?;
+        let began = Instant::now();
+        for _ in 0..count {
+            let tx = self.write(None).await?;
+            tx.finish(Ok(())).await?;
+        }
+        let empty = began.elapsed();
+        let began = Instant::now();
+        for _ in 0..count {
+            let tx = self.write(Some(&thread_id)).await?;
+            tx.finish(Ok(())).await?;
+        }
+        let fenced = began.elapsed();
+        self.release(&thread_id).await?;
+        Ok((empty, fenced))
+    }
+
     /// See [`super::ThreadStore::acquire_lease`].
     pub(super) async fn acquire(&self, thread_id: &str) -> Result<(), StoreError> {
         let sent = Instant::now();
@@ -342,6 +367,29 @@ impl PostgresThreadStore {
             )
             .await?;
         if let Some(row) = db.query_opt(&granted, &[&thread_id, owner, &ttl]).await? {
+            self.close_unfinished_turns(db, thread_id).await?;
+            return Ok(Acquired::Granted(row.get(0)));
+        }
+        // Held by a server on this machine that is gone (crashed): taken at once.
+        let holder: Option<String> = db
+            .query_opt(
+                "SELECT owner FROM thread_leases WHERE thread_id = $1",
+                &[&thread_id],
+            )
+            .await?
+            .map(|row| row.get(0));
+        if let Some(holder) = holder.filter(|holder| owner_is_gone(holder))
+            && let Some(row) = db
+                .query_opt(
+                    "UPDATE thread_leases SET owner = $2, epoch = epoch + 1, \
+                     expires_at = now() + $3::bigint * interval '1 millisecond', \
+                     handoff_requested_by = NULL WHERE thread_id = $1 AND owner = $4 \
+                     RETURNING epoch",
+                    &[&thread_id, owner, &ttl, &holder],
+                )
+                .await?
+        {
+            tracing::info!(thread = thread_id, previous = %holder, "took over the lease of a server that is gone");
             self.close_unfinished_turns(db, thread_id).await?;
             return Ok(Acquired::Granted(row.get(0)));
         }

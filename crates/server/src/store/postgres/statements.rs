@@ -920,6 +920,10 @@ impl ThreadStore for PostgresThreadStore {
         self.leases.after_failed_renewal()
     }
 
+    fn retire_leases(&self) {
+        self.leases.retire();
+    }
+
     fn lease_settings(&self) -> Option<&LeaseSettings> {
         Some(&self.leases.settings)
     }
