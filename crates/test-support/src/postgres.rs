@@ -111,7 +111,7 @@ impl PostgresCluster {
             .map_err(|error| format!("cannot start the cluster's watcher: {error}"))?;
         let options = format!(
             "-k {} -c listen_addresses= -p {PORT} -c fsync=off -c synchronous_commit=off \
-             -c full_page_writes=off -c max_connections=200",
+             -c full_page_writes=off -c max_connections=400",
             path_str(&cluster.socket_dir())
         );
         cluster.run(

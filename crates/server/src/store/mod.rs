@@ -562,8 +562,8 @@ pub trait ThreadStore: Send + Sync {
 
     /// Renews every lease this process holds, in one statement; reports the leases lost
     /// since the last round and those another server asked for. Fails when the database
-    /// cannot be reached, after marking lost every lease whose local deadline passed (those
-    /// are reported by the next round that succeeds, or by [`ThreadStore::lost_leases`]).
+    /// cannot be reached; the caller then asks [`ThreadStore::lost_leases`] which leases ran
+    /// out on its own clock meanwhile.
     async fn renew_leases(&self) -> Result<LeaseRenewal, StoreError> {
         Ok(LeaseRenewal::default())
     }

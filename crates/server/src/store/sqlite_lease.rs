@@ -155,10 +155,8 @@ impl SqliteThreadStore {
             .await;
         let rows = match rows {
             Ok(rows) => rows,
-            Err(error) => {
-                leases.after_failed_renewal();
-                return Err(error);
-            }
+            // The caller asks for the leases that ran out meanwhile (`lost_leases`).
+            Err(error) => return Err(error),
         };
         let renewed: Vec<String> = rows.iter().map(|(id, _)| id.clone()).collect();
         Ok(LeaseRenewal {

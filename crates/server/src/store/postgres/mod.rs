@@ -503,10 +503,8 @@ impl PostgresThreadStore {
         };
         let rows = match rows {
             Ok(rows) => rows,
-            Err(error) => {
-                self.leases.after_failed_renewal();
-                return Err(error);
-            }
+            // The caller asks for the leases that ran out meanwhile (`lost_leases`).
+            Err(error) => return Err(error),
         };
         let renewed: Vec<String> = rows.iter().map(|(id, _)| id.clone()).collect();
         let handoff_requested = rows
