@@ -423,6 +423,9 @@ impl MessageProcessor for TandemServer {
             kills.spawn(async move { ended.cancelled().await });
         }
         while kills.join_next().await.is_some() {}
+        // Every turn recorded its end: the writer leases go back, so that another server can
+        // take the threads at once rather than after the TTL (docs/scaling.md).
+        self.threads.release_all_leases().await;
         // Only now is every turn's last write queued, so the checkpoint leaves the database
         // file complete on its own (docs/reliability.md).
         self.threads.checkpoint().await;

@@ -26,6 +26,7 @@
 pub mod binary;
 pub mod mock_app_server;
 pub mod mock_http;
+pub mod postgres;
 
 pub use mock_app_server::MockWebSocketServer;
 

@@ -25,6 +25,7 @@ use tandem_protocol::ConfigReadResponse;
 mod layers;
 mod providers;
 pub(crate) mod sandbox;
+mod store;
 mod validate;
 pub(crate) mod write;
 
@@ -38,6 +39,7 @@ pub use providers::{
     MODEL_PROVIDER_KEY, MODEL_PROVIDERS_KEY, ModelProviderConfig, WireApi,
 };
 pub use sandbox::{SANDBOX_MODE_KEY, SANDBOX_WORKSPACE_WRITE_KEY};
+pub use store::STORE_KEY;
 pub use validate::ConfigWarning;
 
 /// The environment variable naming the server's home directory.
@@ -91,6 +93,7 @@ const KNOWN_KEYS: &[&str] = &[
     PROFILES_KEY,
     SANDBOX_MODE_KEY,
     SANDBOX_WORKSPACE_WRITE_KEY,
+    STORE_KEY,
 ];
 
 /// Why a configuration could not be resolved.
@@ -215,6 +218,12 @@ pub struct ServerConfig {
     /// The sandbox policy of a thread that asks for none (`sandbox_mode`,
     /// `[sandbox_workspace_write]`); read-only without network unless configured.
     pub sandbox: tandem_protocol::SandboxPolicy,
+    /// `store.url`: the PostgreSQL database holding durable threads; `None` keeps them in
+    /// `TANDEM_HOME/threads.sqlite` (docs/scaling.md).
+    pub store_url: Option<String>,
+    /// `store.lease_ttl_ms`: how long this server's writer lease on a thread lasts without
+    /// renewal.
+    pub lease_ttl: Duration,
 }
 
 impl ServerConfig {
@@ -512,6 +521,8 @@ impl ServerConfigBuilder {
             model_provider: settings.model_provider,
             model_providers: settings.model_providers,
             profile,
+            store_url: settings.store.url,
+            lease_ttl: settings.store.lease_ttl,
             source: Box::new(source),
             sandbox: match (settings.sandbox, self.default_sandbox_mode) {
                 (Some(policy), _) => policy,
@@ -620,6 +631,7 @@ struct Settings {
     model_provider: Option<String>,
     model_providers: BTreeMap<String, ModelProviderConfig>,
     sandbox: Option<tandem_protocol::SandboxPolicy>,
+    store: store::StoreSettings,
 }
 
 /// A TOML value as JSON (TOML dates become strings), for the parsers shared with JSON input.
@@ -681,6 +693,7 @@ impl Settings {
             }
         })?;
         Ok(Self {
+            store: store::parse_store(layered)?,
             sandbox,
             thread_unload_delay,
             process_output_max_bytes,

@@ -101,6 +101,15 @@ fn collect_top_level(table: &toml::Table, origin: &Origin, found: &mut Vec<Confi
                     }
                 }
             }
+            (super::STORE_KEY, toml::Value::Table(options)) => {
+                for name in options.keys() {
+                    if !super::store::STORE_KEYS.contains(&name.as_str()) {
+                        let mut warning = unknown(name, super::store::STORE_KEYS, origin);
+                        prefix_key(&mut warning, &format!("{}.", super::STORE_KEY));
+                        found.push(warning);
+                    }
+                }
+            }
             (SANDBOX_WORKSPACE_WRITE_KEY, toml::Value::Table(options)) => {
                 for name in options.keys() {
                     if !WORKSPACE_WRITE_KEYS.contains(&name.as_str()) {

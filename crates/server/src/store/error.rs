@@ -100,6 +100,50 @@ pub enum StoreError {
     /// message is the store's own and names where it failed.
     #[error("{0}")]
     Unavailable(String),
+    /// Another server holds the thread's writer lease (docs/scaling.md). The text is the
+    /// reference app-server's, which integrators match.
+    #[error("thread {thread_id} already has an active writer")]
+    LeaseHeld {
+        /// The thread.
+        thread_id: String,
+        /// The server holding the lease (`host/pid/suffix`).
+        owner: String,
+        /// When its lease runs out unless renewed, unix milliseconds on the database's clock.
+        expires_at_ms: i64,
+    },
+    /// This server lost the thread's writer lease (another server took it over, or it could
+    /// not be renewed in time): the write was refused and nothing of it was kept.
+    #[error(
+        "this server lost the writer lease of thread {0} (another server took it over or it \
+         could not be renewed in time); nothing more is written to it here: resume the thread \
+         to continue"
+    )]
+    Fenced(String),
+    /// The PostgreSQL store's `store.url` does not parse or names no usable database.
+    #[error("invalid store.url: {0}; expected postgres://USER@HOST/DATABASE (see docs/scaling.md)")]
+    PostgresUrl(String),
+    /// A PostgreSQL statement failed.
+    #[error(
+        "PostgreSQL thread store error: {0}; check that the database named by store.url is reachable and retry"
+    )]
+    Postgres(#[from] tokio_postgres::Error),
+    /// No PostgreSQL connection could be had from the pool.
+    #[error(
+        "cannot connect to the PostgreSQL thread store: {0}; check store.url and that the database is up"
+    )]
+    PostgresPool(String),
+    /// The PostgreSQL database records a migration this build does not know (normally:
+    /// migrated by a newer Tandem).
+    #[error(
+        "the PostgreSQL thread store has schema version {found}, but this build knows only \
+         versions up to {supported}; upgrade Tandem"
+    )]
+    UnsupportedPostgresSchema {
+        /// The newest version recorded in the database.
+        found: i64,
+        /// The newest version this build knows.
+        supported: i64,
+    },
     /// The blocking task running a database operation panicked or was cancelled.
     #[error("thread database task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
@@ -136,6 +180,16 @@ impl StoreError {
                 detail: detail.clone(),
                 advice,
             },
+            StoreError::Fenced(thread_id) => StoreError::Fenced(thread_id.clone()),
+            StoreError::LeaseHeld {
+                thread_id,
+                owner,
+                expires_at_ms,
+            } => StoreError::LeaseHeld {
+                thread_id: thread_id.clone(),
+                owner: owner.clone(),
+                expires_at_ms: *expires_at_ms,
+            },
             other => StoreError::Unavailable(other.to_string()),
         }
     }
@@ -150,7 +204,25 @@ impl StoreError {
                 | StoreError::TurnNotFound { .. }
                 | StoreError::ThreadExists(_)
                 | StoreError::InvalidCursor(_)
+                | StoreError::LeaseHeld { .. }
         )
+    }
+
+    /// Whether a PostgreSQL failure is a lost connection (the server terminated the backend,
+    /// or the socket closed): worth one retry on a fresh connection before anything was
+    /// written.
+    pub(crate) fn is_lost_connection(&self) -> bool {
+        match self {
+            StoreError::Postgres(error) => {
+                error.is_closed()
+                    || error.code().is_some_and(|code| {
+                        code.code().starts_with("57P") || code.code().starts_with("08")
+                    })
+                    || error.to_string().contains("connection closed")
+            }
+            StoreError::PostgresPool(_) => true,
+            _ => false,
+        }
     }
 }
 

@@ -1,6 +1,7 @@
-//! Idempotency keys (schema version 3), run against both stores: claim and replay, release,
+//! Idempotency keys (SQLite schema version 3, PostgreSQL migration 3), run against every
+//! store (PostgreSQL where one is installed): claim and replay, release,
 //! the age and per-scope bounds, deletion with the thread, plus their durability across a
-//! SQLite reopen and the migration from version 2.
+//! SQLite reopen and the migration from version 2 (through 3 to 4).
 
 use std::sync::Arc;
 
@@ -12,10 +13,12 @@ use super::*;
 async fn stores() -> (Vec<Arc<dyn ThreadStore>>, tempfile::TempDir) {
     let home = tempfile::tempdir().expect("temp dir");
     let sqlite = SqliteThreadStore::open(home.path()).await.expect("open");
-    (
-        vec![Arc::new(InMemoryThreadStore::new()), Arc::new(sqlite)],
-        home,
-    )
+    let mut stores: Vec<Arc<dyn ThreadStore>> =
+        vec![Arc::new(InMemoryThreadStore::new()), Arc::new(sqlite)];
+    if let Some(postgres) = super::tests::postgres_store().await {
+        stores.push(Arc::new(postgres));
+    }
+    (stores, home)
 }
 
 fn key(scope: &str, key: &str, created_at: i64) -> IdempotencyRecord {
@@ -262,7 +265,9 @@ async fn sqlite_migrates_a_version_two_database() {
         // Back to what a version-2 build left.
         let connection = rusqlite::Connection::open(&path).expect("raw open");
         connection
-            .execute_batch("DROP TABLE idempotency_keys; PRAGMA user_version = 2;")
+            .execute_batch(
+                "DROP TABLE idempotency_keys; DROP TABLE thread_leases; PRAGMA user_version = 2;",
+            )
             .expect("version 2");
     }
     let store = SqliteThreadStore::open(home.path()).await.expect("migrate");
@@ -270,7 +275,8 @@ async fn sqlite_migrates_a_version_two_database() {
         .expect("raw open")
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .expect("user_version");
-    assert_eq!(version, 3);
+    // 2 -> 3 (idempotency keys) -> 4 (writer leases).
+    assert_eq!(version, 4);
     assert!(store.get_thread("old").await.expect("read").is_some());
     assert_eq!(
         store

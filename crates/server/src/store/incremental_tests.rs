@@ -261,6 +261,13 @@ macro_rules! both_stores {
                     let store = super::SqliteThreadStore::open(home.path()).await.expect("open");
                     super::$case(std::sync::Arc::new(store)).await;
                 }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn postgres() {
+                    if let Some(store) = super::super::tests::postgres_store().await {
+                        super::$case(std::sync::Arc::new(store)).await;
+                    }
+                }
             }
         )*
     };

@@ -14,12 +14,18 @@
 //! [`ThreadStore::finish_turn`] before `turn/completed`. A turn left `inProgress` by a crash
 //! is closed as `interrupted` when the durable store opens (`recovery`).
 //!
-//! Files: `error` holds [`StoreError`], `memory` and `sqlite` the two implementations,
+//! Threads shared between processes (PostgreSQL, or SQLite on a home several servers use) have
+//! one writer at a time: the writer lease of issue 20 (`lease`, docs/scaling.md), acquired
+//! with [`ThreadStore::acquire_lease`] when a server loads a thread and checked inside every
+//! write transaction.
+//!
+//! Files: `error` holds [`StoreError`], `memory`, `sqlite` and `postgres` the implementations,
 //! `paging` the history cursors and item queries both share, `recovery` what a turn cut
 //! short by a crash becomes, `tests` one suite run against both plus the SQLite durability
 //! tests (`paging_tests` the history paging suite, `thread_ops_tests` the same for archiving,
 //! compaction summaries and truncation, schema version 2), `idempotency` the idempotency keys
-//! (schema version 3).
+//! (SQLite schema version 3), `lease` and `sqlite_lease` the writer leases (SQLite schema
+//! version 4; PostgreSQL's migrations are in `crates/server/migrations/postgres`).
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -30,15 +36,20 @@ use tandem_protocol::{
 
 mod error;
 mod idempotency;
+mod lease;
 mod memory;
 mod paging;
+mod postgres;
 mod recovery;
 mod sqlite;
+mod sqlite_lease;
 
 #[cfg(test)]
 mod idempotency_tests;
 #[cfg(test)]
 mod incremental_tests;
+#[cfg(test)]
+mod lease_tests;
 #[cfg(test)]
 mod paging_tests;
 #[cfg(test)]
@@ -48,11 +59,13 @@ mod thread_ops_tests;
 
 pub use error::StoreError;
 pub use idempotency::{IdempotencyRecord, KEY_MAX_AGE_SECS, KEYS_PER_SCOPE, SERVER_SCOPE};
+pub use lease::{DEFAULT_LEASE_TTL, LeaseRenewal, LeaseSettings};
 pub use memory::InMemoryThreadStore;
 pub use paging::{
     ItemListQuery, ItemPosition, ItemStart, MAX_HISTORY_PAGE_LIMIT, StoredItem, apply_items_view,
     history_page_limit, summary_items,
 };
+pub use postgres::PostgresThreadStore;
 pub use recovery::{INTERRUPTED_BY_STOP, close_unfinished_item, close_unfinished_turn};
 pub use sqlite::SqliteThreadStore;
 
@@ -557,6 +570,51 @@ pub trait ThreadStore: Send + Sync {
     /// Forgets `key` in `scope` (its request failed before it took effect, so a retry must
     /// run it); nothing happens for an unknown key.
     async fn release_idempotency_key(&self, scope: &str, key: &str) -> Result<(), StoreError>;
+
+    /// Takes the writer lease of `thread_id` for this process (docs/scaling.md): granted when
+    /// no other server holds a live one, with an epoch above every earlier one; turns the
+    /// thread's previous writer left `inProgress` are closed as interrupted in the same
+    /// transaction. Refused with [`StoreError::LeaseHeld`] (naming the owner and its expiry)
+    /// while another server holds it, which is also asked to hand the thread over. From then
+    /// on every write to the thread checks the epoch in its transaction and fails with
+    /// [`StoreError::Fenced`] once the lease is gone. Stores used by one process only (the
+    /// in-memory store) grant every lease without recording it.
+    async fn acquire_lease(&self, thread_id: &str) -> Result<(), StoreError> {
+        let _ = thread_id;
+        Ok(())
+    }
+
+    /// Gives the lease of `thread_id` up (the thread was unloaded, its connection closed, the
+    /// server stops or hands it over), so that another server can take it at once rather than
+    /// after the TTL. Nothing to do for a lease this process does not hold.
+    async fn release_lease(&self, thread_id: &str) -> Result<(), StoreError> {
+        let _ = thread_id;
+        Ok(())
+    }
+
+    /// Renews every lease this process holds, in one statement; reports the leases lost
+    /// since the last round and those another server asked for. Fails when the database
+    /// cannot be reached; the caller then asks [`ThreadStore::lost_leases`] which leases ran
+    /// out on its own clock meanwhile.
+    async fn renew_leases(&self) -> Result<LeaseRenewal, StoreError> {
+        Ok(LeaseRenewal::default())
+    }
+
+    /// The leases lost and not yet reported (past their local deadline or refused a write),
+    /// without asking the database: what a server that cannot reach it acts on.
+    fn lost_leases(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Called once at shutdown, after [`ThreadStore::release_lease`] for every loaded thread:
+    /// this server writes no more, and a lease it could not release (the database failing)
+    /// is free at once for another server of this process.
+    fn retire_leases(&self) {}
+
+    /// The lease settings, for stores that keep leases; `None` for the in-memory store.
+    fn lease_settings(&self) -> Option<&LeaseSettings> {
+        None
+    }
 
     /// Creates `fork` (see [`ThreadRecord::forked`]) holding the source's turns through
     /// `last_turn_id` (inclusive; all for `None`) and returns the copied turns. Attachments

@@ -87,6 +87,10 @@ async fn with_both(case: impl AsyncFn(Arc<dyn ThreadStore>, String, Vec<Turn>)) 
     let sqlite = SqliteThreadStore::open(home.path()).await.expect("open");
     let (store, id, turns) = fixture(Arc::new(sqlite)).await;
     case(store, id, turns).await;
+    if let Some(postgres) = super::tests::postgres_store().await {
+        let (store, id, turns) = fixture(Arc::new(postgres)).await;
+        case(store, id, turns).await;
+    }
 }
 
 /// Every item of `turns` with its position, in thread order.

@@ -50,7 +50,7 @@ use super::{
 };
 
 /// The schema version this build writes and reads.
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
 
 /// How long a transaction waits for another process's write lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -134,7 +134,7 @@ CREATE TABLE compactions (
 ) STRICT;
 ";
 
-/// Schema version 3 (i-idem): idempotency keys (`super::idempotency`). Applied on top of
+/// Schema version 3: idempotency keys (`super::idempotency`). Applied on top of
 /// version 2.
 ///
 /// Not tied to `threads` by a foreign key: `thread/start` keys have no thread, and a key must
@@ -181,6 +181,9 @@ pub struct SqliteThreadStore {
     /// Writes queued for the next group commit, in arrival order.
     writes: Arc<Mutex<Vec<PendingWrite>>>,
     path: PathBuf,
+    /// The writer leases this process holds, when the home may be shared by several
+    /// processes (see `sqlite_lease`); `None` writes without checking any.
+    pub(super) leases: Option<Arc<super::lease::LeaseBook>>,
 }
 
 impl std::fmt::Debug for SqliteThreadStore {
@@ -240,6 +243,7 @@ impl SqliteThreadStore {
             connection: Arc::new(Mutex::new(connection)),
             writes: Arc::new(Mutex::new(Vec::new())),
             path,
+            leases: None,
         })
     }
 
@@ -266,7 +270,7 @@ impl SqliteThreadStore {
     /// Queues the write `operation` for the next group commit and returns its result once
     /// that commit is durable. The write completes (or fails) even if the caller stops
     /// waiting, so a dropped request never leaves a write half done.
-    async fn write<T, F>(&self, operation: F) -> Result<T, StoreError>
+    pub(super) async fn write<T, F>(&self, operation: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
@@ -385,11 +389,23 @@ fn commit_batch(connection: &Connection, path: &Path, batch: Vec<PendingWrite>) 
 
 /// Closes every turn a crash left `inProgress` (see [`super::recovery`]); returns how many.
 /// Reads first, so that a healthy (or read-only) store is not written to at all.
+/// Turns of a thread another process holds a live lease on are left alone: that process may be
+/// running them now (a home shared by several servers).
 fn recover(connection: &mut Connection) -> Result<usize, StoreError> {
-    let unfinished: Vec<(String, String)> = connection
-        .prepare("SELECT thread_id, id FROM turns WHERE status = 'inProgress'")?
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+    let candidates: Vec<(String, String, Option<String>)> = connection
+        .prepare(&format!(
+            "SELECT t.thread_id, t.id, l.owner FROM turns t LEFT JOIN thread_leases l \
+             ON l.thread_id = t.thread_id AND l.expires_at > {} \
+             WHERE t.status = 'inProgress'",
+            super::sqlite_lease::NOW_MS
+        ))?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
         .collect::<Result<_, _>>()?;
+    let unfinished: Vec<(String, String)> = candidates
+        .into_iter()
+        .filter(|(_, _, owner)| owner.as_deref().is_none_or(super::lease::owner_is_gone))
+        .map(|(thread_id, turn_id, _)| (thread_id, turn_id))
+        .collect();
     if unfinished.is_empty() {
         return Ok(0);
     }
@@ -460,15 +476,23 @@ fn migrate(connection: &mut Connection, path: &Path) -> Result<(), StoreError> {
             transaction.execute_batch(SCHEMA_V2).map_err(open_error)?;
             transaction.execute_batch(SCHEMA_V3).map_err(open_error)?;
             transaction
+                .execute_batch(super::sqlite_lease::SCHEMA_V4)
+                .map_err(open_error)?;
+            transaction
                 .pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(open_error)?;
             tracing::info!(path = %path.display(), version = SCHEMA_VERSION, "created thread database");
         }
-        1 | 2 => {
+        1..=3 => {
             if found == 1 {
                 transaction.execute_batch(SCHEMA_V2).map_err(open_error)?;
             }
-            transaction.execute_batch(SCHEMA_V3).map_err(open_error)?;
+            if found < 3 {
+                transaction.execute_batch(SCHEMA_V3).map_err(open_error)?;
+            }
+            transaction
+                .execute_batch(super::sqlite_lease::SCHEMA_V4)
+                .map_err(open_error)?;
             transaction
                 .pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(open_error)?;
@@ -490,14 +514,17 @@ fn migrate(connection: &mut Connection, path: &Path) -> Result<(), StoreError> {
 // Encoding.
 // ---------------------------------------------------------------------------------------------
 
-fn encode<T: Serialize>(value: &T, what: &'static str) -> Result<String, StoreError> {
+pub(super) fn encode<T: Serialize>(value: &T, what: &'static str) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|source| StoreError::Encode { what, source })
 }
 
 /// [`encode`] into a buffer of exactly the encoded size: an item can be as large as a turn's
 /// input, and a buffer grown by doubling would briefly hold up to twice that, plus the copy
 /// made at each growth.
-fn encode_exact<T: Serialize>(value: &T, what: &'static str) -> Result<String, StoreError> {
+pub(super) fn encode_exact<T: Serialize>(
+    value: &T,
+    what: &'static str,
+) -> Result<String, StoreError> {
     /// Counts the bytes written to it.
     struct Counter(usize);
     impl std::io::Write for Counter {
@@ -518,7 +545,10 @@ fn encode_exact<T: Serialize>(value: &T, what: &'static str) -> Result<String, S
     String::from_utf8(buffer).map_err(|error| StoreError::Unavailable(error.to_string()))
 }
 
-fn decode<T: DeserializeOwned>(text: &str, what: impl FnOnce() -> String) -> Result<T, StoreError> {
+pub(super) fn decode<T: DeserializeOwned>(
+    text: &str,
+    what: impl FnOnce() -> String,
+) -> Result<T, StoreError> {
     serde_json::from_str(text).map_err(|source| StoreError::Corrupt {
         what: what(),
         source,
@@ -526,14 +556,17 @@ fn decode<T: DeserializeOwned>(text: &str, what: impl FnOnce() -> String) -> Res
 }
 
 /// A unit enum's wire spelling, stored bare so that the column reads naturally in SQL.
-fn encode_word<T: Serialize>(value: &T, what: &'static str) -> Result<String, StoreError> {
+pub(super) fn encode_word<T: Serialize>(
+    value: &T,
+    what: &'static str,
+) -> Result<String, StoreError> {
     match serde_json::to_value(value).map_err(|source| StoreError::Encode { what, source })? {
         Value::String(word) => Ok(word),
         other => Ok(other.to_string()),
     }
 }
 
-fn decode_word<T: DeserializeOwned>(
+pub(super) fn decode_word<T: DeserializeOwned>(
     word: String,
     what: impl FnOnce() -> String,
 ) -> Result<T, StoreError> {
@@ -544,24 +577,24 @@ fn decode_word<T: DeserializeOwned>(
 }
 
 /// A `threads` row as stored, before its JSON members are decoded.
-struct RawThread {
-    id: String,
-    name: Option<String>,
-    preview: String,
-    ephemeral: bool,
-    created_at: i64,
-    updated_at: i64,
-    status: String,
-    cwd: String,
-    source: String,
-    forked_from_id: Option<String>,
-    model: Option<String>,
-    model_provider: String,
-    cli_version: String,
-    approval_policy: String,
-    dynamic_tools: String,
-    config: String,
-    archived_at: Option<i64>,
+pub(super) struct RawThread {
+    pub(super) id: String,
+    pub(super) name: Option<String>,
+    pub(super) preview: String,
+    pub(super) ephemeral: bool,
+    pub(super) created_at: i64,
+    pub(super) updated_at: i64,
+    pub(super) status: String,
+    pub(super) cwd: String,
+    pub(super) source: String,
+    pub(super) forked_from_id: Option<String>,
+    pub(super) model: Option<String>,
+    pub(super) model_provider: String,
+    pub(super) cli_version: String,
+    pub(super) approval_policy: String,
+    pub(super) dynamic_tools: String,
+    pub(super) config: String,
+    pub(super) archived_at: Option<i64>,
 }
 
 impl RawThread {
@@ -588,7 +621,7 @@ impl RawThread {
         })
     }
 
-    fn decode(self) -> Result<ThreadRecord, StoreError> {
+    pub(super) fn decode(self) -> Result<ThreadRecord, StoreError> {
         let id = self.id;
         let what = |member: &str| format!("{member} of thread {id}");
         Ok(ThreadRecord {
@@ -866,7 +899,7 @@ fn read_turns(
 }
 
 /// `ASC` or `DESC`.
-fn sql_order(direction: SortDirection) -> &'static str {
+pub(super) fn sql_order(direction: SortDirection) -> &'static str {
     match direction {
         SortDirection::Asc => "ASC",
         SortDirection::Desc => "DESC",
@@ -874,7 +907,7 @@ fn sql_order(direction: SortDirection) -> &'static str {
 }
 
 /// The comparison that keeps the rows past an anchor in `direction`.
-fn sql_comparison(direction: SortDirection, inclusive: bool) -> &'static str {
+pub(super) fn sql_comparison(direction: SortDirection, inclusive: bool) -> &'static str {
     match (direction, inclusive) {
         (SortDirection::Asc, false) => ">",
         (SortDirection::Asc, true) => ">=",
@@ -1004,7 +1037,7 @@ fn find_attachment(
 
 /// A page size as SQLite's `LIMIT`, one more than asked so that the caller can tell whether a
 /// next page exists.
-fn limit_plus_one(limit: usize) -> i64 {
+pub(super) fn limit_plus_one(limit: usize) -> i64 {
     i64::try_from(effective_limit(limit))
         .unwrap_or(i64::MAX)
         .saturating_add(1)
@@ -1019,7 +1052,7 @@ impl ThreadStore for SqliteThreadStore {
     ) -> Result<(), StoreError> {
         let thread = thread.clone();
         let history = history.to_vec();
-        self.write(move |connection| {
+        self.write_thread(thread.id.clone(), move |connection| {
             if read_thread(connection, &thread.id)?.is_some() {
                 return Err(StoreError::ThreadExists(thread.id));
             }
@@ -1070,7 +1103,7 @@ impl ThreadStore for SqliteThreadStore {
     ) -> Result<ThreadRecord, StoreError> {
         let thread_id = thread_id.to_owned();
         let update = update.clone();
-        self.write(move |connection| {
+        self.write_thread(thread_id.clone(), move |connection| {
             let mut record = read_thread(connection, &thread_id)?
                 .ok_or_else(|| StoreError::ThreadNotFound(thread_id.clone()))?;
             update.apply(&mut record);
@@ -1136,7 +1169,7 @@ impl ThreadStore for SqliteThreadStore {
 
     async fn delete_thread(&self, thread_id: &str) -> Result<bool, StoreError> {
         let thread_id = thread_id.to_owned();
-        self.write(move |connection| {
+        self.write_thread(thread_id.clone(), move |connection| {
             // Turns, items and attachments go with it through ON DELETE CASCADE, in the same
             // transaction.
             let deleted = connection.execute("DELETE FROM threads WHERE id = ?1", [&thread_id])?;
@@ -1158,7 +1191,7 @@ impl ThreadStore for SqliteThreadStore {
         let thread_id = thread_id.to_owned();
         let turn = turn.clone();
         let update = update.clone();
-        self.write(move |connection| {
+        self.write_thread(thread_id.clone(), move |connection| {
             let mut record = read_thread(connection, &thread_id)?
                 .ok_or_else(|| StoreError::ThreadNotFound(thread_id.clone()))?;
             let seq = match turn_seq(connection, &thread_id, &turn.id)? {
@@ -1197,7 +1230,7 @@ impl ThreadStore for SqliteThreadStore {
         let index = i64::try_from(index).expect("a turn holds fewer than i64::MAX items");
         // Encoded here, on the caller's task, so the writer only copies bytes.
         let item = encode_exact(item, "item")?;
-        self.write(move |connection| {
+        self.write_thread(thread_id.clone(), move |connection| {
             if turn_seq(connection, &thread_id, &turn_id)?.is_none() {
                 return Err(StoreError::TurnNotFound { thread_id, turn_id });
             }
@@ -1238,7 +1271,7 @@ impl ThreadStore for SqliteThreadStore {
             .transpose()?;
         let times = (turn.started_at, turn.completed_at, turn.duration_ms);
         let update = update.clone();
-        self.write(move |connection| {
+        self.write_thread(thread_id.clone(), move |connection| {
             let mut record = read_thread(connection, &thread_id)?
                 .ok_or_else(|| StoreError::ThreadNotFound(thread_id.clone()))?;
             let changed = connection
@@ -1348,7 +1381,7 @@ impl ThreadStore for SqliteThreadStore {
     ) -> Result<ThreadAttachmentAddResponse, StoreError> {
         let thread_id = thread_id.to_owned();
         let attachment = attachment.clone();
-        self.write(move |connection| {
+        self.write_thread(thread_id.clone(), move |connection| {
             require_thread(connection, &thread_id)?;
             let existing = find_attachment(
                 connection,
@@ -1392,7 +1425,7 @@ impl ThreadStore for SqliteThreadStore {
         let thread_id = thread_id.to_owned();
         let attachment_type = attachment_type.to_owned();
         let identity_key = identity_key.to_owned();
-        self.write(move |connection| {
+        self.write_thread(thread_id.clone(), move |connection| {
             require_thread(connection, &thread_id)?;
             let removed = find_attachment(connection, &thread_id, &attachment_type, &identity_key)?;
             if removed.is_some() {
@@ -1436,7 +1469,7 @@ impl ThreadStore for SqliteThreadStore {
         let thread_id = thread_id.to_owned();
         let turn_id = turn_id.to_owned();
         let update = update.clone();
-        self.write(move |connection| {
+        self.write_thread(thread_id.clone(), move |connection| {
             let mut record = read_thread(connection, &thread_id)?
                 .ok_or_else(|| StoreError::ThreadNotFound(thread_id.clone()))?;
             let Some(seq) = turn_seq(connection, &thread_id, &turn_id)? else {
@@ -1462,7 +1495,7 @@ impl ThreadStore for SqliteThreadStore {
         let thread_id = thread_id.to_owned();
         let turn_id = turn_id.to_owned();
         let summary = summary.to_owned();
-        self.write(move |connection| {
+        self.write_thread(thread_id.clone(), move |connection| {
             require_thread(connection, &thread_id)?;
             if turn_seq(connection, &thread_id, &turn_id)?.is_none() {
                 return Err(StoreError::TurnNotFound { thread_id, turn_id });
@@ -1616,5 +1649,31 @@ impl ThreadStore for SqliteThreadStore {
             Ok(())
         })
         .await
+    }
+
+    async fn acquire_lease(&self, thread_id: &str) -> Result<(), StoreError> {
+        self.acquire(thread_id).await
+    }
+
+    async fn release_lease(&self, thread_id: &str) -> Result<(), StoreError> {
+        self.release(thread_id).await
+    }
+
+    async fn renew_leases(&self) -> Result<super::LeaseRenewal, StoreError> {
+        self.renew().await
+    }
+
+    fn lost_leases(&self) -> Vec<String> {
+        self.unreported_losses()
+    }
+
+    fn retire_leases(&self) {
+        if let Some(leases) = &self.leases {
+            leases.retire();
+        }
+    }
+
+    fn lease_settings(&self) -> Option<&super::LeaseSettings> {
+        self.settings()
     }
 }

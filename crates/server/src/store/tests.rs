@@ -37,6 +37,15 @@ impl Fixture {
         }
     }
 
+    /// A store on a fresh database of this test binary's throwaway PostgreSQL cluster;
+    /// `None` (the test skips, saying why) where PostgreSQL is not installed.
+    async fn postgres() -> Option<Self> {
+        Some(Self {
+            store: Arc::new(postgres_store().await?),
+            _home: None,
+        })
+    }
+
     async fn sqlite() -> Self {
         let home = tempfile::tempdir().expect("temp dir");
         let store = SqliteThreadStore::open(home.path())
@@ -47,6 +56,19 @@ impl Fixture {
             _home: Some(home),
         }
     }
+}
+
+/// A [`PostgresThreadStore`] on a fresh database of this test binary's throwaway cluster
+/// (see [`tandem_test_support::postgres`]); `None` where PostgreSQL is not installed.
+pub(super) async fn postgres_store() -> Option<PostgresThreadStore> {
+    let cluster = tandem_test_support::postgres::PostgresCluster::shared()?;
+    let url = cluster.create_database();
+    let settings = LeaseSettings::for_this_process(DEFAULT_LEASE_TTL);
+    Some(
+        PostgresThreadStore::connect(&url, settings)
+            .await
+            .expect("connect to the test cluster"),
+    )
 }
 
 fn record(id: &str, created_at: i64) -> ThreadRecord {
@@ -226,6 +248,16 @@ macro_rules! shared_suite {
                 #[tokio::test]
                 async fn $case() {
                     super::$case(&super::Fixture::sqlite().await).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    if let Some(fixture) = super::Fixture::postgres().await {
+                        super::$case(&fixture).await;
+                    }
                 }
             )*
         }

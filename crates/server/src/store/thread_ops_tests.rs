@@ -15,10 +15,12 @@ use super::*;
 async fn stores() -> (Vec<Arc<dyn ThreadStore>>, tempfile::TempDir) {
     let home = tempfile::tempdir().expect("temp dir");
     let sqlite = SqliteThreadStore::open(home.path()).await.expect("open");
-    (
-        vec![Arc::new(InMemoryThreadStore::new()), Arc::new(sqlite)],
-        home,
-    )
+    let mut stores: Vec<Arc<dyn ThreadStore>> =
+        vec![Arc::new(InMemoryThreadStore::new()), Arc::new(sqlite)];
+    if let Some(postgres) = super::tests::postgres_store().await {
+        stores.push(Arc::new(postgres));
+    }
+    (stores, home)
 }
 
 fn record(id: &str, created_at: i64) -> ThreadRecord {
@@ -283,7 +285,9 @@ async fn sqlite_migrates_a_version_one_database() {
         .expect("raw open")
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .expect("user_version");
-    assert_eq!(version, 3);
+    // Version 1 -> 2 (archiving, compaction) -> 3 (idempotency keys) -> 4 (writer leases) in
+    // one go.
+    assert_eq!(version, 4);
     let old = store.get_thread("old").await.expect("read").expect("kept");
     assert_eq!(old.preview, "hi");
     assert_eq!(old.archived_at, None);

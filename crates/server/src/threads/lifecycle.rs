@@ -127,14 +127,25 @@ impl ThreadService {
         }
     }
 
-    /// Drops `connection` from every thread it subscribed to (the connection is gone; the
-    /// host already took it out of the audience of every server request).
+    /// Drops `connection` from every thread it subscribed to (the connection is gone). On a
+    /// store shared with other servers, a thread left without subscribers and turn unloads
+    /// (and gives its writer lease back) at once, so that another server can take it.
     pub(crate) fn connection_closed(self: &Arc<Self>, connection: ConnectionId) {
         let threads: Vec<Arc<LoadedThread>> = lock(&self.loaded).values().cloned().collect();
+        let shared = self.shared_store();
         for thread in threads {
             let mut state = thread.state();
             if state.subscribers.remove(&connection) {
                 self.update_unload(&thread, &mut state);
+                if shared && state.counting_down && !thread.ephemeral {
+                    let generation = state.unload_generation;
+                    drop(state);
+                    let unload = Arc::clone(self);
+                    let thread = Arc::clone(&thread);
+                    self.sequenced(&thread.id.clone(), async move {
+                        unload.unload_if_current(&thread, generation).await;
+                    });
+                }
             }
         }
     }
@@ -187,6 +198,7 @@ impl ThreadService {
             loaded.remove(&thread.id);
         }
         tracing::debug!(thread = %thread.id, "unloading idle thread");
+        self.release_lease(thread).await;
         self.after_unload(thread).await;
     }
 

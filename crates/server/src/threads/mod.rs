@@ -13,6 +13,7 @@
 //! Files: this one holds the shared state, the stores, the sequencer and the dispatch;
 //! `lifecycle` loading, subscribing and idle unload; `thread_requests` the `thread/*` handlers;
 //! `attachments` the attachment handlers; `turn_requests` the `turn/*` handlers;
+//! `leases` the writer lease (issue 20: take, renew, release, fence);
 //! `maintenance` archiving, compaction and revert/rollback; `history` `thread/items/list`,
 //! resume paging and loading a history only when it is needed; `idempotency` the keys that
 //! make `turn/start`, `turn/steer`, `thread/start` and `thread/fork` safe to retry.
@@ -20,6 +21,7 @@
 mod attachments;
 mod history;
 mod idempotency;
+mod leases;
 mod lifecycle;
 mod maintenance;
 mod thread_requests;
@@ -43,7 +45,8 @@ use crate::agent::Agent;
 use crate::config::ServerConfig;
 use crate::process::ProcessManager;
 use crate::store::{
-    Compaction, InMemoryThreadStore, SqliteThreadStore, StoreError, ThreadRecord, ThreadStore,
+    Compaction, InMemoryThreadStore, LeaseSettings, PostgresThreadStore, SqliteThreadStore,
+    StoreError, ThreadRecord, ThreadStore,
 };
 
 /// The model reported for threads that name none while no model provider is configured: the
@@ -73,6 +76,9 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 fn store_error(error: StoreError) -> JSONRPCErrorError {
+    if let Some(answer) = leases::lease_held_error(&error) {
+        return answer;
+    }
     match error {
         StoreError::ThreadNotFound(_)
         | StoreError::TurnNotFound { .. }
@@ -304,6 +310,8 @@ pub(crate) struct ThreadService {
     /// Set when the host shuts down: no new turn starts from then on, so every running turn
     /// is one that shutdown interrupts and waits for.
     stopping: std::sync::atomic::AtomicBool,
+    /// Set once the writer-lease renewal loop runs (see `leases`).
+    renewing: std::sync::atomic::AtomicBool,
 }
 
 impl ThreadService {
@@ -326,6 +334,7 @@ impl ThreadService {
             loaded: Mutex::new(BTreeMap::new()),
             sequencer: Mutex::new(Sequencer::default()),
             stopping: std::sync::atomic::AtomicBool::new(false),
+            renewing: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -339,13 +348,21 @@ impl ThreadService {
         *self.config.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(config);
     }
 
-    /// The store of persisted threads, opened on first use.
+    /// The store of persisted threads, opened on first use: PostgreSQL when `store.url`
+    /// names one, else SQLite in the home; either keeps writer leases (docs/scaling.md).
     async fn durable(&self) -> Result<Arc<dyn ThreadStore>, JSONRPCErrorError> {
-        let home = self.config().tandem_home.clone();
+        let config = self.config();
         self.durable
             .get_or_try_init(|| async move {
-                let store = SqliteThreadStore::open(home).await?;
-                Ok::<_, StoreError>(Arc::new(store) as Arc<dyn ThreadStore>)
+                let leases = LeaseSettings::for_this_process(config.lease_ttl);
+                let store: Arc<dyn ThreadStore> = match &config.store_url {
+                    Some(url) => Arc::new(PostgresThreadStore::connect(url, leases).await?),
+                    None => Arc::new(
+                        SqliteThreadStore::open_with_leases(config.tandem_home.clone(), leases)
+                            .await?,
+                    ),
+                };
+                Ok::<_, StoreError>(store)
             })
             .await
             .cloned()

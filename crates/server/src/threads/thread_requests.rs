@@ -146,6 +146,7 @@ impl ThreadService {
             .create_thread(&record, &[])
             .await
             .map_err(store_error)?;
+        self.acquire_lease(&*store, &record.id).await?;
         let thread = self.insert_loaded(record, Vec::new(), ThreadStatus::Idle);
         self.attach_subscriber(&thread, context.id.connection_id, None)
             .await;
@@ -193,6 +194,15 @@ impl ThreadService {
                         record.id
                     )));
                 }
+                let store = self.store_for(record.ephemeral).await?;
+                self.acquire_lease(&*store, &record.id).await?;
+                // Read again under the lease: the previous writer may have written since, and
+                // taking the lease closed any turn it left running.
+                let record = store
+                    .get_thread(&record.id)
+                    .await
+                    .map_err(store_error)?
+                    .ok_or_else(|| not_found(&params.thread_id))?;
                 let status = match record.status {
                     ThreadStatus::SystemError => ThreadStatus::SystemError,
                     _ => ThreadStatus::Idle,
@@ -202,6 +212,7 @@ impl ThreadService {
                 let store = self.store_for(thread.ephemeral).await?;
                 if let Err(error) = self.load_compaction(&thread, store.as_ref()).await {
                     lock(&self.loaded).remove(&thread.id);
+                    self.release_lease(&thread).await;
                     return Err(error);
                 }
                 thread
@@ -529,6 +540,7 @@ impl ThreadService {
             .create_thread(&record, &history)
             .await
             .map_err(store_error)?;
+        self.acquire_lease(&*target, &record.id).await?;
         // The fork keeps the source's summary when it copied the compaction turn.
         let compaction = source_store
             .latest_compaction(&source.id)

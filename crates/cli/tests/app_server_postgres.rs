@@ -1,0 +1,480 @@
+//! Issue 20: two real `tandem app-server` processes on one throwaway PostgreSQL cluster
+//! (`-c store.url=...`, a short `store.lease_ttl_ms`), and the writer lease between them:
+//! exclusion with the reference's -32600, a race on fresh threads, handoff after an idle
+//! unload, fencing of a paused owner, the database terminating the owner's connections, and
+//! failover after SIGKILL. Plus the same exclusion on SQLite for two servers sharing a home.
+//!
+//! Each test skips (saying why) where PostgreSQL is not installed, unless
+//! `TANDEM_REQUIRE_POSTGRES=1` (CI), which makes that a failure.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::client::Client;
+use common::server::{AppServer, Launch, fresh_home};
+use nix::sys::signal::Signal;
+use serde_json::{Value, json};
+use tandem_test_support::postgres::PostgresCluster;
+
+/// A server on `url` with lease TTL `ttl_ms`, idle threads unloaded after `unload_secs`.
+fn launch(test: &str, url: &str, ttl_ms: u64, unload_secs: u64) -> (AppServer, Client) {
+    let (server, client) = Launch::new(test)
+        .args([
+            "app-server".to_owned(),
+            "-c".to_owned(),
+            format!("store.url={url}"),
+            "-c".to_owned(),
+            format!("store.lease_ttl_ms={ttl_ms}"),
+            "-c".to_owned(),
+            format!("thread_unload_delay_secs={unload_secs}"),
+        ])
+        .stdio();
+    (server, Client::Stdio(client))
+}
+
+/// A server like [`started`] that logs the store and the leases to stderr.
+async fn launch_logged(test: &str, url: &str, ttl_ms: u64) -> (AppServer, Client) {
+    let (server, client) = Launch::new(test)
+        .args([
+            "app-server".to_owned(),
+            "-c".to_owned(),
+            format!("store.url={url}"),
+            "-c".to_owned(),
+            format!("store.lease_ttl_ms={ttl_ms}"),
+        ])
+        .env("TANDEM_LOG", "tandem_server=debug")
+        .stdio();
+    let mut client = Client::Stdio(client);
+    client.initialize(false).await;
+    (server, client)
+}
+
+async fn started(test: &str, url: &str, ttl_ms: u64, unload_secs: u64) -> (AppServer, Client) {
+    let (server, mut client) = launch(test, url, ttl_ms, unload_secs);
+    client.initialize(false).await;
+    (server, client)
+}
+
+async fn new_thread(client: &mut Client, id: &str) -> String {
+    let started = client
+        .ok(id, "thread/start", json!({"approvalPolicy": "never"}))
+        .await;
+    started["thread"]["id"]
+        .as_str()
+        .expect("thread id")
+        .to_owned()
+}
+
+/// Starts a turn with `text` and returns its id.
+async fn start_turn(client: &mut Client, id: &str, thread_id: &str, text: &str) -> String {
+    let turn = client
+        .ok(
+            id,
+            "turn/start",
+            json!({"threadId": thread_id, "input": [{"type": "text", "text": text}]}),
+        )
+        .await;
+    turn["turn"]["id"].as_str().expect("turn id").to_owned()
+}
+
+/// [`completed`], failing with `server`'s stderr if it does not come.
+async fn completed_on(client: &mut Client, turn_id: &str, server: &AppServer) -> Value {
+    match tokio::time::timeout(Duration::from_secs(15), completed(client, turn_id)).await {
+        Ok(turn) => turn,
+        Err(_) => panic!(
+            "no turn/completed for {turn_id}; server stderr:\n{}",
+            server.stderr()
+        ),
+    }
+}
+
+async fn completed(client: &mut Client, turn_id: &str) -> Value {
+    client
+        .notification("turn/completed", |params| params["turn"]["id"] == turn_id)
+        .await["params"]["turn"]
+        .clone()
+}
+
+async fn turns_of(client: &mut Client, id: &str, thread_id: &str) -> Vec<Value> {
+    let read = client
+        .ok(
+            id,
+            "thread/read",
+            json!({"threadId": thread_id, "includeTurns": true}),
+        )
+        .await;
+    read["thread"]["turns"].as_array().expect("turns").clone()
+}
+
+/// Asserts the -32600 answer of a thread leased by `owner_pid`.
+fn assert_leased_elsewhere(answer: &Value, thread_id: &str, owner_pid: u32) {
+    let error = &answer["error"];
+    assert_eq!(error["code"], -32600, "{answer}");
+    assert_eq!(
+        error["message"],
+        format!("thread {thread_id} already has an active writer"),
+        "{answer}"
+    );
+    let owner = error["data"]["owner"].as_str().expect("owner in data");
+    assert!(
+        owner.contains(&format!("/{owner_pid}/")),
+        "owner {owner} is not pid {owner_pid}"
+    );
+    assert!(error["data"]["expiresAtMs"].as_i64().is_some(), "{answer}");
+}
+
+/// The -32600 answer's `data.expiresAtMs`, if the answer is that error.
+fn is_leased_elsewhere(answer: &Value) -> bool {
+    answer["error"]["code"] == -32600
+        && answer["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.ends_with("already has an active writer"))
+}
+
+fn cluster() -> Option<&'static PostgresCluster> {
+    PostgresCluster::shared()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_has_one_writer_and_every_server_reads_it() {
+    let Some(cluster) = cluster() else { return };
+    let url = cluster.create_database();
+    let (a, mut alice) = started("pg-exclusion-a", &url, 30_000, 600).await;
+    let (_b, mut bob) = started("pg-exclusion-b", &url, 30_000, 600).await;
+    let thread_id = new_thread(&mut alice, "t").await;
+    let turn_id = start_turn(&mut alice, "turn", &thread_id, "hello from a").await;
+    assert_eq!(completed(&mut alice, &turn_id).await["status"], "completed");
+
+    let answer = bob
+        .call("resume", "thread/resume", json!({"threadId": thread_id}))
+        .await;
+    assert_leased_elsewhere(&answer, &thread_id, a.pid);
+    // Reading, listing and paging work from the other server.
+    let turns = turns_of(&mut bob, "read", &thread_id).await;
+    assert_eq!(turns.len(), 1);
+    let listed = bob.ok("list", "thread/list", json!({})).await;
+    assert!(
+        listed["data"]
+            .as_array()
+            .expect("data")
+            .iter()
+            .any(|thread| thread["id"] == thread_id),
+        "{listed}"
+    );
+    let page = bob
+        .ok(
+            "turns",
+            "thread/turns/list",
+            json!({"threadId": thread_id, "limit": 5}),
+        )
+        .await;
+    assert_eq!(page["data"].as_array().expect("data").len(), 1, "{page}");
+    // A write through the other server is refused the same way.
+    let renamed = bob
+        .call(
+            "name",
+            "thread/name/set",
+            json!({"threadId": thread_id, "name": "bob's"}),
+        )
+        .await;
+    assert!(is_leased_elsewhere(&renamed), "{renamed}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_servers_each_win_a_thread_exactly_once() {
+    const THREADS: usize = 20;
+    let Some(cluster) = cluster() else { return };
+    let url = cluster.create_database();
+    let (_a, mut alice) = started("pg-race-a", &url, 30_000, 0).await;
+    let (_b, mut bob) = started("pg-race-b", &url, 30_000, 0).await;
+    // Fresh threads, created by A and handed back at once: unsubscribing unloads them
+    // (delay 0), which releases their leases.
+    let mut threads = Vec::new();
+    for n in 0..THREADS {
+        let id = new_thread(&mut alice, &format!("start-{n}")).await;
+        alice
+            .ok(
+                format!("unsub-{n}"),
+                "thread/unsubscribe",
+                json!({"threadId": id}),
+            )
+            .await;
+        threads.push(id);
+    }
+    // The unloads run concurrently: their notifications come in any order.
+    let mut open: std::collections::HashSet<&String> = threads.iter().collect();
+    while !open.is_empty() {
+        let closed = alice
+            .notification("thread/closed", |params| {
+                open.iter().any(|id| params["threadId"] == **id)
+            })
+            .await;
+        open.retain(|id| closed["params"]["threadId"] != **id);
+    }
+    // Both servers ask for every thread at once.
+    for (n, id) in threads.iter().enumerate() {
+        let resume =
+            common::client::request(format!("r-{n}"), "thread/resume", json!({"threadId": id}));
+        alice.send(&resume).await;
+        bob.send(&resume).await;
+    }
+    let mut winners = Vec::new();
+    for (n, id) in threads.iter().enumerate() {
+        let from_a = alice.answer(format!("r-{n}")).await;
+        let from_b = bob.answer(format!("r-{n}")).await;
+        let a_won = from_a.get("result").is_some();
+        let b_won = from_b.get("result").is_some();
+        assert!(
+            a_won != b_won,
+            "thread {id}: exactly one winner:\n{from_a}\n{from_b}"
+        );
+        let loser = if a_won { &from_b } else { &from_a };
+        assert!(is_leased_elsewhere(loser), "{loser}");
+        winners.push(a_won);
+    }
+    for (n, (id, a_won)) in threads.iter().zip(&winners).enumerate() {
+        let client = if *a_won { &mut alice } else { &mut bob };
+        let turn = start_turn(client, &format!("turn-{n}"), id, "the winner's turn").await;
+        assert_eq!(completed(client, &turn).await["status"], "completed");
+    }
+    for (n, id) in threads.iter().enumerate() {
+        let turns = turns_of(&mut alice, format!("read-{n}").as_str(), id).await;
+        assert_eq!(turns.len(), 1, "thread {id}: {turns:?}");
+    }
+    eprintln!(
+        "server A won {} threads, server B {}",
+        winners.iter().filter(|won| **won).count(),
+        winners.iter().filter(|won| !**won).count()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_unload_hands_the_thread_over_without_waiting_for_the_ttl() {
+    let Some(cluster) = cluster() else { return };
+    let url = cluster.create_database();
+    // A TTL no test waits out: the handoff must come from the release.
+    let (_a, mut alice) = started("pg-handoff-a", &url, 600_000, 0).await;
+    let (_b, mut bob) = started("pg-handoff-b", &url, 600_000, 0).await;
+    let thread_id = new_thread(&mut alice, "t").await;
+    let turn = start_turn(&mut alice, "turn", &thread_id, "first").await;
+    completed(&mut alice, &turn).await;
+    alice
+        .ok(
+            "unsub",
+            "thread/unsubscribe",
+            json!({"threadId": thread_id}),
+        )
+        .await;
+    alice
+        .notification("thread/closed", |params| params["threadId"] == thread_id)
+        .await;
+    let since = Instant::now();
+    bob.ok("resume", "thread/resume", json!({"threadId": thread_id}))
+        .await;
+    let turn = start_turn(&mut bob, "turn", &thread_id, "second").await;
+    assert_eq!(completed(&mut bob, &turn).await["status"], "completed");
+    assert!(since.elapsed() < Duration::from_secs(60));
+    assert_eq!(turns_of(&mut bob, "read", &thread_id).await.len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_owner_is_fenced_and_nothing_it_writes_after_is_kept() {
+    const TTL_MS: u64 = 1_500;
+    let Some(cluster) = cluster() else { return };
+    let url = cluster.create_database();
+    let (a, mut alice) = started("pg-pause-a", &url, TTL_MS, 600).await;
+    let (_b, mut bob) = started("pg-pause-b", &url, TTL_MS, 600).await;
+    let thread_id = new_thread(&mut alice, "t").await;
+    // The turn sleeps through the pause, then answers: that answer is the write the paused
+    // server attempts after losing its lease.
+    let a_turn = start_turn(&mut alice, "turn", &thread_id, "/sleep 1000\nwritten late").await;
+    alice
+        .notification("turn/started", |params| params["turn"]["id"] == a_turn)
+        .await;
+    a.signal(Signal::SIGSTOP);
+    tokio::time::sleep(Duration::from_millis(TTL_MS * 2)).await;
+    bob.ok("resume", "thread/resume", json!({"threadId": thread_id}))
+        .await;
+    let b_turn = start_turn(&mut bob, "turn", &thread_id, "written by the new owner").await;
+    assert_eq!(completed(&mut bob, &b_turn).await["status"], "completed");
+    a.signal(Signal::SIGCONT);
+
+    // The paused server's turn ends without being recorded as completed, and its client is
+    // told the thread is gone from that server.
+    let ended = completed(&mut alice, &a_turn).await;
+    assert_ne!(ended["status"], "completed", "{ended}");
+    alice
+        .notification("thread/closed", |params| params["threadId"] == thread_id)
+        .await;
+    // Give a late commit every chance to land, then read what the database holds.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let turns = turns_of(&mut bob, "read", &thread_id).await;
+    assert_eq!(turns.len(), 2, "{turns:?}");
+    assert_eq!(turns[0]["id"], a_turn);
+    assert_eq!(turns[0]["status"], "interrupted", "{:?}", turns[0]);
+    // Only the input, stored before the pause: not the answer written after it.
+    let items = turns[0]["items"].as_array().expect("items");
+    assert_eq!(items.len(), 1, "the late answer was stored: {:?}", turns[0]);
+    assert_eq!(items[0]["type"], "userMessage");
+    assert_eq!(turns[1]["id"], b_turn);
+    assert_eq!(turns[1]["status"], "completed");
+}
+
+/// Per-server roles, so that one server's access can be cut while the other's stays.
+fn role_url(cluster: &PostgresCluster, database: &str, role: &str) -> String {
+    cluster
+        .sql(&format!("CREATE ROLE {role} SUPERUSER LOGIN"))
+        .expect("create role");
+    cluster
+        .url(database)
+        .replacen("postgres://postgres@", &format!("postgres://{role}@"), 1)
+}
+
+fn terminate_backends_of(cluster: &PostgresCluster, role: &str) {
+    cluster
+        .sql(&format!(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = '{role}'"
+        ))
+        .expect("terminate");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminated_connections_cost_nothing_when_short_and_fence_when_longer_than_the_ttl() {
+    const TTL_MS: u64 = 2_000;
+    let Some(cluster) = cluster() else { return };
+    let (database, _) = cluster.create_named_database();
+    let role_a = format!("{database}_a");
+    let url_a = role_url(cluster, &database, &role_a);
+    let url_b = role_url(cluster, &database, &format!("{database}_b"));
+    let (a, mut alice) = launch_logged("pg-terminate-a", &url_a, TTL_MS).await;
+    let (_b, mut bob) = started("pg-terminate-b", &url_b, TTL_MS, 600).await;
+    let thread_id = new_thread(&mut alice, "t").await;
+
+    // Short: every connection of A's is terminated once; A goes on as if nothing happened.
+    terminate_backends_of(cluster, &role_a);
+    let turn = start_turn(&mut alice, "turn-1", &thread_id, "after the cut").await;
+    assert_eq!(
+        completed_on(&mut alice, &turn, &a).await["status"],
+        "completed"
+    );
+    tokio::time::sleep(Duration::from_millis(TTL_MS + 500)).await;
+    let answer = bob
+        .call("resume-1", "thread/resume", json!({"threadId": thread_id}))
+        .await;
+    assert_leased_elsewhere(&answer, &thread_id, a.pid);
+
+    // Longer than the TTL: A cannot connect at all. It fences itself: its running turn stops
+    // and its client is told; B then takes the thread.
+    let a_turn = start_turn(&mut alice, "turn-2", &thread_id, "/sleep 60000").await;
+    alice
+        .notification("turn/started", |params| params["turn"]["id"] == a_turn)
+        .await;
+    cluster
+        .sql(&format!("ALTER ROLE {role_a} NOLOGIN"))
+        .expect("cut A off");
+    terminate_backends_of(cluster, &role_a);
+    let cut = Instant::now();
+    let ended = completed_on(&mut alice, &a_turn, &a).await;
+    assert_ne!(ended["status"], "completed", "{ended}");
+    alice
+        .notification("thread/status/changed", |params| {
+            params["threadId"] == thread_id && params["status"]["type"] == "systemError"
+        })
+        .await;
+    alice
+        .notification("thread/closed", |params| params["threadId"] == thread_id)
+        .await;
+    eprintln!("A fenced itself {:?} after the cut", cut.elapsed());
+    // B takes over once the lease ran out on the database's clock.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let answer = bob
+            .call("resume-2", "thread/resume", json!({"threadId": thread_id}))
+            .await;
+        if answer.get("result").is_some() {
+            break;
+        }
+        assert!(is_leased_elsewhere(&answer), "{answer}");
+        assert!(
+            Instant::now() < deadline,
+            "B never got the thread: {answer}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let turns = turns_of(&mut bob, "read", &thread_id).await;
+    assert_eq!(turns.len(), 2, "{turns:?}");
+    assert_eq!(turns[1]["status"], "interrupted", "{:?}", turns[1]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_sigkill_of_the_owner_the_other_resumes_within_the_ttl_and_a_renewal() {
+    const TTL_MS: u64 = 1_500;
+    let Some(cluster) = cluster() else { return };
+    let url = cluster.create_database();
+    let (a, mut alice) = started("pg-kill-a", &url, TTL_MS, 600).await;
+    let (_b, mut bob) = started("pg-kill-b", &url, TTL_MS, 600).await;
+    let thread_id = new_thread(&mut alice, "t").await;
+    let a_turn = start_turn(&mut alice, "turn", &thread_id, "/sleep 60000").await;
+    alice
+        .notification("turn/started", |params| params["turn"]["id"] == a_turn)
+        .await;
+    a.signal(Signal::SIGKILL);
+    let killed = Instant::now();
+    drop(a.wait_exit(killed, Duration::from_secs(10)).await);
+    loop {
+        let answer = bob
+            .call("resume", "thread/resume", json!({"threadId": thread_id}))
+            .await;
+        if answer.get("result").is_some() {
+            break;
+        }
+        assert!(is_leased_elsewhere(&answer), "{answer}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let waited = killed.elapsed();
+    let bound = Duration::from_millis(TTL_MS + TTL_MS / 3 + 1_000);
+    assert!(
+        waited <= bound,
+        "resumed {waited:?} after the kill, bound {bound:?}"
+    );
+    let turns = turns_of(&mut bob, "read", &thread_id).await;
+    assert_eq!(turns[0]["status"], "interrupted", "{:?}", turns[0]);
+    let turn = start_turn(&mut bob, "turn", &thread_id, "carry on").await;
+    assert_eq!(completed(&mut bob, &turn).await["status"], "completed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_sharing_a_sqlite_home_have_one_writer_per_thread() {
+    let home = fresh_home("sqlite-shared");
+    let launch = |test: &str| {
+        Launch::new(test)
+            .args(["app-server", "-c", "thread_unload_delay_secs=0"])
+            .home(home.clone())
+            .stdio()
+    };
+    let (a, alice) = launch("sqlite-shared-a");
+    let (_b, bob) = launch("sqlite-shared-b");
+    let (mut alice, mut bob) = (Client::Stdio(alice), Client::Stdio(bob));
+    alice.initialize(false).await;
+    bob.initialize(false).await;
+    let thread_id = new_thread(&mut alice, "t").await;
+    let answer = bob
+        .call("resume", "thread/resume", json!({"threadId": thread_id}))
+        .await;
+    assert_leased_elsewhere(&answer, &thread_id, a.pid);
+    alice
+        .ok(
+            "unsub",
+            "thread/unsubscribe",
+            json!({"threadId": thread_id}),
+        )
+        .await;
+    alice
+        .notification("thread/closed", |params| params["threadId"] == thread_id)
+        .await;
+    bob.ok("resume-2", "thread/resume", json!({"threadId": thread_id}))
+        .await;
+    let turn = start_turn(&mut bob, "turn", &thread_id, "mine now").await;
+    assert_eq!(completed(&mut bob, &turn).await["status"], "completed");
+}

@@ -1,0 +1,128 @@
+//! Idempotency keys on PostgreSQL (issue 17, [`super::super::idempotency`]): the SQLite
+//! store's rules in one write transaction each. Several servers may claim the same key at
+//! once, so a claim inserts with `ON CONFLICT DO NOTHING` and reads the winner's record back
+//! instead of checking first: exactly one claim stores its record.
+//!
+//! Keys are not fenced by the writer lease: they are not thread data, and a claim on a thread
+//! this server does not own is answered by the lease check of the write that follows it.
+
+use tokio_postgres::Row;
+
+use super::super::sqlite::{decode, encode};
+use super::super::{IdempotencyRecord, KEY_MAX_AGE_SECS, KEYS_PER_SCOPE, StoreError};
+use super::PostgresThreadStore;
+
+const RECORD_COLUMNS: &str = "method, fingerprint, result, created_at";
+
+/// `row` (the [`RECORD_COLUMNS`]) as the record of `key` in `scope`.
+fn record_from_row(row: &Row, scope: &str, key: &str) -> Result<IdempotencyRecord, StoreError> {
+    let result: String = row.get(2);
+    Ok(IdempotencyRecord {
+        scope: scope.to_owned(),
+        key: key.to_owned(),
+        method: row.get(0),
+        fingerprint: row.get(1),
+        result: decode(&result, || {
+            format!("the result remembered for key {key} in {scope}")
+        })?,
+        created_at: row.get(3),
+    })
+}
+
+impl PostgresThreadStore {
+    /// See [`super::super::ThreadStore::claim_idempotency_key`].
+    pub(super) async fn claim_key(
+        &self,
+        record: &IdempotencyRecord,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        let result_text = encode(&record.result, "idempotency result")?;
+        let tx = self.write(None).await?;
+        let result = async {
+            let db = tx.db();
+            db.execute(
+                "DELETE FROM idempotency_keys WHERE created_at < $1",
+                &[&(record.created_at - KEY_MAX_AGE_SECS)],
+            )
+            .await?;
+            let inserted = db
+                .execute(
+                    "INSERT INTO idempotency_keys \
+                     (scope, key, method, fingerprint, result, created_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (scope, key) DO NOTHING",
+                    &[
+                        &record.scope,
+                        &record.key,
+                        &record.method,
+                        &record.fingerprint,
+                        &result_text,
+                        &record.created_at,
+                    ],
+                )
+                .await?;
+            if inserted == 0 {
+                let row = db
+                    .query_one(
+                        &format!(
+                            "SELECT {RECORD_COLUMNS} FROM idempotency_keys \
+                             WHERE scope = $1 AND key = $2"
+                        ),
+                        &[&record.scope, &record.key],
+                    )
+                    .await?;
+                return Ok(Some(record_from_row(&row, &record.scope, &record.key)?));
+            }
+            // The scope keeps its newest keys, this one included.
+            db.execute(
+                "DELETE FROM idempotency_keys WHERE scope = $1 AND key IN \
+                 (SELECT key FROM idempotency_keys WHERE scope = $1 \
+                  ORDER BY created_at DESC, key DESC OFFSET $2)",
+                &[&record.scope, &(KEYS_PER_SCOPE as i64)],
+            )
+            .await?;
+            Ok(None)
+        }
+        .await;
+        tx.finish(result).await
+    }
+
+    /// See [`super::super::ThreadStore::idempotency_key`].
+    pub(super) async fn read_key(
+        &self,
+        scope: &str,
+        key: &str,
+        now: i64,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        let tx = self.read().await?;
+        let result = async {
+            tx.db()
+                .query_opt(
+                    &format!(
+                        "SELECT {RECORD_COLUMNS} FROM idempotency_keys \
+                         WHERE scope = $1 AND key = $2 AND created_at >= $3"
+                    ),
+                    &[&scope, &key, &(now - KEY_MAX_AGE_SECS)],
+                )
+                .await?
+                .map(|row| record_from_row(&row, scope, key))
+                .transpose()
+        }
+        .await;
+        tx.finish(result).await
+    }
+
+    /// See [`super::super::ThreadStore::release_idempotency_key`].
+    pub(super) async fn release_key(&self, scope: &str, key: &str) -> Result<(), StoreError> {
+        let tx = self.write(None).await?;
+        let result = async {
+            tx.db()
+                .execute(
+                    "DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2",
+                    &[&scope, &key],
+                )
+                .await?;
+            Ok(())
+        }
+        .await;
+        tx.finish(result).await
+    }
+}

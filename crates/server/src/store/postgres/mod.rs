@@ -1,0 +1,581 @@
+//! [`PostgresThreadStore`]: threads in PostgreSQL, shared by any number of app-servers
+//! (issue 20, docs/scaling.md).
+//!
+//! Choices, and why:
+//! - tokio-postgres behind a deadpool pool. Statements are prepared once per connection
+//!   (`prepare_cached`); a connection the database terminated is found closed when it comes
+//!   back from the pool and replaced, and a write whose connection was lost *before anything
+//!   was written* (at `BEGIN` or at the fence) is retried once on a fresh one, so a backend
+//!   restart or `pg_terminate_backend` costs no turn.
+//! - Schema migrations are the numbered SQL files in `crates/server/migrations/postgres`,
+//!   applied in order inside one transaction and recorded in `tandem_schema_migrations`;
+//!   servers starting together serialize on a transaction-scoped advisory lock (only the
+//!   migration does: the writer lease does not use advisory locks, which vanish with their
+//!   connection and carry no fencing token).
+//! - The writer lease is a row per thread (`thread_leases`): owner, an epoch that only grows,
+//!   expiry on the database's clock (`now()`). Every write transaction on a thread starts with
+//!   a compare-and-set on that row (owner, epoch, not expired); no row updated means the lease
+//!   is gone and the transaction rolls back. The update also takes the row lock, so a takeover
+//!   (which bumps the epoch under the same lock) and a write are strictly ordered: a write
+//!   either commits before the takeover or is refused after it.
+//! - Connections carry `idle_in_transaction_session_timeout` = the lease TTL, so a server that
+//!   is paused (SIGSTOP, a long GC, a VM migration) in the middle of a transaction cannot hold
+//!   the lease row's lock past the TTL and block the server taking over.
+//! - A turn left `inProgress` by a writer that died is closed as interrupted when the next
+//!   server takes the lease (not when a store opens, as SQLite does: another server may be
+//!   running that turn right now).
+//! - Values are stored as in SQLite (JSON text of the protocol types, wire spellings), so the
+//!   decoding code is shared.
+//!
+//! Files: this one holds the connection, the pool, migrations, transactions and the lease;
+//! `statements` the queries of each store operation and the [`ThreadStore`] implementation.
+
+mod idempotency;
+mod statements;
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use deadpool_postgres::{ClientWrapper, Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use tandem_protocol::TurnError;
+use tokio_postgres::config::{Host, SslMode};
+
+use super::lease::{Fence, LeaseBook, LeaseRenewal, LeaseSettings, owner_is_gone};
+use super::sqlite::{decode, encode};
+use super::{INTERRUPTED_BY_STOP, StoreError, close_unfinished_item};
+
+/// The migrations, in order: (version, file text). A database records the versions it has.
+const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        1,
+        include_str!("../../../migrations/postgres/0001_threads.sql"),
+    ),
+    (
+        2,
+        include_str!("../../../migrations/postgres/0002_writer_leases.sql"),
+    ),
+    (
+        3,
+        include_str!("../../../migrations/postgres/0003_idempotency_keys.sql"),
+    ),
+];
+
+/// Serializes migrations of servers that start together (a transaction-scoped lock, released
+/// at commit). The number is arbitrary and only has to be Tandem's own.
+const MIGRATION_LOCK: i64 = 0x7461_6e64_656d;
+
+/// Most connections one server keeps open.
+const POOL_SIZE: usize = 16;
+
+/// How long opening a connection or waiting for a free one may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The compare-and-set every write transaction on a leased thread starts with.
+const FENCE: &str = "UPDATE thread_leases SET epoch = epoch \
+     WHERE thread_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > now()";
+
+/// What a write on a thread this server does not lease checks: that no other server holds
+/// a live lease (`FOR SHARE` keeps a takeover from landing before this transaction ends).
+const FOREIGN_LEASE: &str = "SELECT owner, (extract(epoch FROM expires_at) * 1000)::bigint \
+     FROM thread_leases WHERE thread_id = $1 AND owner <> $2 AND expires_at > now() FOR SHARE";
+
+/// A [`super::ThreadStore`] in a PostgreSQL database.
+#[derive(Clone)]
+pub struct PostgresThreadStore {
+    pool: Pool,
+    leases: Arc<LeaseBook>,
+}
+
+impl std::fmt::Debug for PostgresThreadStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresThreadStore")
+            .field("owner", &self.leases.settings.owner)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An open write (or read) transaction on a pooled connection: committed with
+/// [`Tx::finish`]; dropped unfinished (the caller stopped waiting), it is rolled back on a
+/// task of its own before the connection is reused.
+pub(super) struct Tx {
+    client: Option<Object>,
+}
+
+impl Tx {
+    fn db(&self) -> &ClientWrapper {
+        self.client
+            .as_ref()
+            .expect("a transaction's connection is held until it finishes")
+    }
+
+    /// Commits when `result` is `Ok`, rolls back otherwise; the commit's failure is the
+    /// result's.
+    async fn finish<T>(mut self, result: Result<T, StoreError>) -> Result<T, StoreError> {
+        let client = self.client.take().expect("finished once");
+        match result {
+            Ok(value) => {
+                client.batch_execute("COMMIT").await?;
+                Ok(value)
+            }
+            Err(error) => {
+                if let Err(rollback) = client.batch_execute("ROLLBACK").await {
+                    tracing::debug!(error = %rollback, "cannot roll back; the connection is dropped");
+                }
+                Err(error)
+            }
+        }
+    }
+}
+
+impl Drop for Tx {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                let _ = client.batch_execute("ROLLBACK").await;
+            });
+        }
+    }
+}
+
+impl PostgresThreadStore {
+    /// Connects to the database at `url` (`postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`,
+    /// `host=/socket/dir` for a unix socket; TLS through rustls with `sslmode=require`, or
+    /// when the server offers it under the default `prefer`) and applies the migrations this
+    /// build knows.
+    pub async fn connect(url: &str, settings: LeaseSettings) -> Result<Self, StoreError> {
+        let mut config = tokio_postgres::Config::from_str(url)
+            .map_err(|error| StoreError::PostgresUrl(error.to_string()))?;
+        if config.get_dbname().is_none() && config.get_user().is_none() {
+            return Err(StoreError::PostgresUrl(
+                "it names neither a database nor a user".to_owned(),
+            ));
+        }
+        // Lets an operator (and the failover tests) find this server's backends.
+        config.application_name(format!("tandem/{}", std::process::id()));
+        let options = format!(
+            "{} -c idle_in_transaction_session_timeout={}",
+            config.get_options().unwrap_or_default(),
+            settings.ttl_millis().max(1)
+        );
+        config.options(options.trim());
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        let manager_config = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let only_sockets = config
+            .get_hosts()
+            .iter()
+            .all(|host| matches!(host, Host::Unix(_)));
+        let manager = if only_sockets || config.get_ssl_mode() == SslMode::Disable {
+            Manager::from_config(config, tokio_postgres::NoTls, manager_config)
+        } else {
+            Manager::from_config(config, tls_connector()?, manager_config)
+        };
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .create_timeout(Some(CONNECT_TIMEOUT))
+            .wait_timeout(Some(CONNECT_TIMEOUT))
+            .build()
+            .map_err(|error| StoreError::PostgresPool(error.to_string()))?;
+        let store = Self {
+            pool,
+            leases: Arc::new(LeaseBook::new(settings)),
+        };
+        store.migrate().await?;
+        tracing::debug!(owner = %store.leases.settings.owner, "PostgreSQL thread store opened");
+        Ok(store)
+    }
+
+    /// A pooled connection.
+    async fn client(&self) -> Result<Object, StoreError> {
+        self.pool
+            .get()
+            .await
+            .map_err(|error| StoreError::PostgresPool(error.to_string()))
+    }
+
+    async fn migrate(&self) -> Result<(), StoreError> {
+        let mut client = self.client().await?;
+        let transaction = client.transaction().await?;
+        transaction
+            .execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .await?;
+        transaction
+            .batch_execute(
+                "CREATE TABLE IF NOT EXISTS tandem_schema_migrations (\
+                 version BIGINT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+            )
+            .await?;
+        let found: i64 = transaction
+            .query_one(
+                "SELECT COALESCE(MAX(version), 0) FROM tandem_schema_migrations",
+                &[],
+            )
+            .await?
+            .get(0);
+        let supported = MIGRATIONS.last().map_or(0, |(version, _)| *version);
+        if found > supported {
+            return Err(StoreError::UnsupportedPostgresSchema { found, supported });
+        }
+        for (version, sql) in MIGRATIONS.iter().filter(|(version, _)| *version > found) {
+            transaction.batch_execute(sql).await?;
+            transaction
+                .execute(
+                    "INSERT INTO tandem_schema_migrations (version) VALUES ($1)",
+                    &[version],
+                )
+                .await?;
+            tracing::info!(version, "migrated the PostgreSQL thread store");
+        }
+        transaction.commit().await?;
+        Ok(())
+    }
+
+    /// Opens a read transaction: one snapshot for every statement in it.
+    pub(super) async fn read(&self) -> Result<Tx, StoreError> {
+        let client = self.client().await?;
+        client
+            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .await?;
+        Ok(Tx {
+            client: Some(client),
+        })
+    }
+
+    /// Opens a write transaction and, for a write on `thread_id`, checks the writer lease
+    /// first (see the module doc); a connection lost before anything was written is replaced
+    /// once.
+    pub(super) async fn write(&self, thread_id: Option<&str>) -> Result<Tx, StoreError> {
+        match self.try_write(thread_id).await {
+            Err(error) if error.is_lost_connection() => {
+                tracing::debug!(%error, "connection lost before a write; retrying on a new one");
+                self.try_write(thread_id).await
+            }
+            other => other,
+        }
+    }
+
+    async fn try_write(&self, thread_id: Option<&str>) -> Result<Tx, StoreError> {
+        let fence = match thread_id {
+            Some(thread_id) => Some((thread_id, self.leases.fence(thread_id)?)),
+            None => None,
+        };
+        let client = self.client().await?;
+        client.batch_execute("BEGIN").await?;
+        let tx = Tx {
+            client: Some(client),
+        };
+        let owner = &self.leases.settings.owner;
+        let checked = match fence {
+            None => Ok(()),
+            Some((thread_id, Fence::Epoch(epoch))) => {
+                let statement = tx.db().prepare_cached(FENCE).await?;
+                if tx
+                    .db()
+                    .execute(&statement, &[&thread_id, owner, &epoch])
+                    .await?
+                    == 0
+                {
+                    self.leases.lost(thread_id);
+                    Err(StoreError::Fenced(thread_id.to_owned()))
+                } else {
+                    Ok(())
+                }
+            }
+            Some((thread_id, Fence::NotHeld)) => {
+                let statement = tx.db().prepare_cached(FOREIGN_LEASE).await?;
+                match tx.db().query_opt(&statement, &[&thread_id, owner]).await? {
+                    None => Ok(()),
+                    Some(row) => Err(StoreError::LeaseHeld {
+                        thread_id: thread_id.to_owned(),
+                        owner: row.get(0),
+                        expires_at_ms: row.get(1),
+                    }),
+                }
+            }
+        };
+        match checked {
+            Ok(()) => Ok(tx),
+            Err(error) => tx.finish(Err(error)).await,
+        }
+    }
+
+    /// Times `count` empty write transactions, then `count` holding only the lease check of
+    /// a leased thread: what the fence adds to every write (`cargo bench --bench stores`).
+    #[doc(hidden)]
+    pub async fn fence_statement_cost(
+        &self,
+        count: usize,
+    ) -> Result<(Duration, Duration), StoreError> {
+        let thread_id = super::new_id();
+        self.acquire(&thread_id).await?;
+        let began = Instant::now();
+        for _ in 0..count {
+            let tx = self.write(None).await?;
+            tx.finish(Ok(())).await?;
+        }
+        let empty = began.elapsed();
+        let began = Instant::now();
+        for _ in 0..count {
+            let tx = self.write(Some(&thread_id)).await?;
+            tx.finish(Ok(())).await?;
+        }
+        let fenced = began.elapsed();
+        self.release(&thread_id).await?;
+        Ok((empty, fenced))
+    }
+
+    /// See [`super::ThreadStore::acquire_lease`].
+    pub(super) async fn acquire(&self, thread_id: &str) -> Result<(), StoreError> {
+        let sent = Instant::now();
+        let tx = self.write(None).await?;
+        let result = self.acquire_in(&tx, thread_id).await;
+        let epoch = tx.finish(result).await?;
+        match epoch {
+            Acquired::Granted(epoch) => {
+                self.leases
+                    .granted(thread_id, epoch, self.leases.deadline_from(sent));
+                Ok(())
+            }
+            Acquired::Held {
+                owner,
+                expires_at_ms,
+            } => Err(StoreError::LeaseHeld {
+                thread_id: thread_id.to_owned(),
+                owner,
+                expires_at_ms,
+            }),
+        }
+    }
+
+    async fn acquire_in(&self, tx: &Tx, thread_id: &str) -> Result<Acquired, StoreError> {
+        let db = tx.db();
+        let owner = &self.leases.settings.owner;
+        let ttl = self.leases.settings.ttl_millis();
+        // Granted when there is no row, the row's lease ran out or was released, or it is
+        // this server's own; the epoch grows with every grant.
+        let granted = db
+            .prepare_cached(
+                "INSERT INTO thread_leases (thread_id, owner, epoch, expires_at) \
+                 VALUES ($1, $2, 1, now() + $3::bigint * interval '1 millisecond') \
+                 ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, \
+                 epoch = thread_leases.epoch + 1, expires_at = excluded.expires_at, \
+                 handoff_requested_by = NULL \
+                 WHERE thread_leases.expires_at <= now() OR thread_leases.owner = excluded.owner \
+                 RETURNING epoch",
+            )
+            .await?;
+        if let Some(row) = db.query_opt(&granted, &[&thread_id, owner, &ttl]).await? {
+            self.close_unfinished_turns(db, thread_id).await?;
+            return Ok(Acquired::Granted(row.get(0)));
+        }
+        // Held by a server on this machine that is gone (crashed): taken at once.
+        let holder: Option<String> = db
+            .query_opt(
+                "SELECT owner FROM thread_leases WHERE thread_id = $1",
+                &[&thread_id],
+            )
+            .await?
+            .map(|row| row.get(0));
+        if let Some(holder) = holder.filter(|holder| owner_is_gone(holder))
+            && let Some(row) = db
+                .query_opt(
+                    "UPDATE thread_leases SET owner = $2, epoch = epoch + 1, \
+                     expires_at = now() + $3::bigint * interval '1 millisecond', \
+                     handoff_requested_by = NULL WHERE thread_id = $1 AND owner = $4 \
+                     RETURNING epoch",
+                    &[&thread_id, owner, &ttl, &holder],
+                )
+                .await?
+        {
+            tracing::info!(thread = thread_id, previous = %holder, "took over the lease of a server that is gone");
+            self.close_unfinished_turns(db, thread_id).await?;
+            return Ok(Acquired::Granted(row.get(0)));
+        }
+        // Held elsewhere: ask the holder to hand the thread over once no turn runs on it.
+        let holder = db
+            .query_one(
+                "UPDATE thread_leases SET handoff_requested_by = $2 WHERE thread_id = $1 \
+                 RETURNING owner, (extract(epoch FROM expires_at) * 1000)::bigint",
+                &[&thread_id, owner],
+            )
+            .await?;
+        Ok(Acquired::Held {
+            owner: holder.get(0),
+            expires_at_ms: holder.get(1),
+        })
+    }
+
+    /// Closes the turns of `thread_id` a previous writer left `inProgress` (it died or lost
+    /// its lease mid-turn): nobody else can be running them once this server holds the lease.
+    async fn close_unfinished_turns(
+        &self,
+        db: &ClientWrapper,
+        thread_id: &str,
+    ) -> Result<(), StoreError> {
+        let unfinished: Vec<String> = db
+            .query(
+                "SELECT id FROM turns WHERE thread_id = $1 AND status = 'inProgress'",
+                &[&thread_id],
+            )
+            .await?
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        if unfinished.is_empty() {
+            return Ok(());
+        }
+        let reason = encode(
+            &TurnError {
+                message: INTERRUPTED_BY_STOP.to_owned(),
+                additional_details: None,
+            },
+            "turn error",
+        )?;
+        for turn_id in &unfinished {
+            db.execute(
+                "UPDATE turns SET status = 'interrupted', error = $3 \
+                 WHERE thread_id = $1 AND id = $2",
+                &[&thread_id, turn_id, &reason],
+            )
+            .await?;
+            let items = db
+                .query(
+                    "SELECT idx, item FROM items WHERE thread_id = $1 AND turn_id = $2",
+                    &[&thread_id, turn_id],
+                )
+                .await?;
+            for row in items {
+                let index: i64 = row.get(0);
+                let text: String = row.get(1);
+                let mut item: tandem_protocol::ThreadItem = decode(&text, || {
+                    format!("item {index} of turn {turn_id} in thread {thread_id}")
+                })?;
+                if close_unfinished_item(&mut item) {
+                    db.execute(
+                        "UPDATE items SET item = $4 \
+                         WHERE thread_id = $1 AND turn_id = $2 AND idx = $3",
+                        &[&thread_id, turn_id, &index, &encode(&item, "item")?],
+                    )
+                    .await?;
+                }
+            }
+        }
+        tracing::warn!(
+            thread = thread_id,
+            turns = unfinished.len(),
+            "closed turns left running by the thread's previous writer as interrupted"
+        );
+        Ok(())
+    }
+
+    /// See [`super::ThreadStore::release_lease`].
+    pub(super) async fn release(&self, thread_id: &str) -> Result<(), StoreError> {
+        let Some(epoch) = self.leases.forget(thread_id) else {
+            return Ok(());
+        };
+        let client = self.client().await?;
+        // Expires it now rather than deleting it: the epoch must never go back.
+        client
+            .execute(
+                "UPDATE thread_leases SET expires_at = now(), handoff_requested_by = NULL \
+                 WHERE thread_id = $1 AND owner = $2 AND epoch = $3",
+                &[&thread_id, &self.leases.settings.owner, &epoch],
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// See [`super::ThreadStore::renew_leases`].
+    pub(super) async fn renew(&self) -> Result<LeaseRenewal, StoreError> {
+        let asked = self.leases.live();
+        if asked.is_empty() {
+            return Ok(LeaseRenewal {
+                lost: self.leases.after_failed_renewal(),
+                handoff_requested: Vec::new(),
+            });
+        }
+        let sent = Instant::now();
+        let rows = match self.renew_round(&asked).await {
+            Err(error) if error.is_lost_connection() => self.renew_round(&asked).await,
+            other => other,
+        };
+        let rows = match rows {
+            Ok(rows) => rows,
+            // The caller asks for the leases that ran out meanwhile (`lost_leases`).
+            Err(error) => return Err(error),
+        };
+        let renewed: Vec<String> = rows.iter().map(|(id, _)| id.clone()).collect();
+        let handoff_requested = rows
+            .into_iter()
+            .filter_map(|(id, requested)| requested.then_some(id))
+            .collect();
+        Ok(LeaseRenewal {
+            lost: self.leases.after_renewal(sent, &asked, &renewed),
+            handoff_requested,
+        })
+    }
+
+    async fn renew_round(
+        &self,
+        asked: &[(String, i64)],
+    ) -> Result<Vec<(String, bool)>, StoreError> {
+        let client = self.client().await?;
+        let ids: Vec<&str> = asked.iter().map(|(id, _)| id.as_str()).collect();
+        let epochs: Vec<i64> = asked.iter().map(|(_, epoch)| *epoch).collect();
+        let statement = client
+            .prepare_cached(
+                "UPDATE thread_leases AS l SET expires_at = now() + $4::bigint * interval '1 millisecond' \
+                 FROM unnest($2::text[], $3::bigint[]) AS h (thread_id, epoch) \
+                 WHERE l.thread_id = h.thread_id AND l.epoch = h.epoch AND l.owner = $1 \
+                 AND l.expires_at > now() \
+                 RETURNING l.thread_id, l.handoff_requested_by IS NOT NULL",
+            )
+            .await?;
+        let rows = client
+            .query(
+                &statement,
+                &[
+                    &self.leases.settings.owner,
+                    &ids,
+                    &epochs,
+                    &self.leases.settings.ttl_millis(),
+                ],
+            )
+            .await?;
+        Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+    }
+}
+
+/// What an acquiring transaction found.
+enum Acquired {
+    Granted(i64),
+    Held { owner: String, expires_at_ms: i64 },
+}
+
+/// rustls with the system's root certificates and the aws-lc-rs provider reqwest uses too.
+fn tls_connector() -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreError> {
+    let mut roots = rustls::RootCertStore::empty();
+    let found = rustls_native_certs::load_native_certs();
+    for error in &found.errors {
+        tracing::warn!(%error, "cannot load a system root certificate");
+    }
+    let (added, _ignored) = roots.add_parsable_certificates(found.certs);
+    if added == 0 {
+        tracing::warn!("no system root certificates: TLS connections to PostgreSQL will fail");
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|error| StoreError::PostgresUrl(format!("TLS setup failed: {error}")))?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
+}
