@@ -488,6 +488,7 @@ fn explicit_null_for_every_optional_member_decodes() {
                     },
                     ephemeral: None,
                     dynamic_tools: None,
+                    idempotency_key: None,
                 },
             ),
         ),

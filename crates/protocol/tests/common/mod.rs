@@ -268,6 +268,7 @@ pub(crate) fn thread_start_params() -> ThreadStartParams {
         },
         ephemeral: Some(true),
         dynamic_tools: Some(vec![lookup_tool()]),
+        idempotency_key: Some(s("start-retry-1")),
     }
 }
 
@@ -443,6 +444,7 @@ pub(crate) fn thread_fork_params() -> ThreadForkParams {
         ephemeral: Some(true),
         exclude_turns: Some(false),
         last_turn_id: Some(s(TURN_ID)),
+        idempotency_key: Some(s("fork-retry-1")),
     }
 }
 
