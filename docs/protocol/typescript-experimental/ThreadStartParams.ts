@@ -18,6 +18,13 @@ ephemeral?: boolean | null,
  */
 dynamicTools?: Array<DynamicToolSpec> | null,
 /**
+ * Tandem extension: a client-chosen key that makes the request idempotent. A retry with
+ * the same key (and the same params) answers with the thread the first request created
+ * and creates nothing; the same key with other params is refused with -32600. Remembered
+ * for 24 hours (docs/protocol.md, "Idempotent requests").
+ */
+idempotencyKey?: string | null,
+/**
  * Working directory (absolute).
  */
 cwd?: string | null,

@@ -24,6 +24,12 @@ excludeTurns?: boolean | null,
  */
 lastTurnId?: string | null,
 /**
+ * Tandem extension: a client-chosen key, scoped to the source thread, that makes the
+ * request idempotent, as `thread/start.idempotencyKey` (docs/protocol.md, "Idempotent
+ * requests").
+ */
+idempotencyKey?: string | null,
+/**
  * Working directory (absolute).
  */
 cwd?: string | null,

@@ -268,7 +268,7 @@ pub(crate) fn thread_start_params() -> ThreadStartParams {
         },
         ephemeral: Some(true),
         dynamic_tools: Some(vec![lookup_tool()]),
-        idempotency_key: Some(s("start-1")),
+        idempotency_key: Some(s("start-retry-1")),
     }
 }
 
@@ -293,7 +293,6 @@ pub(crate) fn thread_resume_params() -> ThreadResumeParams {
             sort_direction: Some(SortDirection::Desc),
             items_view: Some(TurnItemsView::NotLoaded),
         }),
-        cursor: None,
     }
 }
 
@@ -314,9 +313,6 @@ pub(crate) fn thread_resume_response() -> ThreadResumeResponse {
         }),
         turns_backwards_cursor: Some(s("at:t1")),
         items_backwards_cursor: Some(s("at:t1/0")),
-        cursor: None,
-        gap: None,
-        replayed: None,
     }
 }
 
@@ -448,7 +444,7 @@ pub(crate) fn thread_fork_params() -> ThreadForkParams {
         ephemeral: Some(true),
         exclude_turns: Some(false),
         last_turn_id: Some(s(TURN_ID)),
-        idempotency_key: Some(s("fork-1")),
+        idempotency_key: Some(s("fork-retry-1")),
     }
 }
 
