@@ -293,6 +293,7 @@ pub(crate) fn thread_resume_params() -> ThreadResumeParams {
             sort_direction: Some(SortDirection::Desc),
             items_view: Some(TurnItemsView::NotLoaded),
         }),
+        cursor: None,
     }
 }
 
@@ -313,6 +314,9 @@ pub(crate) fn thread_resume_response() -> ThreadResumeResponse {
         }),
         turns_backwards_cursor: Some(s("at:t1")),
         items_backwards_cursor: Some(s("at:t1/0")),
+        cursor: None,
+        gap: None,
+        replayed: None,
     }
 }
 
