@@ -1,5 +1,6 @@
-//! `cargo xtask bench exec`: 1 GiB through `tandem exec` against the same command piped
-//! straight to the same reader, in one run.
+//! `cargo xtask bench exec [--tandem PATH]`: 1 GiB through `tandem exec` against the same
+//! command piped straight to the same reader, in one run. `--tandem` measures a binary built
+//! elsewhere instead of building `target/release/tandem`.
 //!
 //! Both sides spawn a command whose stdout is a pipe to this process, which reads it in
 //! 64 KiB reads and counts the bytes: the only difference is whether `tandem exec` (an
@@ -15,16 +16,27 @@ const GIB: u64 = 1024 * 1024 * 1024;
 const RUNS: usize = 7;
 const TARGET_RATIO: f64 = 0.8;
 
-pub(crate) fn run() -> ExitCode {
-    eprintln!("xtask: cargo build --release -p tandem-cli");
-    let built = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--quiet", "-p", "tandem-cli"])
-        .status();
-    if !built.is_ok_and(|status| status.success()) {
-        eprintln!("xtask: building tandem failed");
-        return ExitCode::FAILURE;
-    }
-    let tandem = workspace_root().join("target/release/tandem");
+/// Runs the benchmark on `tandem` (`--tandem PATH`), or on `target/release/tandem` built first.
+pub(crate) fn run(args: &[String]) -> ExitCode {
+    let tandem = match args {
+        [] => {
+            eprintln!("xtask: cargo build --release -p tandem-cli");
+            let built = Command::new(env!("CARGO"))
+                .args(["build", "--release", "--quiet", "-p", "tandem-cli"])
+                .status();
+            if !built.is_ok_and(|status| status.success()) {
+                eprintln!("xtask: building tandem failed");
+                return ExitCode::FAILURE;
+            }
+            workspace_root().join("target/release/tandem")
+        }
+        // A binary built elsewhere (or kept from an earlier commit, to compare two builds).
+        [flag, path] if flag == "--tandem" => PathBuf::from(path),
+        _ => {
+            eprintln!("usage: cargo xtask bench exec [--tandem PATH]");
+            return ExitCode::from(2);
+        }
+    };
     let bytes = GIB.to_string();
     let command = ["head", "-c", bytes.as_str(), "/dev/zero"];
     let mut through_exec = vec!["exec", "--"];

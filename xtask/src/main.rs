@@ -3,6 +3,7 @@
 //! - `cargo xtask ci`: exactly what `.ci/run` runs (tests, clippy, rustfmt, rustdoc with
 //!   warnings denied), in that order.
 //! - `cargo xtask bench [host|server|exec|wire]`: the benchmarks behind `docs/performance.md`.
+//!   `cargo xtask bench exec --tandem PATH` measures that binary instead of building one.
 //!   `cargo xtask bench wire [-- --server 'CMD ARGS...']...` runs the wire benchmark
 //!   (`crates/cli/benches/wire/`), passing it everything after `wire`.
 //! - `cargo xtask codegen`: regenerates the protocol bindings under `docs/protocol/`.
@@ -72,14 +73,15 @@ fn main() -> ExitCode {
         ["bench", "wire", ref rest @ ..] => vec![wire_bench_step(rest)],
         ["bench", "host"] => vec![vec!["bench", "-p", "tandem-host"]],
         ["bench", "server"] => vec![vec!["bench", "-p", "tandem-server"]],
-        ["bench", "exec"] => return exec_bench::run(),
+        ["bench", "exec", ..] => return exec_bench::run(&args[2..]),
         ["codegen"] => return codegen::regenerate(),
         ["check-ts"] => return codegen::check_typescript(),
         ["compat", ..] => return compat::run(&args[1..]),
         ["schema-check", ..] => return schema_check::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask ci | cargo xtask bench [host|server|exec] | \
+                "usage: cargo xtask ci | cargo xtask bench [host|server] | \
+                 cargo xtask bench exec [--tandem PATH] | \
                  cargo xtask bench wire [-- --server 'CMD ARGS...']... | \
                  cargo xtask codegen | cargo xtask check-ts | cargo xtask compat [...] | \
                  cargo xtask schema-check [--reference BIN]"
@@ -108,7 +110,7 @@ fn main() -> ExitCode {
         }
     }
     if args.len() == 1 && args[0] == "bench" {
-        return exec_bench::run();
+        return exec_bench::run(&[]);
     }
     ExitCode::SUCCESS
 }

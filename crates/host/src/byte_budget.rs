@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::{Serialize, Serializer};
-use tandem_protocol::{ServerNotification, ServerRequest};
+use tandem_protocol::{ServerNotification, ServerRequest, bytes_base64};
 use tokio::sync::Notify;
 
 use crate::json_size;
@@ -87,23 +87,46 @@ pub(crate) fn encoded_size(message: &OutgoingMessage) -> usize {
     let payload = match message {
         OutgoingMessage::Response { result, .. } => json_size::estimate(result),
         OutgoingMessage::Error { error, .. } => json_size::estimate(error),
-        OutgoingMessage::Notification(notification) => {
-            json_size::estimate(&NotificationParams(notification))
-        }
+        OutgoingMessage::Notification(notification) => notification_payload_size(notification),
         OutgoingMessage::Request(request) => json_size::estimate(&RequestParams(request)),
     };
     // One that cannot be serialized is answered with a small error by the writer instead.
     payload.unwrap_or(0) + ENVELOPE_BYTES
 }
 
-/// What the JSON-RPC envelope (id, method, timestamp) adds to the payload, roughly.
-const ENVELOPE_BYTES: usize = 64;
-
 /// The size of `notification` as the writer will encode it, measured like [`encoded_size`]:
 /// what a replay window charges for keeping it.
 pub(crate) fn notification_size(notification: &ServerNotification) -> usize {
-    json_size::estimate(&NotificationParams(notification)).unwrap_or(0) + ENVELOPE_BYTES
+    notification_payload_size(notification).unwrap_or(0) + ENVELOPE_BYTES
 }
+
+fn notification_payload_size(notification: &ServerNotification) -> Option<usize> {
+    match notification {
+        // Process output, the bulk of what a wire carries, is measured from its length: the
+        // generic estimate would base64-encode every delta once more just to count it.
+        ServerNotification::ProcessOutputDelta(delta) => Some(
+            delta.process_handle.len()
+                + bytes_base64::encoded_len(delta.delta.len())
+                + PROCESS_DELTA_MEMBERS_BYTES,
+        ),
+        ServerNotification::CommandExecOutputDelta(delta) => Some(
+            delta.process_id.len()
+                + bytes_base64::encoded_len(delta.delta.len())
+                + COMMAND_DELTA_MEMBERS_BYTES,
+        ),
+        notification => json_size::estimate(&NotificationParams(notification)),
+    }
+}
+
+/// What the JSON-RPC envelope (id, method, timestamp) adds to the payload, roughly.
+const ENVELOPE_BYTES: usize = 64;
+
+/// The member names, punctuation and values of a `process/outputDelta`'s params besides its id
+/// and its base64: `{"processHandle":"","stream":"stdout","deltaBase64":"","capReached":false}`.
+const PROCESS_DELTA_MEMBERS_BYTES: usize = 74;
+
+/// The same for `command/exec/outputDelta`, whose id member is `processId`.
+const COMMAND_DELTA_MEMBERS_BYTES: usize = 70;
 
 /// A notification's `params`, as the wire encodes them.
 struct NotificationParams<'a>(&'a ServerNotification);
@@ -166,6 +189,59 @@ mod tests {
             .await
             .expect("room after the release")
             .unwrap();
+    }
+
+    #[test]
+    fn an_output_delta_is_measured_as_the_wire_encodes_it() {
+        use tandem_protocol::wire::{ServerMessage, encode_server_message};
+        use tandem_protocol::{
+            Bytes, CommandExecOutputDeltaNotification, ProcessOutputDeltaNotification,
+            ProcessOutputStream,
+        };
+        for len in [0, 1, 1000, 65_536] {
+            for cap_reached in [false, true] {
+                let delta = Bytes::from(vec![7u8; len]);
+                let process = ProcessOutputDeltaNotification {
+                    process_handle: "a-handle".to_owned(),
+                    stream: ProcessOutputStream::Stderr,
+                    delta: delta.clone(),
+                    cap_reached,
+                };
+                let command = CommandExecOutputDeltaNotification {
+                    process_id: "an-id".to_owned(),
+                    stream: ProcessOutputStream::Stdout,
+                    delta,
+                    cap_reached,
+                };
+                for notification in [
+                    ServerNotification::ProcessOutputDelta(process),
+                    ServerNotification::CommandExecOutputDelta(command),
+                ] {
+                    let mut wire = Vec::new();
+                    let message = ServerMessage::Notification {
+                        notification: notification.clone(),
+                        emitted_at_ms: Some(1_767_225_600_000),
+                        cursor: None,
+                    };
+                    encode_server_message(&message, &mut wire).unwrap();
+                    let size = encoded_size(&OutgoingMessage::Notification(notification.clone()));
+                    // The params as the generic estimate measures them (`true` is one byte
+                    // shorter than the `false` counted), the envelope within its allowance.
+                    let params = json_size::estimate(&NotificationParams(&notification)).unwrap();
+                    let counted = size - ENVELOPE_BYTES;
+                    assert!(
+                        params <= counted && counted <= params + 1,
+                        "{len} bytes: {counted} counted, {params} estimated"
+                    );
+                    // The envelope (method, timestamp) is counted as a round 64 bytes.
+                    assert!(
+                        wire.len().abs_diff(size) <= 16,
+                        "{len} bytes: {size} counted, {} on the wire",
+                        wire.len()
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -141,6 +141,21 @@ impl<'a> ser::Serializer for &'a mut Size {
         Ok(())
     }
 
+    fn collect_str<T: std::fmt::Display + ?Sized>(self, value: &T) -> Result<(), Never> {
+        // Counted as it is written, piece by piece: the default would build the whole string.
+        struct Count(usize);
+        impl std::fmt::Write for Count {
+            fn write_str(&mut self, piece: &str) -> std::fmt::Result {
+                self.0 += piece.len();
+                Ok(())
+            }
+        }
+        let mut count = Count(0);
+        let _ = std::fmt::Write::write_fmt(&mut count, format_args!("{value}"));
+        self.string(count.0);
+        Ok(())
+    }
+
     fn serialize_bytes(self, value: &[u8]) -> Result<(), Never> {
         // serde_json writes bytes as an array of numbers: up to 3 digits and a comma each.
         self.add(2 + value.len() * 4);
@@ -385,6 +400,18 @@ impl ser::SerializeStructVariant for Compound<'_> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn text_written_in_pieces_is_counted_whole() {
+        // Base64 fields serialize through `collect_str`, in pieces.
+        let params = tandem_protocol::ProcessWriteStdinParams {
+            process_handle: "h".to_owned(),
+            delta: Some(tandem_protocol::Bytes::from(vec![1u8; 10_000])),
+            close_stdin: None,
+        };
+        let encoded = serde_json::to_vec(&params).unwrap();
+        assert_eq!(estimate(&params), Some(encoded.len()));
+    }
 
     #[test]
     fn the_estimate_is_the_encoded_size_without_escapes() {

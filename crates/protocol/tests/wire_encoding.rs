@@ -321,3 +321,133 @@ fn numbers_in_custom_params_and_results_survive_a_relay_exactly() {
     encode_client_message(&message, &mut out).unwrap();
     assert_eq!(decode_client_message(&out).unwrap(), message);
 }
+
+/// The generic shape of a notification on the wire, serialized the way every other
+/// notification is: what the dedicated output delta path must reproduce byte for byte.
+#[derive(serde::Serialize)]
+struct GenericNotification<'a, P> {
+    method: &'a str,
+    params: &'a P,
+    #[serde(rename = "emittedAtMs", skip_serializing_if = "Option::is_none")]
+    emitted_at_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cursor: Option<EventCursor>,
+}
+
+#[test]
+fn output_deltas_encode_byte_for_byte_as_the_generic_path() {
+    let data: Vec<u8> = (0..70_000u32).map(|n| (n * 7 % 256) as u8).collect();
+    let handles = ["exec", "", "a \"quoted\" \\ handle\n\u{1}\u{7f} é ☃"];
+    let streams = [ProcessOutputStream::Stdout, ProcessOutputStream::Stderr];
+    let times = [None, Some(0), Some(-1), Some(1_767_225_600_123)];
+    let mut checked = 0;
+    for handle in handles {
+        for stream in streams {
+            // Every remainder mod 3, and a length past the serde path's 3 KiB pieces; the
+            // 64 KiB of a real delta once per handle (below), as unoptimized tests are slow.
+            for len in [0, 1, 2, 3, 4, 3 * 1024 + 1] {
+                for cap_reached in [false, true] {
+                    let cursors = [
+                        None,
+                        Some(EventCursor {
+                            epoch: "9f2c61d0a4be7731".to_owned(),
+                            seq: 1042,
+                        }),
+                    ];
+                    let stamps = times
+                        .iter()
+                        .flat_map(|time| cursors.iter().map(move |cursor| (*time, cursor.clone())));
+                    for (emitted_at_ms, cursor) in stamps {
+                        let delta = Bytes::copy_from_slice(&data[..len]);
+                        let process = ProcessOutputDeltaNotification {
+                            process_handle: handle.to_owned(),
+                            stream,
+                            delta: delta.clone(),
+                            cap_reached,
+                        };
+                        let expected = serde_json::to_vec(&GenericNotification {
+                            method: "process/outputDelta",
+                            params: &process,
+                            emitted_at_ms,
+                            cursor: cursor.clone(),
+                        })
+                        .unwrap();
+                        let message = ServerMessage::Notification {
+                            notification: ServerNotification::ProcessOutputDelta(process),
+                            emitted_at_ms,
+                            cursor: cursor.clone(),
+                        };
+                        let bytes = encode_server(&message);
+                        assert_eq!(text(&bytes), text(&expected));
+                        assert_eq!(decode_server_message(&bytes).unwrap(), message);
+
+                        let command = CommandExecOutputDeltaNotification {
+                            process_id: handle.to_owned(),
+                            stream,
+                            delta,
+                            cap_reached,
+                        };
+                        let expected = serde_json::to_vec(&GenericNotification {
+                            method: "command/exec/outputDelta",
+                            params: &command,
+                            emitted_at_ms,
+                            cursor: cursor.clone(),
+                        })
+                        .unwrap();
+                        let message = ServerMessage::Notification {
+                            notification: ServerNotification::CommandExecOutputDelta(command),
+                            emitted_at_ms,
+                            cursor,
+                        };
+                        let bytes = encode_server(&message);
+                        assert_eq!(text(&bytes), text(&expected));
+                        assert_eq!(decode_server_message(&bytes).unwrap(), message);
+                        checked += 2;
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(checked, 3 * 2 * 6 * 2 * 4 * 2 * 2);
+    for handle in handles {
+        let delta = ProcessOutputDeltaNotification {
+            process_handle: handle.to_owned(),
+            stream: ProcessOutputStream::Stdout,
+            delta: Bytes::from(data.clone()),
+            cap_reached: false,
+        };
+        let expected = serde_json::to_vec(&GenericNotification {
+            method: "process/outputDelta",
+            params: &delta,
+            emitted_at_ms: Some(1),
+            cursor: None,
+        })
+        .unwrap();
+        let message = ServerMessage::Notification {
+            notification: ServerNotification::ProcessOutputDelta(delta),
+            emitted_at_ms: Some(1),
+            cursor: None,
+        };
+        assert_eq!(text(&encode_server(&message)), text(&expected));
+    }
+}
+
+#[test]
+fn an_output_delta_appends_to_what_the_buffer_holds() {
+    let mut out = b"kept".to_vec();
+    let message = ServerMessage::Notification {
+        notification: ServerNotification::ProcessOutputDelta(ProcessOutputDeltaNotification {
+            process_handle: "p".to_owned(),
+            stream: ProcessOutputStream::Stdout,
+            delta: Bytes::from_static(b"hi"),
+            cap_reached: false,
+        }),
+        emitted_at_ms: Some(5),
+        cursor: None,
+    };
+    encode_server_message(&message, &mut out).unwrap();
+    assert_eq!(
+        text(&out),
+        r#"kept{"method":"process/outputDelta","params":{"processHandle":"p","stream":"stdout","deltaBase64":"aGk=","capReached":false},"emittedAtMs":5}"#
+    );
+}

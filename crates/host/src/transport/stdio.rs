@@ -11,7 +11,8 @@
 //! message. The end of the input is the end of the session: [`serve`] returns, and the caller
 //! shuts the host down.
 
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufRead, BufReader, IoSlice, Read, Write};
+use std::os::fd::AsFd as _;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -40,6 +41,14 @@ const LINES_BEHIND: usize = 16;
 /// than this still goes, alone.
 const BYTES_BEHIND: usize = 4 * 1024 * 1024;
 
+/// Lines the stdout thread writes with one `writev` at most: a burst of small answers (64 in
+/// flight) leaves in few writes. The lines stay charged to [`BYTES_BEHIND`] until written.
+const LINES_PER_WRITE: usize = 64;
+
+/// Written line buffers kept for reuse: the writer task takes one back per line, so a few
+/// cover a steady stream.
+const SPARE_LINES: usize = 4;
+
 /// The writer's encoding buffer keeps at most this capacity between lines, so one huge message
 /// does not pin its size for the rest of the session.
 const KEPT_FRAME_CAPACITY: usize = 256 * 1024;
@@ -67,7 +76,11 @@ impl Default for StdioOptions {
 
 /// Serves one client on this process's stdin and stdout until stdin ends or the host stops.
 pub async fn serve(host: &TransportHost, options: StdioOptions) -> io::Result<()> {
-    let output = ThreadLineSink::spawn(io::stdout())?;
+    // A descriptor of its own on stdout, written without `Stdout`'s lock and line buffering
+    // (which would search every line for its last newline and write it out at once): the
+    // thread batches lines itself and writes each batch with one `writev`.
+    let stdout = std::fs::File::from(io::stdout().as_fd().try_clone_to_owned()?);
+    let output = ThreadLineSink::spawn(stdout)?;
     serve_lines(host, io::stdin(), output, options).await
 }
 
@@ -262,8 +275,44 @@ struct ThreadLineSink {
     lines: Option<mpsc::Sender<Vec<u8>>>,
     /// The bytes of the queued lines; the thread releases each line once written.
     bytes: Arc<ByteBudget>,
+    /// Line buffers the thread has written, for the writer task to encode into again.
+    spent: Arc<SpareLines>,
     /// Fires when the thread has written and flushed everything and stopped.
     finished: Option<oneshot::Receiver<()>>,
+}
+
+/// Written line buffers on their way back to the writer task: a stream of 64 KiB deltas then
+/// costs no allocation per line. Holds at most [`SPARE_LINES`] buffers of at most
+/// [`KEPT_FRAME_CAPACITY`] each (1 MiB idle at worst); a buffer that does not fit is freed.
+#[derive(Default)]
+struct SpareLines {
+    buffers: std::sync::Mutex<Vec<Vec<u8>>>,
+}
+
+impl SpareLines {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Vec<u8>>> {
+        self.buffers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn give_back(&self, mut line: Vec<u8>) {
+        if line.capacity() > KEPT_FRAME_CAPACITY {
+            return;
+        }
+        line.clear();
+        let mut buffers = self.lock();
+        if buffers.len() < SPARE_LINES {
+            buffers.push(line);
+        }
+    }
+
+    /// A spare buffer, or a new one of `capacity`.
+    fn take(&self, capacity: usize) -> Vec<u8> {
+        self.lock()
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(capacity))
+    }
 }
 
 impl ThreadLineSink {
@@ -271,13 +320,13 @@ impl ThreadLineSink {
         let (lines, mut queued) = mpsc::channel::<Vec<u8>>(LINES_BEHIND);
         let (done, finished) = oneshot::channel();
         let bytes = Arc::new(ByteBudget::new(BYTES_BEHIND));
-        let written = bytes.clone();
+        let spent = Arc::new(SpareLines::default());
+        let (written, returned) = (bytes.clone(), spent.clone());
         std::thread::Builder::new()
             .name("tandem-stdout".into())
             .spawn(move || {
-                // Sized for a whole 64 KiB delta (as base64) plus the answers queued beside it.
-                let mut output = BufWriter::with_capacity(128 * 1024, output);
-                if let Err(error) = write_lines(&mut queued, &mut output, &written) {
+                let mut output = output;
+                if let Err(error) = write_lines(&mut queued, &mut output, &written, &returned) {
                     tracing::debug!(%error, "writing to stdout failed");
                 }
                 // Nothing more is written: a sender waiting for room must not wait forever.
@@ -287,28 +336,62 @@ impl ThreadLineSink {
         Ok(Self {
             lines: Some(lines),
             bytes,
+            spent,
             finished: Some(finished),
         })
     }
 }
 
-/// Writes every queued line, flushing whenever the queue runs empty, until the sink closes or
-/// a write fails (the thread then drops the queue, so the next `send` fails).
+/// Writes the queued lines, as many as are waiting (up to [`LINES_PER_WRITE`]) in one vectored
+/// write, flushing whenever the queue runs empty, until the sink closes or a write fails (the
+/// thread then drops the queue, so the next `send` fails). A line's bytes stay charged until
+/// it is written.
 fn write_lines(
     queued: &mut mpsc::Receiver<Vec<u8>>,
     output: &mut impl Write,
     bytes: &ByteBudget,
+    spent: &SpareLines,
 ) -> io::Result<()> {
+    let mut batch: Vec<Vec<u8>> = Vec::with_capacity(LINES_PER_WRITE);
     while let Some(line) = queued.blocking_recv() {
-        output.write_all(&line)?;
-        bytes.release(line.len());
-        while let Ok(line) = queued.try_recv() {
-            output.write_all(&line)?;
-            bytes.release(line.len());
+        batch.push(line);
+        while batch.len() < LINES_PER_WRITE
+            && let Ok(line) = queued.try_recv()
+        {
+            batch.push(line);
         }
-        output.flush()?;
+        write_all_vectored(output, &batch)?;
+        for line in batch.drain(..) {
+            bytes.release(line.len());
+            spent.give_back(line);
+        }
+        if queued.is_empty() {
+            output.flush()?;
+        }
     }
     output.flush()
+}
+
+/// Writes every byte of `lines` (at most [`LINES_PER_WRITE`] of them), in order, with as few
+/// vectored writes as the output takes.
+fn write_all_vectored(output: &mut impl Write, lines: &[Vec<u8>]) -> io::Result<()> {
+    let mut all = [IoSlice::new(&[]); LINES_PER_WRITE];
+    let count = lines.len().min(LINES_PER_WRITE);
+    for (slice, line) in all.iter_mut().zip(lines) {
+        *slice = IoSlice::new(line);
+    }
+    let mut slices = &mut all[..count];
+    // Skips empty lines at the front (there are none: every line ends with its newline).
+    IoSlice::advance_slices(&mut slices, 0);
+    while !slices.is_empty() {
+        match output.write_vectored(slices) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(written) => IoSlice::advance_slices(&mut slices, written),
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(())
 }
 
 #[async_trait]
@@ -320,7 +403,7 @@ impl FrameSink for ThreadLineSink {
         // The line moves to the thread; the writer task encodes the next one into a buffer of
         // the same size (up to a limit).
         let capacity = frame.capacity().min(KEPT_FRAME_CAPACITY);
-        let line = std::mem::replace(frame, Vec::with_capacity(capacity));
+        let line = std::mem::replace(frame, self.spent.take(capacity));
         let size = line.len();
         self.bytes.room_for(size).await;
         self.bytes.charge(size);
