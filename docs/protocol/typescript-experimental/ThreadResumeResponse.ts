@@ -1,6 +1,7 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
 import type { ApprovalPolicy } from "./ApprovalPolicy";
 import type { ApprovalsReviewer } from "./ApprovalsReviewer";
+import type { EventCursor } from "./EventCursor";
 import type { SandboxPolicy } from "./SandboxPolicy";
 import type { Thread } from "./Thread";
 import type { TurnsPage } from "./TurnsPage";
@@ -27,6 +28,22 @@ turnsBackwardsCursor: string | null,
  * the newest item, inclusive; `null` for a thread without items.
  */
 itemsBackwardsCursor: string | null,
+/**
+ * s-seq: where the thread's event stream stands for this connection: every notification
+ * after it is (or was, when replayed) sent to it. Omitted by servers without cursors.
+ */
+cursor?: EventCursor | null,
+/**
+ * s-seq: present when the request carried a `cursor`: `true` if events after it are no
+ * longer in the replay window (or it is from another server instance); `thread` then
+ * holds every turn to rebuild from, whatever `excludeTurns` said.
+ */
+gap?: boolean | null,
+/**
+ * s-seq: present when the request carried a `cursor` and there was no gap: how many
+ * notifications were replayed (sent before this result).
+ */
+replayed?: number | null,
 /**
  * The model the thread uses.
  */

@@ -33,6 +33,7 @@ export type { DynamicToolType } from "./DynamicToolType";
 export type { EmptyParams } from "./EmptyParams";
 export type { EmptyResponse } from "./EmptyResponse";
 export type { ErrorNotification } from "./ErrorNotification";
+export type { EventCursor } from "./EventCursor";
 export type { GetAccountParams } from "./GetAccountParams";
 export type { GetAccountResponse } from "./GetAccountResponse";
 export type { ImageDetail } from "./ImageDetail";

@@ -4,6 +4,7 @@ import type { CommandExecOutputDeltaNotification } from "./CommandExecOutputDelt
 import type { CommandExecutionOutputDeltaNotification } from "./CommandExecutionOutputDeltaNotification";
 import type { ContextCompactedNotification } from "./ContextCompactedNotification";
 import type { ErrorNotification } from "./ErrorNotification";
+import type { EventCursor } from "./EventCursor";
 import type { ItemCompletedNotification } from "./ItemCompletedNotification";
 import type { ItemStartedNotification } from "./ItemStartedNotification";
 import type { ServerRequestResolvedNotification } from "./ServerRequestResolvedNotification";
@@ -24,23 +25,23 @@ import type { TurnStartedNotification } from "./TurnStartedNotification";
  * A notification from server to client. Transports stamp `emittedAtMs` (unix milliseconds) beside `method`.
  */
 export type ServerNotification =
-  | { method: "thread/started", params: ThreadStartedNotification, emittedAtMs?: number, }
-  | { method: "thread/status/changed", params: ThreadStatusChangedNotification, emittedAtMs?: number, }
-  | { method: "thread/closed", params: ThreadClosedNotification, emittedAtMs?: number, }
-  | { method: "thread/deleted", params: ThreadDeletedNotification, emittedAtMs?: number, }
-  | { method: "thread/name/updated", params: ThreadNameUpdatedNotification, emittedAtMs?: number, }
-  | { method: "thread/attachment/updated", params: ThreadAttachmentUpdatedNotification, emittedAtMs?: number, }
-  | { method: "turn/started", params: TurnStartedNotification, emittedAtMs?: number, }
-  | { method: "turn/completed", params: TurnCompletedNotification, emittedAtMs?: number, }
-  | { method: "item/started", params: ItemStartedNotification, emittedAtMs?: number, }
-  | { method: "item/completed", params: ItemCompletedNotification, emittedAtMs?: number, }
-  | { method: "item/agentMessage/delta", params: AgentMessageDeltaNotification, emittedAtMs?: number, }
-  | { method: "item/commandExecution/outputDelta", params: CommandExecutionOutputDeltaNotification, emittedAtMs?: number, }
-  | { method: "serverRequest/resolved", params: ServerRequestResolvedNotification, emittedAtMs?: number, }
-  | { method: "error", params: ErrorNotification, emittedAtMs?: number, }
-  | { method: "thread/archived", params: ThreadArchivedNotification, emittedAtMs?: number, }
-  | { method: "thread/unarchived", params: ThreadUnarchivedNotification, emittedAtMs?: number, }
-  | { method: "thread/compacted", params: ContextCompactedNotification, emittedAtMs?: number, }
-  | { method: "thread/reverted", params: ThreadRevertedNotification, emittedAtMs?: number, }
-  | { method: "thread/tokenUsage/updated", params: ThreadTokenUsageUpdatedNotification, emittedAtMs?: number, }
-  | { method: "command/exec/outputDelta", params: CommandExecOutputDeltaNotification, emittedAtMs?: number, };
+  | { method: "thread/started", params: ThreadStartedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "thread/status/changed", params: ThreadStatusChangedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "thread/closed", params: ThreadClosedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "thread/deleted", params: ThreadDeletedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "thread/name/updated", params: ThreadNameUpdatedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "thread/attachment/updated", params: ThreadAttachmentUpdatedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "turn/started", params: TurnStartedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "turn/completed", params: TurnCompletedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "item/started", params: ItemStartedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "item/completed", params: ItemCompletedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "item/agentMessage/delta", params: AgentMessageDeltaNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "item/commandExecution/outputDelta", params: CommandExecutionOutputDeltaNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "serverRequest/resolved", params: ServerRequestResolvedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "error", params: ErrorNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "thread/archived", params: ThreadArchivedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "thread/unarchived", params: ThreadUnarchivedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "thread/compacted", params: ContextCompactedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "thread/reverted", params: ThreadRevertedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "thread/tokenUsage/updated", params: ThreadTokenUsageUpdatedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "command/exec/outputDelta", params: CommandExecOutputDeltaNotification, emittedAtMs?: number, cursor?: EventCursor, };

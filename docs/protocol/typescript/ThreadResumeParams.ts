@@ -1,5 +1,6 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
 import type { ApprovalPolicy } from "./ApprovalPolicy";
+import type { EventCursor } from "./EventCursor";
 import type { JsonValue } from "./JsonValue";
 import type { SandboxMode } from "./SandboxMode";
 
@@ -15,6 +16,12 @@ threadId: string,
  * Leave `thread.turns` empty.
  */
 excludeTurns?: boolean | null,
+/**
+ * s-seq: the cursor of the last notification about this thread the client saw. Every
+ * later event still in the server's replay window is sent before any live one; if that
+ * is not possible the result says `gap: true` and carries the full thread.
+ */
+cursor?: EventCursor | null,
 /**
  * Working directory (absolute).
  */

@@ -31,6 +31,7 @@ export type { DynamicToolCallStatus } from "./DynamicToolCallStatus";
 export type { EmptyParams } from "./EmptyParams";
 export type { EmptyResponse } from "./EmptyResponse";
 export type { ErrorNotification } from "./ErrorNotification";
+export type { EventCursor } from "./EventCursor";
 export type { GetAccountParams } from "./GetAccountParams";
 export type { GetAccountResponse } from "./GetAccountResponse";
 export type { ImageDetail } from "./ImageDetail";
