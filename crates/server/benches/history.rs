@@ -26,7 +26,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tokio::runtime::Runtime;
 use tandem_host::MessageProcessor;
 use tandem_host::in_process::{
     self, InProcessClientHandle, InProcessServerEvent, InProcessStartArgs,
@@ -41,6 +40,7 @@ use tandem_protocol::{
 use tandem_server::store::{SqliteThreadStore, ThreadRecord, ThreadStore, new_id};
 use tandem_server::{ServerConfig, ServerOptions, TandemServer};
 use tandem_test_support::initialize_params;
+use tokio::runtime::Runtime;
 
 /// Upper bound for one request, so a regression fails instead of hanging.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
@@ -258,10 +258,10 @@ fn fill_thread(runtime: &Runtime, home: &Path, turns: usize) -> String {
             &format!(
                 "INSERT INTO items (turn_id, item, {item_columns}) \
                  SELECT t.id, replace(i.item, json_extract(i.item, '$.id'), \
-                 json_extract(i.item, '$.id') || '-' || t.seq), {item_columns} \
+                 json_extract(i.item, '$.id') || '-' || t.seq), {item_values} \
                  FROM turns AS t CROSS JOIN (SELECT * FROM items WHERE turn_id = ?1) AS i \
                  WHERE t.thread_id = ?2 AND t.seq > 1"
-            )
+            ),
             rusqlite::params![template.id, id],
         )
         .expect("copy items");
@@ -370,13 +370,8 @@ async fn resume_median(home: &Path, thread_id: &str, samples: usize) -> Duration
 /// The medians of the [`PAGE_FIGURES`] on `thread_id` (of `turns` turns, not loaded): pages
 /// of [`PAGE_TURNS`] turns (or their items) newest first, from a cursor in the middle of the
 /// history and from the newest end.
-async fn page_medians(
-    home: &Path,
-    thread_id: &str,
-    turns: usize,
-    samples: usize,
-) -> [Duration; 3] {
-    let handle = start(home).await;
+async fn page_medians(home: &Path, thread_id: &str, turns: usize, samples: usize) -> [Duration; 3] {
+    let mut handle = start(home).await;
     let mut id = 0;
     let middle = generated_turn_id(turns / 2);
     let requests = [
@@ -397,7 +392,11 @@ async fn page_medians(
             };
             let elapsed = began.elapsed();
             // Every turn holds two items.
-            let expected = if figure == 0 { PAGE_TURNS } else { 2 * PAGE_TURNS };
+            let expected = if figure == 0 {
+                PAGE_TURNS
+            } else {
+                2 * PAGE_TURNS
+            };
             assert_eq!(
                 reply["data"].as_array().map(Vec::len),
                 Some(expected),

@@ -499,7 +499,10 @@ async fn sqlite_resume_and_open_statements_search_by_index() {
                     .collect::<Result<Vec<_>, _>>()?)
             };
             let unfinished = connection
-                .prepare(&format!("EXPLAIN QUERY PLAN {}", super::sqlite::UNFINISHED_TURNS))?
+                .prepare(&format!(
+                    "EXPLAIN QUERY PLAN {}",
+                    super::sqlite::UNFINISHED_TURNS
+                ))?
                 .query_map([], |row| row.get::<_, String>(3))?
                 .collect::<Result<Vec<_>, _>>()?;
             Ok((unfinished, plan(super::sqlite::LATEST_COMPACTION)?))
