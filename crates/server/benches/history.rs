@@ -5,12 +5,17 @@
 //!   thread of 10 turns and one of 100 000; the target is the long one within 2x of the short.
 //!   Between samples the client unsubscribes and waits for `thread/closed` (unload delay 0),
 //!   so every sample is a cold resume.
+//! - On the same two threads, a page (4 turns, or their 8 items) from the middle of the
+//!   history: `thread/turns/list` and `thread/items/list`, newest first from a cursor, and the
+//!   newest page of `thread/items/list`; each should cost the same on both threads.
 //! - The first page of `thread/list` (50 threads, newest first) with 1 000 threads stored and
 //!   with 1 000 000; the target is within 2x.
 //!
-//! The stores are filled through the store API directly (`create_thread` with a whole history;
-//! threads concurrently, so group commit batches them), not by running turns. Each figure is
-//! the median of the samples; the ratios compare figures measured in the same run.
+//! The stores are generated in SQL, not by running turns: one thread (with one turn, for the
+//! history figures) is created through the store API, then its rows are copied in one
+//! transaction with new ids (`INSERT ... SELECT` over a counter), so the generated rows are
+//! exactly what the store writes. Each figure is the median of the samples; the ratios
+//! compare figures measured in the same run.
 //!
 //! Without `--bench` (as under `cargo test --benches`) the sizes shrink so it finishes in
 //! seconds. `TANDEM_BENCH_HISTORY_TURNS` and `TANDEM_BENCH_HISTORY_THREADS` override the large
@@ -25,7 +30,9 @@ use tandem_host::MessageProcessor;
 use tandem_host::in_process::{
     self, InProcessClientHandle, InProcessServerEvent, InProcessStartArgs,
 };
-use tandem_protocol::client_methods::{ThreadList, ThreadResume, ThreadUnsubscribe};
+use tandem_protocol::client_methods::{
+    ThreadItemsList, ThreadList, ThreadResume, ThreadTurnsList, ThreadUnsubscribe,
+};
 use tandem_protocol::{
     ApprovalPolicy, ClientRequest, RequestId, RequestMethod, ServerNotification, SessionSource,
     ThreadItem, ThreadStatus, Turn, TurnItemsView, TurnStatus, UserInput,
@@ -33,12 +40,21 @@ use tandem_protocol::{
 use tandem_server::store::{SqliteThreadStore, ThreadRecord, ThreadStore, new_id};
 use tandem_server::{ServerConfig, ServerOptions, TandemServer};
 use tandem_test_support::initialize_params;
+use tokio::runtime::Runtime;
 
 /// Upper bound for one request, so a regression fails instead of hanging.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Threads created concurrently per round while filling a store.
-const FILL_CHUNK: usize = 5_000;
+/// Turns in a history page figure: as many as sit before the middle of a 10-turn thread, so
+/// that the page is full on both threads.
+const PAGE_TURNS: usize = 4;
+
+/// The history page figures, in the order [`page_medians`] returns them.
+const PAGE_FIGURES: [&str; 3] = [
+    "thread/turns/list from the middle",
+    "thread/items/list from the middle",
+    "thread/items/list newest page",
+];
 
 fn main() {
     let quick = !std::env::args().any(|arg| arg == "--bench");
@@ -61,10 +77,11 @@ fn main() {
         "paged cold thread/resume (initialTurnsPage limit 10), SQLite store, median of {samples}"
     );
     let mut resume = Vec::new();
+    let mut pages = Vec::new();
     for turns in [10, long_turns] {
         let home = tempfile::tempdir().expect("temp home");
         let began = Instant::now();
-        let thread_id = runtime.block_on(fill_thread(home.path(), turns));
+        let thread_id = fill_thread(&runtime, home.path(), turns);
         let filled = began.elapsed();
         let median = runtime.block_on(resume_median(home.path(), &thread_id, samples));
         println!(
@@ -73,18 +90,31 @@ fn main() {
             filled.as_secs_f64()
         );
         resume.push(median);
+        pages.push(runtime.block_on(page_medians(home.path(), &thread_id, turns, samples)));
     }
     println!(
         "  ratio {long_turns} / 10 turns: {:.2}x (target <= 2x)",
-        resume[1].as_secs_f64() / resume[0].as_secs_f64()
+        ratio(resume[1], resume[0])
     );
+    println!(
+        "history pages of {PAGE_TURNS} turns or {} items (thread not loaded), median of {samples}",
+        2 * PAGE_TURNS
+    );
+    for (index, name) in PAGE_FIGURES.iter().enumerate() {
+        println!(
+            "  {name:<36} {:>9.1} us at 10 turns, {:>9.1} us at {long_turns}: {:.2}x (target <= 2x)",
+            micros(pages[0][index]),
+            micros(pages[1][index]),
+            ratio(pages[1][index], pages[0][index])
+        );
+    }
 
     println!("thread/list first page (50, newest first), SQLite store, median of {samples}");
     let mut list = Vec::new();
     for threads in [1_000, many_threads] {
         let home = tempfile::tempdir().expect("temp home");
         let began = Instant::now();
-        runtime.block_on(fill_threads(home.path(), threads));
+        fill_threads(&runtime, home.path(), threads);
         let filled = began.elapsed();
         let median = runtime.block_on(list_median(home.path(), samples));
         println!(
@@ -96,8 +126,12 @@ fn main() {
     }
     println!(
         "  ratio {many_threads} / 1000 threads: {:.2}x (target <= 2x)",
-        list[1].as_secs_f64() / list[0].as_secs_f64()
+        ratio(list[1], list[0])
     );
+}
+
+fn ratio(long: Duration, short: Duration) -> f64 {
+    long.as_secs_f64() / short.as_secs_f64()
 }
 
 fn micros(duration: Duration) -> f64 {
@@ -150,36 +184,122 @@ fn turn(n: usize) -> Turn {
     }
 }
 
-/// Stores one thread with `turns` turns under `home`; returns its id.
-async fn fill_thread(home: &Path, turns: usize) -> String {
-    let store = SqliteThreadStore::open(home).await.expect("store");
+/// The id of the generated turn number `n` (from 2; turn 1 is the one the store wrote).
+fn generated_turn_id(n: usize) -> String {
+    format!("bench-turn-{n:09}")
+}
+
+/// The columns of `table` other than `replaced`, comma-separated, read from the schema so
+/// that the generator copies whatever the store writes.
+fn other_columns(connection: &rusqlite::Connection, table: &str, replaced: &[&str]) -> String {
+    let columns: Vec<String> = connection
+        .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
+        .expect("table info")
+        .query_map([], |row| row.get(0))
+        .expect("columns")
+        .collect::<Result<_, _>>()
+        .expect("column names");
+    columns
+        .into_iter()
+        .filter(|column| !replaced.contains(&column.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Opens the store under `home` (creating its schema) for `create` to write the template
+/// rows through the store API, then returns a raw connection to copy them.
+fn store_with(
+    runtime: &Runtime,
+    home: &Path,
+    create: impl AsyncFnOnce(&SqliteThreadStore),
+) -> rusqlite::Connection {
+    let store = SqliteThreadStore::open_blocking(home).expect("store");
+    runtime.block_on(create(&store));
+    let path = store.database_path().to_owned();
+    drop(store);
+    rusqlite::Connection::open(path).expect("raw connection")
+}
+
+/// Stores one thread with `turns` turns under `home`; returns its id. The first turn goes
+/// through the store; the others are copies of its rows with new ids.
+fn fill_thread(runtime: &Runtime, home: &Path, turns: usize) -> String {
     let id = new_id();
-    let history: Vec<Turn> = (0..turns).map(turn).collect();
-    store
-        .create_thread(&record(id.clone(), 1_700_000_000), &history)
-        .await
-        .expect("create");
-    store.checkpoint().await.expect("checkpoint");
+    let template = turn(0);
+    let mut connection = store_with(runtime, home, async |store| {
+        let record = record(id.clone(), 1_700_000_000);
+        store
+            .create_thread(&record, std::slice::from_ref(&template))
+            .await
+            .expect("create");
+    });
+    let turn_columns = other_columns(&connection, "turns", &["id", "seq"]);
+    let item_columns = other_columns(&connection, "items", &["turn_id", "item"]);
+    let item_values = item_columns
+        .split(", ")
+        .map(|column| format!("i.{column}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let transaction = connection.transaction().expect("transaction");
+    transaction
+        .execute(
+            &format!(
+                "WITH RECURSIVE n(value) AS (SELECT 2 UNION ALL SELECT value + 1 FROM n \
+                 WHERE value < ?2) \
+                 INSERT INTO turns (id, seq, {turn_columns}) \
+                 SELECT printf('bench-turn-%09d', n.value), n.value, {turn_columns} \
+                 FROM n CROSS JOIN (SELECT * FROM turns WHERE id = ?1)"
+            ),
+            rusqlite::params![template.id, turns as i64],
+        )
+        .expect("copy turns");
+    // Each copied item gets an id of its own (the template's with the turn number added).
+    transaction
+        .execute(
+            &format!(
+                "INSERT INTO items (turn_id, item, {item_columns}) \
+                 SELECT t.id, replace(i.item, json_extract(i.item, '$.id'), \
+                 json_extract(i.item, '$.id') || '-' || t.seq), {item_values} \
+                 FROM turns AS t CROSS JOIN (SELECT * FROM items WHERE turn_id = ?1) AS i \
+                 WHERE t.thread_id = ?2 AND t.seq > 1"
+            ),
+            rusqlite::params![template.id, id],
+        )
+        .expect("copy items");
+    transaction.commit().expect("commit");
+    checkpoint(&connection);
     id
 }
 
-/// Stores `count` threads without turns under `home`.
-async fn fill_threads(home: &Path, count: usize) {
-    let store = Arc::new(SqliteThreadStore::open(home).await.expect("store"));
-    let mut created = 0;
-    while created < count {
-        let chunk = FILL_CHUNK.min(count - created);
-        let writes = (created..created + chunk).map(|n| {
-            let store = Arc::clone(&store);
-            let record = record(new_id(), 1_600_000_000 + n as i64);
-            tokio::spawn(async move { store.create_thread(&record, &[]).await })
-        });
-        for write in futures::future::join_all(writes).await {
-            write.expect("task").expect("create");
-        }
-        created += chunk;
-    }
-    store.checkpoint().await.expect("checkpoint");
+/// Moves the generated rows from the log into the database file, as a store that has been
+/// shut down holds them.
+fn checkpoint(connection: &rusqlite::Connection) {
+    connection
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .expect("checkpoint");
+}
+
+/// Stores `count` threads without turns under `home`: one through the store, the others
+/// copies of its row with new ids, each created one second after the previous one.
+fn fill_threads(runtime: &Runtime, home: &Path, count: usize) {
+    let template = record(new_id(), 1_600_000_000);
+    let connection = store_with(runtime, home, async |store| {
+        store.create_thread(&template, &[]).await.expect("create");
+    });
+    let columns = other_columns(&connection, "threads", &["id", "created_at", "updated_at"]);
+    connection
+        .execute(
+            &format!(
+                "WITH RECURSIVE n(value) AS (SELECT 2 UNION ALL SELECT value + 1 FROM n \
+                 WHERE value < ?2) \
+                 INSERT INTO threads (id, created_at, updated_at, {columns}) \
+                 SELECT printf('00000000-0000-7000-8000-%012d', n.value), \
+                 1600000000 + n.value, 1600000000 + n.value, {columns} \
+                 FROM n CROSS JOIN (SELECT * FROM threads WHERE id = ?1)"
+            ),
+            rusqlite::params![template.id, count as i64],
+        )
+        .expect("copy threads");
+    checkpoint(&connection);
 }
 
 async fn start(home: &Path) -> InProcessClientHandle {
@@ -245,6 +365,52 @@ async fn resume_median(home: &Path, thread_id: &str, samples: usize) -> Duration
     }
     handle.shutdown().await.expect("shutdown");
     median(times)
+}
+
+/// The medians of the [`PAGE_FIGURES`] on `thread_id` (of `turns` turns, not loaded): pages
+/// of [`PAGE_TURNS`] turns (or their items) newest first, from a cursor in the middle of the
+/// history and from the newest end.
+async fn page_medians(home: &Path, thread_id: &str, turns: usize, samples: usize) -> [Duration; 3] {
+    let mut handle = start(home).await;
+    let mut id = 0;
+    let middle = generated_turn_id(turns / 2);
+    let requests = [
+        json!({"threadId": thread_id, "cursor": middle, "limit": PAGE_TURNS, "itemsView": "full"}),
+        json!({"threadId": thread_id, "cursor": format!("{middle}/0"), "limit": 2 * PAGE_TURNS,
+               "sortDirection": "desc"}),
+        json!({"threadId": thread_id, "limit": 2 * PAGE_TURNS, "sortDirection": "desc"}),
+    ];
+    let mut medians = [Duration::ZERO; 3];
+    for (figure, params) in requests.into_iter().enumerate() {
+        let mut times = Vec::with_capacity(samples);
+        for round in 0..=samples {
+            let began = Instant::now();
+            let reply = if figure == 0 {
+                call::<ThreadTurnsList>(&handle, &mut id, params.clone()).await
+            } else {
+                call::<ThreadItemsList>(&handle, &mut id, params.clone()).await
+            };
+            let elapsed = began.elapsed();
+            // Every turn holds two items.
+            let expected = if figure == 0 {
+                PAGE_TURNS
+            } else {
+                2 * PAGE_TURNS
+            };
+            assert_eq!(
+                reply["data"].as_array().map(Vec::len),
+                Some(expected),
+                "{}: a full page",
+                PAGE_FIGURES[figure]
+            );
+            if round > 0 {
+                times.push(elapsed);
+            }
+        }
+        medians[figure] = median(times);
+    }
+    handle.shutdown().await.expect("shutdown");
+    medians
 }
 
 /// Waits for `thread/closed` of `thread_id`: the next resume is a cold one.

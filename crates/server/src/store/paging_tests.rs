@@ -419,3 +419,113 @@ async fn memory_positions_follow_turns_that_come_and_go() {
     let page = store.list_turns(&thread, &moved).await.expect("page");
     assert_eq!(page.data[0].id, turns[7].id);
 }
+
+/// Every combination of start cursor (each turn, indexes inside and past the turn, inclusive
+/// or not), turn filter and direction gives the items an independent filter of the whole
+/// history gives: a cursor in another turn than the filter's, an empty turn or an index past
+/// a turn's last item included.
+#[tokio::test]
+async fn items_page_from_any_cursor_matches_the_history() {
+    with_both(async |store, thread, turns| {
+        // (turn position, index, item id) in thread order.
+        let history: Vec<(usize, usize, String)> = turns
+            .iter()
+            .enumerate()
+            .flat_map(|(position, turn)| {
+                turn.items
+                    .iter()
+                    .enumerate()
+                    .map(move |(index, item)| (position, index, item.id().to_owned()))
+            })
+            .collect();
+        let limit = 3;
+        for (anchor_turn, turn) in turns.iter().enumerate() {
+            for anchor_index in [0, 1, 2, 9] {
+                for inclusive in [false, true] {
+                    for scope in [None, Some(7)] {
+                        for direction in [SortDirection::Asc, SortDirection::Desc] {
+                            let prefix = if inclusive { "at:" } else { "" };
+                            let cursor = format!("{prefix}{}/{anchor_index}", turn.id);
+                            let anchor = (anchor_turn, anchor_index);
+                            let mut expected: Vec<_> = history
+                                .iter()
+                                .filter(|(position, index, _)| {
+                                    let at = (*position, *index);
+                                    let past = match direction {
+                                        SortDirection::Asc => at > anchor,
+                                        SortDirection::Desc => at < anchor,
+                                    };
+                                    (past || (inclusive && at == anchor))
+                                        && scope.is_none_or(|scope| scope == *position)
+                                })
+                                .map(|(position, index, id)| {
+                                    (turns[*position].id.clone(), *index, id.clone())
+                                })
+                                .collect();
+                            if direction == SortDirection::Desc {
+                                expected.reverse();
+                            }
+                            expected.truncate(limit);
+                            let query = ItemListQuery {
+                                turn_id: scope.map(|position| turns[position].id.clone()),
+                                start: ItemStart::Cursor(cursor.clone()),
+                                limit,
+                                direction,
+                            };
+                            let page = store.list_items(&thread, &query).await.expect("page");
+                            assert_eq!(
+                                keys(&page),
+                                expected,
+                                "{cursor} {direction:?} scope {scope:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    })
+    .await;
+}
+
+/// The statements a cold resume and an open run find their rows through an index, whatever
+/// the thread's length: the latest compaction starts from the thread's compactions (not from
+/// its turns), and recovery reads the partial index of running turns (not every turn).
+#[tokio::test]
+async fn sqlite_resume_and_open_statements_search_by_index() {
+    let home = tempfile::tempdir().expect("temp dir");
+    let store = SqliteThreadStore::open(home.path()).await.expect("open");
+    let plans = store
+        .run(|connection| {
+            let plan = |sql: &str| -> Result<Vec<String>, StoreError> {
+                Ok(connection
+                    .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?
+                    .query_map(["thread"], |row| row.get::<_, String>(3))?
+                    .collect::<Result<Vec<_>, _>>()?)
+            };
+            let unfinished = connection
+                .prepare(&format!(
+                    "EXPLAIN QUERY PLAN {}",
+                    super::sqlite::UNFINISHED_TURNS
+                ))?
+                .query_map([], |row| row.get::<_, String>(3))?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((unfinished, plan(super::sqlite::LATEST_COMPACTION)?))
+        })
+        .await
+        .expect("plans");
+    let (unfinished, compaction) = plans;
+    assert_eq!(unfinished.len(), 1, "{unfinished:?}");
+    assert!(
+        unfinished[0].contains("USING INDEX turns_unfinished")
+            || unfinished[0].contains("USING COVERING INDEX turns_unfinished"),
+        "{unfinished:?}"
+    );
+    assert!(
+        compaction[0].starts_with("SEARCH c USING"),
+        "compactions drive the join: {compaction:?}"
+    );
+    assert!(
+        compaction.iter().all(|step| !step.starts_with("SCAN")),
+        "{compaction:?}"
+    );
+}

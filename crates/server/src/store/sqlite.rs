@@ -42,12 +42,16 @@ use tandem_protocol::{
 };
 use tokio::sync::oneshot;
 
-use super::paging::{self, Anchor, ItemListQuery, ItemPosition, ItemStart, StoredItem};
+use self::items::read_items;
+
+use super::paging::{self, Anchor, ItemListQuery, StoredItem};
 use super::{
     Compaction, INTERRUPTED_BY_STOP, IdempotencyRecord, KEY_MAX_AGE_SECS, KEYS_PER_SCOPE, Page,
     StoreError, ThreadListQuery, ThreadRecord, ThreadStore, ThreadUpdate, TurnListQuery,
     close_unfinished_item, effective_limit, parse_thread_cursor, source_kind, thread_cursor,
 };
+
+mod items;
 
 /// The schema version this build writes and reads.
 const SCHEMA_VERSION: i64 = 4;
@@ -154,6 +158,27 @@ CREATE TABLE idempotency_keys (
 CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);
 CREATE INDEX idempotency_keys_by_scope_age ON idempotency_keys (scope, created_at);
 ";
+
+/// The turns a crash left running, which [`recover`] looks for on every open: without this
+/// index that look-up read every turn of every thread before the first request was served.
+/// Partial, so it holds only the turns running now. Created on open whatever the version
+/// (`IF NOT EXISTS`): a file without it is still version 2, and a build that does not know
+/// it keeps it up to date like any other index.
+const UNFINISHED_TURNS_INDEX: &str = "
+CREATE INDEX IF NOT EXISTS turns_unfinished ON turns (thread_id, id) WHERE status = 'inProgress';
+";
+
+/// What [`recover`] looks for, through [`UNFINISHED_TURNS_INDEX`].
+pub(super) const UNFINISHED_TURNS: &str =
+    "SELECT thread_id, id FROM turns WHERE status = 'inProgress'";
+
+/// The thread's latest compaction, read on every resume. CROSS JOIN keeps the thread's few
+/// compactions as the outer loop: with a plain JOIN the planner walked every turn of the
+/// thread newest first (to skip the sort) and probed compactions for each, which made every
+/// resume O(turns).
+pub(super) const LATEST_COMPACTION: &str = "SELECT c.turn_id, c.summary FROM compactions c \
+     CROSS JOIN turns t ON t.thread_id = c.thread_id AND t.id = c.turn_id \
+     WHERE c.thread_id = ?1 ORDER BY t.seq DESC LIMIT 1";
 
 const THREAD_COLUMNS: &str = "id, name, preview, ephemeral, created_at, updated_at, status, \
      cwd, source, forked_from_id, model, model_provider, cli_version, approval_policy, \
@@ -392,15 +417,23 @@ fn commit_batch(connection: &Connection, path: &Path, batch: Vec<PendingWrite>) 
 /// Turns of a thread another process holds a live lease on are left alone: that process may be
 /// running them now (a home shared by several servers).
 fn recover(connection: &mut Connection) -> Result<usize, StoreError> {
-    let candidates: Vec<(String, String, Option<String>)> = connection
-        .prepare(&format!(
-            "SELECT t.thread_id, t.id, l.owner FROM turns t LEFT JOIN thread_leases l \
-             ON l.thread_id = t.thread_id AND l.expires_at > {} \
-             WHERE t.status = 'inProgress'",
-            super::sqlite_lease::NOW_MS
-        ))?
-        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+    let running: Vec<(String, String)> = connection
+        .prepare(UNFINISHED_TURNS)?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
         .collect::<Result<_, _>>()?;
+    // A turn running under another live process's lease is that process's, not a crash's.
+    let mut live_owner = connection.prepare(&format!(
+        "SELECT owner FROM thread_leases WHERE thread_id = ?1 AND expires_at > {}",
+        super::sqlite_lease::NOW_MS
+    ))?;
+    let mut candidates: Vec<(String, String, Option<String>)> = Vec::with_capacity(running.len());
+    for (thread_id, turn_id) in running {
+        let owner: Option<String> = live_owner
+            .query_row([&thread_id], |row| row.get(0))
+            .optional()?;
+        candidates.push((thread_id, turn_id, owner));
+    }
+    drop(live_owner);
     let unfinished: Vec<(String, String)> = candidates
         .into_iter()
         .filter(|(_, _, owner)| owner.as_deref().is_none_or(super::lease::owner_is_gone))
@@ -507,6 +540,9 @@ fn migrate(connection: &mut Connection, path: &Path) -> Result<(), StoreError> {
             });
         }
     }
+    transaction
+        .execute_batch(UNFINISHED_TURNS_INDEX)
+        .map_err(open_error)?;
     transaction.commit().map_err(open_error)
 }
 
@@ -914,105 +950,6 @@ pub(super) fn sql_comparison(direction: SortDirection, inclusive: bool) -> &'sta
         (SortDirection::Desc, false) => "<",
         (SortDirection::Desc, true) => "<=",
     }
-}
-
-/// Reads one page of items (see [`ThreadStore::list_items`]) inside the caller's
-/// transaction. Items are walked in (turn `seq`, `idx`) order: the turn index gives the
-/// turns from the anchor on, the items key each turn's items in order, so nothing is sorted
-/// and a page costs its own length.
-fn read_items(
-    connection: &Connection,
-    thread_id: &str,
-    query: &ItemListQuery,
-) -> Result<Vec<StoredItem>, StoreError> {
-    require_thread(connection, thread_id)?;
-    let scope = match &query.turn_id {
-        None => None,
-        Some(turn_id) => Some(turn_seq(connection, thread_id, turn_id)?.ok_or_else(|| {
-            StoreError::TurnNotFound {
-                thread_id: thread_id.to_owned(),
-                turn_id: turn_id.clone(),
-            }
-        })?),
-    };
-    // (seq, idx, inclusive) of the start.
-    let anchor: Option<(i64, i64, bool)> = match &query.start {
-        ItemStart::Beginning => None,
-        ItemStart::Cursor(cursor) => {
-            let anchor = paging::parse_item_cursor(cursor)?;
-            let seq = turn_seq(connection, thread_id, &anchor.position.turn_id)?
-                .ok_or_else(|| StoreError::InvalidCursor(cursor.clone()))?;
-            let index = i64::try_from(anchor.position.index)
-                .map_err(|_| StoreError::InvalidCursor(cursor.clone()))?;
-            Some((seq, index, anchor.inclusive))
-        }
-        ItemStart::AfterItem(item_id) => {
-            let turn_id = query
-                .turn_id
-                .as_deref()
-                .ok_or_else(|| StoreError::InvalidCursor(format!("item {item_id}")))?;
-            let index: i64 = connection
-                .prepare_cached(
-                    "SELECT idx FROM items WHERE thread_id = ?1 AND turn_id = ?2 \
-                     AND json_extract(item, '$.id') = ?3 ORDER BY idx LIMIT 1",
-                )?
-                .query_row(params![thread_id, turn_id, item_id], |row| row.get(0))
-                .optional()?
-                .ok_or_else(|| {
-                    StoreError::InvalidCursor(format!("item {item_id} of turn {turn_id}"))
-                })?;
-            Some((
-                scope.expect("a turn filter was resolved above"),
-                index,
-                false,
-            ))
-        }
-    };
-    let order = sql_order(query.direction);
-    let mut sql = String::from(
-        "SELECT t.id, i.idx, i.item FROM turns AS t \
-         JOIN items AS i ON i.thread_id = t.thread_id AND i.turn_id = t.id \
-         WHERE t.thread_id = ?",
-    );
-    let mut values: Vec<rusqlite::types::Value> = vec![thread_id.to_owned().into()];
-    if let Some(seq) = scope {
-        sql.push_str(" AND t.seq = ?");
-        values.push(seq.into());
-    }
-    if let Some((seq, index, inclusive)) = anchor {
-        let turn_bound = sql_comparison(query.direction, true);
-        let item_bound = sql_comparison(query.direction, inclusive);
-        sql.push_str(&format!(
-            " AND t.seq {turn_bound} ? AND (t.seq <> ? OR i.idx {item_bound} ?)"
-        ));
-        values.extend([seq.into(), seq.into(), index.into()]);
-    }
-    sql.push_str(&format!(" ORDER BY t.seq {order}, i.idx {order} LIMIT ?"));
-    values.push(limit_plus_one(query.limit).into());
-    let rows = connection
-        .prepare_cached(&sql)?
-        .query_map(params_from_iter(values), |row| {
-            Ok((
-                row.get::<_, String>(0)?,
-                row.get::<_, i64>(1)?,
-                row.get::<_, String>(2)?,
-            ))
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-    rows.into_iter()
-        .map(|(turn_id, index, item)| {
-            let item = decode(&item, || {
-                format!("item {index} of turn {turn_id} in thread {thread_id}")
-            })?;
-            Ok(StoredItem {
-                position: ItemPosition {
-                    turn_id,
-                    index: usize::try_from(index).unwrap_or_default(),
-                },
-                item,
-            })
-        })
-        .collect()
 }
 
 fn find_attachment(
@@ -1516,11 +1453,7 @@ impl ThreadStore for SqliteThreadStore {
         self.run(move |connection| {
             require_thread(connection, &thread_id)?;
             Ok(connection
-                .prepare_cached(
-                    "SELECT c.turn_id, c.summary FROM compactions c \
-                     JOIN turns t ON t.thread_id = c.thread_id AND t.id = c.turn_id \
-                     WHERE c.thread_id = ?1 ORDER BY t.seq DESC LIMIT 1",
-                )?
+                .prepare_cached(LATEST_COMPACTION)?
                 .query_row([&thread_id], |row| {
                     Ok(Compaction {
                         turn_id: row.get(0)?,

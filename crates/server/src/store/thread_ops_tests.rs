@@ -288,6 +288,15 @@ async fn sqlite_migrates_a_version_one_database() {
     // Version 1 -> 2 (archiving, compaction) -> 3 (idempotency keys) -> 4 (writer leases) in
     // one go.
     assert_eq!(version, 4);
+    let unfinished_index: i64 = rusqlite::Connection::open(&path)
+        .expect("raw open")
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'turns_unfinished'",
+            [],
+            |row| row.get(0),
+        )
+        .expect("schema");
+    assert_eq!(unfinished_index, 1, "the recovery index is added on open");
     let old = store.get_thread("old").await.expect("read").expect("kept");
     assert_eq!(old.preview, "hi");
     assert_eq!(old.archived_at, None);

@@ -80,10 +80,7 @@ pub(crate) async fn resume_from_a_cursor_replays_what_followed(transport: Transp
     // Nothing was sent twice, and the next live event follows the last replayed one.
     start_turn(&mut s, "<id:6>", "again").await;
     let next = s.next("the next live event").await;
-    let last_seq = seen
-        .last()
-        .map(|(_, cursor)| cursor["seq"].as_u64())
-        .flatten();
+    let last_seq = seen.last().and_then(|(_, cursor)| cursor["seq"].as_u64());
     let cursor = s.last_cursor();
     if next["method"] != "thread/status/changed"
         || cursor.as_ref().and_then(|cursor| cursor["seq"].as_u64()) != last_seq.map(|seq| seq + 1)
