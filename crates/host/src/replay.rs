@@ -24,7 +24,8 @@ pub const DEFAULT_REPLAY_WINDOW_EVENTS: usize = 4096;
 pub const DEFAULT_REPLAY_WINDOW_BYTES: usize = 4 << 20;
 
 /// How much of each stream a host keeps for replay. Whichever bound is reached first evicts the
-/// oldest events; the newest event is always kept, whatever its size.
+/// oldest events; an event larger than `max_bytes` on its own is not kept at all (a cursor
+/// from before it is then a gap), so the bytes kept never exceed `max_bytes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplayWindowLimits {
     /// Events kept per stream; 0 keeps only the newest.
@@ -171,15 +172,25 @@ impl ReplayWindows {
         let entry = self.stream(Arc::clone(stream));
         entry.last_seq += 1;
         let seq = entry.last_seq;
+        if bytes > limits.max_bytes {
+            // Larger than the whole window: keeping it would break the bound, and it would
+            // push out everything before it anyway. Not copied at all; a cursor from before
+            // it is a gap, one from it on is not.
+            entry.evicted += entry.kept.len() as u64 + 1;
+            entry.kept.clear();
+            entry.bytes = 0;
+            entry.floor = seq;
+            recipients.extend(entry.attached.iter().copied());
+            self.high_water = self.high_water.max(seq);
+            return self.cursor(seq);
+        }
         entry.kept.push_back(Kept {
             seq,
             notification: notification.clone(),
             bytes,
         });
         entry.bytes += bytes;
-        while entry.kept.len() > limits.max_events.max(1)
-            || (entry.bytes > limits.max_bytes && entry.kept.len() > 1)
-        {
+        while entry.kept.len() > limits.max_events.max(1) || entry.bytes > limits.max_bytes {
             let oldest = entry.kept.pop_front().expect("more than one kept");
             entry.bytes -= oldest.bytes;
             entry.floor = oldest.seq;
@@ -387,5 +398,31 @@ mod tests {
         }
         let stats = windows.stats("t").unwrap();
         assert!(stats.events > 10 && stats.evicted > 900, "{stats:?}");
+    }
+
+    #[test]
+    fn an_event_larger_than_the_window_is_not_kept_and_cursors_before_it_are_gaps() {
+        let limits = ReplayWindowLimits {
+            max_events: usize::MAX,
+            max_bytes: 10_000,
+        };
+        let mut windows = ReplayWindows::with_epoch(limits, "e".into());
+        let before = record(&mut windows, "t", &delta("a"));
+        let huge = record(&mut windows, "t", &delta(&"x".repeat(20_000)));
+        let stats = windows.stats("t").unwrap();
+        assert_eq!((stats.events, stats.bytes, stats.evicted), (0, 0, 2));
+        assert_eq!(stats.last_seq, huge.seq);
+        let after = record(&mut windows, "t", &delta("b"));
+        assert_eq!(
+            windows
+                .attach("t", ConnectionId(1), Some(&before))
+                .outcome
+                .gap,
+            Some(true)
+        );
+        let attach = windows.attach("t", ConnectionId(2), Some(&huge));
+        assert_eq!(attach.outcome.gap, Some(false));
+        assert_eq!(texts(&attach.replay), ["b"]);
+        assert_eq!(attach.outcome.cursor, after);
     }
 }

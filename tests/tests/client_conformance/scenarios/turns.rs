@@ -205,7 +205,8 @@ pub(crate) async fn approval_declined_and_question_answered(backend: Backend) {
             "threadId": THREAD, "turnId": TURN, "itemId": command, "startedAtMs": "<time>",
             "command": "echo should-not-run", "cwd": "<home>", "reason": null,
             "commandActions": [{"type": "unknown", "command": "echo should-not-run"}],
-            "availableDecisions": ["accept", "acceptForSession", "decline", "cancel"],
+            // No `availableDecisions`, even though tandem-client opts in to the experimental
+            // API: every approval offers all four (docs/protocol.md, section 12).
         }}}),
     );
     let TurnEvent::Approval(approval) = event else {

@@ -3,6 +3,10 @@
 //! once, so a claim inserts with `ON CONFLICT DO NOTHING` and reads the winner's record back
 //! instead of checking first: exactly one claim stores its record.
 //!
+//! Claims in one scope are serialized by a transaction-scoped advisory lock on the scope: a
+//! plain lock on rows that may not exist yet, released at commit (not a lease: nothing
+//! outlives the transaction).
+//!
 //! Keys are not fenced by the writer lease: they are not thread data, and a claim on a thread
 //! this server does not own is answered by the lease check of the write that follows it.
 
@@ -39,6 +43,13 @@ impl PostgresThreadStore {
         let tx = self.write(None).await?;
         let result = async {
             let db = tx.db();
+            // Claims of one scope take turns (until commit): two at once would each count the
+            // scope's keys before the other's insert and keep one too many.
+            db.execute(
+                "SELECT pg_advisory_xact_lock(hashtext('tandem idempotency scope ' || $1))",
+                &[&record.scope],
+            )
+            .await?;
             db.execute(
                 "DELETE FROM idempotency_keys WHERE created_at < $1",
                 &[&(record.created_at - KEY_MAX_AGE_SECS)],
