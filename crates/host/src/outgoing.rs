@@ -267,7 +267,16 @@ impl OutgoingMessageSender {
                 queued_bytes: 0,
             }),
         };
-        if self.shared.router.send(input).await.is_err() {
+        // Room first, without a `send` future (the router drains in bursts); only a full queue
+        // makes the producer wait, which is the backpressure of docs/host.md.
+        let sent = match self.shared.router.try_send(input) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(input)) => {
+                self.shared.router.send(input).await.is_ok()
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        };
+        if !sent {
             tracing::debug!("outbound router has stopped; message discarded");
         }
     }
