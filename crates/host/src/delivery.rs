@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tandem_protocol::{DEFAULT_GUARANTEED_NOTIFICATION_METHODS, is_experimental_notification};
 use foldhash::HashSet;
+use tandem_protocol::{DEFAULT_GUARANTEED_NOTIFICATION_METHODS, is_experimental_notification};
 use tokio::sync::oneshot;
 
 use crate::processor::ConnectionSessionState;

@@ -267,16 +267,7 @@ impl OutgoingMessageSender {
                 queued_bytes: 0,
             }),
         };
-        // Room first, without a `send` future (the router drains in bursts); only a full queue
-        // makes the producer wait, which is the backpressure of docs/host.md.
-        let sent = match self.shared.router.try_send(input) {
-            Ok(()) => true,
-            Err(mpsc::error::TrySendError::Full(input)) => {
-                self.shared.router.send(input).await.is_ok()
-            }
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
-        };
-        if !sent {
+        if self.shared.router.send(input).await.is_err() {
             tracing::debug!("outbound router has stopped; message discarded");
         }
     }

@@ -246,17 +246,7 @@ impl OutboundRouter {
                 budget.room_for(bytes).await;
                 budget.charge(bytes);
             }
-            // The queue has room almost always (its reader drains in bursts): taking it without
-            // building a `send` future skips the semaphore's acquire future and a cooperative
-            // budget tick per message. Only a full queue waits.
-            let sent = match connection.writer.try_send(message) {
-                Ok(()) => true,
-                Err(mpsc::error::TrySendError::Full(message)) => {
-                    connection.writer.send(message).await.is_ok()
-                }
-                Err(mpsc::error::TrySendError::Closed(_)) => false,
-            };
-            if !sent {
+            if connection.writer.send(message).await.is_err() {
                 if let Some(budget) = &connection.budget {
                     budget.release(bytes);
                 }
