@@ -33,13 +33,16 @@ const CI_STEPS: &[&[&str]] = &[
         "--no-default-features",
         "--locked",
     ],
-    // The in-process host's ratios to its raw model, short mode (docs/performance.md).
+    // The in-process host's ratios to its raw model, short mode, built lean (docs/performance.md).
     &[
         "bench",
         "-p",
         "tandem-host",
         "--bench",
         "host",
+        "--no-default-features",
+        "--profile",
+        "guard",
         "--locked",
         "--",
         "--guard",

@@ -38,9 +38,11 @@ use crate::replay::StreamCursor;
 pub(crate) enum CloseReason {
     /// The writer queue stayed full (or overflowed): the peer does not read.
     SlowConsumer,
-    /// The peer sent a message over the size limit.
+    /// The peer sent a message over the size limit (websocket).
+    #[cfg_attr(not(feature = "websocket"), allow(dead_code))]
     MessageTooBig,
-    /// The peer sent a text message that is not UTF-8.
+    /// The peer sent a text message that is not UTF-8 (websocket).
+    #[cfg_attr(not(feature = "websocket"), allow(dead_code))]
     InvalidPayload,
     /// The host is shutting down.
     ShuttingDown,
@@ -50,6 +52,7 @@ pub(crate) enum CloseReason {
 
 impl CloseReason {
     /// The websocket close code and reason text.
+    #[cfg_attr(not(feature = "websocket"), allow(dead_code))]
     pub(crate) fn close_frame(self) -> (u16, &'static str) {
         match self {
             // 1008: policy violation; the peer must read what it is sent.

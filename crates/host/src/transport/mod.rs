@@ -1,5 +1,5 @@
 //! Out-of-process hosting: one [`MessageProcessor`] serving wire connections over [`stdio`]
-//! and [`websocket`], through the same dispatcher (handshake, experimental gating), outbound
+//! and `websocket` (feature `websocket`, on by default), through the same dispatcher (handshake, experimental gating), outbound
 //! router (opt-outs, per-connection writers) and reply lane as the in-process host, so the
 //! processor cannot tell the transports apart.
 //!
@@ -48,6 +48,7 @@ use crate::router::{OutboundRouter, WriterFlow};
 pub(crate) mod connection;
 pub mod stdio;
 mod trace;
+#[cfg(feature = "websocket")]
 pub mod websocket;
 
 pub use trace::WIRE_TRACE_TARGET;
@@ -124,6 +125,8 @@ impl std::fmt::Debug for TransportHost {
 pub(crate) struct OpenedConnection {
     pub(crate) inbound: Inbound,
     pub(crate) outbound: Outbound,
+    /// Only websocket connections are closed by the server before their peer is done.
+    #[cfg_attr(not(feature = "websocket"), allow(dead_code))]
     pub(crate) close: Arc<CloseSignal>,
 }
 
@@ -131,7 +134,8 @@ pub(crate) struct OpenedConnection {
 pub(crate) enum WriterPolicy {
     /// Wait for room (a single connection: backpressure reaches the producers).
     Backpressure,
-    /// Never wait; close the connection after `grace` without progress.
+    /// Never wait; close the connection after `grace` without progress (websocket).
+    #[cfg_attr(not(feature = "websocket"), allow(dead_code))]
     CloseWhenStalled { grace: Duration },
 }
 
