@@ -117,12 +117,18 @@ async fn second_client_answers_and_both_see_resolved() {
     second
         .send(&json!({"id": again["id"], "result": {"decision": "accept"}}))
         .await;
-    // The first client's answer comes too late: the second's won.
+    // The first client's answer comes too late: the second's won. Sent once the second has
+    // seen the request resolved, since two connections' answers race otherwise.
+    let mut seen_by_second = Vec::new();
+    while !resolved(&seen_by_second, &approval["id"]) {
+        seen_by_second.push(second.recv().await);
+    }
     first
         .send(&json!({"id": approval["id"], "result": {"decision": "decline"}}))
         .await;
 
-    let (seen_by_second, completed) = until_turn_completed(&mut second, &turn_id).await;
+    let (rest_seen_by_second, completed) = until_turn_completed(&mut second, &turn_id).await;
+    seen_by_second.extend(rest_seen_by_second);
     let (seen_by_first, _) = until_turn_completed(&mut first, &turn_id).await;
     assert!(
         resolved(&seen_by_first, &approval["id"]),

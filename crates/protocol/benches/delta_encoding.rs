@@ -72,6 +72,7 @@ fn main() {
     let message = ServerMessage::Notification {
         notification: ServerNotification::ProcessOutputDelta(delta.clone()),
         emitted_at_ms: Some(EMITTED_AT_MS),
+        cursor: None,
     };
     let mut line = Vec::new();
     encode_server_message(&message, &mut line).expect("a delta encodes");
