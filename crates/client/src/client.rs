@@ -1,16 +1,13 @@
-//! [`Client`]: the one API over every backend. It generates request ids, applies timeouts and
-//! overload retries, classifies failures, registers subscriptions and turn and process
-//! handles, and routes what the backend receives through [`crate::router`].
+//! [`Client`]: the one API over every backend. It applies timeouts and overload retries,
+//! registers subscriptions and turn and process handles, and hands out the connection's
+//! state; the shared state and the routing live in [`crate::core`].
 
-use std::collections::HashSet;
 use std::fmt;
-use std::future::{Future, ready};
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::future::Future;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::FutureExt as _;
-use futures::future::Either;
 use serde::Deserialize as _;
 use serde_json::Value;
 use tandem_host::MessageProcessor;
@@ -19,22 +16,24 @@ use tandem_host::in_process::{InProcessStartArgs, ProcessorFactory};
 use tandem_protocol::client_methods::{ProcessSpawn, TurnStart};
 use tandem_protocol::{
     ClientRequest, InitializeResponse, JSONRPCErrorError, JSONRPCRequest, ProcessSpawnParams,
-    RequestId, RequestMethod, ServerNotification, TurnStartParams,
+    RequestId, RequestMethod, TurnStartParams,
 };
 #[cfg(feature = "in-process-server")]
 use tandem_server::{ServerOptions, TandemServer};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::backend::child::ChildCommand;
 use crate::backend::in_process::InProcessBackend;
+use crate::backend::link::Connector;
 use crate::backend::websocket::WebSocketTarget;
-use crate::backend::wire::{Connector, WireBackend};
-use crate::backend::{Backend, Failure, Incoming, OutgoingRequest};
+use crate::backend::wire::WireBackend;
+use crate::backend::{Backend, Dispatch as _, OutgoingRequest};
+use crate::connection::{ConnectionState, ReconnectStats};
+use crate::core::{ParkedTurn, Shared};
 use crate::error::ClientError;
 use crate::options::{ClientOptions, RequestOptions};
 use crate::process::{ProcessHandle, ProcessShared};
-use crate::router::{Entry, Filter, Registry};
-use crate::server_request::{Responder, ServerRequestEvent, dispatch, fallback_answer};
+use crate::router::{Entry, Filter};
 use crate::subscription::{Overflow, Subscription, SubscriptionFilter, SubscriptionOptions};
 use crate::turn::{TurnHandle, TurnShared};
 
@@ -85,153 +84,6 @@ impl Transport {
     }
 }
 
-/// State shared by every clone of a client, its worker and its handles.
-pub(crate) struct Shared {
-    options: ClientOptions,
-    pub(crate) backend: Backend,
-    registry: Mutex<Registry>,
-    /// Server requests waiting for an answer, by connection generation and id.
-    pending_server_requests: Mutex<HashSet<(u64, RequestId)>>,
-    next_id: AtomicI64,
-    closed: AtomicBool,
-}
-
-impl fmt::Debug for Shared {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Shared")
-            .field("options", &self.options)
-            .field("generation", &self.backend.generation())
-            .finish_non_exhaustive()
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-impl Shared {
-    fn new(options: ClientOptions, backend: Backend) -> Arc<Self> {
-        Arc::new(Self {
-            options,
-            backend,
-            registry: Mutex::new(Registry::default()),
-            pending_server_requests: Mutex::new(HashSet::new()),
-            // The in-process host uses id 0 for its own `initialize`.
-            next_id: AtomicI64::new(1),
-            closed: AtomicBool::new(false),
-        })
-    }
-
-    pub(crate) fn next_request_id(&self) -> RequestId {
-        RequestId::Integer(self.next_id.fetch_add(1, Ordering::Relaxed))
-    }
-
-    pub(crate) fn options(&self) -> &ClientOptions {
-        &self.options
-    }
-
-    /// Routes one event from connection `generation` to subscriptions, turn handles and the
-    /// handler. Waits only for lossless subscriptions.
-    pub(crate) async fn route(self: &Arc<Self>, generation: u64, incoming: Incoming) {
-        let waits = match incoming {
-            Incoming::Notification(note) => {
-                if let ServerNotification::ServerRequestResolved(resolved) = &note {
-                    lock(&self.pending_server_requests)
-                        .remove(&(generation, resolved.request_id.clone()));
-                }
-                lock(&self.registry).route_notification(note, &self.options.delivery_policy)
-            }
-            Incoming::Request(request) => {
-                let id = request.id().clone();
-                lock(&self.pending_server_requests).insert((generation, id.clone()));
-                let responder = Responder {
-                    id,
-                    generation,
-                    shared: Arc::downgrade(self),
-                    fallback: Some(fallback_answer(&request)),
-                };
-                let event = ServerRequestEvent::new(request.clone(), responder);
-                let (waits, unclaimed) = lock(&self.registry).route_request(&request, event);
-                if let Some(event) = unclaimed {
-                    let handler = self.options.handler.clone();
-                    tokio::spawn(async move { dispatch(handler.as_ref(), event).await });
-                }
-                waits
-            }
-            Incoming::Lagged(skipped) => lock(&self.registry).route_lagged(skipped),
-        };
-        for (tx, item) in waits {
-            // A consumer that went away meanwhile needs nothing more.
-            let _ = tx.send(item).await;
-        }
-    }
-
-    /// Connection `generation` ended: its server requests can no longer be answered and every
-    /// subscription ends.
-    pub(crate) fn disconnected(&self, generation: u64, reason: &str) {
-        lock(&self.pending_server_requests).retain(|(of, _)| *of != generation);
-        lock(&self.registry).disconnect(reason);
-    }
-
-    pub(crate) fn unsubscribe(&self, id: u64) {
-        lock(&self.registry).remove(id);
-    }
-
-    pub(crate) async fn answer_server_request(
-        &self,
-        generation: u64,
-        id: RequestId,
-        result: Result<Value, JSONRPCErrorError>,
-    ) -> Result<(), ClientError> {
-        if !lock(&self.pending_server_requests).remove(&(generation, id.clone())) {
-            return Err(ClientError::ServerRequestNotPending { id });
-        }
-        self.backend
-            .answer(generation, id, result)
-            .await
-            .map_err(|failure| failure.into_error("server request answer"))
-    }
-
-    fn register(&self, entry: Entry) -> u64 {
-        lock(&self.registry).insert(entry)
-    }
-
-    fn narrow_turn(&self, subscription: u64, turn_id: &str) {
-        if let Some(entry) = lock(&self.registry).get_mut(subscription)
-            && let Filter::Turn { turn, .. } = &mut entry.filter
-        {
-            *turn = Some(turn_id.to_owned());
-        }
-    }
-
-    /// One attempt: send now, then wait within `timeout` and classify. The request is handed
-    /// to the backend before this returns (in-process, to the host itself), and the wait is
-    /// a combinator, not an `async` block, so the future holds neither the request nor a
-    /// second copy of the backend's wait.
-    fn execute_once<'a>(
-        self: &'a Arc<Self>,
-        method: &'a str,
-        request: OutgoingRequest,
-        timeout: Option<Duration>,
-    ) -> impl Future<Output = Result<Value, ClientError>> + Send + 'a {
-        let reply = if self.closed.load(Ordering::Acquire) {
-            Either::Left(ready(Err(Failure::Closed)))
-        } else {
-            Either::Right(self.backend.request(self, request, timeout))
-        };
-        reply.map(move |outcome| match outcome {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(ClientError::Server {
-                method: method.to_owned(),
-                error,
-            }),
-            Err(failure) => Err(failure.into_error(method)),
-        })
-    }
-}
-
 /// A request needs the method name for errors and a way to build each attempt.
 async fn execute<F>(
     shared: &Arc<Shared>,
@@ -242,10 +94,10 @@ async fn execute<F>(
 where
     F: FnMut(RequestId, bool) -> OutgoingRequest,
 {
-    let timeout = options.timeout.unwrap_or(shared.options.request_timeout);
+    let timeout = options.timeout.unwrap_or(shared.options().request_timeout);
     let retries = options
         .retry_overloaded
-        .unwrap_or(shared.options.retry_overloaded);
+        .unwrap_or(shared.options().retry_overloaded);
     let mut backoff = FIRST_BACKOFF;
     let mut attempt = 0;
     loop {
@@ -345,7 +197,12 @@ impl Client {
                 .map_err(|error| ClientError::Connect {
                     reason: format!("the in-process server did not start: {error}"),
                 })?;
-        let shared = Shared::new(options, Backend::InProcess(backend));
+        let generation = crate::backend::in_process::GENERATION;
+        let shared = Shared::new(
+            options,
+            Backend::InProcess(backend),
+            ConnectionState::Connected { generation },
+        );
         if let Backend::InProcess(backend) = &shared.backend {
             backend.spawn_worker(shared.clone());
         }
@@ -353,8 +210,12 @@ impl Client {
     }
 
     fn wire(connector: Connector, options: ClientOptions) -> Self {
-        let backend = WireBackend::new(connector, options.channel_capacity);
-        Self::from_shared(Shared::new(options, Backend::Wire(backend)))
+        let backend = WireBackend::new(connector, options.wire_config());
+        Self::from_shared(Shared::new(
+            options,
+            Backend::Wire(backend),
+            ConnectionState::Idle,
+        ))
     }
 
     /// A child server (lazily started), with default options.
@@ -418,6 +279,19 @@ impl Client {
         self.shared().backend.child_pid()
     }
 
+    /// The connection's state, for a UI to show: each change (connected, reconnecting with
+    /// the attempt, reconnected with the count, disconnected, closed) is sent to every
+    /// receiver; a receiver that reads late sees the newest.
+    pub fn connection_state(&self) -> watch::Receiver<ConnectionState> {
+        self.shared().connection_state()
+    }
+
+    /// What reconnecting cost so far: reconnects, events replayed by the server, duplicates
+    /// dropped, gaps.
+    pub fn reconnect_stats(&self) -> ReconnectStats {
+        self.shared().reconnect_stats()
+    }
+
     /// Closes the client: later requests fail as [`ClientError::Closed`], every subscription
     /// ends, and the server is shut down (in-process) or the connection closed (a child is
     /// sent stdin EOF, then SIGTERM, then SIGKILL of its process group, each after
@@ -428,7 +302,9 @@ impl Client {
             .backend
             .close(self.options().close_timeout)
             .await;
-        lock(&self.shared().registry).disconnect("the client was closed");
+        self.shared()
+            .connection_lost(self.generation(), "the client was closed", false);
+        self.shared().set_state(ConnectionState::Closed);
     }
 
     /// Subscribes to events.
@@ -504,10 +380,10 @@ impl Client {
         let shared = self.shared();
         let retries = options
             .retry_overloaded
-            .unwrap_or(shared.options.retry_overloaded);
+            .unwrap_or(shared.options().retry_overloaded);
         let value = if retries == 0 {
             // The common case, kept free of the retry loop's state.
-            let timeout = options.timeout.unwrap_or(shared.options.request_timeout);
+            let timeout = options.timeout.unwrap_or(shared.options().request_timeout);
             let request = M::into_request(shared.next_request_id(), params);
             shared
                 .execute_once(M::METHOD, OutgoingRequest::Typed(request), timeout)
@@ -598,26 +474,53 @@ impl Client {
         id: RequestId,
         result: Result<Value, JSONRPCErrorError>,
     ) -> Result<(), ClientError> {
-        let generation = self.generation();
-        self.shared()
-            .answer_server_request(generation, id, result)
-            .await
+        self.shared().answer_server_request(id, result).await
     }
 
     /// `turn/start`, returning a [`TurnHandle`] that was subscribed before the request was
     /// sent, so it sees the turn's first event.
+    ///
+    /// With a `clientUserMessageId`, a `turn/start` lost with the connection fails with
+    /// [`ClientError::MaybeSent`]; calling `start_turn` again with the same params returns the
+    /// same turn (the server deduplicates by the key) and the handle continues the stream of
+    /// the failed call, so no event of the turn is lost between the two.
     pub async fn start_turn(&self, params: TurnStartParams) -> Result<TurnHandle, ClientError> {
         let thread_id = params.thread_id.clone();
-        let turn_shared = Arc::new(TurnShared::new());
-        let filter = Filter::Turn {
-            thread: thread_id.clone(),
-            turn: None,
+        let key = params.client_user_message_id.clone();
+        let parked = key
+            .as_deref()
+            .and_then(|key| self.shared().unpark_turn(&thread_id, key));
+        let (subscription, turn_shared) = match parked {
+            Some(parked) => (parked.subscription, parked.shared),
+            None => {
+                let turn_shared = Arc::new(TurnShared::new());
+                let filter = Filter::Turn {
+                    thread: thread_id.clone(),
+                    turn: None,
+                };
+                let subscription = self.open_subscription(filter, None, Overflow::Skip, |entry| {
+                    entry.claims_requests = true;
+                    entry.turn = Some(turn_shared.clone());
+                });
+                (subscription, turn_shared)
+            }
         };
-        let subscription = self.open_subscription(filter, None, Overflow::Skip, |entry| {
-            entry.claims_requests = true;
-            entry.turn = Some(turn_shared.clone());
-        });
-        let response = self.call::<TurnStart>(params).await?;
+        let response = match self.call::<TurnStart>(params).await {
+            Ok(response) => response,
+            Err(error) => {
+                if let Some(key) = key
+                    && error.is_retry_safe()
+                {
+                    self.shared().park_turn(ParkedTurn {
+                        thread_id,
+                        key,
+                        subscription,
+                        shared: turn_shared,
+                    });
+                }
+                return Err(error);
+            }
+        };
         self.shared()
             .narrow_turn(subscription.id, &response.turn.id);
         let setup = TurnSetup {

@@ -13,6 +13,7 @@ use tandem_protocol::{JSONRPCErrorError, RequestId};
 /// |---|---|---|
 /// | [`Closed`](Self::Closed), [`NotSent`](Self::NotSent), [`Connect`](Self::Connect) | no | yes |
 /// | [`TimedOut`](Self::TimedOut), [`Disconnected`](Self::Disconnected) | as the `sent` field says | only if not sent |
+/// | [`MaybeSent`](Self::MaybeSent) | maybe | yes: it carries an idempotency key |
 /// | [`Server`](Self::Server) | yes | only for -32001 (overloaded) |
 /// | [`InvalidResponse`](Self::InvalidResponse) | yes | no |
 /// | [`ServerRequestNotPending`](Self::ServerRequestNotPending) | no (nothing to send) | no |
@@ -51,16 +52,38 @@ pub enum ClientError {
         /// Whether the request had been written when the timeout expired.
         sent: bool,
     },
-    /// The connection to the server ended before the reply arrived.
+    /// The connection to the server ended before the reply arrived. When `sent`, the outcome
+    /// is unknown: the request carried no idempotency key, so only the caller can tell whether
+    /// sending it again is harmless (read the state back first).
     #[error(
         "`{method}` failed: the connection to the server was lost ({reason}); {}",
-        if *.sent { "it was sent, so it may have taken effect" } else { "it was never sent" }
+        if *.sent {
+            "connection lost, outcome unknown: it was sent and may have taken effect; check the \
+             server's state before sending it again"
+        } else {
+            "it was never sent; it is safe to retry"
+        }
     )]
     Disconnected {
         /// The request's method.
         method: String,
         /// Whether the request had been written before the connection ended.
         sent: bool,
+        /// What ended the connection.
+        reason: String,
+    },
+    /// The connection to the server ended after the request was sent and before its reply
+    /// arrived, and the request carries an idempotency key (`clientUserMessageId` of
+    /// `turn/start` and `turn/steer`, `idempotencyKey` of `thread/start` and `thread/fork`):
+    /// it may or may not have taken effect, and sending it again unchanged is safe (the server
+    /// answers a repeat with the first result and starts nothing).
+    #[error(
+        "`{method}` may have reached the server before the connection was lost ({reason}); \
+         maybe sent, safe to retry: send it again unchanged (same idempotency key)"
+    )]
+    MaybeSent {
+        /// The request's method.
+        method: String,
         /// What ended the connection.
         reason: String,
     },
@@ -111,14 +134,16 @@ impl ClientError {
             | Self::Connect { .. }
             | Self::ServerRequestNotPending { .. } => false,
             Self::TimedOut { sent, .. } | Self::Disconnected { sent, .. } => *sent,
-            Self::Server { .. } | Self::InvalidResponse { .. } => true,
+            Self::MaybeSent { .. } | Self::Server { .. } | Self::InvalidResponse { .. } => true,
         }
     }
 
     /// Whether sending the same request again cannot make it take effect twice: it was never
-    /// sent, or the server refused it with -32001 (overloaded) before acting on it.
+    /// sent, the server refused it with -32001 (overloaded) before acting on it, or it carries
+    /// an idempotency key ([`Self::MaybeSent`]).
     pub fn is_retry_safe(&self) -> bool {
         match self {
+            Self::MaybeSent { .. } => true,
             Self::Server { error, .. } => error.code == OVERLOADED,
             Self::ServerRequestNotPending { .. } => false,
             other => !other.was_sent(),
@@ -171,5 +196,18 @@ mod tests {
             reason: "eof".into(),
         };
         assert!(lost.is_retry_safe());
+        let unknown = ClientError::Disconnected {
+            method: method(),
+            sent: true,
+            reason: "eof".into(),
+        };
+        assert!(unknown.was_sent() && !unknown.is_retry_safe());
+        assert!(unknown.to_string().contains("outcome unknown"));
+        let maybe = ClientError::MaybeSent {
+            method: method(),
+            reason: "eof".into(),
+        };
+        assert!(maybe.was_sent() && maybe.is_retry_safe());
+        assert!(maybe.to_string().contains("maybe sent, safe to retry"));
     }
 }

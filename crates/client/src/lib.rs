@@ -30,7 +30,10 @@
 
 mod backend;
 mod client;
+mod connection;
+mod core;
 mod error;
+mod follow;
 mod methods;
 mod options;
 mod process;
@@ -42,6 +45,10 @@ mod turn;
 pub use backend::child::{ChildCommand, ChildStderr, DEFAULT_MAX_LINE_BYTES};
 pub use backend::websocket::{DEFAULT_MAX_MESSAGE_BYTES, WebSocketTarget};
 pub use client::{Client, Transport};
+pub use connection::{
+    ConnectionState, DEFAULT_FIRST_RECONNECT_BACKOFF, DEFAULT_MAX_RECONNECT_ATTEMPTS,
+    DEFAULT_MAX_RECONNECT_BACKOFF, ReconnectPolicy, ReconnectStats,
+};
 pub use error::ClientError;
 pub use options::{
     ClientOptions, DEFAULT_CHANNEL_CAPACITY, DEFAULT_CLOSE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT,

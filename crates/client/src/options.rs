@@ -9,6 +9,8 @@ use std::time::Duration;
 use tandem_host::DeliveryPolicy;
 use tandem_protocol::{InitializeParams, SessionSource};
 
+use crate::backend::wire::WireConfig;
+use crate::connection::ReconnectPolicy;
 use crate::server_request::{DefaultServerRequestHandler, ServerRequestHandler};
 
 /// Default [`ClientOptions::channel_capacity`].
@@ -43,6 +45,7 @@ pub struct ClientOptions {
     pub(crate) session_source: SessionSource,
     pub(crate) delivery_policy: DeliveryPolicy,
     pub(crate) close_timeout: Duration,
+    pub(crate) reconnect: ReconnectPolicy,
 }
 
 impl fmt::Debug for ClientOptions {
@@ -57,6 +60,7 @@ impl fmt::Debug for ClientOptions {
             .field("retry_overloaded", &self.retry_overloaded)
             .field("session_source", &self.session_source)
             .field("close_timeout", &self.close_timeout)
+            .field("reconnect", &self.reconnect)
             .finish_non_exhaustive()
     }
 }
@@ -75,6 +79,7 @@ impl Default for ClientOptions {
             session_source: SessionSource::default(),
             delivery_policy: DeliveryPolicy::default(),
             close_timeout: DEFAULT_CLOSE_TIMEOUT,
+            reconnect: ReconnectPolicy::default(),
         }
     }
 }
@@ -168,6 +173,26 @@ impl ClientOptions {
     pub fn close_timeout(mut self, timeout: Duration) -> Self {
         self.close_timeout = timeout;
         self
+    }
+
+    /// Whether and how a wire client (websocket, child) comes back by itself after its
+    /// connection ends (a child is restarted), resuming every thread it follows from the last
+    /// event it saw. Default: on ([`ReconnectPolicy::new`]); [`ReconnectPolicy::disabled`]
+    /// turns it off. In-process clients have no connection to lose.
+    pub fn reconnect(mut self, policy: ReconnectPolicy) -> Self {
+        self.reconnect = policy;
+        self
+    }
+
+    /// What a wire backend needs of these options.
+    pub(crate) fn wire_config(&self) -> WireConfig {
+        WireConfig {
+            capacity: self.channel_capacity,
+            initialize: self.initialize_params(),
+            request_timeout: self.request_timeout,
+            close_timeout: self.close_timeout,
+            reconnect: self.reconnect,
+        }
     }
 
     /// The `initialize` params these options produce.

@@ -46,6 +46,18 @@ impl Filter {
         }
     }
 
+    /// Whether this filter takes events of `thread` (all of them, or some).
+    fn follows_thread(&self, thread: &str) -> bool {
+        match self {
+            Self::All => true,
+            Self::Thread(followed)
+            | Self::Turn {
+                thread: followed, ..
+            } => followed == thread,
+            Self::Process(_) => false,
+        }
+    }
+
     fn matches_request(&self, request: &ServerRequest) -> bool {
         match self {
             Self::All => true,
@@ -265,6 +277,81 @@ impl Registry {
             }
         }
         waits
+    }
+
+    /// The client reconnected and the server could not replay what `thread` sent meanwhile:
+    /// every follower of the thread gets [`Event::Gap`] with the snapshot `turns`, and turn
+    /// handles record their turn's final state from it. Delivered as a guaranteed event.
+    pub(crate) fn gap(
+        &mut self,
+        thread: &str,
+        turns: Vec<tandem_protocol::Turn>,
+        _policy: &DeliveryPolicy,
+    ) -> Vec<Wait> {
+        let mut waits = Vec::new();
+        for entry in self.entries.values_mut() {
+            if !entry.filter.follows_thread(thread) {
+                continue;
+            }
+            if let Some(turn) = &entry.turn {
+                turn.resync(&turns);
+            }
+            if entry.tx.is_none() {
+                continue;
+            }
+            let gap = Item::Event(Event::Gap {
+                thread_id: thread.to_owned(),
+                turns: turns.clone(),
+            });
+            match entry.try_deliver(gap) {
+                Ok(()) => {}
+                Err(DeliverError::Full(item)) if entry.lossless => {
+                    waits.push((entry.tx.clone().expect("checked above"), item));
+                }
+                Err(DeliverError::Full(_)) => {
+                    let lost = entry.lagged + 1;
+                    entry.end_with(SubscriptionError::Overflowed {
+                        lost,
+                        method: "gap".into(),
+                    });
+                }
+                Err(DeliverError::Ended(_)) => entry.tx = None,
+            }
+        }
+        waits
+    }
+
+    /// `thread` could not be resumed after a reconnect: its followers end with `reason`.
+    pub(crate) fn thread_lost(&mut self, thread: &str, reason: &str) -> Vec<Wait> {
+        for entry in self.entries.values_mut() {
+            if !entry.filter.follows_thread(thread) || matches!(entry.filter, Filter::All) {
+                continue;
+            }
+            entry.end_with(SubscriptionError::Disconnected {
+                reason: reason.to_owned(),
+            });
+            if let Some(turn) = &entry.turn {
+                turn.disconnect(reason);
+            }
+        }
+        Vec::new()
+    }
+
+    /// The connection was lost and the client is reconnecting: process handles end (the
+    /// server ends a connection's processes with it); everything else waits for the resume.
+    pub(crate) fn processes_lost(&mut self, reason: &str) {
+        let reason = format!(
+            "{reason}; the server ends a connection's processes when the connection closes, \
+             so this process was killed"
+        );
+        for entry in self.entries.values_mut() {
+            if let Some(process) = entry.process.clone() {
+                entry.end_with(SubscriptionError::Disconnected {
+                    reason: reason.clone(),
+                });
+                process.disconnect(&reason);
+            }
+        }
     }
 
     /// The connection ended: every subscription ends, turn and process waiters wake up.

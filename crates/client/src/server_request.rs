@@ -20,7 +20,7 @@ use tandem_protocol::{
     UserInputQuestion,
 };
 
-use crate::client::Shared;
+use crate::core::Shared;
 use crate::error::ClientError;
 
 /// A server request, typed, with the means to answer it.
@@ -84,8 +84,6 @@ impl ServerRequestEvent {
 /// Sends the one answer of one server request, or its least-privilege fallback when dropped.
 pub(crate) struct Responder {
     pub(crate) id: RequestId,
-    /// The connection generation the request arrived on; an answer never crosses to another.
-    pub(crate) generation: u64,
     pub(crate) shared: Weak<Shared>,
     /// What to answer if nobody does.
     pub(crate) fallback: Option<Result<Value, JSONRPCErrorError>>,
@@ -95,7 +93,6 @@ impl fmt::Debug for Responder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Responder")
             .field("id", &self.id)
-            .field("generation", &self.generation)
             .finish_non_exhaustive()
     }
 }
@@ -109,9 +106,7 @@ impl Responder {
             .ok_or_else(|| ClientError::ServerRequestNotPending {
                 id: self.id.clone(),
             })?;
-        shared
-            .answer_server_request(self.generation, self.id.clone(), result)
-            .await
+        shared.answer_server_request(self.id.clone(), result).await
     }
 
     async fn reply<T: Serialize>(self, result: &T) -> Result<(), ClientError> {
@@ -130,11 +125,11 @@ impl Drop for Responder {
         else {
             return;
         };
-        let (generation, id) = (self.generation, self.id.clone());
+        let id = self.id.clone();
         tracing::debug!(%id, "server request dropped unanswered; sending the least-privilege answer");
         runtime.spawn(async move {
             // Already answered or resolved by the server: nothing to do.
-            let _ = shared.answer_server_request(generation, id, fallback).await;
+            let _ = shared.answer_server_request(id, fallback).await;
         });
     }
 }

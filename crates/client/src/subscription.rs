@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, Weak};
 use tandem_protocol::{ServerNotification, ServerRequest};
 use tokio::sync::mpsc;
 
-use crate::client::Shared;
+use crate::core::Shared;
 use crate::server_request::ServerRequestEvent;
 
 /// Which events a subscription receives.
@@ -120,6 +120,16 @@ pub enum Event {
     Lagged {
         /// How many were dropped.
         skipped: u64,
+    },
+    /// The client reconnected and the server could not replay what this thread sent while
+    /// it was away (the events were older than its replay window, or the server restarted):
+    /// some events before this point are missing. `turns` is the thread as the server stores
+    /// it now, every turn with its items, to rebuild from; events after this point are live.
+    Gap {
+        /// The thread.
+        thread_id: String,
+        /// The snapshot: every turn of the thread, the running one as it stands.
+        turns: Vec<tandem_protocol::Turn>,
     },
 }
 

@@ -3,11 +3,12 @@
 //! handle's shared state as events pass, so both are right even when the handle's queue
 //! skipped deltas or overflowed.
 
+use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use tandem_protocol::{
     ErrorNotification, ServerNotification, ThreadItem, ThreadStatus, Turn, TurnInterruptParams,
-    TurnSteerParams, TurnSteerResponse, UserInput,
+    TurnStatus, TurnSteerParams, TurnSteerResponse, UserInput,
 };
 use tokio::sync::Notify;
 
@@ -61,6 +62,17 @@ pub enum TurnEvent {
     Lagged {
         /// How many.
         skipped: u64,
+    },
+    /// The client reconnected and the server could not replay what this turn sent while it
+    /// was away (older than its replay window, or the server restarted): events before this
+    /// point are missing. `snapshot` is the turn as the server stores it now (`None` if the
+    /// snapshot does not hold it). When the turn has ended, the items it completed that this
+    /// handle had not seen follow as [`TurnEvent::ItemCompleted`], then
+    /// [`TurnEvent::Completed`] (a turn a server restart cut short ends `interrupted`); when it
+    /// still runs, live events follow and the snapshot is what to rebuild from.
+    Gap {
+        /// The turn as the server has it now.
+        snapshot: Option<Turn>,
     },
     /// `turn/completed`: the final turn. Nothing follows it.
     Completed(Turn),
@@ -160,6 +172,26 @@ impl TurnShared {
         }
     }
 
+    /// A gap: records the turn's final state from the snapshot `turns` if it has ended there.
+    pub(crate) fn resync(&self, turns: &[Turn]) {
+        let mut state = self.lock();
+        if state.completed.is_some() {
+            return;
+        }
+        let Some(id) = state.turn_id.clone() else {
+            return;
+        };
+        if let Some(turn) = turns
+            .iter()
+            .find(|turn| turn.id == id && turn.status != TurnStatus::InProgress)
+        {
+            state.text = agent_text(turn);
+            state.completed = Some(turn.clone());
+            drop(state);
+            self.changed.notify_waiters();
+        }
+    }
+
     pub(crate) fn disconnect(&self, reason: &str) {
         self.lock()
             .disconnected
@@ -211,6 +243,10 @@ pub struct TurnHandle {
     subscription: Subscription,
     shared: Arc<TurnShared>,
     finished: bool,
+    /// Events a gap resync produced, handed out before the next queued one.
+    backlog: VecDeque<TurnEvent>,
+    /// Items this handle saw completed: a resync never repeats one.
+    seen_completed: HashSet<String>,
 }
 
 impl TurnHandle {
@@ -223,6 +259,8 @@ impl TurnHandle {
             subscription: setup.subscription,
             shared: setup.shared,
             finished: false,
+            backlog: VecDeque::new(),
+            seen_completed: HashSet::new(),
         }
     }
 
@@ -261,21 +299,52 @@ impl TurnHandle {
             return None;
         }
         loop {
-            let item = match self.subscription.next_item().await? {
-                Ok(item) => item,
-                Err(error) => return Some(Err(error)),
+            let event = match self.backlog.pop_front() {
+                Some(event) => Some(event),
+                None => {
+                    let item = match self.subscription.next_item().await? {
+                        Ok(item) => item,
+                        Err(error) => return Some(Err(error)),
+                    };
+                    self.convert(item)
+                }
             };
-            if let Some(event) = self.convert(item) {
-                if matches!(event, TurnEvent::Completed(_)) {
-                    self.finished = true;
+            if let Some(event) = event {
+                match &event {
+                    TurnEvent::Completed(_) => {
+                        self.finished = true;
+                        self.backlog.clear();
+                    }
+                    TurnEvent::ItemCompleted(item) => {
+                        self.seen_completed.insert(item.id().to_owned());
+                    }
+                    _ => {}
                 }
                 return Some(Ok(event));
             }
         }
     }
 
+    /// The events a gap in the stream turns into: the gap itself, then, if the turn has
+    /// ended in the snapshot, the items this handle did not see complete and the end.
+    fn resync(&mut self, turns: Vec<Turn>) -> TurnEvent {
+        let snapshot = turns.into_iter().find(|turn| turn.id == self.turn.id);
+        if let Some(turn) = &snapshot
+            && turn.status != TurnStatus::InProgress
+        {
+            for item in &turn.items {
+                if !self.seen_completed.contains(item.id()) {
+                    self.backlog
+                        .push_back(TurnEvent::ItemCompleted(item.clone()));
+                }
+            }
+            self.backlog.push_back(TurnEvent::Completed(turn.clone()));
+        }
+        TurnEvent::Gap { snapshot }
+    }
+
     /// Converts a queued item into a turn event; `None` for what belongs to another turn.
-    fn convert(&self, item: Item) -> Option<TurnEvent> {
+    fn convert(&mut self, item: Item) -> Option<TurnEvent> {
         let note = match item {
             Item::Request(ServerRequestEvent::Approval(request)) => {
                 return Some(TurnEvent::Approval(request));
@@ -291,6 +360,7 @@ impl TurnHandle {
             }
             Item::Event(Event::Lagged { skipped }) => return Some(TurnEvent::Lagged { skipped }),
             Item::Event(Event::ServerRequest(_)) => return None,
+            Item::Event(Event::Gap { turns, .. }) => return Some(self.resync(turns)),
             Item::Event(Event::Notification(note)) => note,
         };
         if note.turn_id().is_some_and(|turn| turn != self.turn.id) {

@@ -12,7 +12,7 @@ use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use super::wire::{FrameSink, FrameSource, Link, LinkControl};
+use super::link::{FrameSink, FrameSource, Link, LinkControl};
 
 /// Default [`ChildCommand::max_line_bytes`]: the server's own default line limit.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 64 * 1024 * 1024;

@@ -22,8 +22,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::deadline::{DeadlineWatch, Watched};
-use super::{Failure, Incoming, OutgoingRequest, Reply};
-use crate::client::Shared;
+use super::{Dispatch, Failure, Incoming, OutgoingRequest, Reply};
 
 /// The in-process connection never restarts: its generation is always the first.
 pub(crate) const GENERATION: u64 = 1;
@@ -55,7 +54,7 @@ impl InProcessBackend {
         })
     }
 
-    pub(crate) fn spawn_worker(&self, shared: Arc<Shared>) {
+    pub(crate) fn spawn_worker<D: Dispatch>(&self, shared: Arc<D>) {
         let handle = self
             .handle
             .lock()
@@ -191,9 +190,9 @@ fn not_sent(error: io::Error) -> Failure {
 
 /// Drains the host's event queue into the router until told to stop or the host stops, then
 /// shuts the host down.
-async fn run_worker(
+async fn run_worker<D: Dispatch>(
     mut handle: InProcessClientHandle,
-    shared: Arc<Shared>,
+    shared: Arc<D>,
     stop: CancellationToken,
 ) {
     let reason = loop {
@@ -203,7 +202,10 @@ async fn run_worker(
             event = handle.next_event() => event,
         };
         let incoming = match event {
-            Some(InProcessServerEvent::ServerNotification(note)) => Incoming::Notification(note),
+            Some(InProcessServerEvent::ServerNotification(note)) => {
+                // In-process there is no reconnect, so the cursor is not needed.
+                Incoming::Notification { note, cursor: None }
+            }
             Some(InProcessServerEvent::ServerRequest(request)) => Incoming::Request(request),
             Some(InProcessServerEvent::Lagged { skipped }) => Incoming::Lagged(skipped),
             None => break "the in-process host stopped",
@@ -214,7 +216,7 @@ async fn run_worker(
             () = shared.route(GENERATION, incoming) => {}
         }
     };
-    shared.disconnected(GENERATION, reason);
+    shared.connection_lost(GENERATION, reason, false);
     if let Err(error) = handle.shutdown().await {
         tracing::warn!(%error, "in-process host did not shut down cleanly");
     }

@@ -1,6 +1,10 @@
 //! The transports behind a [`crate::Client`]: the in-process host and the wire connections
-//! (a spawned child over stdio, a websocket). Each hands the router typed [`Incoming`] events
-//! and carries requests and server-request answers out; everything above them is shared.
+//! (a spawned child over stdio, a websocket). Each hands typed [`Incoming`] events to a
+//! [`Dispatch`] and carries requests and server-request answers out; everything above them is
+//! shared.
+//!
+//! [`Dispatch`] is the whole of what a backend knows of the client: the backends never import
+//! the client's modules, so the client can change how it routes without touching a transport.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -10,18 +14,22 @@ use std::time::Duration;
 use futures::future::Either;
 use serde_json::Value;
 use tandem_protocol::{
-    ClientRequest, InitializeResponse, JSONRPCErrorError, JSONRPCRequest, RequestId,
+    ClientRequest, EventCursor, InitializeResponse, JSONRPCErrorError, JSONRPCRequest, RequestId,
     ServerNotification, ServerRequest,
 };
 
-use crate::client::Shared;
+use crate::connection::ConnectionState;
 use crate::error::ClientError;
 
 pub(crate) mod child;
 pub(crate) mod deadline;
 pub(crate) mod in_process;
+pub(crate) mod link;
+mod supervise;
 pub(crate) mod websocket;
 pub(crate) mod wire;
+
+pub(crate) use supervise::ResumeSession;
 
 /// A reply as a backend hands it over: the server's result or its error.
 pub(crate) type Reply = Result<Value, JSONRPCErrorError>;
@@ -29,10 +37,44 @@ pub(crate) type Reply = Result<Value, JSONRPCErrorError>;
 /// What a transport hands the router.
 #[derive(Debug)]
 pub(crate) enum Incoming {
-    Notification(ServerNotification),
+    /// A notification, with its place in its thread's stream when the server sent one.
+    Notification {
+        note: ServerNotification,
+        cursor: Option<EventCursor>,
+    },
     Request(ServerRequest),
     /// The in-process host skipped this many best-effort events.
     Lagged(u64),
+    /// The answer to a `thread/resume` sent after a reconnect, routed in its place in the
+    /// stream: after the events it replayed, before any live one.
+    Resumed {
+        thread_id: String,
+        reply: Reply,
+    },
+}
+
+/// What a backend needs of the client above it, and nothing more.
+pub(crate) trait Dispatch: Send + Sync + 'static {
+    /// A fresh id for a request the backend sends itself (`initialize`, `thread/resume`).
+    fn next_request_id(&self) -> RequestId;
+
+    /// Routes one event of connection `generation`; may wait (lossless subscriptions).
+    fn route(
+        self: &Arc<Self>,
+        generation: u64,
+        incoming: Incoming,
+    ) -> impl Future<Output = ()> + Send;
+
+    /// Connection `generation` ended. `reconnecting`: the backend is coming back by itself,
+    /// so what follows the client's threads should wait rather than end.
+    fn connection_lost(&self, generation: u64, reason: &str, reconnecting: bool);
+
+    /// A new connection replaced a lost one and is initialized: resume what the client
+    /// follows through `session` before any other request is sent on it.
+    fn resume(self: &Arc<Self>, session: ResumeSession) -> impl Future<Output = ()> + Send;
+
+    /// The connection's state changed.
+    fn state_changed(&self, state: ConnectionState);
 }
 
 /// A request on its way to a backend.
@@ -99,9 +141,9 @@ pub(crate) enum Backend {
 impl Backend {
     /// Sends `request` and waits for its reply, for at most `timeout`. In-process, the request
     /// is handed over before this returns, so the future holds only the wait.
-    pub(crate) fn request<'a>(
+    pub(crate) fn request<'a, D: Dispatch>(
         &'a self,
-        shared: &'a Arc<Shared>,
+        shared: &'a Arc<D>,
         request: OutgoingRequest,
         timeout: Option<Duration>,
     ) -> impl Future<Output = Result<Reply, Failure>> + Send + 'a {
@@ -141,7 +183,7 @@ impl Backend {
     }
 
     /// Makes sure a connection is up (wire backends start lazily).
-    pub(crate) async fn connect(&self, shared: &Arc<Shared>) -> Result<(), ClientError> {
+    pub(crate) async fn connect<D: Dispatch>(&self, shared: &Arc<D>) -> Result<(), ClientError> {
         match self {
             Self::InProcess(_) => Ok(()),
             Self::Wire(backend) => backend
@@ -181,6 +223,14 @@ impl Backend {
         match self {
             Self::InProcess(backend) => Some(backend.initialize_response().clone()),
             Self::Wire(backend) => backend.initialize_response(),
+        }
+    }
+
+    /// Whether a lost connection comes back by itself.
+    pub(crate) fn reconnects(&self) -> bool {
+        match self {
+            Self::InProcess(_) => false,
+            Self::Wire(backend) => backend.reconnects(),
         }
     }
 

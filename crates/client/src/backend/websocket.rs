@@ -14,7 +14,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-use super::wire::{FrameSink, FrameSource, Link, LinkControl};
+use super::link::{FrameSink, FrameSource, Link, LinkControl};
 
 /// Default [`WebSocketTarget::max_message_bytes`]: the server's own default.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;

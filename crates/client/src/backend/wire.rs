@@ -1,10 +1,13 @@
 //! The wire backend, shared by the child (stdio) and websocket transports: lazy connection,
 //! the `initialize` handshake, a generation number per successful handshake, the pending-reply
 //! map, and the reader task that decodes every frame with [`tandem_protocol::wire`] and routes
-//! it. A transport only moves frames (see [`FrameSink`] and [`FrameSource`]).
+//! it. A transport only moves frames (see [`super::link`]).
 //!
 //! When a connection ends, every pending request fails as disconnected, `sent` telling whether
-//! its frame had been written; the next request opens a new connection.
+//! its frame had been written. With reconnect on ([`crate::ReconnectPolicy`]), the reader that
+//! saw the end hands over to [`super::supervise`], which comes back with backoff; requests
+//! made meanwhile wait for it. Whoever opens the next connection after an unexpected end
+//! resumes the client's threads on it before any other request goes out.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -16,104 +19,44 @@ use tandem_protocol::wire::{
     encode_raw_request,
 };
 use tandem_protocol::{
-    ClientNotification, ClientRequest, EmptyParams, InitializeResponse, RequestId,
+    ClientNotification, ClientRequest, EmptyParams, InitializeParams, InitializeResponse, RequestId,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::child::{ChildCommand, ChildLink};
-use super::websocket::{WebSocketLink, WebSocketTarget};
-use super::{Failure, Incoming, OutgoingRequest, Reply};
-use crate::client::Shared;
+use super::link::{Connector, FrameSink, FrameSource, LinkControl, OutFrame};
+use super::{Dispatch, Failure, Incoming, OutgoingRequest, Reply, supervise};
+use crate::connection::{ConnectionState, ReconnectPolicy};
 
-/// One frame for the writer, with the flag it sets once the frame is written.
-pub(crate) struct OutFrame {
-    pub(crate) bytes: Vec<u8>,
-    pub(crate) written: Option<Arc<AtomicBool>>,
+/// What a wire backend needs to know, copied out of the client's options.
+#[derive(Debug, Clone)]
+pub(crate) struct WireConfig {
+    /// Capacity of each connection's writer queue.
+    pub(crate) capacity: usize,
+    pub(crate) initialize: InitializeParams,
+    /// The limit of the handshake and of each resume after a reconnect (60 s when `None`).
+    pub(crate) request_timeout: Option<Duration>,
+    pub(crate) close_timeout: Duration,
+    pub(crate) reconnect: ReconnectPolicy,
 }
 
-/// Where frames go: a child's stdin, or a websocket.
-pub(crate) enum FrameSink {
-    Child(super::child::ChildSink),
-    WebSocket(super::websocket::WebSocketSink),
-}
-
-impl FrameSink {
-    async fn write(&mut self, frame: Vec<u8>) -> Result<(), String> {
-        trace_frame("out", &frame);
-        match self {
-            Self::Child(sink) => sink.write(frame).await,
-            Self::WebSocket(sink) => sink.write(frame).await,
-        }
-    }
-
-    /// Ends the stream politely: stdin EOF, or a websocket close frame.
-    async fn finish(self) {
-        match self {
-            Self::Child(sink) => sink.finish().await,
-            Self::WebSocket(sink) => sink.finish().await,
-        }
+impl WireConfig {
+    pub(crate) fn handshake_limit(&self) -> Duration {
+        self.request_timeout.unwrap_or(Duration::from_secs(60))
     }
 }
 
-/// Where frames come from.
-pub(crate) enum FrameSource {
-    Child(super::child::ChildSource),
-    WebSocket(super::websocket::WebSocketSource),
-}
-
-impl FrameSource {
-    /// The next frame; `Err` with the reason once the stream ended.
-    async fn next(&mut self) -> Result<Vec<u8>, String> {
-        let frame = match self {
-            Self::Child(source) => source.next().await,
-            Self::WebSocket(source) => source.next().await,
-        }?;
-        trace_frame("in ", &frame);
-        Ok(frame)
-    }
-}
-
-/// The client's side of the wire trace (the server's is in `tandem_host::transport`): every
-/// frame, under the same `tracing` target, so `TANDEM_LOG=tandem::wire=trace` shows both ends.
-fn trace_frame(direction: &str, frame: &[u8]) {
-    use tandem_host::transport::WIRE_TRACE_TARGET;
-    if tracing::enabled!(target: WIRE_TRACE_TARGET, tracing::Level::TRACE) {
-        tracing::trace!(
-            target: WIRE_TRACE_TARGET,
-            "client {direction} {}",
-            String::from_utf8_lossy(frame).trim_end()
-        );
-    }
-}
-
-/// What a transport hands back when it connects.
-pub(crate) struct Link {
-    pub(crate) sink: FrameSink,
-    pub(crate) source: FrameSource,
-    pub(crate) control: LinkControl,
-}
-
-/// How to end a link beyond closing its streams.
-pub(crate) enum LinkControl {
-    Child(Box<ChildLink>),
-    WebSocket(WebSocketLink),
-}
-
-/// How to reach the server.
-pub(crate) enum Connector {
-    Child(ChildCommand),
-    WebSocket(WebSocketTarget),
-}
-
-struct PendingReply {
+pub(crate) struct PendingReply {
     reply: oneshot::Sender<Reply>,
+    /// `Some(thread)` for a `thread/resume` sent after a reconnect: its answer is also routed,
+    /// in its place in the stream.
+    routed: Option<String>,
 }
 
 /// One live connection (one child process, one websocket).
 pub(crate) struct Connection {
-    generation: u64,
+    pub(crate) generation: u64,
     out: mpsc::Sender<OutFrame>,
     pending: Mutex<HashMap<RequestId, PendingReply>>,
     /// Why the connection ended, once it has.
@@ -122,7 +65,7 @@ pub(crate) struct Connection {
     control: LinkControl,
     /// Stops the writer, which then ends its stream politely.
     stop_writer: CancellationToken,
-    /// Stops the reader at once.
+    /// Stops the reader at once (the client ended the connection itself).
     stop_reader: CancellationToken,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -134,7 +77,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Connection {
-    fn alive(&self) -> bool {
+    pub(crate) fn alive(&self) -> bool {
         self.ended.get().is_none()
     }
 
@@ -154,13 +97,12 @@ impl Connection {
             .unwrap_or_else(|| "the connection ended".into())
     }
 
-    fn resolve(&self, id: &RequestId, reply: Reply) {
-        match lock(&self.pending).remove(id) {
-            Some(pending) => {
-                let _ = pending.reply.send(reply);
-            }
-            None => tracing::warn!(%id, "reply to an unknown or abandoned request dropped"),
+    fn take_pending(&self, id: &RequestId) -> Option<PendingReply> {
+        let pending = lock(&self.pending).remove(id);
+        if pending.is_none() {
+            tracing::warn!(%id, "reply to an unknown or abandoned request dropped");
         }
+        pending
     }
 
     /// Queues `message` for the writer; `false` if the connection is gone.
@@ -178,6 +120,14 @@ impl Connection {
                 sent: false,
                 reason: self.reason(),
             })
+    }
+
+    /// Ends the connection without waiting: the client is gone or replaced it.
+    fn kill(&self, reason: &str) {
+        self.end(reason);
+        self.stop_reader.cancel();
+        self.stop_writer.cancel();
+        self.control.kill_now();
     }
 }
 
@@ -198,31 +148,31 @@ impl Drop for InFlight<'_> {
     }
 }
 
-/// The wire backend of one client.
-pub(crate) struct WireBackend {
+/// The state of one wire backend, shared with its connections' readers and its supervisor.
+pub(crate) struct WireInner {
     connector: Connector,
-    /// Serializes connecting, so concurrent first requests start one server.
-    connecting: tokio::sync::Mutex<()>,
+    pub(crate) config: WireConfig,
+    /// Serializes connecting, so concurrent first requests start one server, and requests
+    /// made while the supervisor comes back wait for it.
+    pub(crate) connecting: tokio::sync::Mutex<()>,
     current: Mutex<Option<Arc<Connection>>>,
     generation: AtomicU64,
-    closed: AtomicBool,
-    /// Capacity of each connection's writer queue.
-    capacity: usize,
+    pub(crate) closed: AtomicBool,
+    /// Set when a connection ended unexpectedly with reconnect on: the next connection, whoever
+    /// opens it, resumes the client's threads first.
+    pub(crate) needs_resume: AtomicBool,
+    /// Stops a supervisor's backoff (close, abandon).
+    pub(crate) stop: CancellationToken,
+    pub(crate) reconnects: AtomicU64,
 }
 
-impl WireBackend {
-    pub(crate) fn new(connector: Connector, capacity: usize) -> Self {
-        Self {
-            connector,
-            connecting: tokio::sync::Mutex::new(()),
-            current: Mutex::new(None),
-            generation: AtomicU64::new(0),
-            closed: AtomicBool::new(false),
-            capacity,
-        }
-    }
+/// The wire backend of one client.
+pub(crate) struct WireBackend {
+    inner: Arc<WireInner>,
+}
 
-    fn live(&self) -> Option<Arc<Connection>> {
+impl WireInner {
+    pub(crate) fn live(&self) -> Option<Arc<Connection>> {
         lock(&self.current).clone().filter(|c| c.alive())
     }
 
@@ -230,50 +180,39 @@ impl WireBackend {
         self.generation.load(Ordering::Acquire)
     }
 
-    pub(crate) fn initialize_response(&self) -> Option<InitializeResponse> {
-        self.live()
-            .and_then(|connection| connection.initialize.get().cloned())
-    }
-
-    pub(crate) fn child_pid(&self) -> Option<u32> {
-        let connection = self.live()?;
-        match &connection.control {
-            LinkControl::Child(child) => child.pid(),
-            LinkControl::WebSocket(_) => None,
-        }
-    }
-
-    /// The live connection, connecting (or reconnecting) first if there is none.
-    pub(crate) async fn ensure(&self, shared: &Arc<Shared>) -> Result<Arc<Connection>, Failure> {
-        if let Some(connection) = self.live() {
-            return Ok(connection);
-        }
-        let _connecting = self.connecting.lock().await;
+    /// Opens a connection under the `connecting` lock (held by the caller), replacing a dead
+    /// one, and resumes the client's threads on it if a connection ended unexpectedly before.
+    pub(crate) async fn open_locked<D: Dispatch>(
+        self: &Arc<Self>,
+        dispatch: &Arc<D>,
+    ) -> Result<Arc<Connection>, Failure> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Failure::Closed);
         }
-        if let Some(connection) = self.live() {
-            return Ok(connection);
-        }
         if let Some(old) = lock(&self.current).take() {
             // The old link is dead; make sure nothing of it lingers.
-            old.stop_reader.cancel();
-            old.stop_writer.cancel();
-            old.control.kill_now();
+            old.kill("replaced by a new connection");
         }
-        let connection = self.open(shared).await?;
+        let connection = self.open(dispatch).await?;
         *lock(&self.current) = Some(connection.clone());
+        if self.needs_resume.swap(false, Ordering::AcqRel) {
+            dispatch
+                .resume(supervise::ResumeSession::new(
+                    connection.clone(),
+                    self.config.handshake_limit(),
+                ))
+                .await;
+        }
         Ok(connection)
     }
 
-    async fn open(&self, shared: &Arc<Shared>) -> Result<Arc<Connection>, Failure> {
-        let link = match &self.connector {
-            Connector::Child(command) => command.spawn().await,
-            Connector::WebSocket(target) => target.connect().await,
-        }
-        .map_err(Failure::Connect)?;
+    async fn open<D: Dispatch>(
+        self: &Arc<Self>,
+        dispatch: &Arc<D>,
+    ) -> Result<Arc<Connection>, Failure> {
+        let link = self.connector.open().await.map_err(Failure::Connect)?;
         let generation = self.generation() + 1;
-        let (out, frames) = mpsc::channel(self.capacity);
+        let (out, frames) = mpsc::channel(self.config.capacity);
         let connection = Arc::new(Connection {
             generation,
             out,
@@ -286,10 +225,15 @@ impl WireBackend {
             tasks: Mutex::new(Vec::new()),
         });
         let writer = tokio::spawn(run_writer(link.sink, frames, connection.clone()));
-        let reader = tokio::spawn(run_reader(link.source, connection.clone(), shared.clone()));
+        let reader = tokio::spawn(run_reader(
+            link.source,
+            connection.clone(),
+            dispatch.clone(),
+            self.clone(),
+        ));
         lock(&connection.tasks).extend([writer, reader]);
 
-        match self.handshake(shared, &connection).await {
+        match self.handshake(dispatch.as_ref(), &connection).await {
             Ok(response) => {
                 let _ = connection.initialize.set(response);
                 self.generation.store(generation, Ordering::Release);
@@ -297,27 +241,24 @@ impl WireBackend {
             }
             Err(reason) => {
                 connection.end(&reason);
-                shutdown_connection(&connection, shared.options().close_timeout).await;
+                shutdown_connection(&connection, self.config.close_timeout).await;
                 Err(Failure::Connect(reason))
             }
         }
     }
 
-    async fn handshake(
+    async fn handshake<D: Dispatch>(
         &self,
-        shared: &Arc<Shared>,
+        dispatch: &D,
         connection: &Arc<Connection>,
     ) -> Result<InitializeResponse, String> {
         let request = ClientRequest::Initialize {
-            request_id: shared.next_request_id(),
-            params: shared.options().initialize_params(),
+            request_id: dispatch.next_request_id(),
+            params: self.config.initialize.clone(),
         };
         let written = AtomicBool::new(false);
-        let reply = send_request(connection, OutgoingRequest::Typed(request), &written);
-        let limit = shared
-            .options()
-            .request_timeout
-            .unwrap_or(Duration::from_secs(60));
+        let reply = send_request(connection, OutgoingRequest::Typed(request), &written, None);
+        let limit = self.config.handshake_limit();
         let result = match tokio::time::timeout(limit, reply).await {
             Ok(Ok(Ok(result))) => result,
             Ok(Ok(Err(error))) => {
@@ -326,7 +267,7 @@ impl WireBackend {
             Ok(Err(failure)) => {
                 return Err(format!(
                     "the server ended the connection during initialize: {}",
-                    failure_reason(failure)
+                    failure.reason()
                 ));
             }
             Err(_) => {
@@ -342,18 +283,84 @@ impl WireBackend {
                 ClientNotification::Initialized(EmptyParams {}),
             ))
             .await
-            .map_err(failure_reason)?;
+            .map_err(Failure::reason)?;
         Ok(response)
     }
+}
 
-    pub(crate) async fn request(
+impl WireBackend {
+    pub(crate) fn new(connector: Connector, config: WireConfig) -> Self {
+        Self {
+            inner: Arc::new(WireInner {
+                connector,
+                config,
+                connecting: tokio::sync::Mutex::new(()),
+                current: Mutex::new(None),
+                generation: AtomicU64::new(0),
+                closed: AtomicBool::new(false),
+                needs_resume: AtomicBool::new(false),
+                stop: CancellationToken::new(),
+                reconnects: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    pub(crate) fn generation(&self) -> u64 {
+        self.inner.generation()
+    }
+
+    pub(crate) fn initialize_response(&self) -> Option<InitializeResponse> {
+        self.inner
+            .live()
+            .and_then(|connection| connection.initialize.get().cloned())
+    }
+
+    pub(crate) fn reconnects(&self) -> bool {
+        self.inner.config.reconnect.enabled
+    }
+
+    pub(crate) fn child_pid(&self) -> Option<u32> {
+        self.inner.live()?.control.pid()
+    }
+
+    /// The live connection, connecting (or reconnecting) first if there is none.
+    pub(crate) async fn ensure<D: Dispatch>(
         &self,
-        shared: &Arc<Shared>,
+        dispatch: &Arc<D>,
+    ) -> Result<Arc<Connection>, Failure> {
+        if let Some(connection) = self.inner.live() {
+            return Ok(connection);
+        }
+        let _connecting = self.inner.connecting.lock().await;
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(Failure::Closed);
+        }
+        if let Some(connection) = self.inner.live() {
+            return Ok(connection);
+        }
+        let first = self.inner.generation() == 0;
+        let connection = self.inner.open_locked(dispatch).await?;
+        dispatch.state_changed(if first {
+            ConnectionState::Connected {
+                generation: connection.generation,
+            }
+        } else {
+            ConnectionState::Reconnected {
+                generation: connection.generation,
+                reconnects: self.inner.reconnects.fetch_add(1, Ordering::AcqRel) + 1,
+            }
+        });
+        Ok(connection)
+    }
+
+    pub(crate) async fn request<D: Dispatch>(
+        &self,
+        dispatch: &Arc<D>,
         request: OutgoingRequest,
         written: &AtomicBool,
     ) -> Result<Reply, Failure> {
-        let connection = self.ensure(shared).await?;
-        send_request(&connection, request, written).await
+        let connection = self.ensure(dispatch).await?;
+        send_request(&connection, request, written, None).await
     }
 
     pub(crate) async fn answer(
@@ -363,6 +370,7 @@ impl WireBackend {
         result: Reply,
     ) -> Result<(), Failure> {
         let connection = self
+            .inner
             .live()
             .filter(|connection| connection.generation == generation)
             .ok_or_else(|| Failure::Disconnected {
@@ -377,9 +385,10 @@ impl WireBackend {
     }
 
     pub(crate) async fn close(&self, close_timeout: Duration) {
-        self.closed.store(true, Ordering::Release);
-        let _connecting = self.connecting.lock().await;
-        let connection = lock(&self.current).take();
+        self.inner.closed.store(true, Ordering::Release);
+        self.inner.stop.cancel();
+        let _connecting = self.inner.connecting.lock().await;
+        let connection = lock(&self.inner.current).take();
         if let Some(connection) = connection {
             connection.end("the client was closed");
             shutdown_connection(&connection, close_timeout).await;
@@ -387,30 +396,32 @@ impl WireBackend {
     }
 
     pub(crate) fn abandon(&self) {
-        self.closed.store(true, Ordering::Release);
-        if let Some(connection) = lock(&self.current).take() {
-            connection.end("the client was dropped");
-            connection.stop_reader.cancel();
-            connection.stop_writer.cancel();
-            connection.control.kill_now();
+        self.inner.closed.store(true, Ordering::Release);
+        self.inner.stop.cancel();
+        if let Some(connection) = lock(&self.inner.current).take() {
+            connection.kill("the client was dropped");
         }
     }
 }
 
-fn failure_reason(failure: Failure) -> String {
-    match failure {
-        Failure::NotSent(reason) | Failure::Connect(reason) => reason,
-        Failure::Disconnected { reason, .. } => reason,
-        Failure::Closed => "the client was closed".into(),
-        Failure::TimedOut { after, .. } => format!("no reply within {after:?}"),
+impl Failure {
+    pub(crate) fn reason(self) -> String {
+        match self {
+            Failure::NotSent(reason) | Failure::Connect(reason) => reason,
+            Failure::Disconnected { reason, .. } => reason,
+            Failure::Closed => "the client was closed".into(),
+            Failure::TimedOut { after, .. } => format!("no reply within {after:?}"),
+        }
     }
 }
 
-/// Registers `request`, queues its frame and waits for the reply.
-async fn send_request(
+/// Registers `request`, queues its frame and waits for the reply. `routed`: see
+/// [`PendingReply::routed`].
+pub(crate) async fn send_request(
     connection: &Connection,
     request: OutgoingRequest,
     written: &AtomicBool,
+    routed: Option<String>,
 ) -> Result<Reply, Failure> {
     let id = request.id().clone();
     let mut bytes = Vec::new();
@@ -432,7 +443,7 @@ async fn send_request(
                 reason: connection.reason(),
             });
         }
-        pending.insert(id.clone(), PendingReply { reply });
+        pending.insert(id.clone(), PendingReply { reply, routed });
     }
     let in_flight = InFlight {
         connection,
@@ -483,13 +494,55 @@ async fn run_writer(
     sink.finish().await;
 }
 
-/// Decodes and routes every frame until the stream ends, then ends the connection.
-async fn run_reader(mut source: FrameSource, connection: Arc<Connection>, shared: Arc<Shared>) {
+/// Hands a reply to its caller; a routed one (a resume after reconnect) is routed first, in
+/// its place among the connection's events.
+async fn deliver_reply<D: Dispatch>(
+    connection: &Connection,
+    dispatch: &Arc<D>,
+    id: &RequestId,
+    reply: Reply,
+) {
+    let Some(pending) = connection.take_pending(id) else {
+        return;
+    };
+    match pending.routed {
+        Some(thread_id) => {
+            let ok = reply.is_ok();
+            dispatch
+                .route(
+                    connection.generation,
+                    Incoming::Resumed { thread_id, reply },
+                )
+                .await;
+            // The caller only waits for the routing to be done.
+            let _ = pending.reply.send(if ok {
+                Ok(serde_json::Value::Null)
+            } else {
+                Err(tandem_protocol::JSONRPCErrorError::internal(
+                    "thread/resume failed",
+                ))
+            });
+        }
+        None => {
+            let _ = pending.reply.send(reply);
+        }
+    }
+}
+
+/// Decodes and routes every frame until the stream ends, then ends the connection and, if the
+/// end was not the client's doing and reconnect is on, starts coming back.
+async fn run_reader<D: Dispatch>(
+    mut source: FrameSource,
+    connection: Arc<Connection>,
+    dispatch: Arc<D>,
+    inner: Arc<WireInner>,
+) {
     let generation = connection.generation;
+    let stopped = "the client closed the connection";
     let reason = loop {
         let frame = tokio::select! {
             biased;
-            _ = connection.stop_reader.cancelled() => break "the client closed the connection".to_owned(),
+            _ = connection.stop_reader.cancelled() => break stopped.to_owned(),
             frame = source.next() => frame,
         };
         let frame = match frame {
@@ -498,23 +551,28 @@ async fn run_reader(mut source: FrameSource, connection: Arc<Connection>, shared
         };
         let incoming = match decode_server_message(&frame) {
             Ok(ServerMessage::Response { id, result }) => {
-                connection.resolve(&id, Ok(result));
+                deliver_reply(&connection, &dispatch, &id, Ok(result)).await;
                 continue;
             }
             Ok(ServerMessage::Error {
                 id: Some(id),
                 error,
             }) => {
-                connection.resolve(&id, Err(error));
+                deliver_reply(&connection, &dispatch, &id, Err(error)).await;
                 continue;
             }
             Ok(ServerMessage::Error { id: None, error }) => {
                 tracing::warn!(%error, "the server reported an error about an unreadable message");
                 continue;
             }
-            Ok(ServerMessage::Notification { notification, .. }) => {
-                Incoming::Notification(notification)
-            }
+            Ok(ServerMessage::Notification {
+                notification,
+                cursor,
+                ..
+            }) => Incoming::Notification {
+                note: notification,
+                cursor,
+            },
             Ok(ServerMessage::Request(request)) => Incoming::Request(request),
             Err(DecodeError::Reply(error)) => {
                 // A server request whose params do not decode: the server is owed an answer.
@@ -536,18 +594,33 @@ async fn run_reader(mut source: FrameSource, connection: Arc<Connection>, shared
         };
         tokio::select! {
             biased;
-            _ = connection.stop_reader.cancelled() => break "the client closed the connection".to_owned(),
-            () = shared.route(generation, incoming) => {}
+            _ = connection.stop_reader.cancelled() => break stopped.to_owned(),
+            () = dispatch.route(generation, incoming) => {}
         }
     };
+    // The client's own doing (close, drop, replacement) is no outage.
+    let unexpected = !connection.stop_reader.is_cancelled()
+        && !inner.closed.load(Ordering::Acquire)
+        && connection.initialize.get().is_some();
+    let reconnecting = unexpected && inner.config.reconnect.enabled;
+    if reconnecting {
+        // Before the connection reads as ended: a request that sees it dead and opens the
+        // next connection itself must resume the threads.
+        inner.needs_resume.store(true, Ordering::Release);
+    }
     connection.end(&reason);
-    shared.disconnected(generation, &reason);
+    dispatch.connection_lost(generation, &reason, reconnecting);
+    if reconnecting {
+        tokio::spawn(supervise::reconnect(inner, dispatch, reason));
+    } else if unexpected {
+        dispatch.state_changed(ConnectionState::Disconnected { reason });
+    }
 }
 
 /// Ends `connection` politely, then harder: the writer ends its stream (stdin EOF or a close
 /// frame), then the transport's own escalation runs (for a child: SIGTERM, then SIGKILL of
 /// its process group), each step bounded by `step`.
-async fn shutdown_connection(connection: &Connection, step: Duration) {
+pub(crate) async fn shutdown_connection(connection: &Connection, step: Duration) {
     connection.stop_writer.cancel();
     connection.control.shut_down(step).await;
     connection.stop_reader.cancel();
@@ -555,22 +628,6 @@ async fn shutdown_connection(connection: &Connection, step: Duration) {
     for task in tasks {
         if tokio::time::timeout(step, task).await.is_err() {
             tracing::warn!("a connection task did not stop in time");
-        }
-    }
-}
-
-impl LinkControl {
-    async fn shut_down(&self, step: Duration) {
-        match self {
-            Self::Child(child) => child.shut_down(step).await,
-            Self::WebSocket(link) => link.shut_down(step).await,
-        }
-    }
-
-    fn kill_now(&self) {
-        match self {
-            Self::Child(child) => child.kill_now(),
-            Self::WebSocket(_) => {}
         }
     }
 }

@@ -96,6 +96,11 @@ pub struct ThreadStartResponse {
     /// The thread's settings.
     #[serde(flatten)]
     pub session: SessionSettings,
+    /// recon: where the new thread's event stream stands for the caller (as in
+    /// `thread/resume`): a client that loses its connection before the thread's first event
+    /// resumes from it without a gap. Omitted by servers without cursors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<EventCursor>,
 }
 
 /// `thread/resume` params.
@@ -398,6 +403,10 @@ pub struct ThreadForkResponse {
     /// The new thread's settings.
     #[serde(flatten)]
     pub session: SessionSettings,
+    /// recon: where the new thread's event stream stands for the caller, as for
+    /// `thread/start`. Omitted by servers without cursors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<EventCursor>,
 }
 
 /// `thread/delete` params.

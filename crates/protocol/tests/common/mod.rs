@@ -276,6 +276,7 @@ pub(crate) fn thread_start_response() -> ThreadStartResponse {
     ThreadStartResponse {
         thread: thread(),
         session: session(),
+        cursor: None,
     }
 }
 
@@ -462,6 +463,7 @@ pub(crate) fn thread_fork_response() -> ThreadForkResponse {
             ApprovalPolicy::Never,
             SandboxPolicy::DangerFullAccess,
         ),
+        cursor: None,
     }
 }
 

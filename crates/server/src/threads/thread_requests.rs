@@ -65,8 +65,12 @@ impl ThreadService {
                     return idempotency::release_on_error(Some(claim), created).await;
                 }
                 Keyed::Replay(result) => {
-                    if let Some((thread, session)) = self.rejoin(&result, context).await? {
-                        return Ok(ThreadStartResponse { thread, session });
+                    if let Some((thread, session, cursor)) = self.rejoin(&result, context).await? {
+                        return Ok(ThreadStartResponse {
+                            thread,
+                            session,
+                            cursor,
+                        });
                     }
                     store
                         .release_idempotency_key(scope, &key)
@@ -89,7 +93,11 @@ impl ThreadService {
         planned: &serde_json::Value,
         context: &RequestContext,
     ) -> Result<
-        Option<(tandem_protocol::Thread, tandem_protocol::SessionSettings)>,
+        Option<(
+            tandem_protocol::Thread,
+            tandem_protocol::SessionSettings,
+            Option<tandem_protocol::EventCursor>,
+        )>,
         JSONRPCErrorError,
     > {
         let planned: KeyedThread = serde_json::from_value(planned.clone()).map_err(|error| {
@@ -105,7 +113,7 @@ impl ThreadService {
             ..ThreadResumeParams::default()
         };
         let resumed = self.resume(params, context).await?;
-        Ok(Some((resumed.thread, resumed.session)))
+        Ok(Some((resumed.thread, resumed.session, resumed.cursor)))
     }
 
     /// `thread/start` of a thread with id `thread_id`.
@@ -148,9 +156,12 @@ impl ThreadService {
             .map_err(store_error)?;
         self.acquire_lease(&*store, &record.id).await?;
         let thread = self.insert_loaded(record, Vec::new(), ThreadStatus::Idle);
-        self.attach_subscriber(&thread, context.id.connection_id, None)
+        let attachment = self
+            .attach_subscriber(&thread, context.id.connection_id, None)
             .await;
-        Ok(self.announce_started(&thread).await)
+        let mut response = self.announce_started(&thread).await;
+        response.cursor = attachment.map(|attachment| attachment.cursor);
+        Ok(response)
     }
 
     /// Broadcasts `thread/started` and returns the start/fork response; the notification is
@@ -160,6 +171,7 @@ impl ThreadService {
         let response = ThreadStartResponse {
             thread: thread.to_thread(true, self.default_model().as_deref()),
             session: thread.session(self.default_model().as_deref(), &self.config().sandbox),
+            cursor: None,
         };
         let note = tandem_protocol::ServerNotification::ThreadStarted(ThreadStartedNotification {
             thread: thread.to_thread(false, self.default_model().as_deref()),
@@ -477,11 +489,17 @@ impl ThreadService {
                     return idempotency::release_on_error(Some(claim), forked).await;
                 }
                 Keyed::Replay(result) => {
-                    if let Some((mut thread, session)) = self.rejoin(&result, context).await? {
+                    if let Some((mut thread, session, cursor)) =
+                        self.rejoin(&result, context).await?
+                    {
                         if exclude_turns {
                             thread.turns.clear();
                         }
-                        return Ok(ThreadForkResponse { thread, session });
+                        return Ok(ThreadForkResponse {
+                            thread,
+                            session,
+                            cursor,
+                        });
                     }
                     store
                         .release_idempotency_key(&scope, &key)
@@ -555,7 +573,8 @@ impl ThreadService {
         }
         let thread = self.insert_loaded(record, history, ThreadStatus::Idle);
         thread.state().compaction = compaction;
-        self.attach_subscriber(&thread, context.id.connection_id, None)
+        let attachment = self
+            .attach_subscriber(&thread, context.id.connection_id, None)
             .await;
         let mut response = self.announce_started(&thread).await;
         if params.exclude_turns.unwrap_or(false) {
@@ -564,6 +583,7 @@ impl ThreadService {
         Ok(ThreadForkResponse {
             thread: response.thread,
             session: response.session,
+            cursor: attachment.map(|attachment| attachment.cursor),
         })
     }
 
