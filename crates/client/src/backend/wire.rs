@@ -180,6 +180,19 @@ impl WireInner {
         self.generation.load(Ordering::Acquire)
     }
 
+    /// `connection`, initialized, ended unexpectedly with `reason`; returns whether the
+    /// client comes back by itself. The first to notice marks the next connection as owing a
+    /// resume before the connection reads as ended, so that a request that finds it dead and
+    /// opens the next one resumes the threads first.
+    fn lose(&self, connection: &Connection, reason: &str) -> bool {
+        let reconnect = self.config.reconnect.enabled;
+        if connection.alive() && reconnect {
+            self.needs_resume.store(true, Ordering::Release);
+        }
+        connection.end(reason);
+        reconnect
+    }
+
     /// Opens a connection under the `connecting` lock (held by the caller), replacing a dead
     /// one, and resumes the client's threads on it if a connection ended unexpectedly before.
     pub(crate) async fn open_locked<D: Dispatch>(
@@ -224,7 +237,12 @@ impl WireInner {
             stop_reader: CancellationToken::new(),
             tasks: Mutex::new(Vec::new()),
         });
-        let writer = tokio::spawn(run_writer(link.sink, frames, connection.clone()));
+        let writer = tokio::spawn(run_writer(
+            link.sink,
+            frames,
+            connection.clone(),
+            self.clone(),
+        ));
         let reader = tokio::spawn(run_reader(
             link.source,
             connection.clone(),
@@ -475,6 +493,7 @@ async fn run_writer(
     mut sink: FrameSink,
     mut frames: mpsc::Receiver<OutFrame>,
     connection: Arc<Connection>,
+    inner: Arc<WireInner>,
 ) {
     loop {
         let frame = tokio::select! {
@@ -484,7 +503,14 @@ async fn run_writer(
         };
         let Some(frame) = frame else { break };
         if let Err(reason) = sink.write(frame.bytes).await {
-            connection.end(&format!("writing to the server failed: {reason}"));
+            let reason = format!("writing to the server failed: {reason}");
+            if connection.initialize.get().is_some() && !inner.closed.load(Ordering::Acquire) {
+                inner.lose(&connection, &reason);
+            } else {
+                connection.end(&reason);
+            }
+            // The reader reports the outage.
+            connection.stop_reader.cancel();
             return;
         }
         if let Some(written) = frame.written {
@@ -538,11 +564,11 @@ async fn run_reader<D: Dispatch>(
     inner: Arc<WireInner>,
 ) {
     let generation = connection.generation;
-    let stopped = "the client closed the connection";
+    let stopped = "the connection was ended by the client";
     let reason = loop {
         let frame = tokio::select! {
             biased;
-            _ = connection.stop_reader.cancelled() => break stopped.to_owned(),
+            _ = connection.stop_reader.cancelled() => break connection.ended.get().cloned().unwrap_or_else(|| stopped.to_owned()),
             frame = source.next() => frame,
         };
         let frame = match frame {
@@ -594,25 +620,32 @@ async fn run_reader<D: Dispatch>(
         };
         tokio::select! {
             biased;
-            _ = connection.stop_reader.cancelled() => break stopped.to_owned(),
+            _ = connection.stop_reader.cancelled() => break connection.ended.get().cloned().unwrap_or_else(|| stopped.to_owned()),
             () = dispatch.route(generation, incoming) => {}
         }
     };
-    // The client's own doing (close, drop, replacement) is no outage.
-    let unexpected = !connection.stop_reader.is_cancelled()
-        && !inner.closed.load(Ordering::Acquire)
-        && connection.initialize.get().is_some();
-    let reconnecting = unexpected && inner.config.reconnect.enabled;
-    if reconnecting {
-        // Before the connection reads as ended: a request that sees it dead and opens the
-        // next connection itself must resume the threads.
-        inner.needs_resume.store(true, Ordering::Release);
+    if connection.initialize.get().is_none() {
+        // A handshake that failed: this connection never served the client.
+        connection.end(&reason);
+        return;
     }
-    connection.end(&reason);
+    if inner.closed.load(Ordering::Acquire) {
+        connection.end(&reason);
+        dispatch.connection_lost(generation, &reason, false);
+        return;
+    }
+    // An outage, whoever noticed it first (this reader, the writer, or a request that found
+    // the connection dead and replaced it).
+    let reconnecting = inner.lose(&connection, &reason);
+    if inner.generation() != generation {
+        // A newer connection already took over (and resumed): nothing of this one is left
+        // to report.
+        return;
+    }
     dispatch.connection_lost(generation, &reason, reconnecting);
     if reconnecting {
         tokio::spawn(supervise::reconnect(inner, dispatch, reason));
-    } else if unexpected {
+    } else {
         dispatch.state_changed(ConnectionState::Disconnected { reason });
     }
 }

@@ -1,0 +1,153 @@
+//! A loopback TCP proxy between a client and a websocket server that cuts the connection at
+//! seeded points: after a drawn number of bytes from the server (so a cut can fall in the
+//! middle of a frame), both sockets are dropped. The client sees its websocket fail and has to
+//! come back through the proxy, which forwards the next connection the same way.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rand::rngs::StdRng;
+use rand::{Rng as _, SeedableRng as _};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+/// Where cuts fall: every cut comes after a number of server bytes drawn from `range`.
+pub(crate) struct CutPlan {
+    rng: StdRng,
+    range: std::ops::RangeInclusive<u64>,
+}
+
+impl CutPlan {
+    pub(crate) fn seeded(seed: u64, range: std::ops::RangeInclusive<u64>) -> Self {
+        Self {
+            rng: StdRng::seed_from_u64(seed),
+            range,
+        }
+    }
+
+    fn next_budget(&mut self) -> u64 {
+        self.rng.random_range(self.range.clone())
+    }
+}
+
+struct State {
+    /// `None`: never cut.
+    plan: Option<CutPlan>,
+    /// Server bytes still to forward before the next cut.
+    budget: u64,
+}
+
+/// The running proxy; stops with the test.
+pub(crate) struct Proxy {
+    pub(crate) address: SocketAddr,
+    state: Arc<Mutex<State>>,
+    cuts: Arc<AtomicU64>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Proxy {
+    /// A proxy to `upstream`; `plan: None` forwards without ever cutting.
+    pub(crate) async fn start(upstream: SocketAddr, plan: Option<CutPlan>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the proxy");
+        let address = listener.local_addr().expect("the proxy's address");
+        let mut plan = plan;
+        let budget = plan.as_mut().map_or(u64::MAX, CutPlan::next_budget);
+        let state = Arc::new(Mutex::new(State { plan, budget }));
+        let cuts = Arc::new(AtomicU64::new(0));
+        let task = {
+            let cuts = cuts.clone();
+            let state = state.clone();
+            tokio::spawn(async move {
+                loop {
+                    let Ok((client, _)) = listener.accept().await else {
+                        return;
+                    };
+                    let Ok(server) = TcpStream::connect(upstream).await else {
+                        continue;
+                    };
+                    let _ = client.set_nodelay(true);
+                    let _ = server.set_nodelay(true);
+                    // One connection at a time is all the client keeps; each pumps until cut.
+                    tokio::spawn(pump(client, server, state.clone(), cuts.clone()));
+                }
+            })
+        };
+        Self {
+            address,
+            state,
+            cuts,
+            task,
+        }
+    }
+
+    /// Stops cutting (a message larger than the largest budget would never get through).
+    pub(crate) fn calm(&self) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.plan = None;
+        state.budget = u64::MAX;
+    }
+
+    /// How many times the connection was cut.
+    pub(crate) fn cuts(&self) -> u64 {
+        self.cuts.load(Ordering::SeqCst)
+    }
+}
+
+/// Moves bytes both ways until either side ends or the budget of server bytes runs out; then
+/// both sockets are dropped (the cut).
+async fn pump(
+    mut client: TcpStream,
+    mut server: TcpStream,
+    state: Arc<Mutex<State>>,
+    cuts: Arc<AtomicU64>,
+) {
+    let mut from_client = vec![0u8; 16 * 1024];
+    let mut from_server = vec![0u8; 16 * 1024];
+    loop {
+        tokio::select! {
+            read = client.read(&mut from_client) => {
+                let Ok(n) = read else { return };
+                if n == 0 || server.write_all(&from_client[..n]).await.is_err() {
+                    return;
+                }
+            }
+            read = server.read(&mut from_server) => {
+                let Ok(n) = read else { return };
+                if n == 0 {
+                    return;
+                }
+                let (forward, cut) = {
+                    let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
+                    let n = n as u64;
+                    if n < state.budget {
+                        state.budget -= n;
+                        (n, false)
+                    } else {
+                        let forward = state.budget;
+                        state.budget = state.plan.as_mut().map_or(u64::MAX, CutPlan::next_budget);
+                        (forward, true)
+                    }
+                };
+                if client.write_all(&from_server[..forward as usize]).await.is_err() {
+                    return;
+                }
+                if cut {
+                    cuts.fetch_add(1, Ordering::SeqCst);
+                    // Dropped without a close frame, mid-frame if the budget ended there: a
+                    // proxy restart or a dead network path.
+                    return;
+                }
+            }
+        }
+    }
+}
