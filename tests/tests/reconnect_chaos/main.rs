@@ -18,6 +18,7 @@
 //! TANDEM_CHAOS_TURNS=300 TANDEM_CHAOS_SEED=7 TANDEM_CHAOS_KILLS=10 cargo test -p tandem-e2e --test reconnect_chaos -- --nocapture
 //! ```
 
+mod edges;
 mod proxy;
 mod script;
 
@@ -68,7 +69,7 @@ fn env_u64(name: &str, default: u64) -> u64 {
 }
 
 /// Comes back quickly: the test's outages are a proxy cut or a restart away.
-fn client_options() -> ClientOptions {
+pub(crate) fn client_options() -> ClientOptions {
     ClientOptions::new()
         .request_timeout(Some(Duration::from_secs(30)))
         .reconnect(
@@ -155,8 +156,17 @@ fn assert_each_turn_once(outcome: &Outcome, run: &str, turns: usize) {
 
 /// A websocket server on a fresh home; its stderr is drained for the test's lifetime.
 async fn websocket_server(home: &Path) -> (ServerProcess, SocketAddr) {
+    websocket_server_with(home, &[]).await
+}
+
+/// [`websocket_server`] with more arguments.
+pub(crate) async fn websocket_server_with(
+    home: &Path,
+    args: &[&str],
+) -> (ServerProcess, SocketAddr) {
     let mut command = tandem_command(home).await.expect("the tandem binary");
     command.args(["app-server", "--listen", "ws://127.0.0.1:0"]);
+    command.args(args);
     let mut server = ServerProcess::spawn(&mut command).expect("start the server");
     let stderr = server.child_mut().stderr.take().expect("piped stderr");
     let (address_tx, address_rx) = tokio::sync::oneshot::channel();
@@ -337,11 +347,7 @@ async fn child_kills_resync_from_the_durable_snapshot() {
             stored.status, end.status,
             "turn {n}: the handle ends as the store says"
         );
-        let stored_items: Vec<&str> = stored
-            .items
-            .iter()
-            .map(|item| item.id())
-            .collect();
+        let stored_items: Vec<&str> = stored.items.iter().map(|item| item.id()).collect();
         let seen_items: Vec<&str> = seen.completed_items.iter().map(String::as_str).collect();
         assert_eq!(
             seen_items, stored_items,

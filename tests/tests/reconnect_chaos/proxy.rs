@@ -37,12 +37,17 @@ struct State {
     plan: Option<CutPlan>,
     /// Server bytes still to forward before the next cut.
     budget: u64,
+    /// While set, server bytes are dropped instead of forwarded (a network path that went
+    /// dark): counted in `dropped`.
+    frozen: bool,
+    dropped: u64,
 }
 
 /// The running proxy; stops with the test.
 pub(crate) struct Proxy {
     pub(crate) address: SocketAddr,
     state: Arc<Mutex<State>>,
+    cut_now: tokio::sync::watch::Sender<u64>,
     cuts: Arc<AtomicU64>,
     task: JoinHandle<()>,
 }
@@ -62,11 +67,18 @@ impl Proxy {
         let address = listener.local_addr().expect("the proxy's address");
         let mut plan = plan;
         let budget = plan.as_mut().map_or(u64::MAX, CutPlan::next_budget);
-        let state = Arc::new(Mutex::new(State { plan, budget }));
+        let state = Arc::new(Mutex::new(State {
+            plan,
+            budget,
+            frozen: false,
+            dropped: 0,
+        }));
         let cuts = Arc::new(AtomicU64::new(0));
+        let (cut_now, _) = tokio::sync::watch::channel(0u64);
         let task = {
             let cuts = cuts.clone();
             let state = state.clone();
+            let cut_now = cut_now.clone();
             tokio::spawn(async move {
                 loop {
                     let Ok((client, _)) = listener.accept().await else {
@@ -78,13 +90,20 @@ impl Proxy {
                     let _ = client.set_nodelay(true);
                     let _ = server.set_nodelay(true);
                     // One connection at a time is all the client keeps; each pumps until cut.
-                    tokio::spawn(pump(client, server, state.clone(), cuts.clone()));
+                    tokio::spawn(pump(
+                        client,
+                        server,
+                        state.clone(),
+                        cuts.clone(),
+                        cut_now.subscribe(),
+                    ));
                 }
             })
         };
         Self {
             address,
             state,
+            cut_now,
             cuts,
             task,
         }
@@ -95,6 +114,31 @@ impl Proxy {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.plan = None;
         state.budget = u64::MAX;
+    }
+
+    /// Drops the server's bytes from now on, until [`Self::cut`].
+    pub(crate) fn freeze(&self) {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .frozen = true;
+    }
+
+    /// Server bytes dropped while frozen.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .dropped
+    }
+
+    /// Cuts the current connection now and stops dropping.
+    pub(crate) fn cut(&self) {
+        self.cut_now.send_modify(|cuts| *cuts += 1);
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .frozen = false;
     }
 
     /// How many times the connection was cut.
@@ -110,11 +154,17 @@ async fn pump(
     mut server: TcpStream,
     state: Arc<Mutex<State>>,
     cuts: Arc<AtomicU64>,
+    mut cut_now: tokio::sync::watch::Receiver<u64>,
 ) {
     let mut from_client = vec![0u8; 16 * 1024];
     let mut from_server = vec![0u8; 16 * 1024];
+    cut_now.mark_unchanged();
     loop {
         tokio::select! {
+            _ = cut_now.changed() => {
+                cuts.fetch_add(1, Ordering::SeqCst);
+                return;
+            }
             read = client.read(&mut from_client) => {
                 let Ok(n) = read else { return };
                 if n == 0 || server.write_all(&from_client[..n]).await.is_err() {
@@ -129,7 +179,10 @@ async fn pump(
                 let (forward, cut) = {
                     let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
                     let n = n as u64;
-                    if n < state.budget {
+                    if state.frozen {
+                        state.dropped += n;
+                        (0, false)
+                    } else if n < state.budget {
                         state.budget -= n;
                         (n, false)
                     } else {
