@@ -11,6 +11,36 @@
 //! - Server requests no turn handle takes go to a [`ServerRequestHandler`]; the default one
 //!   declines approvals, answers questions with no answers and fails tool calls.
 //!
+//! # Reconnecting
+//!
+//! Wire clients (a child, a websocket) come back by themselves when their connection ends
+//! ([`ReconnectPolicy`], on by default; [`ClientOptions::reconnect`]): with exponential
+//! backoff, a websocket reconnects and a child is restarted, the client initializes again and
+//! resumes every thread it follows from the last event it saw (docs/protocol.md, "Client
+//! reconnect"). Meanwhile:
+//!
+//! - [`TurnHandle`] streams go on whole: events the server replays that the handle saw
+//!   already are dropped, the others arrive in order before live ones. When the server can no
+//!   longer replay (its window was exceeded, or it restarted), the handle gets
+//!   [`TurnEvent::Gap`] with the stored turn, then the items it had not seen completed and
+//!   the end if the turn has ended (a turn a restart cut short ends `interrupted`); thread
+//!   subscriptions get [`Event::Gap`].
+//! - Approvals and other server requests a turn handle holds stay answerable: the server
+//!   re-sends them on resume, the answer goes to the new connection, and an answer given just
+//!   before the drop is sent again.
+//! - Requests in flight at the drop fail: with an idempotency key (`clientUserMessageId`,
+//!   `idempotencyKey`) as [`ClientError::MaybeSent`], "maybe sent, safe to retry" (retrying
+//!   [`Client::start_turn`] with the same key continues the lost call's stream); without, as
+//!   [`ClientError::Disconnected`] with an unknown outcome. Requests made during the outage
+//!   wait for the new connection (within their timeout).
+//! - [`ProcessHandle`]s end with an error: the server ends a connection's processes with it.
+//! - [`Client::connection_state`] reports each change (reconnecting with the attempt,
+//!   reconnected with the count) for a UI; [`Client::reconnect_stats`] counts replays, gaps and
+//!   dropped duplicates.
+//!
+//! If every attempt fails, everything that waited ends with the last failure, and the next
+//! request tries to connect afresh. In-process clients have no connection to lose.
+//!
 //! ```no_run
 //! use tandem_client::Client;
 //! use tandem_protocol::{ThreadStartParams, TurnStartParams};

@@ -36,6 +36,7 @@ pub(crate) fn turn_event(event: &TurnEvent) -> Value {
         TurnEvent::Status(status) => json!({"status": status}),
         TurnEvent::Error(error) => json!({"error": error}),
         TurnEvent::Lagged { skipped } => json!({"lagged": skipped}),
+        TurnEvent::Gap { snapshot } => json!({"gap": snapshot}),
         TurnEvent::Completed(turn) => json!({"completed": turn}),
         TurnEvent::Other(notification) => json!({"other": notification.method()}),
     }

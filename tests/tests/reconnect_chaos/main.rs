@@ -80,6 +80,9 @@ pub(crate) fn client_options() -> ClientOptions {
         )
 }
 
+/// A [`Hook`] for every turn: called with the turn's number and each of its events.
+type ScriptHook = Arc<dyn Fn(usize, &TurnEvent) -> bool + Send + Sync>;
+
 /// What one run of the script produced.
 struct Outcome {
     /// By turn number.
@@ -96,7 +99,7 @@ async fn run_script(
     client: &Client,
     run: &str,
     turns: usize,
-    hook: Option<Arc<dyn Fn(usize, &TurnEvent) -> bool + Send + Sync>>,
+    hook: Option<ScriptHook>,
     calm: impl FnOnce(),
 ) -> Outcome {
     let mut threads = Vec::new();
