@@ -369,3 +369,95 @@ impl Registry {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use tandem_protocol::{ThreadItem, Turn, TurnItemsView, TurnStatus};
+
+    use super::*;
+
+    fn turn(id: &str, status: TurnStatus) -> Turn {
+        Turn {
+            id: id.into(),
+            items: vec![ThreadItem::AgentMessage {
+                id: "m".into(),
+                text: "from the snapshot".into(),
+            }],
+            items_view: TurnItemsView::Full,
+            status,
+            error: None,
+            started_at: None,
+            completed_at: None,
+            duration_ms: None,
+        }
+    }
+
+    fn entry(filter: Filter) -> (Entry, mpsc::Receiver<Item>, EndSlot) {
+        let (tx, rx) = mpsc::channel(4);
+        let end = Arc::new(Mutex::new(None));
+        (Entry::new(filter, tx, end.clone()), rx, end)
+    }
+
+    #[test]
+    fn a_gap_reaches_the_threads_followers_and_records_an_ended_turn() {
+        let mut registry = Registry::default();
+        let shared = Arc::new(TurnShared::new());
+        shared.set_turn_id("u");
+        let (mut handle, mut handle_rx, _) = entry(Filter::Turn {
+            thread: "t".into(),
+            turn: Some("u".into()),
+        });
+        handle.turn = Some(shared.clone());
+        registry.insert(handle);
+        let (other, mut other_rx, _) = entry(Filter::Thread("elsewhere".into()));
+        registry.insert(other);
+
+        let waits = registry.gap(
+            "t",
+            vec![turn("u", TurnStatus::Interrupted)],
+            &DeliveryPolicy::default(),
+        );
+        assert!(waits.is_empty());
+        match handle_rx.try_recv() {
+            Ok(Item::Event(Event::Gap { thread_id, turns })) => {
+                assert_eq!((thread_id.as_str(), turns.len()), ("t", 1));
+            }
+            other => panic!("a gap, not {other:?}"),
+        }
+        assert!(
+            other_rx.try_recv().is_err(),
+            "another thread's follower sees nothing"
+        );
+        let completed = shared
+            .completed_for_tests()
+            .expect("recorded from the snapshot");
+        assert_eq!(completed.status, TurnStatus::Interrupted);
+    }
+
+    #[test]
+    fn a_lost_connection_ends_process_handles_only() {
+        let mut registry = Registry::default();
+        let (mut process, mut process_rx, process_end) = entry(Filter::Process("p".into()));
+        process.process = Some(Arc::new(ProcessShared::default()));
+        registry.insert(process);
+        let (thread, mut thread_rx, thread_end) = entry(Filter::Thread("t".into()));
+        registry.insert(thread);
+
+        registry.processes_lost("the websocket failed");
+        assert!(process_rx.try_recv().is_err());
+        assert!(matches!(
+            process_end.lock().unwrap().as_ref(),
+            Some(SubscriptionError::Disconnected { reason }) if reason.contains("killed")
+        ));
+        assert!(
+            thread_end.lock().unwrap().is_none(),
+            "the thread's follower waits for the resume"
+        );
+        assert!(matches!(
+            thread_rx.try_recv(),
+            Err(mpsc::error::TryRecvError::Empty)
+        ));
+    }
+}

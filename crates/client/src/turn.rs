@@ -207,6 +207,11 @@ impl TurnShared {
         self.lock().completed.clone()
     }
 
+    #[cfg(test)]
+    pub(crate) fn completed_for_tests(&self) -> Option<Turn> {
+        self.completed()
+    }
+
     /// Waits until the turn completed or the connection ended.
     async fn wait(&self) -> Result<Turn, String> {
         loop {

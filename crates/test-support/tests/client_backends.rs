@@ -400,3 +400,83 @@ impl Drop for TempFile {
         let _ = std::fs::remove_file(&self.0);
     }
 }
+
+/// Issue 17 point 5: a dropped websocket comes back by itself (no request needed), and a
+/// watcher sees it reconnecting, then reconnected with the count; with reconnect disabled
+/// the client reports the loss and waits for the next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_websocket_comes_back_by_itself_and_says_so() {
+    use tandem_client::{ConnectionState, ReconnectPolicy};
+
+    let server = MockWebSocketServer::start(None).await.expect("mock");
+    let client = Client::start(
+        Transport::WebSocket(WebSocketTarget::new(server.url())),
+        ClientOptions::new()
+            .reconnect(ReconnectPolicy::new().first_backoff(Duration::from_millis(10))),
+    )
+    .await
+    .expect("client");
+    let mut states = client.connection_state();
+    assert_eq!(*states.borrow_and_update(), ConnectionState::Idle);
+    client.connect().await.expect("connected");
+    assert_eq!(
+        *states.borrow_and_update(),
+        ConnectionState::Connected { generation: 1 }
+    );
+    let _ = client.request("mock/exit", json!({})).await;
+    let mut seen = Vec::new();
+    within(LIMIT, "the reconnect", async {
+        loop {
+            states.changed().await.expect("the client lives");
+            let state = states.borrow_and_update().clone();
+            seen.push(state.clone());
+            if matches!(state, ConnectionState::Reconnected { .. }) {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(
+        matches!(
+            seen.first(),
+            Some(ConnectionState::Reconnecting { attempt: 1, .. })
+        ),
+        "{seen:?}"
+    );
+    assert_eq!(
+        seen.last(),
+        Some(&ConnectionState::Reconnected {
+            generation: 2,
+            reconnects: 1
+        })
+    );
+    assert_eq!(client.generation(), 2, "back without a request");
+    assert_eq!(client.reconnect_stats().reconnects, 1);
+    client.close().await;
+    assert_eq!(*states.borrow_and_update(), ConnectionState::Closed);
+
+    let lazy = Client::start(
+        Transport::WebSocket(WebSocketTarget::new(server.url())),
+        ClientOptions::new().reconnect(ReconnectPolicy::disabled()),
+    )
+    .await
+    .expect("client");
+    lazy.connect().await.expect("connected");
+    let mut states = lazy.connection_state();
+    let _ = lazy.request("mock/exit", json!({})).await;
+    within(LIMIT, "the loss is reported", async {
+        while !matches!(
+            *states.borrow_and_update(),
+            ConnectionState::Disconnected { .. }
+        ) {
+            states.changed().await.expect("the client lives");
+        }
+    })
+    .await;
+    assert_eq!(lazy.generation(), 1, "no reconnect by itself");
+    lazy.request("mock/echo", json!({}))
+        .await
+        .expect("the next request reconnects");
+    assert_eq!(lazy.generation(), 2);
+    lazy.close().await;
+}
