@@ -104,9 +104,12 @@ impl Entry {
     }
 
     fn end_with(&mut self, error: SubscriptionError) {
+        // The reason first: dropping the sender wakes the consumer, which reads it at once.
+        self.end
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(error);
         self.tx = None;
-        let mut end = self.end.lock().unwrap_or_else(|p| p.into_inner());
-        end.get_or_insert(error);
     }
 
     /// Puts the owed `Lagged` marker, then `item`, into the queue. `Err` gives the item back

@@ -107,9 +107,12 @@ async fn requests_lost_in_flight_and_a_keyed_retry_that_sees_the_whole_turn() {
     let mut started = 0;
     let mut text = String::new();
     let mut approvals = 0;
+    let mut kinds = Vec::new();
     let end = tokio::time::timeout(LIMIT, async {
         while let Some(event) = handle.next_event().await {
-            match event.expect("the stream stays whole") {
+            let event = event.expect("the stream stays whole");
+            kinds.push(format!("{event:?}").chars().take(60).collect::<String>());
+            match event {
                 TurnEvent::Started(_) => started += 1,
                 TurnEvent::AgentText { delta, .. } => text.push_str(&delta),
                 TurnEvent::Approval(request) => {
@@ -126,7 +129,11 @@ async fn requests_lost_in_flight_and_a_keyed_retry_that_sees_the_whole_turn() {
     .await
     .expect("the turn ends");
     assert_eq!(end.status, TurnStatus::Completed);
-    assert_eq!((started, approvals), (1, 1), "the turn's events, each once");
+    assert_eq!(
+        (started, approvals),
+        (1, 1),
+        "the turn's events, each once: {kinds:#?}"
+    );
     assert_eq!(
         text,
         handle.text().replace('\n', ""),

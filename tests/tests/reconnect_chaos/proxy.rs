@@ -38,8 +38,9 @@ struct State {
     /// Server bytes still to forward before the next cut.
     budget: u64,
     /// While set, server bytes are dropped instead of forwarded (a network path that went
-    /// dark): counted in `dropped`.
+    /// dark): counted in `dropped` once the client sent something since the freeze.
     frozen: bool,
+    sent_while_frozen: bool,
     dropped: u64,
 }
 
@@ -71,6 +72,7 @@ impl Proxy {
             plan,
             budget,
             frozen: false,
+            sent_while_frozen: false,
             dropped: 0,
         }));
         let cuts = Arc::new(AtomicU64::new(0));
@@ -118,13 +120,14 @@ impl Proxy {
 
     /// Drops the server's bytes from now on, until [`Self::cut`].
     pub(crate) fn freeze(&self) {
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .frozen = true;
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.frozen = true;
+        state.sent_while_frozen = false;
+        state.dropped = 0;
     }
 
-    /// Server bytes dropped while frozen.
+    /// Server bytes dropped since the last [`Self::freeze`], after the client sent something
+    /// (a request) while frozen: the server's answer, or what it sent meanwhile.
     pub(crate) fn dropped(&self) -> u64 {
         self.state
             .lock()
@@ -170,6 +173,10 @@ async fn pump(
                 if n == 0 || server.write_all(&from_client[..n]).await.is_err() {
                     return;
                 }
+                let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
+                if state.frozen {
+                    state.sent_while_frozen = true;
+                }
             }
             read = server.read(&mut from_server) => {
                 let Ok(n) = read else { return };
@@ -180,7 +187,9 @@ async fn pump(
                     let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
                     let n = n as u64;
                     if state.frozen {
-                        state.dropped += n;
+                        if state.sent_while_frozen {
+                            state.dropped += n;
+                        }
                         (0, false)
                     } else if n < state.budget {
                         state.budget -= n;

@@ -161,6 +161,9 @@ pub(crate) struct WireInner {
     /// Set when a connection ended unexpectedly with reconnect on: the next connection, whoever
     /// opens it, resumes the client's threads first.
     pub(crate) needs_resume: AtomicBool,
+    /// Set while the threads are resumed on a new connection: the connection is published
+    /// (answers to re-sent server requests need it) but requests wait behind the lock.
+    resuming: AtomicBool,
     /// Stops a supervisor's backoff (close, abandon).
     pub(crate) stop: CancellationToken,
     pub(crate) reconnects: AtomicU64,
@@ -207,14 +210,18 @@ impl WireInner {
             old.kill("replaced by a new connection");
         }
         let connection = self.open(dispatch).await?;
+        let resume = self.needs_resume.swap(false, Ordering::AcqRel);
+        // Set before the connection is published, so no request slips in ahead of the resume.
+        self.resuming.store(resume, Ordering::Release);
         *lock(&self.current) = Some(connection.clone());
-        if self.needs_resume.swap(false, Ordering::AcqRel) {
+        if resume {
             dispatch
                 .resume(supervise::ResumeSession::new(
                     connection.clone(),
                     self.config.handshake_limit(),
                 ))
                 .await;
+            self.resuming.store(false, Ordering::Release);
         }
         Ok(connection)
     }
@@ -317,6 +324,7 @@ impl WireBackend {
                 generation: AtomicU64::new(0),
                 closed: AtomicBool::new(false),
                 needs_resume: AtomicBool::new(false),
+                resuming: AtomicBool::new(false),
                 stop: CancellationToken::new(),
                 reconnects: AtomicU64::new(0),
             }),
@@ -341,12 +349,15 @@ impl WireBackend {
         self.inner.live()?.control.pid()
     }
 
-    /// The live connection, connecting (or reconnecting) first if there is none.
+    /// The live connection, connecting (or reconnecting) first if there is none; while a new
+    /// connection resumes the client's threads, it waits for that to finish.
     pub(crate) async fn ensure<D: Dispatch>(
         &self,
         dispatch: &Arc<D>,
     ) -> Result<Arc<Connection>, Failure> {
-        if let Some(connection) = self.inner.live() {
+        if let Some(connection) = self.inner.live()
+            && !self.inner.resuming.load(Ordering::Acquire)
+        {
             return Ok(connection);
         }
         let _connecting = self.inner.connecting.lock().await;
@@ -502,6 +513,11 @@ async fn run_writer(
             frame = frames.recv() => frame,
         };
         let Some(frame) = frame else { break };
+        // Marked before the write: once bytes may have left, the server may act on them, and
+        // a request must never be called "not sent" (safe to retry) after that.
+        if let Some(written) = &frame.written {
+            written.store(true, Ordering::Release);
+        }
         if let Err(reason) = sink.write(frame.bytes).await {
             let reason = format!("writing to the server failed: {reason}");
             if connection.initialize.get().is_some() && !inner.closed.load(Ordering::Acquire) {
@@ -512,9 +528,6 @@ async fn run_writer(
             // The reader reports the outage.
             connection.stop_reader.cancel();
             return;
-        }
-        if let Some(written) = frame.written {
-            written.store(true, Ordering::Release);
         }
     }
     sink.finish().await;
