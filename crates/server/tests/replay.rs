@@ -344,3 +344,54 @@ async fn outgoing_epoch(handle: &mut InProcessClientHandle, thread_id: &str) -> 
         .expect("an epoch")
         .to_owned()
 }
+
+/// recon: `thread/start` and `thread/fork` answer the caller's cursor, so a consumer that lost
+/// its connection before the thread's first event resumes from it without a gap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_start_and_fork_answers_carry_a_cursor_to_resume_from() {
+    let home = tempfile::tempdir().expect("a home");
+    let (mut handle, _) = start(home.path(), ReplayWindowLimits::default()).await;
+    let started = call::<ThreadStart>(&handle, json!({"approvalPolicy": "never"})).await;
+    let thread_id = started["thread"]["id"].as_str().expect("an id").to_owned();
+    let from: EventCursor =
+        serde_json::from_value(started["cursor"].clone()).expect("thread/start answers a cursor");
+    // The consumer goes away before reading anything of the thread.
+    within("reattach", handle.reattach_events())
+        .await
+        .expect("the consumer is replaced");
+    call::<TurnStart>(
+        &handle,
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "hello"}]}),
+    )
+    .await;
+    wait_for_turn_end(&handle, &thread_id).await;
+    within("reattach", handle.reattach_events())
+        .await
+        .expect("the consumer is replaced again");
+    let resumed = call::<ThreadResume>(
+        &handle,
+        json!({"threadId": thread_id, "cursor": from, "excludeTurns": true}),
+    )
+    .await;
+    assert_eq!(resumed["gap"], json!(false), "{resumed}");
+    let replayed = resumed["replayed"].as_u64().expect("a count");
+    let mut methods = Vec::new();
+    for _ in 0..replayed {
+        methods.push(next_note(&mut handle).await.0.method().to_owned());
+    }
+    assert!(
+        methods.first().map(String::as_str) == Some("thread/status/changed")
+            && methods.iter().any(|method| method == "turn/started")
+            && methods.last().map(String::as_str) == Some("turn/completed"),
+        "the whole first turn is replayed: {methods:?}"
+    );
+
+    let forked = call::<tandem_protocol::client_methods::ThreadFork>(
+        &handle,
+        json!({"threadId": thread_id}),
+    )
+    .await;
+    let fork_cursor: EventCursor =
+        serde_json::from_value(forked["cursor"].clone()).expect("thread/fork answers a cursor");
+    assert_eq!(fork_cursor.epoch, from.epoch);
+}
