@@ -89,6 +89,8 @@ impl Proxy {
                     let Ok(server) = TcpStream::connect(upstream).await else {
                         continue;
                     };
+                    // A new connection: a frozen path was cut, this one carries bytes again.
+                    state.lock().unwrap_or_else(PoisonError::into_inner).frozen = false;
                     let _ = client.set_nodelay(true);
                     let _ = server.set_nodelay(true);
                     // One connection at a time is all the client keeps; each pumps until cut.
@@ -135,13 +137,10 @@ impl Proxy {
             .dropped
     }
 
-    /// Cuts the current connection now and stops dropping.
+    /// Cuts the current connection now. The next connection is forwarded again; nothing
+    /// dropped is ever followed by later bytes of the same connection, as on a real network.
     pub(crate) fn cut(&self) {
         self.cut_now.send_modify(|cuts| *cuts += 1);
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .frozen = false;
     }
 
     /// How many times the connection was cut.
@@ -164,6 +163,7 @@ async fn pump(
     cut_now.mark_unchanged();
     loop {
         tokio::select! {
+            biased;
             _ = cut_now.changed() => {
                 cuts.fetch_add(1, Ordering::SeqCst);
                 return;
