@@ -290,6 +290,27 @@ impl Shared {
             return Vec::new();
         }
         tracing::info!(thread = %thread_id, "the server could not replay what was missed; resyncing from its snapshot");
+        // Requests of turns that ended while the client was away will not be resolved live.
+        let running: Vec<&str> = response
+            .thread
+            .turns
+            .iter()
+            .filter(|turn| turn.status == tandem_protocol::TurnStatus::InProgress)
+            .map(|turn| turn.id.as_str())
+            .collect();
+        let ended: std::collections::HashSet<&str> = response
+            .thread
+            .turns
+            .iter()
+            .map(|turn| turn.id.as_str())
+            .filter(|turn| !running.contains(turn))
+            .collect();
+        lock(&self.pending_server_requests).retain(|_, pending| {
+            pending
+                .turn_id
+                .as_deref()
+                .is_none_or(|turn| !ended.contains(turn))
+        });
         lock(&self.registry).gap(
             thread_id,
             response.thread.turns,
