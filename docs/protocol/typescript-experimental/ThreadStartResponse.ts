@@ -1,6 +1,7 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
 import type { ApprovalPolicy } from "./ApprovalPolicy";
 import type { ApprovalsReviewer } from "./ApprovalsReviewer";
+import type { EventCursor } from "./EventCursor";
 import type { SandboxPolicy } from "./SandboxPolicy";
 import type { Thread } from "./Thread";
 
@@ -12,6 +13,12 @@ export type ThreadStartResponse = {
  * The new thread.
  */
 thread: Thread,
+/**
+ * recon: where the new thread's event stream stands for the caller (as in
+ * `thread/resume`): a client that loses its connection before the thread's first event
+ * resumes from it without a gap. Omitted by servers without cursors.
+ */
+cursor?: EventCursor | null,
 /**
  * The model the thread uses.
  */
