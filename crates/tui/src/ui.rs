@@ -317,7 +317,8 @@ fn draw_status(buf: &mut Buffer, state: &AppState, area: Rect) {
             TurnState::Interrupting { .. } => "interrupting",
         }
     };
-    let mut parts = vec![model, thread, turn.to_owned()];
+    // The turn's state first: on a narrow screen it is what must not be cut off.
+    let mut parts = vec![turn.to_owned(), model, thread];
     if let Some(tokens) = &state.tokens {
         parts.push(format!(
             "tokens {} in / {} out",
