@@ -169,7 +169,14 @@ impl ServerArgs {
     pub(crate) fn label(&self) -> String {
         match (&self.connect, &self.spawn) {
             (Some(url), _) => url.clone(),
-            (None, Some(command)) => format!("spawn: {command}"),
+            (None, Some(command)) => {
+                // The program's name: a full command line would crowd out the rest.
+                let words = split_words(command).unwrap_or_default();
+                let program = words.first().map_or(command.as_str(), |program| {
+                    program.rsplit('/').next().unwrap_or(program)
+                });
+                format!("spawn: {program}")
+            }
             (None, None) => "in-process".to_owned(),
         }
     }

@@ -332,10 +332,11 @@ fn draw_status(buf: &mut Buffer, state: &AppState, area: Rect) {
         (None, 1) => connection.label.clone(),
         (None, generation) => format!("{} · reconnected {}x", connection.label, generation - 1),
     });
-    let mut text = format!(" {} ", parts.join(" │ "));
+    // A hint answers the last key: first, where it cannot be cut off.
     if let Some(hint) = &state.hint {
-        text.push_str(&format!("│ {hint} "));
+        parts.insert(0, hint.clone());
     }
+    let text = format!(" {} ", parts.join(" │ "));
     let style = if connection.lost.is_some() {
         Style::new().bg(Color::Red).fg(Color::White)
     } else {
