@@ -563,7 +563,10 @@ impl Controller {
         };
         drop(state);
         let trimmed = text.trim();
-        if let Some(key) = self.tui.state().questions.front().map(|q| q.key.clone()) {
+        // Bound first: a guard in an `if let` scrutinee would live through the block, and
+        // answering locks the state again.
+        let question = self.tui.state().questions.front().map(|q| q.key.clone());
+        if let Some(key) = question {
             return self.answer(key, text);
         }
         if let Some(command) = trimmed.strip_prefix('!') {

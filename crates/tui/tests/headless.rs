@@ -65,8 +65,16 @@ fn screen_text(state: &AppState, width: u16, height: u16) -> String {
         .join("\n")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_session_from_prompt_to_quit() {
+/// The app on an in-process server, with its key sender and its task.
+struct Session {
+    tui: Tui,
+    client: Client,
+    keys: Keys,
+    app: tokio::task::JoinHandle<Result<ExitReason, tandem_tui::TuiError>>,
+    _home: tempfile::TempDir,
+}
+
+async fn session() -> Session {
     let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp home");
     let mut server = ServerOptions::new(home.path()).expect("server options");
     // In-process without the helper binary the sandbox cannot be applied; this test is not
@@ -78,7 +86,6 @@ async fn a_session_from_prompt_to_quit() {
     let cwd = home.path().to_str().expect("utf-8 path").to_owned();
     let tui = Tui::new(client.clone(), TuiOptions::new("in-process", cwd));
     let (sender, receiver) = mpsc::channel(64);
-    let keys = Keys(sender);
     let input = futures::stream::unfold(receiver, |mut receiver| async move {
         receiver.recv().await.map(|event| (event, receiver))
     })
@@ -90,6 +97,41 @@ async fn a_session_from_prompt_to_quit() {
             tui.run(&mut terminal, input, std::future::pending()).await
         })
     };
+    Session {
+        tui,
+        client,
+        keys: Keys(sender),
+        app,
+        _home: home,
+    }
+}
+
+impl Session {
+    async fn quit(self) -> ExitReason {
+        self.keys
+            .key(KeyCode::Char('d'), KeyModifiers::CONTROL)
+            .await;
+        let exit = tokio::time::timeout(LIMIT, self.app)
+            .await
+            .expect("the app quits")
+            .expect("the app task")
+            .expect("the app ran");
+        tokio::time::timeout(LIMIT, self.client.close())
+            .await
+            .expect("the client closes");
+        exit
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_from_prompt_to_quit() {
+    let Session {
+        tui,
+        client,
+        keys,
+        app,
+        _home,
+    } = session().await;
 
     keys.line("hello").await;
     tui.wait_for("the streamed answer", LIMIT, |state| {
@@ -170,4 +212,102 @@ async fn a_session_from_prompt_to_quit() {
     tokio::time::timeout(LIMIT, client.close())
         .await
         .expect("the client closes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steering_questions_and_the_thread_list() {
+    let session = session().await;
+    let tui = session.tui.clone();
+    let keys = &session.keys;
+
+    // A message typed while a turn runs steers it: the agent runs it after the sleep.
+    keys.line("/sleep 300").await;
+    tui.wait_for("the running turn", LIMIT, |state| {
+        matches!(state.turn, TurnState::Running { .. })
+    })
+    .await
+    .unwrap();
+    keys.line("steered").await;
+    tui.wait_for("the steered message's answer", LIMIT, |state| {
+        agent_said(state, "You said: \"steered\"") && state.turn == TurnState::Idle
+    })
+    .await
+    .unwrap();
+    assert!(tui.state().transcript.iter().any(|entry| matches!(
+        entry,
+        Entry::User { text, steered: true } if text == "steered"
+    )));
+
+    // A question of the agent: the next submission answers it.
+    keys.line("/ask your name?").await;
+    tui.wait_for("the question", LIMIT, |state| {
+        state
+            .questions
+            .front()
+            .is_some_and(|question| question.questions == ["your name?"])
+    })
+    .await
+    .unwrap();
+    let screen = screen_text(&tui.state(), 80, 24);
+    assert!(screen.contains("answer: your name?"), "{screen}");
+    keys.line("Ada").await;
+    tui.wait_for("the echoed answer", LIMIT, |state| {
+        agent_said(state, "you answered: Ada") && state.turn == TurnState::Idle
+    })
+    .await
+    .unwrap();
+    let first = tui.state().thread.clone().expect("a thread").id;
+
+    // The thread list: fork the thread, see both, archive the fork, resume the first.
+    keys.key(KeyCode::Char('t'), KeyModifiers::CONTROL).await;
+    tui.wait_for("the thread list", LIMIT, |state| {
+        state.screen == tandem_tui::state::Screen::Threads && state.threads.items.len() == 1
+    })
+    .await
+    .unwrap();
+    keys.text("f").await;
+    tui.wait_for("the fork", LIMIT, |state| {
+        state
+            .thread
+            .as_ref()
+            .is_some_and(|thread| thread.id != first)
+            && agent_said(state, "you answered: Ada")
+    })
+    .await
+    .unwrap();
+    let fork = tui.state().thread.clone().expect("the fork").id;
+    keys.key(KeyCode::Char('t'), KeyModifiers::CONTROL).await;
+    tui.wait_for("both threads", LIMIT, |state| {
+        state.threads.items.len() == 2
+    })
+    .await
+    .unwrap();
+    let fork_row = tui
+        .state()
+        .threads
+        .items
+        .iter()
+        .position(|thread| thread.id == fork)
+        .expect("the fork is listed");
+    tui.state().threads.selected = fork_row;
+    keys.text("a").await;
+    tui.wait_for("the list without the archived fork", LIMIT, |state| {
+        state.threads.items.len() == 1 && state.threads.items[0].id == first
+    })
+    .await
+    .unwrap();
+    keys.key(KeyCode::Enter, KeyModifiers::NONE).await;
+    tui.wait_for("the resumed thread's history", LIMIT, |state| {
+        state.screen == tandem_tui::state::Screen::Chat
+            && state
+                .thread
+                .as_ref()
+                .is_some_and(|thread| thread.id == first)
+            && agent_said(state, "You said: \"steered\"")
+            && agent_said(state, "you answered: Ada")
+    })
+    .await
+    .unwrap();
+
+    assert_eq!(session.quit().await, ExitReason::Quit);
 }
