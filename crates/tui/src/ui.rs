@@ -211,66 +211,90 @@ fn key_span(key: &str) -> Span<'static> {
 
 /// The transcript's rows at `width` columns.
 pub fn transcript_rows(state: &AppState, width: u16) -> Vec<Line<'static>> {
+    transcript_tail(state, width, usize::MAX)
+}
+
+/// At least the last `needed` rows of the transcript at `width` columns (all of them if there
+/// are fewer): entries are wrapped from the end backwards and no further than the view needs,
+/// so a frame costs what the screen shows, not the length of the conversation.
+fn transcript_tail(state: &AppState, width: u16, needed: usize) -> Vec<Line<'static>> {
     let width = width.max(4) as usize;
-    let mut rows = Vec::new();
-    if state.transcript_dropped > 0 {
-        rows.push(Line::styled(
+    let mut blocks: Vec<Vec<Line<'static>>> = Vec::new();
+    let mut count = 0;
+    let mut reached_front = true;
+    for (index, entry) in state.transcript.iter().enumerate().rev() {
+        if count >= needed {
+            reached_front = false;
+            break;
+        }
+        let preceded = index > 0 || state.transcript_dropped > 0;
+        let rows = entry_rows(entry, width, preceded);
+        count += rows.len();
+        blocks.push(rows);
+    }
+    if reached_front && state.transcript_dropped > 0 {
+        blocks.push(vec![Line::styled(
             format!(
                 "({} earlier entries not kept here; the thread list's resume shows them)",
                 state.transcript_dropped
             ),
             Style::new().fg(Color::DarkGray),
-        ));
+        )]);
     }
-    for entry in &state.transcript {
-        match entry {
-            Entry::User { text, steered } => {
-                if !rows.is_empty() {
-                    rows.push(Line::raw(""));
-                }
-                let marker = if *steered { "↳ " } else { "› " };
-                let style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
-                for (index, row) in wrap(text, width - 2).into_iter().enumerate() {
-                    let prefix = if index == 0 { marker } else { "  " };
-                    rows.push(Line::styled(format!("{prefix}{row}"), style));
-                }
+    blocks.into_iter().rev().flatten().collect()
+}
+
+/// The rows of one entry; `preceded` when rows come before it (a message is set off from them
+/// by a blank row).
+fn entry_rows(entry: &Entry, width: usize, preceded: bool) -> Vec<Line<'static>> {
+    let mut rows = Vec::new();
+    match entry {
+        Entry::User { text, steered } => {
+            if preceded {
+                rows.push(Line::raw(""));
             }
-            Entry::Agent { text, .. } => {
-                rows.extend(wrap(text, width).into_iter().map(Line::raw));
+            let marker = if *steered { "↳ " } else { "› " };
+            let style = Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD);
+            for (index, row) in wrap(text, width - 2).into_iter().enumerate() {
+                let prefix = if index == 0 { marker } else { "  " };
+                rows.push(Line::styled(format!("{prefix}{row}"), style));
             }
-            Entry::Command { command, state, .. } => {
-                let (how, color) = match state {
-                    CommandState::Running => ("running".to_owned(), Color::Yellow),
-                    CommandState::Exited(0) => ("exit 0".to_owned(), Color::Green),
-                    CommandState::Exited(code) => (format!("exit {code}"), Color::Red),
-                    CommandState::Declined => ("declined".to_owned(), Color::DarkGray),
-                    CommandState::Failed => ("failed".to_owned(), Color::Red),
-                };
-                let text = format!("$ {command}");
-                for (index, row) in wrap(&text, width).into_iter().enumerate() {
-                    if index == 0 {
-                        rows.push(Line::from(vec![
-                            Span::styled(row, Style::new().fg(Color::Yellow)),
-                            Span::styled(format!("  [{how}]"), Style::new().fg(color)),
-                        ]));
-                    } else {
-                        rows.push(Line::styled(row, Style::new().fg(Color::Yellow)));
-                    }
-                }
-            }
-            Entry::Tool { tool, status, .. } => rows.push(Line::styled(
-                format!("tool {tool} [{status:?}]"),
-                Style::new().fg(Color::Magenta),
-            )),
-            Entry::Notice(text) => rows.extend(wrap(text, width).into_iter().map(|row| {
-                Line::styled(
-                    row,
-                    Style::new()
-                        .fg(Color::DarkGray)
-                        .add_modifier(Modifier::ITALIC),
-                )
-            })),
         }
+        Entry::Agent { text, .. } => {
+            rows.extend(wrap(text, width).into_iter().map(Line::raw));
+        }
+        Entry::Command { command, state, .. } => {
+            let (how, color) = match state {
+                CommandState::Running => ("running".to_owned(), Color::Yellow),
+                CommandState::Exited(0) => ("exit 0".to_owned(), Color::Green),
+                CommandState::Exited(code) => (format!("exit {code}"), Color::Red),
+                CommandState::Declined => ("declined".to_owned(), Color::DarkGray),
+                CommandState::Failed => ("failed".to_owned(), Color::Red),
+            };
+            let text = format!("$ {command}");
+            for (index, row) in wrap(&text, width).into_iter().enumerate() {
+                if index == 0 {
+                    rows.push(Line::from(vec![
+                        Span::styled(row, Style::new().fg(Color::Yellow)),
+                        Span::styled(format!("  [{how}]"), Style::new().fg(color)),
+                    ]));
+                } else {
+                    rows.push(Line::styled(row, Style::new().fg(Color::Yellow)));
+                }
+            }
+        }
+        Entry::Tool { tool, status, .. } => rows.push(Line::styled(
+            format!("tool {tool} [{status:?}]"),
+            Style::new().fg(Color::Magenta),
+        )),
+        Entry::Notice(text) => rows.extend(wrap(text, width).into_iter().map(|row| {
+            Line::styled(
+                row,
+                Style::new()
+                    .fg(Color::DarkGray)
+                    .add_modifier(Modifier::ITALIC),
+            )
+        })),
     }
     rows
 }
@@ -279,8 +303,12 @@ fn draw_transcript(buf: &mut Buffer, state: &AppState, area: Rect) {
     if area.height == 0 {
         return;
     }
-    let rows = transcript_rows(state, area.width);
     let height = area.height as usize;
+    let rows = transcript_tail(
+        state,
+        area.width,
+        height.saturating_add(state.transcript_scroll),
+    );
     let scroll = state
         .transcript_scroll
         .min(rows.len().saturating_sub(height));
@@ -435,6 +463,24 @@ fn draw_threads(buf: &mut Buffer, state: &AppState, area: Rect) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tail_is_the_end_of_the_whole_transcript() {
+        let mut state = AppState::new("in-process", None, crate::state::Limits::default());
+        for n in 0..50 {
+            state.user_sent(&format!("question {n} with enough words to wrap"), false);
+            state.notice(format!("answer {n}"));
+        }
+        let text =
+            |rows: &[Line<'_>]| -> Vec<String> { rows.iter().map(ToString::to_string).collect() };
+        let all = text(&transcript_rows(&state, 20));
+        for needed in [0, 1, 7, 30, all.len(), all.len() + 5] {
+            let tail = text(&transcript_tail(&state, 20, needed));
+            assert!(tail.len() >= needed.min(all.len()), "{needed}");
+            assert!(tail.len() <= needed + 4, "only as much as needed: {needed}");
+            assert_eq!(tail[..], all[all.len() - tail.len()..], "{needed}");
+        }
+    }
 
     #[test]
     fn times_are_utc_dates() {
