@@ -11,9 +11,11 @@ use futures::StreamExt as _;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use tandem_client::{Client, ClientOptions, Transport};
+use tandem_protocol::ProcessScreenParams;
+use tandem_protocol::client_methods::ProcessScreen;
 use tandem_server::ServerOptions;
 use tandem_tui::state::{AppState, Entry, TurnState};
-use tandem_tui::{ExitReason, Tui, TuiOptions, ui};
+use tandem_tui::{ExitReason, PaneSource, Tui, TuiOptions, ui};
 use tokio::sync::mpsc;
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -196,6 +198,58 @@ async fn a_session_from_prompt_to_quit() {
         state.active_pane().is_some_and(|pane| {
             pane.text().contains("got abc") && pane.finished.as_deref() == Some("exit 0")
         })
+    })
+    .await
+    .unwrap();
+
+    // Late attach: a full-screen drawing, then the server's kept screen (`process/screen`)
+    // equals what the pane's emulator shows from the streamed bytes.
+    keys.key(KeyCode::Char('o'), KeyModifiers::CONTROL).await;
+    keys.line(
+        "!printf '\\033[2J\\033[3;5Hdrawn at 3,5 \\033[31mred\\033[0m\\033[6;1Hbottom'; read x",
+    )
+    .await;
+    tui.wait_for("the full-screen drawing", LIMIT, |state| {
+        state
+            .active_pane()
+            .is_some_and(|pane| pane.text().contains("bottom"))
+    })
+    .await
+    .unwrap();
+    let (handle, pane_text) = {
+        let state = tui.state();
+        let pane = state.active_pane().expect("the pane");
+        let PaneSource::Process { handle } = &pane.source else {
+            panic!("a process pane");
+        };
+        (handle.clone(), pane.text())
+    };
+    let screen = client
+        .call::<ProcessScreen>(ProcessScreenParams::new(&handle))
+        .await
+        .expect("process/screen answers");
+    assert_eq!(screen.text, pane_text);
+    assert_eq!(
+        (screen.size.rows, screen.size.cols),
+        ui::pane_size(ratatui::layout::Rect::new(0, 0, 80, 24))
+    );
+    assert!(
+        screen
+            .text
+            .lines()
+            .nth(2)
+            .is_some_and(|row| row == "    drawn at 3,5 red")
+    );
+    assert!(
+        screen.formatted.contains("\x1b[31m"),
+        "{:?}",
+        screen.formatted
+    );
+    keys.line("done").await;
+    tui.wait_for("the drawing's exit", LIMIT, |state| {
+        state
+            .active_pane()
+            .is_some_and(|pane| pane.finished.as_deref() == Some("exit 0"))
     })
     .await
     .unwrap();
