@@ -17,6 +17,9 @@ use crate::wrap::wrap;
 /// The most rows the composer grows to before it scrolls.
 const COMPOSER_MAX_ROWS: u16 = 6;
 
+/// The most rows an approval's command takes in its prompt.
+const APPROVAL_MAX_ROWS: usize = 4;
+
 /// Where the chat screen's parts go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChatLayout {
@@ -44,10 +47,9 @@ pub fn chat_layout(area: Rect, state: &AppState) -> ChatLayout {
         height: area.height.min(1),
         ..area
     };
-    let bottom_height = if state.approvals.is_empty() {
-        (state.composer.lines().len() as u16).clamp(1, COMPOSER_MAX_ROWS) + 2
-    } else {
-        5
+    let bottom_height = match state.approvals.front() {
+        None => (state.composer.lines().len() as u16).clamp(1, COMPOSER_MAX_ROWS) + 2,
+        Some(approval) => approval_question(&approval.command, area.width).len() as u16 + 4,
     }
     .min(area.height.saturating_sub(1));
     let bottom = Rect {
@@ -102,11 +104,12 @@ fn draw_chat(frame: &mut Frame<'_>, state: &AppState, area: Rect) {
     draw_transcript(buf, state, layout.transcript);
     if let (Some(rect), Some(pane)) = (layout.pane, state.active_pane()) {
         let focused = state.focus == Focus::Pane;
-        let mut title = format!(" {} ", pane.title);
-        match &pane.finished {
-            Some(how) => title.push_str(&format!("· {how} ")),
-            None => title.push_str("· running "),
-        }
+        // The state first: a long command line is cut at the border, its state must not be.
+        let mut title = format!(
+            " {} · {} ",
+            pane.finished.as_deref().unwrap_or("running"),
+            pane.title
+        );
         if pane.scrolled_back() > 0 {
             title.push_str(&format!("· {} rows back ", pane.scrolled_back()));
         }
@@ -142,15 +145,11 @@ fn draw_chat(frame: &mut Frame<'_>, state: &AppState, area: Rect) {
             if let Some(reason) = &approval.reason {
                 where_.push_str(&format!(" · {reason}"));
             }
-            let lines = vec![
-                Line::from(vec![
-                    Span::raw("Run "),
-                    Span::styled(
-                        approval.command.clone(),
-                        Style::new().add_modifier(Modifier::BOLD),
-                    ),
-                    Span::raw(" ?"),
-                ]),
+            let mut lines: Vec<Line<'_>> = approval_question(&approval.command, area.width)
+                .into_iter()
+                .map(|row| Line::styled(row, Style::new().add_modifier(Modifier::BOLD)))
+                .collect();
+            lines.extend([
                 Line::styled(where_, Style::new().fg(Color::DarkGray)),
                 Line::from(vec![
                     key_span("y"),
@@ -160,7 +159,7 @@ fn draw_chat(frame: &mut Frame<'_>, state: &AppState, area: Rect) {
                     key_span("n"),
                     Span::raw(" decline"),
                 ]),
-            ];
+            ]);
             block.render(layout.bottom, buf);
             Paragraph::new(lines).render(inner, buf);
         }
@@ -200,6 +199,23 @@ fn draw_chat(frame: &mut Frame<'_>, state: &AppState, area: Rect) {
         }
     }
     draw_status(frame.buffer_mut(), state, layout.status);
+}
+
+/// The approval's question wrapped to the prompt's inside on a screen `width` wide: at most
+/// [`APPROVAL_MAX_ROWS`] rows, the last one ending in `…` when the command is longer.
+fn approval_question(command: &str, width: u16) -> Vec<String> {
+    let mut rows = wrap(
+        &format!("Run {command} ?"),
+        width.saturating_sub(2).max(4) as usize,
+    );
+    if rows.len() > APPROVAL_MAX_ROWS {
+        rows.truncate(APPROVAL_MAX_ROWS);
+        if let Some(last) = rows.last_mut() {
+            last.pop();
+            last.push('…');
+        }
+    }
+    rows
 }
 
 fn key_span(key: &str) -> Span<'static> {
@@ -271,16 +287,21 @@ fn entry_rows(entry: &Entry, width: usize, preceded: bool) -> Vec<Line<'static>>
                 CommandState::Declined => ("declined".to_owned(), Color::DarkGray),
                 CommandState::Failed => ("failed".to_owned(), Color::Red),
             };
+            // The state first, so a long command wraps after it instead of pushing it out.
+            let state = format!("[{how}] ");
+            let indent = " ".repeat(state.chars().count());
             let text = format!("$ {command}");
-            for (index, row) in wrap(&text, width).into_iter().enumerate() {
-                if index == 0 {
-                    rows.push(Line::from(vec![
-                        Span::styled(row, Style::new().fg(Color::Yellow)),
-                        Span::styled(format!("  [{how}]"), Style::new().fg(color)),
-                    ]));
+            let rows_of_command = wrap(&text, width.saturating_sub(indent.len()).max(1));
+            for (index, row) in rows_of_command.into_iter().enumerate() {
+                let prefix = if index == 0 {
+                    Span::styled(state.clone(), Style::new().fg(color))
                 } else {
-                    rows.push(Line::styled(row, Style::new().fg(Color::Yellow)));
-                }
+                    Span::raw(indent.clone())
+                };
+                rows.push(Line::from(vec![
+                    prefix,
+                    Span::styled(row, Style::new().fg(Color::Yellow)),
+                ]));
             }
         }
         Entry::Tool { tool, status, .. } => rows.push(Line::styled(
@@ -480,6 +501,16 @@ mod tests {
             assert!(tail.len() <= needed + 4, "only as much as needed: {needed}");
             assert_eq!(tail[..], all[all.len() - tail.len()..], "{needed}");
         }
+    }
+
+    #[test]
+    fn a_long_command_wraps_in_its_approval_and_is_cut_visibly() {
+        assert_eq!(approval_question("ls", 40), ["Run ls ?"]);
+        let long = "echo ".repeat(40);
+        let rows = approval_question(&long, 22);
+        assert_eq!(rows.len(), APPROVAL_MAX_ROWS);
+        assert!(rows.iter().all(|row| row.width() <= 20), "{rows:?}");
+        assert!(rows[APPROVAL_MAX_ROWS - 1].ends_with('…'), "{rows:?}");
     }
 
     #[test]

@@ -242,7 +242,7 @@ fn a_pane_running_a_colour_progress_bar() {
             "",
             "",
             "",
-            "┌ ! ./build.sh · running · Ctrl-O focuses ───────┐",
+            "┌ running · ! ./build.sh · Ctrl-O focuses ───────┐",
             "│building                                        │",
             "│########## 100%                                 │",
             "│warning: 1 warning                              │",
