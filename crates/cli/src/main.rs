@@ -12,6 +12,7 @@ mod session;
 mod settings;
 mod signals;
 mod terminal;
+mod tui;
 
 /// Tandem: an agent app-server hosted inside the process that uses it.
 #[derive(Debug, Parser)]
@@ -62,6 +63,14 @@ enum Command {
         #[command(flatten)]
         global: settings::GlobalOptions,
     },
+    /// A full-screen terminal UI: threads, the streamed transcript, approvals, and command
+    /// output in terminal panes.
+    Tui {
+        #[command(flatten)]
+        args: tui::TuiArgs,
+        #[command(flatten)]
+        global: settings::GlobalOptions,
+    },
 }
 
 /// The environment variable holding a `tracing` filter for tandem's own logs (e.g. `debug`).
@@ -77,14 +86,18 @@ fn main() {
         Command::Exec { global, .. }
         | Command::AppServer { global, .. }
         | Command::Run { global, .. }
-        | Command::Chat { global, .. } => global.trace_file.clone(),
+        | Command::Chat { global, .. }
+        | Command::Tui { global, .. } => global.trace_file.clone(),
     }
     .or_else(|| cli.global.trace_file.clone());
     // A server's stderr is often a pipe nobody reads: keep it to warnings unless asked.
     let default = match cli.command {
         Command::AppServer { .. } => "warn",
         // Their stdout and stderr are the user's conversation.
-        Command::Exec { .. } | Command::Run { .. } | Command::Chat { .. } => "off",
+        // The TUI owns the screen: a log line would garble it.
+        Command::Exec { .. } | Command::Run { .. } | Command::Chat { .. } | Command::Tui { .. } => {
+            "off"
+        }
     };
     if let Err(error) = init_logging(default, trace_file.as_deref()) {
         eprintln!("tandem: {error}");
@@ -111,6 +124,7 @@ fn main() {
         Command::Chat { args, global } => {
             runtime.block_on(chat::run(args, cli.global.then(global)))
         }
+        Command::Tui { args, global } => runtime.block_on(tui::run(args, cli.global.then(global))),
     };
     // Exit without dropping the runtime: a task blocked reading a terminal (stdin forwarding)
     // would otherwise hold the exit until the user pressed a key.

@@ -164,6 +164,23 @@ impl ServerArgs {
         Ok(client)
     }
 
+    /// What the client talks to, for a status line: `in-process`, the websocket URL or
+    /// `spawn: CMD`.
+    pub(crate) fn label(&self) -> String {
+        match (&self.connect, &self.spawn) {
+            (Some(url), _) => url.clone(),
+            (None, Some(command)) => {
+                // The program's name: a full command line would crowd out the rest.
+                let words = split_words(command).unwrap_or_default();
+                let program = words.first().map_or(command.as_str(), |program| {
+                    program.rsplit('/').next().unwrap_or(program)
+                });
+                format!("spawn: {program}")
+            }
+            (None, None) => "in-process".to_owned(),
+        }
+    }
+
     /// `thread/start` params: the current directory and `--model`.
     pub(crate) fn thread_params(&self) -> Result<ThreadStartParams, SessionError> {
         let cwd = std::env::current_dir().map_err(|e| SessionError::CurrentDir(e.to_string()))?;

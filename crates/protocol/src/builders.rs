@@ -534,6 +534,15 @@ impl ProcessResizePtyParams {
     }
 }
 
+impl ProcessScreenParams {
+    /// The screen of `process_handle`.
+    pub fn new(process_handle: impl Into<String>) -> Self {
+        Self {
+            process_handle: process_handle.into(),
+        }
+    }
+}
+
 impl CommandExecutionRequestApprovalResponse {
     /// Runs the command.
     pub fn accept() -> Self {

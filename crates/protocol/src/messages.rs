@@ -118,6 +118,9 @@ request_enum! {
     CommandExecTerminate => "command/exec/terminate" (CommandExecTerminateParams) -> EmptyResponse;
     /// `command/exec/resize`: resize a `command/exec` child's PTY.
     CommandExecResize => "command/exec/resize" (CommandExecResizeParams) -> EmptyResponse;
+    // tui: the present screen of a PTY process.
+    /// `process/screen` (experimental): the present screen of a running PTY process.
+    ProcessScreen => "process/screen" (ProcessScreenParams) -> ProcessScreenResponse;
 }
 
 request_enum! {
@@ -199,6 +202,8 @@ pub const EXPERIMENTAL_CLIENT_METHODS: &[&str] = &[
     "process/writeStdin",
     "process/kill",
     "process/resizePty",
+    // tui:
+    "process/screen",
 ];
 
 /// Experimental fields of stable methods, as `(method, field)`: using one requires the
@@ -233,6 +238,8 @@ pub const PROCESS_CONTROL_METHODS: &[&str] = &[
     "command/exec/write",
     "command/exec/terminate",
     "command/exec/resize",
+    // tui:
+    "process/screen",
 ];
 
 impl ClientRequest {

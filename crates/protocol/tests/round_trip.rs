@@ -145,6 +145,8 @@ fn client_request_results_round_trip() {
         result_round_trip::<m::CommandExecWrite>(EmptyResponse {}),
         result_round_trip::<m::CommandExecTerminate>(EmptyResponse {}),
         result_round_trip::<m::CommandExecResize>(EmptyResponse {}),
+        // tui:
+        result_round_trip::<m::ProcessScreen>(process_screen_response()),
     ];
     assert_covers_exactly(covered, ClientRequest::METHODS);
 }

@@ -145,6 +145,8 @@ fn client_requests() -> Vec<ClientRequest> {
         request::<m::CommandExecWrite>(32, command_exec_write_params()),
         request::<m::CommandExecTerminate>(33, command_exec_terminate_params()),
         request::<m::CommandExecResize>(34, command_exec_resize_params()),
+        // tui:
+        request::<m::ProcessScreen>(35, process_screen_params()),
     ]
 }
 
@@ -200,6 +202,8 @@ fn client_results() -> Vec<(&'static str, Value)> {
         result::<m::CommandExecWrite>(EmptyResponse {}),
         result::<m::CommandExecTerminate>(EmptyResponse {}),
         result::<m::CommandExecResize>(EmptyResponse {}),
+        // tui:
+        result::<m::ProcessScreen>(process_screen_response()),
     ]
 }
 

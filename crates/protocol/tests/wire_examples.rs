@@ -542,6 +542,16 @@ fn client_requests_match_protocol_examples() {
             json!({}),
             EmptyResponse {},
         ),
+        // tui:
+        check::<m::ProcessScreen>(
+            json!({"processHandle": "top-1"}),
+            process_screen_params(),
+            json!({"size": {"rows": 3, "cols": 20}, "cursorRow": 2, "cursorCol": 0,
+                   "text": "load: 0.1\nPID  CMD\n",
+                   "formatted": "\u{1b}[?25h\u{1b}[m\u{1b}[H\u{1b}[Jload: 0.1\r\nPID  CMD",
+                   "outputBytes": 4096}),
+            process_screen_response(),
+        ),
     ];
     assert_covers_exactly(covered, ClientRequest::METHODS);
 }

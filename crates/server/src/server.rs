@@ -371,6 +371,13 @@ impl MessageProcessor for TandemServer {
                 let result = processes.manager.resize_pty(params).await;
                 self.reply(context.id, result).await;
             }
+            ClientRequest::ProcessScreen { params, .. } => {
+                let processes = self.processes(context.id.connection_id);
+                match processes.manager.screen(params).await {
+                    Ok(screen) => self.outgoing.send_response(context.id, screen).await,
+                    Err(error) => self.outgoing.send_error(context.id, error).await,
+                }
+            }
             ClientRequest::CommandExec { params, .. } => self.command_exec(params, context),
             ClientRequest::CommandExecWrite { params, .. } => {
                 self.command_exec_write(params, context);

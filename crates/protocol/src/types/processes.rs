@@ -105,6 +105,37 @@ pub struct ProcessResizePtyParams {
     pub size: PtySize,
 }
 
+// tui: the present screen of a PTY process (`process/screen`, experimental).
+/// `process/screen` params (experimental): the present screen of a running PTY process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessScreenParams {
+    /// The process (spawned with `tty: true`).
+    pub process_handle: String,
+}
+
+/// The `process/screen` result: the screen the server's terminal emulator shows now, after
+/// every output byte read so far.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessScreenResponse {
+    /// The emulated screen's size: the PTY's, within the server's bound.
+    pub size: PtySize,
+    /// The cursor's row, from 0.
+    pub cursor_row: u16,
+    /// The cursor's column, from 0.
+    pub cursor_col: u16,
+    /// The screen's text: one line per row, trailing blanks trimmed.
+    pub text: String,
+    /// Escape sequences that draw the screen (text, colours, attributes, cursor) on a terminal
+    /// of `size`, whatever it showed before.
+    pub formatted: String,
+    /// How many output bytes the screen reflects.
+    pub output_bytes: u64,
+}
+
 /// Which output stream a delta belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]

@@ -740,6 +740,8 @@ pub(crate) fn client_requests() -> Vec<ClientRequest> {
         request::<m::CommandExecWrite>(32, command_exec_write_params()),
         request::<m::CommandExecTerminate>(33, command_exec_terminate_params()),
         request::<m::CommandExecResize>(34, command_exec_resize_params()),
+        // tui:
+        request::<m::ProcessScreen>(35, process_screen_params()),
     ]
 }
 
@@ -782,6 +784,25 @@ pub(crate) fn command_exec_write_params() -> CommandExecWriteParams {
 pub(crate) fn command_exec_terminate_params() -> CommandExecTerminateParams {
     CommandExecTerminateParams {
         process_id: s("build-1"),
+    }
+}
+
+// ----- tui: process/screen -----
+
+pub(crate) fn process_screen_params() -> ProcessScreenParams {
+    ProcessScreenParams {
+        process_handle: s("top-1"),
+    }
+}
+
+pub(crate) fn process_screen_response() -> ProcessScreenResponse {
+    ProcessScreenResponse {
+        size: PtySize { rows: 3, cols: 20 },
+        cursor_row: 2,
+        cursor_col: 0,
+        text: s("load: 0.1\nPID  CMD\n"),
+        formatted: s("\u{1b}[?25h\u{1b}[m\u{1b}[H\u{1b}[Jload: 0.1\r\nPID  CMD"),
+        output_bytes: 4096,
     }
 }
 

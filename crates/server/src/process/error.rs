@@ -43,6 +43,8 @@ pub(crate) enum ProcessError {
     NotAPty,
     #[error("failed to resize PTY: {0}")]
     ResizeFailed(String),
+    #[error("process/screen: process is not attached to a PTY (spawn it with tty: true)")]
+    NoScreen,
 }
 
 impl ProcessError {
@@ -56,7 +58,7 @@ impl ProcessError {
             SpawnFailed(_) | StdinWriteFailed(_) | ResizeFailed(_) => INTERNAL_ERROR,
             EmptyCommand | EmptyHandle | MissingCwd | RelativeCwd(_) | DuplicateHandle(_)
             | NoActiveProcess(_) | NoLongerRunning(_) | StdinNotStreamed | StdinClosed
-            | NotAPty => INVALID_REQUEST,
+            | NotAPty | NoScreen => INVALID_REQUEST,
         }
     }
 }

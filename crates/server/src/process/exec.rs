@@ -100,7 +100,8 @@ impl ExecError {
             ProcessError::StdinClosed => Self::StdinClosed,
             ProcessError::WriteStdinNeedsInput => Self::WriteNeedsInput,
             ProcessError::StdinWriteFailed(why) => Self::StdinWriteFailed(why),
-            ProcessError::NotAPty => Self::NotAPty,
+            // command/exec has no screen request; only process/screen asks for one.
+            ProcessError::NotAPty | ProcessError::NoScreen => Self::NotAPty,
             ProcessError::ResizeFailed(why) => Self::ResizeFailed(why),
             // Never produced for a plan built here (it always has a handle and a cwd).
             ProcessError::EmptyHandle | ProcessError::MissingCwd | ProcessError::RelativeCwd(_) => {

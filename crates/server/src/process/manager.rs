@@ -16,7 +16,7 @@ use bytes::Bytes;
 use nix::unistd::Pid;
 use tandem_protocol::{
     JSONRPCErrorError, ProcessKillParams, ProcessOutputStream, ProcessResizePtyParams,
-    ProcessSpawnParams, ProcessWriteStdinParams,
+    ProcessScreenParams, ProcessScreenResponse, ProcessSpawnParams, ProcessWriteStdinParams,
 };
 use tokio::io::AsyncWriteExt as _;
 use tokio::sync::watch;
@@ -26,6 +26,7 @@ use super::group::{ProcessScope, kill_scopes};
 use super::guard;
 use super::launch::{self, InputWriter, Launched};
 use super::plan::{SpawnPlan, check_size};
+use super::screen::PtyScreen;
 use super::stream::{OutputBudget, StreamConfig, StreamMode, StreamSignals, pump};
 use super::supervise::{Supervision, supervise};
 use super::{KILL_ALL_REAP_TIMEOUT, PTY_EOF_BYTE, ProcessEventSink};
@@ -129,6 +130,8 @@ struct ProcessEntry {
     stdin: Option<StdinPort>,
     /// `Some` only for PTY children.
     pty_control: Option<OwnedFd>,
+    /// The emulated screen; `Some` only for PTY children.
+    screen: Option<Arc<PtyScreen>>,
 }
 
 /// The streamed stdin of one child.
@@ -341,6 +344,7 @@ impl ProcessManager {
 
         let (exited_tx, exited_rx) = watch::channel(false);
         let (started_tx, started_rx) = watch::channel(false);
+        let screen = plan.tty.then(|| Arc::new(PtyScreen::new(plan.size)));
         let mode = || {
             if plan.stream_output {
                 StreamMode::Stream(Arc::clone(&sink))
@@ -356,6 +360,7 @@ impl ProcessManager {
                 budget: budget.clone(),
                 mode: mode(),
                 is_pty: plan.tty,
+                screen: screen.clone(),
             };
             let signals = StreamSignals {
                 exited: exited_rx.clone(),
@@ -378,6 +383,7 @@ impl ProcessManager {
                 writer: tokio::sync::Mutex::new(Some(writer)),
             }),
             pty_control,
+            screen,
         };
         state.active.insert(plan.handle.clone(), Arc::new(entry));
         state.scopes.insert(scope);
@@ -503,7 +509,25 @@ impl ProcessManager {
         let entry = self.running_entry(&params.process_handle)?;
         let control = entry.pty_control.as_ref().ok_or(ProcessError::NotAPty)?;
         launch::resize(control, params.size)
-            .map_err(|error| ProcessError::ResizeFailed(error.to_string()))
+            .map_err(|error| ProcessError::ResizeFailed(error.to_string()))?;
+        if let Some(screen) = &entry.screen {
+            screen.resize(params.size);
+        }
+        Ok(())
+    }
+
+    /// `process/screen` (experimental): the present screen of a running PTY child.
+    pub async fn screen(
+        &self,
+        params: ProcessScreenParams,
+    ) -> Result<ProcessScreenResponse, JSONRPCErrorError> {
+        Ok(self.screen_inner(&params.process_handle)?)
+    }
+
+    pub(crate) fn screen_inner(&self, handle: &str) -> Result<ProcessScreenResponse, ProcessError> {
+        let entry = self.running_entry(handle)?;
+        let screen = entry.screen.as_ref().ok_or(ProcessError::NoScreen)?;
+        Ok(screen.snapshot())
     }
 
     /// Sends `SIGKILL` to every process group (and PTY session) this manager started, including

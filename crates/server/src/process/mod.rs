@@ -11,7 +11,8 @@
 //! or a PTY, `group` kills what a child started, `guard` registers it with the watchdog that
 //! kills it if this process dies (see [`crate::helper::watchdog`]), `stream` is the output
 //! pump, `manager` owns the handle table and the control requests, `supervise` waits for exit
-//! and sends `process/exited`, `exec` maps `command/exec` onto all of it.
+//! and sends `process/exited`, `exec` maps `command/exec` onto all of it, `screen` keeps the
+//! present screen of each PTY child for `process/screen`.
 
 use std::time::Duration;
 
@@ -24,6 +25,7 @@ pub(crate) mod guard;
 mod launch;
 mod manager;
 mod plan;
+mod screen;
 mod stream;
 mod supervise;
 

@@ -48,6 +48,8 @@ pub(crate) struct StreamConfig {
     pub(crate) mode: StreamMode,
     /// PTY masters report hang-up as `EIO`, which is their EOF.
     pub(crate) is_pty: bool,
+    /// A PTY's emulated screen, fed every byte read (past the cap too: the terminal shows it).
+    pub(crate) screen: Option<Arc<super::screen::PtyScreen>>,
 }
 
 /// What a finished pump reports to the supervisor.
@@ -134,6 +136,13 @@ impl ChunkQueue {
             tail.truncate(tail.len() - (read - keep));
         }
         self.len += keep;
+    }
+
+    /// The `read` bytes just read into [`Self::tail_for_read`] (before [`Self::commit_read`]).
+    fn last_read(&self, read: usize) -> &[u8] {
+        self.chunks
+            .back()
+            .map_or(&[], |tail| &tail[tail.len() - read..])
     }
 
     fn is_empty(&self) -> bool {
@@ -271,6 +280,9 @@ pub(crate) async fn pump(
             }, if can_read => match read {
                 Ok(0) => reader = None,
                 Ok(n) => {
+                    if let Some(screen) = &config.screen {
+                        screen.feed(pending.last_read(n));
+                    }
                     let mut take = match config.cap {
                         None => n,
                         Some(cap) => usize::try_from(cap - accepted).map_or(n, |room| room.min(n)),

@@ -1,0 +1,242 @@
+//! `tandem tui` end to end under a real terminal (tmux), as a user drives it: a prompt and its
+//! streamed answer, an approved `/sh` command and its output in the pane, a resize, an
+//! interrupted `/sleep` turn, and Ctrl-C twice, after which the shell prints the exit code on
+//! the restored normal screen. The same flow runs in-process, with `--spawn` (a child
+//! app-server over stdio) and with `--connect` (a websocket app-server). Every wait has a
+//! deadline. Skips (saying so) where tmux is not installed; `.ci/run` installs it.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn home() -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("tandem-tui-{}-{n}", std::process::id()))
+}
+
+fn tmux_installed() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|output| output.status.success())
+}
+
+/// A tmux server of our own with one session, `tui`, killed when dropped.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(name: &str, shell_command: &str) -> Self {
+        let tmux = Self {
+            socket: format!("tandem-tui-test-{name}-{}", std::process::id()),
+        };
+        tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "tui",
+            "-x",
+            "100",
+            "-y",
+            "30",
+            shell_command,
+        ]);
+        tmux
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new("tmux");
+        command.args(["-L", &self.socket]);
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let output = self.command().args(args).output().expect("tmux runs");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-t", "tui", "-p"])
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "tui"];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+
+    fn type_line(&self, line: &str) {
+        self.keys(&["-l", line]);
+        self.keys(&["Enter"]);
+    }
+
+    fn wait_for(&self, what: &str, found: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let screen = self.screen();
+            if found(&screen) {
+                return screen;
+            }
+            assert!(Instant::now() < deadline, "no {what} on screen:\n{screen}");
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.command().arg("kill-server").output();
+    }
+}
+
+/// The width of the composer's box (its top border), the screen's width as the TUI sees it.
+fn box_width(screen: &str) -> Option<usize> {
+    screen
+        .lines()
+        .find(|line| line.starts_with("┌ message"))
+        .map(|line| line.trim_end().chars().count())
+}
+
+/// Drives one session through the whole flow. `args` follow `tandem tui`.
+fn session(name: &str, home: &Path, args: &str) {
+    let shell = format!(
+        "env -u TANDEM_LOG TANDEM_HOME='{}' '{}' tui {args}; echo \"tui exited with $?\"; sleep 600",
+        home.display(),
+        env!("CARGO_BIN_EXE_tandem"),
+    );
+    let tmux = Tmux::start(name, &shell);
+    tmux.wait_for("the status line of a new chat", |screen| {
+        screen.contains("idle │") && screen.contains("new thread")
+    });
+
+    tmux.type_line("hello");
+    tmux.wait_for("the streamed answer", |screen| {
+        screen.contains("› hello") && screen.contains("You said: \"hello\"")
+    });
+
+    tmux.type_line("/sh printf 'one\\ntwo\\n'");
+    tmux.wait_for("the approval prompt", |screen| {
+        screen.contains("Run printf 'one\\ntwo\\n' ?")
+            && screen.contains("[y] accept  [a] accept for session  [n] decline")
+            && screen.contains("waiting for approval")
+    });
+    tmux.keys(&["y"]);
+    // One predicate for the whole screen: a capture can fall between two writes of a frame.
+    tmux.wait_for("the command's output in its pane", |screen| {
+        screen.contains("┌ exit 0 · $ printf")
+            && screen.lines().any(|line| line.starts_with("│one "))
+            && screen.lines().any(|line| line.starts_with("│two "))
+            && screen.contains("[exit 0] $ printf")
+            && box_width(screen) == Some(100)
+    });
+
+    tmux.run(&["resize-window", "-t", "tui", "-x", "80", "-y", "24"]);
+    tmux.wait_for("the layout at the new size", |screen| {
+        box_width(screen) == Some(80)
+            && screen.lines().count() <= 24
+            && screen.lines().any(|line| line.starts_with("│one "))
+            && screen.contains("You said: \"hello\"")
+    });
+
+    tmux.type_line("/sleep 60000");
+    tmux.wait_for("the running turn", |screen| {
+        screen.contains("running │") && screen.contains("Esc interrupts")
+    });
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the interrupted turn", |screen| {
+        screen.contains("(interrupted)") && screen.contains("idle │")
+    });
+
+    tmux.keys(&["C-c"]);
+    tmux.wait_for("the Ctrl-C hint", |screen| {
+        screen.contains("Ctrl-C again quits")
+    });
+    tmux.keys(&["C-c"]);
+    let screen = tmux.wait_for("the exit on the restored screen", |screen| {
+        screen.contains("tui exited with 130")
+    });
+    // Back on the normal screen: none of the TUI's frame is left.
+    assert!(!screen.contains("┌ message"), "{screen}");
+}
+
+#[test]
+fn tui_in_process() {
+    if !tmux_installed() {
+        eprintln!("SKIPPED tui_in_process: tmux is not installed (apt-get install -y tmux)");
+        return;
+    }
+    session("in-process", &home(), "");
+}
+
+#[test]
+fn tui_with_a_spawned_app_server() {
+    if !tmux_installed() {
+        eprintln!("SKIPPED tui_with_a_spawned_app_server: tmux is not installed");
+        return;
+    }
+    let spawn = format!(
+        "--spawn \"'{}' app-server --listen stdio://\"",
+        env!("CARGO_BIN_EXE_tandem")
+    );
+    session("spawn", &home(), &spawn);
+}
+
+/// A websocket app-server, killed when dropped.
+struct WebSocketServer {
+    child: Child,
+    url: String,
+}
+
+impl WebSocketServer {
+    fn start(home: &Path) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tandem"))
+            .args(["app-server", "--listen", "ws://127.0.0.1:0"])
+            .env("TANDEM_HOME", home)
+            .env_remove("TANDEM_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the app-server starts");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (found, address) = mpsc::channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { return };
+                if let Some(address) = line.trim().strip_prefix("listening on: ") {
+                    let _ = found.send(address.to_owned());
+                }
+            }
+        });
+        let url = address
+            .recv_timeout(DEADLINE)
+            .expect("the app-server prints its address");
+        Self { child, url }
+    }
+}
+
+impl Drop for WebSocketServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn tui_connected_to_a_websocket_app_server() {
+    if !tmux_installed() {
+        eprintln!("SKIPPED tui_connected_to_a_websocket_app_server: tmux is not installed");
+        return;
+    }
+    let home = home();
+    let server = WebSocketServer::start(&home);
+    session("connect", &home, &format!("--connect {}", server.url));
+}

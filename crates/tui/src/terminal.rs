@@ -1,0 +1,57 @@
+//! The real terminal: raw mode, the alternate screen and bracketed paste while the TUI runs,
+//! and their undoing on every way out: the guard's drop (a return, an error, `?`) and a panic
+//! hook (a panic anywhere, before the default hook prints its message on the normal screen).
+
+use std::io::{self, Write as _};
+use std::sync::Once;
+
+use crossterm::cursor::Show;
+use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
+use crossterm::execute;
+use crossterm::terminal::{
+    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+};
+
+/// The terminal in full-screen mode, restored when dropped.
+#[derive(Debug)]
+pub struct TerminalGuard {
+    _private: (),
+}
+
+impl TerminalGuard {
+    /// Switches the terminal to raw mode and the alternate screen, and installs the panic hook
+    /// that switches it back.
+    pub fn enter() -> io::Result<Self> {
+        install_panic_hook();
+        enable_raw_mode()?;
+        // From here a failure restores what was done.
+        let guard = Self { _private: () };
+        execute!(io::stdout(), EnterAlternateScreen, EnableBracketedPaste)?;
+        Ok(guard)
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+/// Leaves the alternate screen and raw mode and shows the cursor; harmless when not entered.
+pub fn restore() {
+    let mut stdout = io::stdout();
+    let _ = execute!(stdout, DisableBracketedPaste, LeaveAlternateScreen, Show);
+    let _ = stdout.flush();
+    let _ = disable_raw_mode();
+}
+
+fn install_panic_hook() {
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore();
+            previous(info);
+        }));
+    });
+}

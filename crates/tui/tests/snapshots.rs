@@ -1,0 +1,271 @@
+//! Snapshot tests of the screens, drawn by the real drawing code into ratatui's `TestBackend`
+//! from states built of values (fixed ids and times, so the text is exact): the thread list,
+//! a streaming answer, an approval prompt, and a pane running a colour progress bar.
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::style::Color;
+use tandem_client::TurnEvent;
+use tandem_protocol::{CommandExecutionRequestApprovalParams, Thread};
+use tandem_tui::state::{AppState, ApprovalView, Limits, Screen, ThreadInfo, TurnState};
+use tandem_tui::{PaneSource, TermPane, ui};
+
+/// Draws `state` on a `width` x `height` test terminal; returns the terminal for style checks.
+fn draw(state: &AppState, width: u16, height: u16) -> Terminal<TestBackend> {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("test terminal");
+    terminal
+        .draw(|frame| ui::draw(frame, state))
+        .expect("drawn");
+    terminal
+}
+
+/// The screen's text, one line per row, trailing blanks trimmed.
+fn text(terminal: &Terminal<TestBackend>) -> String {
+    let buffer = terminal.backend().buffer();
+    let mut lines = Vec::new();
+    for y in 0..buffer.area.height {
+        let mut line = String::new();
+        for x in 0..buffer.area.width {
+            line.push_str(buffer[(x, y)].symbol());
+        }
+        lines.push(line.trim_end().to_owned());
+    }
+    lines.join("\n")
+}
+
+fn assert_screen(terminal: &Terminal<TestBackend>, expected: &[&str]) {
+    let actual = text(terminal);
+    let expected = expected
+        .iter()
+        .map(|line| line.trim_end())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_eq!(
+        actual, expected,
+        "\n--- actual ---\n{actual}\n--- expected ---\n{expected}"
+    );
+}
+
+fn thread(id: &str, preview: &str, updated_at: i64, forked_from: Option<&str>) -> Thread {
+    serde_json::from_value(serde_json::json!({
+        "id": id, "sessionId": id, "name": null, "preview": preview, "ephemeral": false,
+        "createdAt": updated_at, "updatedAt": updated_at, "status": {"type": "idle"},
+        "cwd": "/work", "source": "cli", "forkedFromId": forked_from, "model": "scripted",
+        "modelProvider": "tandem", "cliVersion": "0.1.0", "projectId": null, "turns": []
+    }))
+    .expect("a thread")
+}
+
+fn state_on_thread() -> AppState {
+    let mut state = AppState::new("in-process", None, Limits::default());
+    state.connection.generation = 1;
+    state.thread = Some(ThreadInfo {
+        id: "019a0000-0000-7000-8000-00000000abcd".into(),
+        model: Some("scripted".into()),
+        provider: "tandem".into(),
+    });
+    state
+}
+
+#[test]
+fn the_thread_list() {
+    let mut state = state_on_thread();
+    state.screen = Screen::Threads;
+    state.threads_loaded(&[
+        thread(
+            "019a0000-0000-7000-8000-00000000abcd",
+            "fix the build",
+            1_796_173_496,
+            None,
+        ),
+        thread(
+            "019a0000-0000-7000-8000-00000000ef01",
+            "write the docs",
+            1_796_000_000,
+            Some("019a0000-0000-7000-8000-00000000abcd"),
+        ),
+        thread(
+            "019a0000-0000-7000-8000-000000002345",
+            "",
+            1_795_000_000,
+            None,
+        ),
+    ]);
+    state.select_thread(1);
+    let terminal = draw(&state, 96, 8);
+    assert_screen(
+        &terminal,
+        &[
+            "┌ threads · Enter resume · n new · f fork · a archive · r refresh · Esc back ──────────────────┐",
+            "│* 019a0000-0000-7000-8000-00000000abcd  2026-12-02 01:04  fix the build                       │",
+            "│  019a0000-0000-7000-8000-00000000ef01  2026-11-30 00:53  write the docs  (fork of …0000abcd) │",
+            "│  019a0000-0000-7000-8000-000000002345  2026-11-18 11:06  (empty)                             │",
+            "│                                                                                              │",
+            "│                                                                                              │",
+            "└──────────────────────────────────────────────────────────────────────────────────────────────┘",
+            " idle │ scripted (tandem) │ thread …0000abcd │ in-process",
+        ],
+    );
+    // The highlighted row is drawn reversed.
+    let buffer = terminal.backend().buffer();
+    assert!(
+        buffer[(5, 2)]
+            .modifier
+            .contains(ratatui::style::Modifier::REVERSED)
+    );
+    assert!(
+        !buffer[(5, 1)]
+            .modifier
+            .contains(ratatui::style::Modifier::REVERSED)
+    );
+}
+
+#[test]
+fn a_streaming_answer_wraps_and_follows_the_end() {
+    let mut state = state_on_thread();
+    state.user_sent("explain the lanes", false);
+    state.turn = TurnState::Starting;
+    state.turn_running("turn-1");
+    for delta in [
+        "Each connection has ",
+        "two lanes: one for replies and one for events, ",
+        "so a flood of events never delays a reply.",
+    ] {
+        state.apply_turn_event(TurnEvent::AgentText {
+            item_id: "a1".into(),
+            delta: delta.into(),
+        });
+    }
+    state.composer.insert_str("and the bounds?");
+    let terminal = draw(&state, 40, 12);
+    assert_screen(
+        &terminal,
+        &[
+            "› explain the lanes",
+            "Each connection has two lanes: one for",
+            "replies and one for events, so a flood",
+            "of events never delays a reply.",
+            "",
+            "",
+            "",
+            "",
+            "┌ steer the running turn · Enter sends ┐",
+            "│and the bounds?                       │",
+            "└──────────────────────────────────────┘",
+            " running │ scripted (tandem) │ thread …0",
+        ],
+    );
+    // On a shorter screen the transcript follows its end; scrolled back by two rows, the end
+    // is out of view and the question is back.
+    let terminal = draw(&state, 40, 7);
+    let screen = text(&terminal);
+    assert!(screen.starts_with("Each connection has"), "{screen}");
+    state.scroll_transcript(2);
+    let terminal = draw(&state, 40, 7);
+    let screen = text(&terminal);
+    assert!(!screen.contains("of events never"), "{screen}");
+    assert!(screen.contains("› explain the lanes"), "{screen}");
+}
+
+#[test]
+fn an_approval_prompt_replaces_the_composer() {
+    let mut state = state_on_thread();
+    state.user_sent("/sh cargo test", false);
+    state.turn = TurnState::Starting;
+    state.turn_running("turn-1");
+    let params: CommandExecutionRequestApprovalParams = serde_json::from_value(serde_json::json!({
+        "threadId": "t", "turnId": "turn-1", "itemId": "c1", "startedAtMs": 0,
+        "command": "cargo test", "cwd": "/work", "reason": "to check the change",
+        "commandActions": []
+    }))
+    .expect("approval params");
+    state.approval_requested(ApprovalView::new("7", &params));
+    let terminal = draw(&state, 70, 10);
+    assert_screen(
+        &terminal,
+        &[
+            "› /sh cargo test",
+            "",
+            "",
+            "",
+            "┌ approval ──────────────────────────────────────────────────────────┐",
+            "│Run cargo test ?                                                    │",
+            "│in /work · to check the change                                      │",
+            "│[y] accept  [a] accept for session  [n] decline                     │",
+            "└────────────────────────────────────────────────────────────────────┘",
+            " waiting for approval │ scripted (tandem) │ thread …0000abcd │ in-proc",
+        ],
+    );
+}
+
+#[test]
+fn a_pane_running_a_colour_progress_bar() {
+    let mut state = state_on_thread();
+    let (rows, cols) = ui::pane_size(ratatui::layout::Rect::new(0, 0, 50, 24));
+    state.resize_panes(rows, cols);
+    let mut pane = TermPane::new(
+        "! ./build.sh",
+        PaneSource::Process {
+            handle: "p1".into(),
+        },
+        rows,
+        cols,
+        100,
+    );
+    // What a progress bar prints under a PTY: a green bar redrawn in place with \r, then a
+    // bold summary line.
+    pane.feed(b"building\r\n");
+    for percent in [10, 40, 70, 100] {
+        let filled = percent / 10;
+        let bar = format!(
+            "\r\x1b[32m{}\x1b[0m{} {percent:>3}%",
+            "#".repeat(filled),
+            ".".repeat(10 - filled)
+        );
+        pane.feed(bar.as_bytes());
+    }
+    pane.feed(b"\r\n\x1b[1;31mwarning:\x1b[0m 1 warning\r\n");
+    state.add_pane(pane);
+    let terminal = draw(&state, 50, 24);
+    assert_screen(
+        &terminal,
+        &[
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "┌ running · ! ./build.sh · Ctrl-O focuses ───────┐",
+            "│building                                        │",
+            "│########## 100%                                 │",
+            "│warning: 1 warning                              │",
+            "│                                                │",
+            "│                                                │",
+            "│                                                │",
+            "└────────────────────────────────────────────────┘",
+            "┌ message · Enter sends · Alt-Enter new line · Ct┐",
+            "│                                                │",
+            "└────────────────────────────────────────────────┘",
+            " idle │ scripted (tandem) │ thread …0000abcd │ in-",
+        ],
+    );
+    let buffer = terminal.backend().buffer();
+    // The bar is green (ANSI colour 2), its percentage in the default colour, the warning
+    // bold red.
+    assert_eq!(buffer[(1, 14)].fg, Color::Indexed(2));
+    assert_eq!(buffer[(10, 14)].fg, Color::Indexed(2));
+    assert_eq!(buffer[(13, 14)].fg, Color::Reset);
+    assert_eq!(buffer[(1, 15)].fg, Color::Indexed(1));
+    assert!(
+        buffer[(1, 15)]
+            .modifier
+            .contains(ratatui::style::Modifier::BOLD)
+    );
+}
