@@ -267,8 +267,8 @@ impl OutboundRouter {
                 }
             }
             Target::Stream { stream, also } => {
-                let Envelope { message, ack, .. } = *message;
-                let OutgoingMessage::Notification(notification) = &message else {
+                let mut message = message;
+                let OutgoingMessage::Notification(notification) = &message.message else {
                     return tracing::warn!("only notifications belong to a stream; dropped");
                 };
                 let mut recipients = std::mem::take(&mut self.recipients);
@@ -279,18 +279,23 @@ impl OutboundRouter {
                 recipients.retain(|id| {
                     self.connections
                         .get(id)
-                        .is_some_and(|connection| allows(connection, &message, false))
+                        .is_some_and(|connection| allows(connection, &message.message, false))
                 });
-                // The last recipient takes the message itself: a notification can carry a
-                // whole turn, and with one subscriber (the usual case) nothing is copied.
+                // The last recipient takes the envelope itself, stamped: a notification can
+                // carry a whole turn, and with one subscriber (the usual case) nothing is
+                // copied or boxed again.
                 if let Some(last) = recipients.pop() {
                     for id in recipients.drain(..) {
-                        let copy =
-                            envelope(message.clone(), ack.clone(), Some(cursor.clone()), false);
+                        let copy = envelope(
+                            message.message.clone(),
+                            message.ack.clone(),
+                            Some(cursor.clone()),
+                            false,
+                        );
                         self.write(id, copy).await;
                     }
-                    self.write(last, envelope(message, ack, Some(cursor), false))
-                        .await;
+                    message.cursor = Some(cursor);
+                    self.write(last, message).await;
                 }
                 self.recipients = recipients;
             }
