@@ -98,7 +98,7 @@ pub struct StreamAttachment {
     pub replayed: u64,
 }
 
-/// One event kept for replay. Small (40 bytes), so the index of a full window stays compact.
+/// One event kept for replay. Small (32 bytes), so the index of a full window stays compact.
 struct Kept {
     seq: u64,
     /// What the window's byte bound charges for it: its estimated JSON size.
@@ -108,38 +108,50 @@ struct Kept {
 
 /// Where a kept event's content is.
 enum Stored {
-    /// A text delta whose strings (thread, turn, item, delta; these byte lengths) follow the
-    /// previous kept text delta's in [`Stream::text`]. With `thread_is_stream`, the thread id
-    /// is the stream's name (as in tandem-server) and is not stored (`lens[0]` is 0).
+    /// A text delta: its thread id and text (of these byte lengths) follow the previous kept
+    /// text delta's in [`Stream::text`], its turn and item ids are those of its [`IdRun`].
+    /// With `thread_is_stream`, the thread id is the stream's name (as in tandem-server) and
+    /// is not stored (`lens[0]` is 0).
     TextDelta {
         kind: TextDelta,
         thread_is_stream: bool,
-        lens: [u32; 4],
+        lens: [u32; 2],
     },
     /// Any other event, copied.
     Owned(Box<ServerNotification>),
 }
 
+/// The turn and item ids shared by consecutive text deltas (one item's deltas), kept once.
+/// A text delta's run is the newest one that started at or before it.
+struct IdRun {
+    first_seq: u64,
+    turn_id: String,
+    item_id: String,
+}
+
 impl Stored {
-    /// The event again; `text` is its part of [`Stream::text`], `stream` the stream's name.
-    fn notification(&self, text: &[u8], stream: &str) -> ServerNotification {
+    /// The event again; `text` is its part of [`Stream::text`], `ids` its run (text deltas
+    /// only), `stream` the stream's name.
+    fn notification(&self, text: &[u8], ids: Option<&IdRun>, stream: &str) -> ServerNotification {
         match self {
             Stored::TextDelta {
                 kind,
                 thread_is_stream,
                 lens,
             } => {
-                let mut rest = text;
-                let mut strings = lens.map(|len| {
-                    let (string, after) = rest.split_at(len as usize);
-                    rest = after;
-                    // Whole strings copied from `&str`s: always UTF-8.
-                    String::from_utf8_lossy(string).into_owned()
-                });
-                if *thread_is_stream {
-                    strings[0] = stream.to_owned();
-                }
-                kind.build(strings)
+                // Whole strings copied from `&str`s: always UTF-8.
+                let (thread_id, delta) = text.split_at(lens[0] as usize);
+                let thread_id = match thread_is_stream {
+                    true => stream.to_owned(),
+                    false => String::from_utf8_lossy(thread_id).into_owned(),
+                };
+                let ids = ids.expect("a kept text delta has an id run");
+                kind.build([
+                    thread_id,
+                    ids.turn_id.clone(),
+                    ids.item_id.clone(),
+                    String::from_utf8_lossy(delta).into_owned(),
+                ])
             }
             Stored::Owned(notification) => (**notification).clone(),
         }
@@ -148,7 +160,7 @@ impl Stored {
     /// How many bytes of [`Stream::text`] it takes.
     fn text_len(&self) -> usize {
         match self {
-            Stored::TextDelta { lens, .. } => lens.iter().map(|len| *len as usize).sum(),
+            Stored::TextDelta { lens, .. } => lens[0] as usize + lens[1] as usize,
             Stored::Owned(_) => 0,
         }
     }
@@ -223,9 +235,13 @@ struct Stream {
     floor: u64,
     last_seq: u64,
     kept: VecDeque<Kept>,
-    /// The strings of the kept text deltas, oldest first. Never more than `max_bytes` (each
-    /// delta's strings are less than its accounted size), and its capacity is capped there.
+    /// The thread ids and texts of the kept text deltas, oldest first. Never more than
+    /// `max_bytes` (each delta's strings are less than its accounted size), and its capacity
+    /// is capped there.
     text: TextRing,
+    /// The id runs of the kept text deltas, oldest first: at most one more than there are
+    /// kept text deltas, each no larger than the accounted size of the deltas it serves.
+    ids: VecDeque<IdRun>,
     bytes: usize,
     evicted: u64,
     /// Connections that receive the stream live, sorted: a thread has a few subscribers, and
@@ -240,6 +256,47 @@ impl Stream {
         self.bytes -= oldest.bytes;
         self.floor = oldest.seq;
         self.evicted += 1;
+        // A run that no kept event can belong to goes (with nothing kept, only the newest
+        // stays, for the next delta of the same item).
+        let front = self.kept.front().map_or(u64::MAX, |kept| kept.seq);
+        while self.ids.len() >= 2 && self.ids[1].first_seq <= front {
+            self.ids.pop_front();
+        }
+    }
+
+    /// Keeps text delta number `seq` as text, if its strings' lengths fit the index.
+    fn keep_text(
+        &mut self,
+        kind: TextDelta,
+        [thread_id, turn_id, item_id, delta]: [&str; 4],
+        stream: &str,
+        seq: u64,
+        cap: usize,
+    ) -> Option<Stored> {
+        let thread_is_stream = thread_id == stream;
+        let thread_id = if thread_is_stream { "" } else { thread_id };
+        let lens = [
+            u32::try_from(thread_id.len()).ok()?,
+            u32::try_from(delta.len()).ok()?,
+        ];
+        let same_ids = self
+            .ids
+            .back()
+            .is_some_and(|run| run.turn_id == turn_id && run.item_id == item_id);
+        if !same_ids {
+            self.ids.push_back(IdRun {
+                first_seq: seq,
+                turn_id: turn_id.to_owned(),
+                item_id: item_id.to_owned(),
+            });
+        }
+        self.text
+            .push(&[thread_id, delta], thread_id.len() + delta.len(), cap);
+        Some(Stored::TextDelta {
+            kind,
+            thread_is_stream,
+            lens,
+        })
     }
 }
 
@@ -312,6 +369,7 @@ impl ReplayWindows {
             last_seq: self.high_water,
             kept: VecDeque::new(),
             text: TextRing::default(),
+            ids: VecDeque::new(),
             bytes: 0,
             evicted: 0,
             attached: Vec::new(),
@@ -340,29 +398,19 @@ impl ReplayWindows {
     }
 
     /// Numbers `notification` as the next event of `stream`, keeps a copy for replay, and
-    /// returns its cursor; the connections attached to the stream are appended to
-    /// `recipients`.
+    /// returns its cursor and the connections attached to the stream.
     pub(crate) fn record(
         &mut self,
         stream: &Arc<str>,
         notification: &ServerNotification,
-        recipients: &mut Vec<ConnectionId>,
-    ) -> StreamCursor {
+    ) -> (StreamCursor, &[ConnectionId]) {
         let limits = self.limits;
-        let text = TextDelta::parts(notification).and_then(|(kind, mut strings)| {
-            let bytes = self.text_delta_sizes[kind as usize]
-                + strings.iter().map(|string| string.len()).sum::<usize>();
-            let thread_is_stream = strings[0] == &**stream;
-            if thread_is_stream {
-                strings[0] = "";
-            }
-            let lens = strings.map(|string| u32::try_from(string.len()).ok());
-            let lens = [lens[0]?, lens[1]?, lens[2]?, lens[3]?];
-            let text_len: usize = strings.iter().map(|string| string.len()).sum();
-            Some((kind, thread_is_stream, strings, lens, text_len, bytes))
-        });
+        let text = TextDelta::parts(notification);
         let bytes = match &text {
-            Some((.., bytes)) => *bytes,
+            Some((kind, strings)) => {
+                self.text_delta_sizes[*kind as usize]
+                    + strings.iter().map(|string| string.len()).sum::<usize>()
+            }
             None => notification_size(notification),
         };
         let slot = self.slot(stream);
@@ -383,11 +431,11 @@ impl ReplayWindows {
             entry.evicted += entry.kept.len() as u64 + 1;
             entry.kept.clear();
             entry.text.clear();
+            entry.ids.clear();
             entry.bytes = 0;
             entry.floor = seq;
-            recipients.extend(entry.attached.iter().copied());
             self.high_water = self.high_water.max(seq);
-            return self.cursor(seq);
+            return self.recorded(slot, seq);
         }
         // Room first, then the event: what is kept never exceeds the bounds, not even while
         // an event is added.
@@ -397,22 +445,22 @@ impl ReplayWindows {
         {
             entry.evict_oldest();
         }
-        let stored = match text {
-            Some((kind, thread_is_stream, strings, lens, text_len, _)) => {
-                entry.text.push(&strings, text_len, limits.max_bytes);
-                Stored::TextDelta {
-                    kind,
-                    thread_is_stream,
-                    lens,
-                }
-            }
-            None => Stored::Owned(Box::new(notification.clone())),
-        };
+        let stored = text
+            .and_then(|(kind, strings)| {
+                entry.keep_text(kind, strings, stream, seq, limits.max_bytes)
+            })
+            .unwrap_or_else(|| Stored::Owned(Box::new(notification.clone())));
         entry.kept.push_back(Kept { seq, bytes, stored });
         entry.bytes += bytes;
-        recipients.extend(entry.attached.iter().copied());
         self.high_water = self.high_water.max(seq);
-        self.cursor(seq)
+        self.recorded(slot, seq)
+    }
+
+    fn recorded(&self, slot: usize, seq: u64) -> (StreamCursor, &[ConnectionId]) {
+        let attached = self.slots[slot]
+            .as_ref()
+            .map_or(&[][..], |entry| &entry.attached);
+        (self.cursor(seq), attached)
     }
 
     /// Attaches `connection` to `stream` live; with `after`, also decides what to replay.
@@ -436,12 +484,21 @@ impl ReplayWindows {
             let replayable = *after.epoch == *epoch && after.seq >= floor && after.seq <= last_seq;
             if replayable {
                 let text = entry.text.contiguous();
-                let mut offset = 0;
+                let (mut offset, mut run) = (0, 0);
                 for kept in &entry.kept {
                     let start = offset;
                     offset += kept.stored.text_len();
+                    while entry
+                        .ids
+                        .get(run + 1)
+                        .is_some_and(|next| next.first_seq <= kept.seq)
+                    {
+                        run += 1;
+                    }
                     if kept.seq > after.seq {
-                        let notification = kept.stored.notification(&text[start..offset], stream);
+                        let text = &text[start..offset];
+                        let notification =
+                            kept.stored.notification(text, entry.ids.get(run), stream);
                         replay.push((kept.seq, notification));
                     }
                 }
@@ -516,9 +573,7 @@ mod tests {
     }
 
     fn record(windows: &mut ReplayWindows, stream: &str, note: &ServerNotification) -> EventCursor {
-        windows
-            .record(&Arc::from(stream), note, &mut Vec::new())
-            .to_event_cursor()
+        windows.record(&Arc::from(stream), note).0.to_event_cursor()
     }
 
     fn texts(replay: &[(StreamCursor, ServerNotification)]) -> Vec<String> {
@@ -549,9 +604,8 @@ mod tests {
         assert_eq!(attach.outcome.replayed, 2);
         assert_eq!(attach.outcome.cursor, cursors[3]);
         // Attached: the next event goes to the connection.
-        let mut recipients = Vec::new();
-        windows.record(&Arc::from("t"), &delta("e"), &mut recipients);
-        assert_eq!(recipients, vec![ConnectionId(7)]);
+        let (_, recipients) = windows.record(&Arc::from("t"), &delta("e"));
+        assert_eq!(recipients, [ConnectionId(7)]);
         // At the newest cursor there is nothing to replay, and that is no gap.
         let attach = windows.attach("t", ConnectionId(8), Some(&cursors[3]));
         assert_eq!(texts(&attach.replay), ["e"]);
@@ -700,7 +754,12 @@ mod tests {
             let note = match n % 5 {
                 0 => other(n),
                 1 => command_output(&format!("out {n} {}", "z".repeat((n % 13) as usize * 20))),
-                _ => delta(&format!("d{n}{}", "w".repeat((n % 7) as usize * 30))),
+                _ => ServerNotification::AgentMessageDelta(AgentMessageDeltaNotification {
+                    thread_id: "t".into(),
+                    turn_id: format!("turn-{}", n / 40),
+                    item_id: format!("item-{}", n / 9),
+                    delta: format!("d{n}{}", "w".repeat((n % 7) as usize * 30)),
+                }),
             };
             let cursor = record(&mut windows, "t", &note);
             sent.push((cursor, note));
@@ -711,6 +770,7 @@ mod tests {
             );
             let stream = windows.get("t").unwrap();
             assert!(stream.text.capacity() <= limits.max_bytes);
+            assert!(stream.ids.len() <= stream.kept.len() + 1);
             assert_eq!(
                 stream.text.len(),
                 stream

@@ -271,8 +271,28 @@ impl OutboundRouter {
                 let OutgoingMessage::Notification(notification) = &message.message else {
                     return tracing::warn!("only notifications belong to a stream; dropped");
                 };
+                let (cursor, attached) = self.windows.record(&stream, notification);
+                // One recipient (a thread with one subscriber, the usual case) takes the
+                // envelope itself, stamped: nothing is copied, boxed or collected.
+                let single = match (attached, also) {
+                    ([only], None) => Some(*only),
+                    ([only], Some(also)) if *only == also => Some(also),
+                    ([], also) => also,
+                    _ => None,
+                };
+                if let Some(id) = single {
+                    let allowed = self
+                        .connections
+                        .get(&id)
+                        .is_some_and(|connection| allows(connection, &message.message, false));
+                    if allowed {
+                        message.cursor = Some(cursor);
+                        self.write(id, message).await;
+                    }
+                    return;
+                }
                 let mut recipients = std::mem::take(&mut self.recipients);
-                let cursor = self.windows.record(&stream, notification, &mut recipients);
+                recipients.extend_from_slice(attached);
                 if let Some(also) = also.filter(|also| !recipients.contains(also)) {
                     recipients.push(also);
                 }
@@ -281,9 +301,8 @@ impl OutboundRouter {
                         .get(id)
                         .is_some_and(|connection| allows(connection, &message.message, false))
                 });
-                // The last recipient takes the envelope itself, stamped: a notification can
-                // carry a whole turn, and with one subscriber (the usual case) nothing is
-                // copied or boxed again.
+                // The last recipient takes the envelope itself: a notification can carry a
+                // whole turn.
                 if let Some(last) = recipients.pop() {
                     for id in recipients.drain(..) {
                         let copy = envelope(

@@ -42,7 +42,7 @@ impl TextRing {
         self.len += needed;
         if let Some(mut room) = self.buf.get_mut(tail..tail + needed) {
             // The usual case: the room is in one piece.
-            for part in parts {
+            for part in parts.iter().filter(|part| !part.is_empty()) {
                 let (into, rest) = room.split_at_mut(part.len());
                 into.copy_from_slice(part.as_bytes());
                 room = rest;
