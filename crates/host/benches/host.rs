@@ -451,6 +451,12 @@ fn sequencing_figures(filter: &str, scale: usize, runs: usize) {
             if !figure.contains(filter) {
                 continue;
             }
+            if let Ok(side) = std::env::var("TANDEM_BENCH_PROFILE") {
+                // Profiling aid: `sequenced` or `plain`, once, at full size.
+                let seconds = runtime.block_on(sequencing_case(case, side == "sequenced", scale));
+                println!("{figure} {side}: {}", unit.show(seconds));
+                continue;
+            }
             let (mut sequenced, mut plain) = (Vec::new(), Vec::new());
             runtime.block_on(sequencing_case(case, true, scale)); // warm-up
             runtime.block_on(sequencing_case(case, false, scale));

@@ -385,7 +385,8 @@ impl InProcessClientHandle {
     /// The next server request, notification or `Lagged` marker; `None` once the host has
     /// stopped (or after [`Self::shutdown`]).
     pub async fn next_event(&mut self) -> Option<InProcessServerEvent> {
-        Some(self.next_event_with_cursor().await?.0)
+        // Not through `next_event_with_cursor`: a cursor nobody reads is not converted.
+        Some(self.events.as_mut()?.recv().await?.0)
     }
 
     /// [`Self::next_event`] with the cursor of a thread's notification (`None` for other

@@ -477,7 +477,16 @@ impl OutgoingMessageSender {
             .insert(connection, lane);
     }
 
-    async fn route(&self, target: Target, message: OutgoingMessage, ack: Option<DeliveryAck>) {
+    /// Boxes the message at once, before the returned future first runs: the futures on the
+    /// way to the router queue then hold a pointer, not the message (a notification is 336
+    /// bytes, copied into each of them otherwise).
+    #[inline]
+    fn route(
+        &self,
+        target: Target,
+        message: OutgoingMessage,
+        ack: Option<DeliveryAck>,
+    ) -> impl Future<Output = ()> + Send + '_ {
         let input = RouterInput::Message {
             target,
             message: Box::new(Envelope {
@@ -488,8 +497,10 @@ impl OutgoingMessageSender {
                 replayed: false,
             }),
         };
-        if self.shared.router.send(input).await.is_err() {
-            tracing::debug!("outbound router has stopped; message discarded");
+        async move {
+            if self.shared.router.send(input).await.is_err() {
+                tracing::debug!("outbound router has stopped; message discarded");
+            }
         }
     }
 
@@ -582,17 +593,18 @@ impl OutgoingMessageSender {
     }
 
     /// Sends a notification to one connection.
-    pub async fn send_notification(
+    #[inline]
+    pub fn send_notification(
         &self,
         connection: ConnectionId,
         notification: ServerNotification,
-    ) {
+    ) -> impl Future<Output = ()> + Send + '_ {
+        // Not an `async fn`: the notification goes into its box now, not into this future.
         self.route(
             Target::Connection(connection),
             OutgoingMessage::Notification(notification),
             None,
         )
-        .await;
     }
 
     /// Sends a notification to one connection and waits until it was handed to the consumer.
@@ -662,18 +674,19 @@ impl OutgoingMessageSender {
     /// connection attached to the stream, and to `also` if that is not one of them.
     ///
     /// `stream` is taken as a shared string so that sending allocates no copy of the name.
-    pub async fn send_stream_notification(
+    #[inline]
+    pub fn send_stream_notification(
         &self,
         stream: Arc<str>,
         notification: ServerNotification,
         also: Option<ConnectionId>,
-    ) {
+    ) -> impl Future<Output = ()> + Send + '_ {
+        // Not an `async fn`: the notification goes into its box now, not into this future.
         self.route(
             Target::Stream { stream, also },
             OutgoingMessage::Notification(notification),
             None,
         )
-        .await;
     }
 
     /// Attaches `connection` to `stream`: it receives the stream's notifications from now on.

@@ -8,13 +8,26 @@
 //! one task every message passes through in order, so a number is assigned in exactly the
 //! order the events are written to every connection, and a replay written by the router can
 //! never be overtaken by a live event or overlap one.
+//!
+//! Keeping an event is on the path of every thread event, so it must cost a small fraction of
+//! delivering one (docs/performance.md, "Sequencing and the replay window"). The two text
+//! deltas, most of a stream's events, are kept as their four strings appended to one byte
+//! buffer per stream, which is allocated once and reused as a ring: no allocation or free per
+//! event, and an eviction touches nothing but the index. Any other event is kept as an owned
+//! copy. Either way the window's accounting is the event's estimated JSON size.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use foldhash::HashMap;
-use tandem_protocol::{EventCursor, ServerNotification};
+use tandem_protocol::{
+    AgentMessageDeltaNotification, CommandExecutionOutputDeltaNotification, EventCursor,
+    ServerNotification,
+};
 
+mod text_ring;
+
+use self::text_ring::TextRing;
 use crate::byte_budget::notification_size;
 use crate::processor::ConnectionId;
 
@@ -85,11 +98,136 @@ pub struct StreamAttachment {
     pub replayed: u64,
 }
 
-/// One event kept for replay.
+/// One event kept for replay. Small (32 bytes), so the index of a full window stays compact.
 struct Kept {
     seq: u64,
-    notification: ServerNotification,
+    /// What the window's byte bound charges for it: its estimated JSON size.
     bytes: usize,
+    stored: Stored,
+}
+
+/// Where a kept event's content is.
+enum Stored {
+    /// A text delta: its thread id and text (of these byte lengths) follow the previous kept
+    /// text delta's in [`Stream::text`], its turn and item ids are those of its [`IdRun`].
+    /// With `thread_is_stream`, the thread id is the stream's name (as in tandem-server) and
+    /// is not stored (`lens[0]` is 0).
+    TextDelta {
+        kind: TextDelta,
+        thread_is_stream: bool,
+        lens: [u32; 2],
+    },
+    /// Any other event, copied.
+    Owned(Box<ServerNotification>),
+}
+
+/// The turn and item ids shared by consecutive text deltas (one item's deltas), kept once.
+/// A text delta's run is the newest one that started at or before it.
+struct IdRun {
+    first_seq: u64,
+    turn_id: String,
+    item_id: String,
+}
+
+impl Stored {
+    /// The event again; `text` is its part of [`Stream::text`], `ids` its run (text deltas
+    /// only), `stream` the stream's name.
+    fn notification(&self, text: &[u8], ids: Option<&IdRun>, stream: &str) -> ServerNotification {
+        match self {
+            Stored::TextDelta {
+                kind,
+                thread_is_stream,
+                lens,
+            } => {
+                // Whole strings copied from `&str`s: always UTF-8.
+                let (thread_id, delta) = text.split_at(lens[0] as usize);
+                let thread_id = match thread_is_stream {
+                    true => stream.to_owned(),
+                    false => String::from_utf8_lossy(thread_id).into_owned(),
+                };
+                let ids = ids.expect("a kept text delta has an id run");
+                kind.build([
+                    thread_id,
+                    ids.turn_id.clone(),
+                    ids.item_id.clone(),
+                    String::from_utf8_lossy(delta).into_owned(),
+                ])
+            }
+            Stored::Owned(notification) => (**notification).clone(),
+        }
+    }
+
+    /// How many bytes of [`Stream::text`] it takes.
+    fn text_len(&self) -> usize {
+        match self {
+            Stored::TextDelta { lens, .. } => lens[0] as usize + lens[1] as usize,
+            Stored::Owned(_) => 0,
+        }
+    }
+}
+
+/// The notifications kept as text in the window: four strings each, the same four members.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TextDelta {
+    AgentMessage,
+    CommandOutput,
+}
+
+impl TextDelta {
+    const ALL: [TextDelta; 2] = [TextDelta::AgentMessage, TextDelta::CommandOutput];
+
+    /// The kind and strings of `notification`, if it is a text delta.
+    fn parts(notification: &ServerNotification) -> Option<(TextDelta, [&str; 4])> {
+        match notification {
+            ServerNotification::AgentMessageDelta(delta) => Some((
+                TextDelta::AgentMessage,
+                [
+                    &delta.thread_id,
+                    &delta.turn_id,
+                    &delta.item_id,
+                    &delta.delta,
+                ],
+            )),
+            ServerNotification::CommandExecutionOutputDelta(delta) => Some((
+                TextDelta::CommandOutput,
+                [
+                    &delta.thread_id,
+                    &delta.turn_id,
+                    &delta.item_id,
+                    &delta.delta,
+                ],
+            )),
+            _ => None,
+        }
+    }
+
+    fn build(self, [thread_id, turn_id, item_id, delta]: [String; 4]) -> ServerNotification {
+        match self {
+            TextDelta::AgentMessage => {
+                ServerNotification::AgentMessageDelta(AgentMessageDeltaNotification {
+                    thread_id,
+                    turn_id,
+                    item_id,
+                    delta,
+                })
+            }
+            TextDelta::CommandOutput => ServerNotification::CommandExecutionOutputDelta(
+                CommandExecutionOutputDeltaNotification {
+                    thread_id,
+                    turn_id,
+                    item_id,
+                    delta,
+                },
+            ),
+        }
+    }
+
+    /// What [`notification_size`] gives for this kind with four empty strings: the estimate
+    /// counts a string as its length plus its quotes, so a delta measures this plus the
+    /// lengths of its strings, without walking it.
+    fn empty_size(self) -> usize {
+        notification_size(&self.build(Default::default()))
+    }
 }
 
 struct Stream {
@@ -97,20 +235,88 @@ struct Stream {
     floor: u64,
     last_seq: u64,
     kept: VecDeque<Kept>,
+    /// The thread ids and texts of the kept text deltas, oldest first. Never more than
+    /// `max_bytes` (each delta's strings are less than its accounted size), and its capacity
+    /// is capped there.
+    text: TextRing,
+    /// The id runs of the kept text deltas, oldest first: at most one more than there are
+    /// kept text deltas, each no larger than the accounted size of the deltas it serves.
+    ids: VecDeque<IdRun>,
     bytes: usize,
     evicted: u64,
-    /// Connections that receive the stream live.
-    attached: BTreeSet<ConnectionId>,
+    /// Connections that receive the stream live, sorted: a thread has a few subscribers, and
+    /// a slice is the cheapest set to walk for every event.
+    attached: Vec<ConnectionId>,
+}
+
+impl Stream {
+    fn evict_oldest(&mut self) {
+        let oldest = self.kept.pop_front().expect("an event to evict");
+        self.text.pop_front(oldest.stored.text_len());
+        self.bytes -= oldest.bytes;
+        self.floor = oldest.seq;
+        self.evicted += 1;
+        // A run that no kept event can belong to goes (with nothing kept, only the newest
+        // stays, for the next delta of the same item).
+        let front = self.kept.front().map_or(u64::MAX, |kept| kept.seq);
+        while self.ids.len() >= 2 && self.ids[1].first_seq <= front {
+            self.ids.pop_front();
+        }
+    }
+
+    /// Keeps text delta number `seq` as text, if its strings' lengths fit the index.
+    fn keep_text(
+        &mut self,
+        kind: TextDelta,
+        [thread_id, turn_id, item_id, delta]: [&str; 4],
+        stream: &str,
+        seq: u64,
+        cap: usize,
+    ) -> Option<Stored> {
+        let thread_is_stream = thread_id == stream;
+        let thread_id = if thread_is_stream { "" } else { thread_id };
+        let lens = [
+            u32::try_from(thread_id.len()).ok()?,
+            u32::try_from(delta.len()).ok()?,
+        ];
+        let same_ids = self
+            .ids
+            .back()
+            .is_some_and(|run| run.turn_id == turn_id && run.item_id == item_id);
+        if !same_ids {
+            self.ids.push_back(IdRun {
+                first_seq: seq,
+                turn_id: turn_id.to_owned(),
+                item_id: item_id.to_owned(),
+            });
+        }
+        self.text
+            .push(&[thread_id, delta], thread_id.len() + delta.len(), cap);
+        Some(Stored::TextDelta {
+            kind,
+            thread_is_stream,
+            lens,
+        })
+    }
 }
 
 /// Every stream of one host.
 pub(crate) struct ReplayWindows {
     epoch: Arc<str>,
     limits: ReplayWindowLimits,
-    streams: HashMap<Arc<str>, Stream>,
+    /// Every open stream, by slot; a closed stream's slot is reused.
+    slots: Vec<Option<Stream>>,
+    free_slots: Vec<usize>,
+    by_name: HashMap<Arc<str>, usize>,
+    /// The stream recorded to last and its slot, found by the very `Arc` the producer sends
+    /// its name in (tandem-server keeps one per thread), so that consecutive events of one
+    /// thread find their window without hashing its name.
+    last_recorded: Option<(Arc<str>, usize)>,
     /// The highest number ever assigned or reserved: a stream opened again starts above it, so
     /// a cursor from its previous life is never mistaken for one of the new.
     high_water: u64,
+    /// [`TextDelta::empty_size`] of each kind, measured once.
+    text_delta_sizes: [usize; 2],
 }
 
 /// What [`ReplayWindows::attach`] decided.
@@ -129,8 +335,12 @@ impl ReplayWindows {
         Self {
             epoch: epoch.into(),
             limits,
-            streams: HashMap::default(),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            by_name: HashMap::default(),
+            last_recorded: None,
             high_water: 0,
+            text_delta_sizes: TextDelta::ALL.map(TextDelta::empty_size),
         }
     }
 
@@ -141,35 +351,77 @@ impl ReplayWindows {
         }
     }
 
-    fn stream(&mut self, name: Arc<str>) -> &mut Stream {
-        let high_water = &mut self.high_water;
-        self.streams.entry(name).or_insert_with(|| {
-            // One number is skipped: `floor` is a number no event ever had, so no cursor
-            // handed out before can equal it.
-            *high_water += 1;
-            Stream {
-                floor: *high_water,
-                last_seq: *high_water,
-                kept: VecDeque::new(),
-                bytes: 0,
-                evicted: 0,
-                attached: BTreeSet::new(),
+    /// The slot of `name`, opening the stream if it is not open.
+    fn slot(&mut self, name: &Arc<str>) -> usize {
+        if let Some((last, slot)) = &self.last_recorded
+            && Arc::ptr_eq(last, name)
+        {
+            return *slot;
+        }
+        if let Some(slot) = self.by_name.get(&**name) {
+            return *slot;
+        }
+        // One number is skipped: `floor` is a number no event ever had, so no cursor handed
+        // out before can equal it.
+        self.high_water += 1;
+        let stream = Stream {
+            floor: self.high_water,
+            last_seq: self.high_water,
+            kept: VecDeque::new(),
+            text: TextRing::default(),
+            ids: VecDeque::new(),
+            bytes: 0,
+            evicted: 0,
+            attached: Vec::new(),
+        };
+        let slot = match self.free_slots.pop() {
+            Some(slot) => {
+                self.slots[slot] = Some(stream);
+                slot
             }
-        })
+            None => {
+                self.slots.push(Some(stream));
+                self.slots.len() - 1
+            }
+        };
+        self.by_name.insert(Arc::clone(name), slot);
+        slot
+    }
+
+    fn open(&mut self, slot: usize) -> &mut Stream {
+        self.slots[slot].as_mut().expect("an open stream's slot")
+    }
+
+    fn get(&self, name: &str) -> Option<&Stream> {
+        let slot = *self.by_name.get(name)?;
+        self.slots[slot].as_ref()
     }
 
     /// Numbers `notification` as the next event of `stream`, keeps a copy for replay, and
-    /// returns its cursor; the connections attached to the stream are appended to
-    /// `recipients`.
+    /// returns its cursor and the connections attached to the stream.
     pub(crate) fn record(
         &mut self,
         stream: &Arc<str>,
         notification: &ServerNotification,
-        recipients: &mut Vec<ConnectionId>,
-    ) -> StreamCursor {
+    ) -> (StreamCursor, &[ConnectionId]) {
         let limits = self.limits;
-        let bytes = notification_size(notification);
-        let entry = self.stream(Arc::clone(stream));
+        let text = TextDelta::parts(notification);
+        let bytes = match &text {
+            Some((kind, strings)) => {
+                self.text_delta_sizes[*kind as usize]
+                    + strings.iter().map(|string| string.len()).sum::<usize>()
+            }
+            None => notification_size(notification),
+        };
+        let slot = self.slot(stream);
+        if self
+            .last_recorded
+            .as_ref()
+            .is_none_or(|(_, last)| *last != slot)
+        {
+            self.last_recorded = Some((Arc::clone(stream), slot));
+        }
+        let entry = self.open(slot);
         entry.last_seq += 1;
         let seq = entry.last_seq;
         if bytes > limits.max_bytes {
@@ -178,27 +430,37 @@ impl ReplayWindows {
             // it is a gap, one from it on is not.
             entry.evicted += entry.kept.len() as u64 + 1;
             entry.kept.clear();
+            entry.text.clear();
+            entry.ids.clear();
             entry.bytes = 0;
             entry.floor = seq;
-            recipients.extend(entry.attached.iter().copied());
             self.high_water = self.high_water.max(seq);
-            return self.cursor(seq);
+            return self.recorded(slot, seq);
         }
-        entry.kept.push_back(Kept {
-            seq,
-            notification: notification.clone(),
-            bytes,
-        });
+        // Room first, then the event: what is kept never exceeds the bounds, not even while
+        // an event is added.
+        while !entry.kept.is_empty()
+            && (entry.kept.len() >= limits.max_events.max(1)
+                || entry.bytes + bytes > limits.max_bytes)
+        {
+            entry.evict_oldest();
+        }
+        let stored = text
+            .and_then(|(kind, strings)| {
+                entry.keep_text(kind, strings, stream, seq, limits.max_bytes)
+            })
+            .unwrap_or_else(|| Stored::Owned(Box::new(notification.clone())));
+        entry.kept.push_back(Kept { seq, bytes, stored });
         entry.bytes += bytes;
-        while entry.kept.len() > limits.max_events.max(1) || entry.bytes > limits.max_bytes {
-            let oldest = entry.kept.pop_front().expect("more than one kept");
-            entry.bytes -= oldest.bytes;
-            entry.floor = oldest.seq;
-            entry.evicted += 1;
-        }
-        recipients.extend(entry.attached.iter().copied());
         self.high_water = self.high_water.max(seq);
-        self.cursor(seq)
+        self.recorded(slot, seq)
+    }
+
+    fn recorded(&self, slot: usize, seq: u64) -> (StreamCursor, &[ConnectionId]) {
+        let attached = self.slots[slot]
+            .as_ref()
+            .map_or(&[][..], |entry| &entry.attached);
+        (self.cursor(seq), attached)
     }
 
     /// Attaches `connection` to `stream` live; with `after`, also decides what to replay.
@@ -209,8 +471,11 @@ impl ReplayWindows {
         after: Option<&EventCursor>,
     ) -> Attach {
         let epoch = Arc::clone(&self.epoch);
-        let entry = self.stream(Arc::from(stream));
-        entry.attached.insert(connection);
+        let slot = self.slot(&Arc::from(stream));
+        let entry = self.open(slot);
+        if let Err(place) = entry.attached.binary_search(&connection) {
+            entry.attached.insert(place, connection);
+        }
         let (last_seq, floor) = (entry.last_seq, entry.floor);
         let mut replay = Vec::new();
         let gap = after.map(|after| {
@@ -218,12 +483,25 @@ impl ReplayWindows {
             // and not newer than the stream (a cursor from a future would hide a gap).
             let replayable = *after.epoch == *epoch && after.seq >= floor && after.seq <= last_seq;
             if replayable {
-                replay = entry
-                    .kept
-                    .iter()
-                    .filter(|kept| kept.seq > after.seq)
-                    .map(|kept| (kept.seq, kept.notification.clone()))
-                    .collect();
+                let text = entry.text.contiguous();
+                let (mut offset, mut run) = (0, 0);
+                for kept in &entry.kept {
+                    let start = offset;
+                    offset += kept.stored.text_len();
+                    while entry
+                        .ids
+                        .get(run + 1)
+                        .is_some_and(|next| next.first_seq <= kept.seq)
+                    {
+                        run += 1;
+                    }
+                    if kept.seq > after.seq {
+                        let text = &text[start..offset];
+                        let notification =
+                            kept.stored.notification(text, entry.ids.get(run), stream);
+                        replay.push((kept.seq, notification));
+                    }
+                }
             }
             !replayable
         });
@@ -243,25 +521,36 @@ impl ReplayWindows {
 
     /// `connection` stops receiving `stream` live.
     pub(crate) fn detach(&mut self, stream: &str, connection: ConnectionId) {
-        if let Some(entry) = self.streams.get_mut(stream) {
-            entry.attached.remove(&connection);
+        if let Some(slot) = self.by_name.get(stream).copied() {
+            self.open(slot).attached.retain(|id| *id != connection);
         }
     }
 
     /// `connection` stops receiving every stream (it closed, or its consumer is replaced).
     pub(crate) fn detach_everywhere(&mut self, connection: ConnectionId) {
-        for entry in self.streams.values_mut() {
-            entry.attached.remove(&connection);
+        for entry in self.slots.iter_mut().flatten() {
+            entry.attached.retain(|id| *id != connection);
         }
     }
 
     /// Forgets `stream` and its window (the processor unloaded what it was about).
     pub(crate) fn close(&mut self, stream: &str) {
-        self.streams.remove(stream);
+        let Some(slot) = self.by_name.remove(stream) else {
+            return;
+        };
+        self.slots[slot] = None;
+        self.free_slots.push(slot);
+        if self
+            .last_recorded
+            .as_ref()
+            .is_some_and(|(_, last)| *last == slot)
+        {
+            self.last_recorded = None;
+        }
     }
 
     pub(crate) fn stats(&self, stream: &str) -> Option<ReplayWindowStats> {
-        self.streams.get(stream).map(|entry| ReplayWindowStats {
+        self.get(stream).map(|entry| ReplayWindowStats {
             events: entry.kept.len(),
             bytes: entry.bytes,
             last_seq: entry.last_seq,
@@ -273,7 +562,6 @@ impl ReplayWindows {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tandem_protocol::{AgentMessageDeltaNotification, ServerNotification};
 
     fn delta(text: &str) -> ServerNotification {
         ServerNotification::AgentMessageDelta(AgentMessageDeltaNotification {
@@ -285,9 +573,7 @@ mod tests {
     }
 
     fn record(windows: &mut ReplayWindows, stream: &str, note: &ServerNotification) -> EventCursor {
-        windows
-            .record(&Arc::from(stream), note, &mut Vec::new())
-            .to_event_cursor()
+        windows.record(&Arc::from(stream), note).0.to_event_cursor()
     }
 
     fn texts(replay: &[(StreamCursor, ServerNotification)]) -> Vec<String> {
@@ -318,9 +604,8 @@ mod tests {
         assert_eq!(attach.outcome.replayed, 2);
         assert_eq!(attach.outcome.cursor, cursors[3]);
         // Attached: the next event goes to the connection.
-        let mut recipients = Vec::new();
-        windows.record(&Arc::from("t"), &delta("e"), &mut recipients);
-        assert_eq!(recipients, vec![ConnectionId(7)]);
+        let (_, recipients) = windows.record(&Arc::from("t"), &delta("e"));
+        assert_eq!(recipients, [ConnectionId(7)]);
         // At the newest cursor there is nothing to replay, and that is no gap.
         let attach = windows.attach("t", ConnectionId(8), Some(&cursors[3]));
         assert_eq!(texts(&attach.replay), ["e"]);
@@ -424,5 +709,98 @@ mod tests {
         assert_eq!(attach.outcome.gap, Some(false));
         assert_eq!(texts(&attach.replay), ["b"]);
         assert_eq!(attach.outcome.cursor, after);
+    }
+    fn command_output(text: &str) -> ServerNotification {
+        ServerNotification::CommandExecutionOutputDelta(CommandExecutionOutputDeltaNotification {
+            thread_id: "thread".into(),
+            turn_id: "turn-\"quoted\"".into(),
+            item_id: "item".into(),
+            delta: text.into(),
+        })
+    }
+
+    fn other(n: u64) -> ServerNotification {
+        ServerNotification::Custom {
+            method: "other".into(),
+            params: serde_json::json!({ "n": n }),
+        }
+    }
+
+    #[test]
+    fn a_text_delta_is_charged_its_estimated_json_size() {
+        let mut windows = ReplayWindows::with_epoch(ReplayWindowLimits::default(), "e".into());
+        for note in [
+            delta(""),
+            delta("héllo, wörld"),
+            command_output(&"y".repeat(5_000)),
+            command_output("line\n\ttab"),
+        ] {
+            let before = windows.stats("t").map_or(0, |stats| stats.bytes);
+            record(&mut windows, "t", &note);
+            let charged = windows.stats("t").unwrap().bytes - before;
+            assert_eq!(charged, notification_size(&note), "{note:?}");
+        }
+    }
+
+    #[test]
+    fn text_and_other_events_replay_exactly_across_evictions_and_wrap_around() {
+        let limits = ReplayWindowLimits {
+            max_events: 7,
+            max_bytes: 2_000,
+        };
+        let mut windows = ReplayWindows::with_epoch(limits, "e".into());
+        let mut sent = Vec::new();
+        for n in 0..200u64 {
+            let note = match n % 5 {
+                0 => other(n),
+                1 => command_output(&format!("out {n} {}", "z".repeat((n % 13) as usize * 20))),
+                _ => ServerNotification::AgentMessageDelta(AgentMessageDeltaNotification {
+                    thread_id: "t".into(),
+                    turn_id: format!("turn-{}", n / 40),
+                    item_id: format!("item-{}", n / 9),
+                    delta: format!("d{n}{}", "w".repeat((n % 7) as usize * 30)),
+                }),
+            };
+            let cursor = record(&mut windows, "t", &note);
+            sent.push((cursor, note));
+            let stats = windows.stats("t").unwrap();
+            assert!(
+                stats.bytes <= limits.max_bytes && stats.events <= 7,
+                "{stats:?}"
+            );
+            let stream = windows.get("t").unwrap();
+            assert!(stream.text.capacity() <= limits.max_bytes);
+            assert!(stream.ids.len() <= stream.kept.len() + 1);
+            assert_eq!(
+                stream.text.len(),
+                stream
+                    .kept
+                    .iter()
+                    .map(|kept| kept.stored.text_len())
+                    .sum::<usize>()
+            );
+            // From every cursor still in the window: exactly what followed it, in order.
+            let kept = stats.events;
+            for from in sent.len().saturating_sub(kept + 1)..sent.len() {
+                let attach = windows.attach("t", ConnectionId(1), Some(&sent[from].0));
+                assert_eq!(
+                    attach.outcome.gap,
+                    Some(false),
+                    "after {from} of {}",
+                    sent.len()
+                );
+                let replayed: Vec<_> = attach
+                    .replay
+                    .into_iter()
+                    .map(|(cursor, note)| (cursor.to_event_cursor(), note))
+                    .collect();
+                assert_eq!(replayed, sent[from + 1..], "after {from}");
+            }
+            if sent.len() > kept + 1 {
+                let old = &sent[sent.len() - kept - 2].0;
+                let attach = windows.attach("t", ConnectionId(1), Some(old));
+                assert_eq!(attach.outcome.gap, Some(true));
+            }
+        }
     }
 }

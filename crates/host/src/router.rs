@@ -267,30 +267,54 @@ impl OutboundRouter {
                 }
             }
             Target::Stream { stream, also } => {
-                let Envelope { message, ack, .. } = *message;
-                let OutgoingMessage::Notification(notification) = &message else {
+                let mut message = message;
+                let OutgoingMessage::Notification(notification) = &message.message else {
                     return tracing::warn!("only notifications belong to a stream; dropped");
                 };
+                let (cursor, attached) = self.windows.record(&stream, notification);
+                // One recipient (a thread with one subscriber, the usual case) takes the
+                // envelope itself, stamped: nothing is copied, boxed or collected.
+                let single = match (attached, also) {
+                    ([only], None) => Some(*only),
+                    ([only], Some(also)) if *only == also => Some(also),
+                    ([], also) => also,
+                    _ => None,
+                };
+                if let Some(id) = single {
+                    let allowed = self
+                        .connections
+                        .get(&id)
+                        .is_some_and(|connection| allows(connection, &message.message, false));
+                    if allowed {
+                        message.cursor = Some(cursor);
+                        self.write(id, message).await;
+                    }
+                    return;
+                }
                 let mut recipients = std::mem::take(&mut self.recipients);
-                let cursor = self.windows.record(&stream, notification, &mut recipients);
+                recipients.extend_from_slice(attached);
                 if let Some(also) = also.filter(|also| !recipients.contains(also)) {
                     recipients.push(also);
                 }
                 recipients.retain(|id| {
                     self.connections
                         .get(id)
-                        .is_some_and(|connection| allows(connection, &message, false))
+                        .is_some_and(|connection| allows(connection, &message.message, false))
                 });
-                // The last recipient takes the message itself: a notification can carry a
-                // whole turn, and with one subscriber (the usual case) nothing is copied.
+                // The last recipient takes the envelope itself: a notification can carry a
+                // whole turn.
                 if let Some(last) = recipients.pop() {
                     for id in recipients.drain(..) {
-                        let copy =
-                            envelope(message.clone(), ack.clone(), Some(cursor.clone()), false);
+                        let copy = envelope(
+                            message.message.clone(),
+                            message.ack.clone(),
+                            Some(cursor.clone()),
+                            false,
+                        );
                         self.write(id, copy).await;
                     }
-                    self.write(last, envelope(message, ack, Some(cursor), false))
-                        .await;
+                    message.cursor = Some(cursor);
+                    self.write(last, message).await;
                 }
                 self.recipients = recipients;
             }

@@ -341,6 +341,23 @@ mod tests {
             .env(MARKER_ENV, format!("unrelated:{token}"))
             .spawn()
             .expect("spawn setsid sleep");
+        // A sweep reads /proc/PID/environ; read while the child is still being exec'd, it
+        // lacks the marker and the sweep rightly spares the process. Sweep once the marker
+        // shows, as it does for any process that has been running for more than an instant.
+        let marker = format!("{MARKER_ENV}=unrelated:{token}");
+        let environ = format!("/proc/{}/environ", child.id());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !std::fs::read(&environ).is_ok_and(|environ| {
+            environ
+                .split(|byte| *byte == 0)
+                .any(|entry| entry == marker.as_bytes())
+        }) {
+            if std::time::Instant::now() >= deadline {
+                let _ = child.kill();
+                panic!("the child's environment never showed the marker");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
         let outcome = sweep(&Watched::default(), &token);
         assert_eq!(outcome.survivors, 0);
         assert!(outcome.killed >= 1, "{outcome:?}");
