@@ -529,6 +529,17 @@ impl AppState {
                 tracing::debug!(skipped, "turn events skipped");
             }
             TurnEvent::Completed(turn) => self.turn_completed(&turn),
+            TurnEvent::Gap { snapshot } => {
+                // The connection came back past what the server could replay: what was
+                // missed is rebuilt from the server's copy of the turn, and said so.
+                self.notice("(reconnected: missed events rebuilt from the server's copy)");
+                if let Some(turn) = snapshot {
+                    for item in &turn.items {
+                        self.command_finished(item);
+                        self.show_item(item);
+                    }
+                }
+            }
             TurnEvent::Other(ServerNotification::ThreadTokenUsageUpdated(usage)) => {
                 self.tokens = Some(usage.token_usage);
             }
