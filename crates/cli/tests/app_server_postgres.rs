@@ -441,6 +441,107 @@ async fn an_idle_unload_hands_the_thread_over_without_waiting_for_the_ttl() {
     assert_eq!(turns_of(&mut bob, "read", &thread_id).await.len(), 2);
 }
 
+/// Resumes `thread_id` through `client` until it succeeds; every refusal must be the
+/// -32600 naming `owner_pid`. Returns how many refusals came first.
+async fn resume_until_granted(
+    client: &mut Client,
+    thread_id: &str,
+    owner_pid: u32,
+    within: Duration,
+) -> usize {
+    let deadline = Instant::now() + within;
+    for attempt in 0.. {
+        let answer = client
+            .call(
+                format!("resume-{thread_id}-{attempt}"),
+                "thread/resume",
+                json!({"threadId": thread_id}),
+            )
+            .await;
+        if answer.get("result").is_some() {
+            return attempt;
+        }
+        assert_leased_elsewhere(&answer, thread_id, owner_pid);
+        assert!(Instant::now() < deadline, "never handed over: {answer}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    unreachable!("the loop returns or fails")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_owner_hands_a_thread_over_on_request_and_a_busy_one_keeps_it() {
+    // The lease is renewed every second and never runs out while A lives: B can only get a
+    // thread A holds through a handoff.
+    const TTL_MS: u64 = 3_000;
+    let Some(cluster) = cluster() else { return };
+    let url = cluster.create_database();
+    let (a, mut alice) = started("pg-ask-a", &url, TTL_MS, 600).await;
+    let (_b, mut bob) = started("pg-ask-b", &url, TTL_MS, 600).await;
+
+    // Idle on A (loaded, subscribed, no turn running): B asks and gets it.
+    let idle = new_thread(&mut alice, "idle").await;
+    let turn = start_turn(&mut alice, "idle-turn", &idle, "before the handoff").await;
+    assert_eq!(completed(&mut alice, &turn).await["status"], "completed");
+    resume_until_granted(&mut bob, &idle, a.pid, Duration::from_millis(TTL_MS)).await;
+    // A's client is told the thread left A.
+    alice
+        .notification("thread/status/changed", |params| {
+            params["threadId"] == idle && params["status"]["type"] == "notLoaded"
+        })
+        .await;
+    alice
+        .notification("thread/closed", |params| params["threadId"] == idle)
+        .await;
+    let turn = start_turn(&mut bob, "idle-turn-b", &idle, "after the handoff").await;
+    assert_eq!(completed(&mut bob, &turn).await["status"], "completed");
+    assert_eq!(turns_of(&mut bob, "idle-read", &idle).await.len(), 2);
+    // A writes no more: its client's turn/start is told to resume, and the resume is refused
+    // with B as the owner.
+    let answer = alice
+        .call(
+            "idle-again",
+            "turn/start",
+            json!({"threadId": idle, "input": [{"type": "text", "text": "late"}]}),
+        )
+        .await;
+    assert!(answer.get("error").is_some(), "{answer}");
+
+    // A turn running on A: B is refused, again after more than two renewals, and A's turn
+    // goes on; once it ends, A hands the thread over.
+    let busy = new_thread(&mut alice, "busy").await;
+    let a_turn = start_turn(&mut alice, "busy-turn", &busy, "/sleep 60000").await;
+    alice
+        .notification("turn/started", |params| params["turn"]["id"] == a_turn)
+        .await;
+    let answer = bob
+        .call("busy-1", "thread/resume", json!({"threadId": busy}))
+        .await;
+    assert_leased_elsewhere(&answer, &busy, a.pid);
+    tokio::time::sleep(Duration::from_millis(TTL_MS * 5 / 6)).await;
+    let answer = bob
+        .call("busy-2", "thread/resume", json!({"threadId": busy}))
+        .await;
+    assert_leased_elsewhere(&answer, &busy, a.pid);
+    alice
+        .ok(
+            "interrupt",
+            "turn/interrupt",
+            json!({"threadId": busy, "turnId": a_turn}),
+        )
+        .await;
+    assert_eq!(
+        completed(&mut alice, &a_turn).await["status"],
+        "interrupted"
+    );
+    resume_until_granted(&mut bob, &busy, a.pid, Duration::from_millis(TTL_MS)).await;
+    alice
+        .notification("thread/closed", |params| params["threadId"] == busy)
+        .await;
+    let turns = turns_of(&mut bob, "busy-read", &busy).await;
+    assert_eq!(turns.len(), 1, "{turns:?}");
+    assert_eq!(turns[0]["status"], "interrupted");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_owner_is_fenced_and_nothing_it_writes_after_is_kept() {
     const TTL_MS: u64 = 1_500;
