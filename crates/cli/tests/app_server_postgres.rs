@@ -476,7 +476,7 @@ async fn an_idle_owner_hands_a_thread_over_on_request_and_a_busy_one_keeps_it() 
     let Some(cluster) = cluster() else { return };
     let url = cluster.create_database();
     let (a, mut alice) = started("pg-ask-a", &url, TTL_MS, 600).await;
-    let (_b, mut bob) = started("pg-ask-b", &url, TTL_MS, 600).await;
+    let (b, mut bob) = started("pg-ask-b", &url, TTL_MS, 600).await;
 
     // Idle on A (loaded, subscribed, no turn running): B asks and gets it.
     let idle = new_thread(&mut alice, "idle").await;
@@ -504,7 +504,16 @@ async fn an_idle_owner_hands_a_thread_over_on_request_and_a_busy_one_keeps_it() 
             json!({"threadId": idle, "input": [{"type": "text", "text": "late"}]}),
         )
         .await;
-    assert!(answer.get("error").is_some(), "{answer}");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert_eq!(
+        answer["error"]["message"],
+        format!("thread not loaded: {idle}; resume it first"),
+        "{answer}"
+    );
+    let answer = alice
+        .call("idle-resume", "thread/resume", json!({"threadId": idle}))
+        .await;
+    assert_leased_elsewhere(&answer, &idle, b.pid);
 
     // A turn running on A: B is refused, again after more than two renewals, and A's turn
     // goes on; once it ends, A hands the thread over.
