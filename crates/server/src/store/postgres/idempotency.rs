@@ -40,9 +40,7 @@ impl PostgresThreadStore {
         record: &IdempotencyRecord,
     ) -> Result<Option<IdempotencyRecord>, StoreError> {
         let result_text = encode(&record.result, "idempotency result")?;
-        let tx = self.write(None).await?;
-        let result = async {
-            let db = tx.db();
+        self.in_write(None, async |db| {
             // Claims of one scope take turns (until commit): two at once would each count the
             // scope's keys before the other's insert and keep one too many.
             db.execute(
@@ -91,9 +89,8 @@ impl PostgresThreadStore {
             )
             .await?;
             Ok(None)
-        }
-        .await;
-        tx.finish(result).await
+        })
+        .await
     }
 
     /// See [`super::super::ThreadStore::idempotency_key`].
@@ -103,37 +100,31 @@ impl PostgresThreadStore {
         key: &str,
         now: i64,
     ) -> Result<Option<IdempotencyRecord>, StoreError> {
-        let tx = self.read().await?;
-        let result = async {
-            tx.db()
-                .query_opt(
-                    &format!(
-                        "SELECT {RECORD_COLUMNS} FROM idempotency_keys \
+        self.in_read(async |db| {
+            db.query_opt(
+                &format!(
+                    "SELECT {RECORD_COLUMNS} FROM idempotency_keys \
                          WHERE scope = $1 AND key = $2 AND created_at >= $3"
-                    ),
-                    &[&scope, &key, &(now - KEY_MAX_AGE_SECS)],
-                )
-                .await?
-                .map(|row| record_from_row(&row, scope, key))
-                .transpose()
-        }
-        .await;
-        tx.finish(result).await
+                ),
+                &[&scope, &key, &(now - KEY_MAX_AGE_SECS)],
+            )
+            .await?
+            .map(|row| record_from_row(&row, scope, key))
+            .transpose()
+        })
+        .await
     }
 
     /// See [`super::super::ThreadStore::release_idempotency_key`].
     pub(super) async fn release_key(&self, scope: &str, key: &str) -> Result<(), StoreError> {
-        let tx = self.write(None).await?;
-        let result = async {
-            tx.db()
-                .execute(
-                    "DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2",
-                    &[&scope, &key],
-                )
-                .await?;
+        self.in_write(None, async |db| {
+            db.execute(
+                "DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2",
+                &[&scope, &key],
+            )
+            .await?;
             Ok(())
-        }
-        .await;
-        tx.finish(result).await
+        })
+        .await
     }
 }

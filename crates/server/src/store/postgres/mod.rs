@@ -248,6 +248,28 @@ impl PostgresThreadStore {
         })
     }
 
+    /// Runs `body` in a write transaction ([`Self::write`]: on `thread_id`, the lease is
+    /// checked first), committed when `body` succeeds and rolled back when it fails.
+    pub(super) async fn in_write<T>(
+        &self,
+        thread_id: Option<&str>,
+        body: impl AsyncFnOnce(&ClientWrapper) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let tx = self.write(thread_id).await?;
+        let result = body(tx.db()).await;
+        tx.finish(result).await
+    }
+
+    /// Runs `body` in a read transaction ([`Self::read`]: one snapshot).
+    pub(super) async fn in_read<T>(
+        &self,
+        body: impl AsyncFnOnce(&ClientWrapper) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let tx = self.read().await?;
+        let result = body(tx.db()).await;
+        tx.finish(result).await
+    }
+
     /// Opens a write transaction and, for a write on `thread_id`, checks the writer lease
     /// first (see the module doc); a connection lost before anything was written is replaced
     /// once.
