@@ -37,7 +37,9 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use deadpool_postgres::{ClientWrapper, Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use deadpool_postgres::{
+    ClientWrapper, Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, TimeoutType,
+};
 use tandem_protocol::TurnError;
 use tokio_postgres::config::{Host, SslMode};
 
@@ -192,12 +194,18 @@ impl PostgresThreadStore {
         Ok(store)
     }
 
-    /// A pooled connection.
+    /// A pooled connection. The wait for one is bounded: a request that finds every
+    /// connection busy for [`CONNECT_TIMEOUT`] fails with [`StoreError::PostgresPoolBusy`]
+    /// rather than waiting on (a statement stuck in the database must not hold every request
+    /// of this server hostage, the lease renewal included).
     async fn client(&self) -> Result<Object, StoreError> {
-        self.pool
-            .get()
-            .await
-            .map_err(|error| StoreError::PostgresPool(error.to_string()))
+        self.pool.get().await.map_err(|error| match error {
+            PoolError::Timeout(TimeoutType::Wait) => StoreError::PostgresPoolBusy {
+                connections: self.pool.status().max_size,
+                waited_ms: u64::try_from(CONNECT_TIMEOUT.as_millis()).unwrap_or(u64::MAX),
+            },
+            other => StoreError::PostgresPool(other.to_string()),
+        })
     }
 
     async fn migrate(&self) -> Result<(), StoreError> {
@@ -600,4 +608,75 @@ fn tls_connector() -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreErro
     .with_root_certificates(roots)
     .with_no_client_auth();
     Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::ThreadStore;
+
+    /// With every pooled connection held, requests (the lease renewal among them) fail within
+    /// the bounded wait with an error that says what to do, and the store serves again once
+    /// the connections come back.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_busy_pool_fails_requests_after_the_bounded_wait_instead_of_hanging() {
+        let Some(cluster) = tandem_test_support::postgres::PostgresCluster::shared() else {
+            return;
+        };
+        let url = cluster.create_database();
+        let store = PostgresThreadStore::connect(
+            &url,
+            LeaseSettings::for_this_process(Duration::from_secs(60)),
+        )
+        .await
+        .expect("connect");
+        let thread_id = crate::store::new_id();
+        store.acquire(&thread_id).await.expect("lease");
+        let mut held = Vec::new();
+        for _ in 0..POOL_SIZE {
+            held.push(store.read().await.expect("a free connection"));
+        }
+        let bound = CONNECT_TIMEOUT * 3;
+        let (read, renewal) = tokio::time::timeout(
+            bound,
+            futures::future::join(store.get_thread(&thread_id), store.renew()),
+        )
+        .await
+        .expect("the waits for a connection are bounded");
+        for error in [
+            read.expect_err("no connection"),
+            renewal.expect_err("no connection"),
+        ] {
+            assert!(
+                matches!(
+                    error,
+                    StoreError::PostgresPoolBusy {
+                        connections: POOL_SIZE,
+                        ..
+                    }
+                ),
+                "{error}"
+            );
+            assert!(error.to_string().contains("pg_stat_activity"), "{error}");
+            assert!(
+                !error.is_lost_connection(),
+                "a busy pool is not retried at once"
+            );
+        }
+        for tx in held {
+            tx.finish(Ok(())).await.expect("finish");
+        }
+        let renewal = tokio::time::timeout(bound, store.renew())
+            .await
+            .expect("bounded")
+            .expect("the pool serves again");
+        assert!(renewal.lost.is_empty(), "{renewal:?}");
+        assert_eq!(
+            tokio::time::timeout(bound, store.get_thread(&thread_id))
+                .await
+                .expect("bounded")
+                .expect("read"),
+            None
+        );
+    }
 }
