@@ -87,6 +87,9 @@ const FOREIGN_LEASE: &str = "SELECT owner, (extract(epoch FROM expires_at) * 100
 pub struct PostgresThreadStore {
     pool: Pool,
     leases: Arc<LeaseBook>,
+    /// Idempotency-key claims of one scope take turns here before they take a connection
+    /// (see `idempotency`).
+    key_scopes: Arc<idempotency::ScopeTurns>,
 }
 
 impl std::fmt::Debug for PostgresThreadStore {
@@ -188,6 +191,7 @@ impl PostgresThreadStore {
         let store = Self {
             pool,
             leases: Arc::new(LeaseBook::new(settings)),
+            key_scopes: Arc::default(),
         };
         store.migrate().await?;
         tracing::debug!(owner = %store.leases.settings.owner, "PostgreSQL thread store opened");
@@ -678,5 +682,70 @@ mod tests {
                 .expect("read"),
             None
         );
+    }
+
+    /// Claims queued behind a scope's advisory lock (held here by another session, as by a
+    /// claim of another server) wait without holding pooled connections: the server's other
+    /// requests still get one. Before the claims took turns in the server first, every
+    /// connection waited on the lock and the read failed with a busy pool.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn claims_waiting_for_their_scope_leave_the_pool_to_other_requests() {
+        let Some(cluster) = tandem_test_support::postgres::PostgresCluster::shared() else {
+            return;
+        };
+        let url = cluster.create_database();
+        let store = PostgresThreadStore::connect(
+            &url,
+            LeaseSettings::for_this_process(Duration::from_secs(60)),
+        )
+        .await
+        .expect("connect");
+        let (other, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .expect("another session");
+        tokio::spawn(connection);
+        other
+            .execute(
+                "SELECT pg_advisory_lock(hashtext('tandem idempotency scope ' || $1))",
+                &[&"busy-scope"],
+            )
+            .await
+            .expect("hold the scope's lock");
+        let claims: Vec<_> = (0..POOL_SIZE * 2)
+            .map(|n| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    let record = crate::store::IdempotencyRecord {
+                        scope: "busy-scope".to_owned(),
+                        key: format!("k{n}"),
+                        method: "turn/start".to_owned(),
+                        fingerprint: format!("fp-{n}"),
+                        result: serde_json::json!({"n": n}),
+                        created_at: 1_000 + n as i64,
+                    };
+                    store.claim_key(&record).await
+                })
+            })
+            .collect();
+        // Every claim had the time to take a connection if it was going to.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let read = tokio::time::timeout(CONNECT_TIMEOUT * 3, store.get_thread("none"))
+            .await
+            .expect("bounded");
+        assert!(matches!(read, Ok(None)), "{read:?}");
+        other
+            .execute(
+                "SELECT pg_advisory_unlock(hashtext('tandem idempotency scope ' || $1))",
+                &[&"busy-scope"],
+            )
+            .await
+            .expect("release the scope's lock");
+        for claim in claims {
+            let claimed = tokio::time::timeout(CONNECT_TIMEOUT * 3, claim)
+                .await
+                .expect("bounded")
+                .expect("task");
+            assert_eq!(claimed.expect("claimed"), None);
+        }
     }
 }
