@@ -249,6 +249,169 @@ async fn racing_servers_each_win_a_thread_exactly_once() {
     );
 }
 
+/// A websocket server on `url` (lease TTL `ttl_ms`, idle threads unloaded at once) and its
+/// address, for tests that open many connections to one server.
+async fn started_ws(test: &str, url: &str, ttl_ms: u64) -> (AppServer, std::net::SocketAddr) {
+    Launch::new(test)
+        .args([
+            "app-server".to_owned(),
+            "--listen".to_owned(),
+            "ws://127.0.0.1:0".to_owned(),
+            "-c".to_owned(),
+            format!("store.url={url}"),
+            "-c".to_owned(),
+            format!("store.lease_ttl_ms={ttl_ms}"),
+            "-c".to_owned(),
+            "thread_unload_delay_secs=0".to_owned(),
+        ])
+        .websocket()
+        .await
+}
+
+async fn ws_client(address: std::net::SocketAddr) -> Client {
+    let mut client = Client::Ws(
+        common::client::connect(address, &[])
+            .await
+            .expect("connect"),
+    );
+    client.initialize(false).await;
+    client
+}
+
+/// How many fresh threads the 20-way race runs on (`TANDEM_PG_RACE_THREADS`, default 4).
+fn race_threads() -> usize {
+    std::env::var("TANDEM_PG_RACE_THREADS")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(4)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_racers_on_two_servers_one_writer_and_one_turn_per_thread() {
+    const RACERS: usize = 20;
+    let Some(cluster) = cluster() else { return };
+    let (database, url) = cluster.create_named_database();
+    let (a, address_a) = started_ws("pg-race20-a", &url, 30_000).await;
+    let (b, address_b) = started_ws("pg-race20-b", &url, 30_000).await;
+    let pids = [a.pid, b.pid];
+    // Fresh threads, created on A and handed back at once (unsubscribing unloads them).
+    let mut setup = ws_client(address_a).await;
+    let mut threads = Vec::new();
+    for n in 0..race_threads() {
+        let id = new_thread(&mut setup, &format!("start-{n}")).await;
+        setup
+            .ok(
+                format!("unsub-{n}"),
+                "thread/unsubscribe",
+                json!({"threadId": id}),
+            )
+            .await;
+        setup
+            .notification("thread/closed", |params| params["threadId"] == id)
+            .await;
+        threads.push(id);
+    }
+    // Racer r talks to server r % 2: ten connections on each.
+    let mut racers = Vec::new();
+    for r in 0..RACERS {
+        racers.push(ws_client(if r % 2 == 0 { address_a } else { address_b }).await);
+    }
+    // Every racer takes every thread and starts a turn on it, all at once, without waiting
+    // for answers. A racer that joins a turn already running on its server adds its input to
+    // that turn (each input sleeps, so the turn outlives the racers' requests).
+    for (r, racer) in racers.iter_mut().enumerate() {
+        for (k, id) in threads.iter().enumerate() {
+            racer
+                .send(&common::client::request(
+                    format!("resume-{k}"),
+                    "thread/resume",
+                    json!({"threadId": id}),
+                ))
+                .await;
+            racer
+                .send(&common::client::request(
+                    format!("turn-{k}"),
+                    "turn/start",
+                    json!({"threadId": id, "input": [{"type": "text", "text": format!("/sleep 400\nracer {r}")}]}),
+                ))
+                .await;
+        }
+    }
+    // Every answer first: waiting for a notification drops what a connection read before it.
+    let mut answers = Vec::new();
+    for (r, racer) in racers.iter_mut().enumerate() {
+        let mut of_racer = Vec::new();
+        for k in 0..threads.len() {
+            let resume = racer.answer(format!("resume-{k}")).await;
+            let turn = racer.answer(format!("turn-{k}")).await;
+            of_racer.push((resume, turn));
+        }
+        answers.push((r, of_racer));
+    }
+    let mut wins = [0usize; 2];
+    for (k, id) in threads.iter().enumerate() {
+        let mut resumed = Vec::new();
+        let mut refused = Vec::new();
+        let mut turn_ids = std::collections::BTreeSet::new();
+        for (r, of_racer) in &answers {
+            let (resume, turn) = &of_racer[k];
+            if resume.get("result").is_some() {
+                resumed.push(*r);
+                let turn_id = turn["result"]["turn"]["id"].as_str().unwrap_or_else(|| {
+                    panic!("racer {r} resumed {id} but its turn/start failed: {turn}")
+                });
+                turn_ids.insert(turn_id.to_owned());
+            } else {
+                refused.push((*r, resume));
+                assert!(turn.get("error").is_some(), "racer {r} on {id}: {turn}");
+            }
+        }
+        // Exactly one server won the thread: every racer on it shares its writer, every racer
+        // on the other is refused with the winner as the owner.
+        let winner = resumed
+            .first()
+            .map(|r| r % 2)
+            .unwrap_or_else(|| panic!("nobody won thread {id}: {refused:?}"));
+        assert!(
+            resumed.iter().all(|r| r % 2 == winner),
+            "thread {id}: both servers won ({resumed:?})"
+        );
+        assert_eq!(resumed.len(), RACERS / 2, "thread {id}: {refused:?}");
+        for (r, answer) in &refused {
+            assert_eq!(
+                r % 2,
+                1 - winner,
+                "racer {r} on the winning server was refused"
+            );
+            assert_leased_elsewhere(answer, id, pids[winner]);
+        }
+        assert_eq!(
+            turn_ids.len(),
+            1,
+            "thread {id}: more than one turn: {turn_ids:?}"
+        );
+        wins[winner] += 1;
+        let turn_id = turn_ids.into_iter().next().expect("one turn");
+        // What the database holds once the turn ended: one turn, the winner's, completed.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let stored = cluster
+                .sql_in(
+                    &database,
+                    &format!("SELECT id, status FROM turns WHERE thread_id = '{id}'"),
+                )
+                .expect("read the turns");
+            if stored.trim() != format!("{turn_id}|inProgress") {
+                assert_eq!(stored.trim(), format!("{turn_id}|completed"), "thread {id}");
+                break;
+            }
+            assert!(Instant::now() < deadline, "the turn on {id} never ended");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    eprintln!("server A won {} threads, server B {}", wins[0], wins[1]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_unload_hands_the_thread_over_without_waiting_for_the_ttl() {
     let Some(cluster) = cluster() else { return };
@@ -276,6 +439,116 @@ async fn an_idle_unload_hands_the_thread_over_without_waiting_for_the_ttl() {
     assert_eq!(completed(&mut bob, &turn).await["status"], "completed");
     assert!(since.elapsed() < Duration::from_secs(60));
     assert_eq!(turns_of(&mut bob, "read", &thread_id).await.len(), 2);
+}
+
+/// Resumes `thread_id` through `client` until it succeeds; every refusal must be the
+/// -32600 naming `owner_pid`. Returns how many refusals came first.
+async fn resume_until_granted(
+    client: &mut Client,
+    thread_id: &str,
+    owner_pid: u32,
+    within: Duration,
+) -> usize {
+    let deadline = Instant::now() + within;
+    for attempt in 0.. {
+        let answer = client
+            .call(
+                format!("resume-{thread_id}-{attempt}"),
+                "thread/resume",
+                json!({"threadId": thread_id}),
+            )
+            .await;
+        if answer.get("result").is_some() {
+            return attempt;
+        }
+        assert_leased_elsewhere(&answer, thread_id, owner_pid);
+        assert!(Instant::now() < deadline, "never handed over: {answer}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    unreachable!("the loop returns or fails")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_owner_hands_a_thread_over_on_request_and_a_busy_one_keeps_it() {
+    // The lease is renewed every second and never runs out while A lives: B can only get a
+    // thread A holds through a handoff.
+    const TTL_MS: u64 = 3_000;
+    let Some(cluster) = cluster() else { return };
+    let url = cluster.create_database();
+    let (a, mut alice) = started("pg-ask-a", &url, TTL_MS, 600).await;
+    let (b, mut bob) = started("pg-ask-b", &url, TTL_MS, 600).await;
+
+    // Idle on A (loaded, subscribed, no turn running): B asks and gets it.
+    let idle = new_thread(&mut alice, "idle").await;
+    let turn = start_turn(&mut alice, "idle-turn", &idle, "before the handoff").await;
+    assert_eq!(completed(&mut alice, &turn).await["status"], "completed");
+    resume_until_granted(&mut bob, &idle, a.pid, Duration::from_millis(TTL_MS)).await;
+    // A's client is told the thread left A.
+    alice
+        .notification("thread/status/changed", |params| {
+            params["threadId"] == idle && params["status"]["type"] == "notLoaded"
+        })
+        .await;
+    alice
+        .notification("thread/closed", |params| params["threadId"] == idle)
+        .await;
+    let turn = start_turn(&mut bob, "idle-turn-b", &idle, "after the handoff").await;
+    assert_eq!(completed(&mut bob, &turn).await["status"], "completed");
+    assert_eq!(turns_of(&mut bob, "idle-read", &idle).await.len(), 2);
+    // A writes no more: its client's turn/start is told to resume, and the resume is refused
+    // with B as the owner.
+    let answer = alice
+        .call(
+            "idle-again",
+            "turn/start",
+            json!({"threadId": idle, "input": [{"type": "text", "text": "late"}]}),
+        )
+        .await;
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert_eq!(
+        answer["error"]["message"],
+        format!("thread not loaded: {idle}; resume it first"),
+        "{answer}"
+    );
+    let answer = alice
+        .call("idle-resume", "thread/resume", json!({"threadId": idle}))
+        .await;
+    assert_leased_elsewhere(&answer, &idle, b.pid);
+
+    // A turn running on A: B is refused, again after more than two renewals, and A's turn
+    // goes on; once it ends, A hands the thread over.
+    let busy = new_thread(&mut alice, "busy").await;
+    let a_turn = start_turn(&mut alice, "busy-turn", &busy, "/sleep 60000").await;
+    alice
+        .notification("turn/started", |params| params["turn"]["id"] == a_turn)
+        .await;
+    let answer = bob
+        .call("busy-1", "thread/resume", json!({"threadId": busy}))
+        .await;
+    assert_leased_elsewhere(&answer, &busy, a.pid);
+    tokio::time::sleep(Duration::from_millis(TTL_MS * 5 / 6)).await;
+    let answer = bob
+        .call("busy-2", "thread/resume", json!({"threadId": busy}))
+        .await;
+    assert_leased_elsewhere(&answer, &busy, a.pid);
+    alice
+        .ok(
+            "interrupt",
+            "turn/interrupt",
+            json!({"threadId": busy, "turnId": a_turn}),
+        )
+        .await;
+    assert_eq!(
+        completed(&mut alice, &a_turn).await["status"],
+        "interrupted"
+    );
+    resume_until_granted(&mut bob, &busy, a.pid, Duration::from_millis(TTL_MS)).await;
+    alice
+        .notification("thread/closed", |params| params["threadId"] == busy)
+        .await;
+    let turns = turns_of(&mut bob, "busy-read", &busy).await;
+    assert_eq!(turns.len(), 1, "{turns:?}");
+    assert_eq!(turns[0]["status"], "interrupted");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

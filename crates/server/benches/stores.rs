@@ -32,8 +32,16 @@ use tandem_server::{ServerConfig, ServerOptions, TandemServer};
 use tandem_test_support::initialize_params;
 use tandem_test_support::postgres::PostgresCluster;
 
-/// Upper bound for one batch, so a regression fails instead of hanging.
+/// Upper bound for every wait of the bench (a batch of turns, the `thread/list` callers, the
+/// host's shutdown), so that a stall fails, saying where, instead of hanging.
 const BATCH_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Ends the bench on a stall. Exits rather than panics: unwinding out of `block_on` drops the
+/// runtime, which waits for every blocking task and could hang in turn.
+fn stalled(what: std::fmt::Arguments<'_>) -> ! {
+    eprintln!("stores bench stalled: {what} within {BATCH_TIMEOUT:?}");
+    std::process::exit(3);
+}
 
 fn main() {
     let quick = !std::env::args().any(|arg| arg == "--bench");
@@ -137,12 +145,20 @@ async fn measure(
     }
     let mut calls = 0;
     for caller in callers {
-        calls += caller.await.expect("caller");
+        match tokio::time::timeout(BATCH_TIMEOUT, caller).await {
+            Ok(share) => calls += share.expect("caller"),
+            Err(_) => stalled(format_args!(
+                "a thread/list caller ({concurrency} concurrent) got no answer"
+            )),
+        }
     }
     // Each caller waits for its answers one after the other: the mean latency of a call is
     // the wall time times the callers over the calls.
     let list_ms = began.elapsed().as_secs_f64() * 1000.0 * concurrency as f64 / calls as f64;
-    handle.shutdown().await.expect("shutdown");
+    match tokio::time::timeout(BATCH_TIMEOUT, handle.shutdown()).await {
+        Ok(result) => result.expect("shutdown"),
+        Err(_) => stalled(format_args!("the host did not shut down")),
+    }
     Figures {
         turns_per_second,
         list_ms,
@@ -151,9 +167,12 @@ async fn measure(
 
 async fn run_batch(handle: &mut InProcessClientHandle, count: usize, first_id: i64) {
     let sender = handle.sender();
+    // Per request of the batch: 1 once thread/start answered, 2 once turn/start did.
+    let answered = Arc::new(std::sync::Mutex::new(vec![0u8; count]));
     for index in 0..count {
         let sender = sender.clone();
         let id = first_id + 2 * index as i64;
+        let answered = Arc::clone(&answered);
         tokio::spawn(async move {
             let reply = sender
                 .request(request::<ThreadStart>(id, json!({})))
@@ -161,6 +180,7 @@ async fn run_batch(handle: &mut InProcessClientHandle, count: usize, first_id: i
                 .expect("host")
                 .expect("thread/start");
             let thread_id = reply["thread"]["id"].as_str().expect("id").to_owned();
+            answered.lock().expect("answered")[index] = 1;
             sender
                 .request(request::<TurnStart>(
                     id + 1,
@@ -169,6 +189,7 @@ async fn run_batch(handle: &mut InProcessClientHandle, count: usize, first_id: i
                 .await
                 .expect("host")
                 .expect("turn/start");
+            answered.lock().expect("answered")[index] = 2;
         });
     }
     let mut completed = 0;
@@ -181,9 +202,13 @@ async fn run_batch(handle: &mut InProcessClientHandle, count: usize, first_id: i
             }
         }
     };
-    tokio::time::timeout(BATCH_TIMEOUT, drain)
-        .await
-        .expect("batch completes");
+    if tokio::time::timeout(BATCH_TIMEOUT, drain).await.is_err() {
+        stalled(format_args!(
+            "{completed} of {count} turns completed (per request, 1: thread/start answered, \
+             2: turn/start answered: {:?})",
+            answered.lock().expect("answered")
+        ));
+    }
 }
 
 fn record(id: &str) -> ThreadRecord {
@@ -242,8 +267,14 @@ async fn fence_cost(url: &str, writes: usize) {
         .fence_statement_cost(writes)
         .await
         .expect("fence cost");
-    let fence = (fenced - empty).as_secs_f64() * 1000.0 / writes as f64;
+    // Signed: on a loaded machine the fenced loop can come out faster than the empty one
+    // (the check is then lost in the noise, and the figure says so by its sign).
+    let fence = (fenced.as_secs_f64() - empty.as_secs_f64()) * 1000.0 / writes as f64;
     println!("the fence, per write ({writes} writes):");
+    println!(
+        "  PostgreSQL empty transaction:              {:>8.3} ms",
+        empty.as_secs_f64() * 1000.0 / writes as f64
+    );
     println!("  PostgreSQL write (update_thread, leased): {postgres_write:>8.3} ms");
     println!("  SQLite write (update_thread, leased):     {sqlite_write:>8.3} ms");
     println!(

@@ -132,6 +132,19 @@ pub enum StoreError {
         "cannot connect to the PostgreSQL thread store: {0}; check store.url and that the database is up"
     )]
     PostgresPool(String),
+    /// Every connection of this server's pool stayed busy for as long as a request may wait
+    /// for one: the database answers too slowly for the load, or a statement is stuck.
+    #[error(
+        "all {connections} PostgreSQL connections of this server stayed busy for {waited_ms} ms; \
+         the database is slow or a statement is stuck: look for this server's backends \
+         (application_name tandem/<pid>) in pg_stat_activity, and retry"
+    )]
+    PostgresPoolBusy {
+        /// The pool's size.
+        connections: usize,
+        /// How long the request waited for a connection.
+        waited_ms: u64,
+    },
     /// The PostgreSQL database records a migration this build does not know (normally:
     /// migrated by a newer Tandem).
     #[error(

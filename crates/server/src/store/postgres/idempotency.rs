@@ -5,7 +5,10 @@
 //!
 //! Claims in one scope are serialized by a transaction-scoped advisory lock on the scope: a
 //! plain lock on rows that may not exist yet, released at commit (not a lease: nothing
-//! outlives the transaction).
+//! outlives the transaction). Within one server they take turns first, before taking a
+//! pooled connection ([`ScopeTurns`]): otherwise many claims on one scope would each hold a
+//! connection while waiting for the advisory lock, use up the pool, and fail every other
+//! request of the server (the lease renewal among them) with a busy pool.
 //!
 //! Keys are not fenced by the writer lease: they are not thread data, and a claim on a thread
 //! this server does not own is answered by the lease check of the write that follows it.
@@ -17,6 +20,34 @@ use super::super::{IdempotencyRecord, KEY_MAX_AGE_SECS, KEYS_PER_SCOPE, StoreErr
 use super::PostgresThreadStore;
 
 const RECORD_COLUMNS: &str = "method, fingerprint, result, created_at";
+
+/// How many claim queues a server keeps: scopes share them by hash, so memory stays fixed
+/// however many scopes there are; two scopes in one queue only take turns needlessly.
+const SCOPE_QUEUES: usize = 64;
+
+/// Per-scope turns of this server's key claims, so that a scope's claims wait here rather
+/// than on pooled connections.
+pub(super) struct ScopeTurns {
+    queues: Vec<tokio::sync::Mutex<()>>,
+}
+
+impl Default for ScopeTurns {
+    fn default() -> Self {
+        Self {
+            queues: (0..SCOPE_QUEUES)
+                .map(|_| tokio::sync::Mutex::new(()))
+                .collect(),
+        }
+    }
+}
+
+impl ScopeTurns {
+    fn queue(&self, scope: &str) -> &tokio::sync::Mutex<()> {
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(scope);
+        &self.queues[(hash % SCOPE_QUEUES as u64) as usize]
+    }
+}
 
 /// `row` (the [`RECORD_COLUMNS`]) as the record of `key` in `scope`.
 fn record_from_row(row: &Row, scope: &str, key: &str) -> Result<IdempotencyRecord, StoreError> {
@@ -40,9 +71,10 @@ impl PostgresThreadStore {
         record: &IdempotencyRecord,
     ) -> Result<Option<IdempotencyRecord>, StoreError> {
         let result_text = encode(&record.result, "idempotency result")?;
-        let tx = self.write(None).await?;
-        let result = async {
-            let db = tx.db();
+        // Each claim before it holds a connection for a few statements only, so the wait is
+        // bounded by the pool's.
+        let _turn = self.key_scopes.queue(&record.scope).lock().await;
+        self.in_write(None, async |db| {
             // Claims of one scope take turns (until commit): two at once would each count the
             // scope's keys before the other's insert and keep one too many.
             db.execute(
@@ -91,9 +123,8 @@ impl PostgresThreadStore {
             )
             .await?;
             Ok(None)
-        }
-        .await;
-        tx.finish(result).await
+        })
+        .await
     }
 
     /// See [`super::super::ThreadStore::idempotency_key`].
@@ -103,37 +134,31 @@ impl PostgresThreadStore {
         key: &str,
         now: i64,
     ) -> Result<Option<IdempotencyRecord>, StoreError> {
-        let tx = self.read().await?;
-        let result = async {
-            tx.db()
-                .query_opt(
-                    &format!(
-                        "SELECT {RECORD_COLUMNS} FROM idempotency_keys \
+        self.in_read(async |db| {
+            db.query_opt(
+                &format!(
+                    "SELECT {RECORD_COLUMNS} FROM idempotency_keys \
                          WHERE scope = $1 AND key = $2 AND created_at >= $3"
-                    ),
-                    &[&scope, &key, &(now - KEY_MAX_AGE_SECS)],
-                )
-                .await?
-                .map(|row| record_from_row(&row, scope, key))
-                .transpose()
-        }
-        .await;
-        tx.finish(result).await
+                ),
+                &[&scope, &key, &(now - KEY_MAX_AGE_SECS)],
+            )
+            .await?
+            .map(|row| record_from_row(&row, scope, key))
+            .transpose()
+        })
+        .await
     }
 
     /// See [`super::super::ThreadStore::release_idempotency_key`].
     pub(super) async fn release_key(&self, scope: &str, key: &str) -> Result<(), StoreError> {
-        let tx = self.write(None).await?;
-        let result = async {
-            tx.db()
-                .execute(
-                    "DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2",
-                    &[&scope, &key],
-                )
-                .await?;
+        self.in_write(None, async |db| {
+            db.execute(
+                "DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2",
+                &[&scope, &key],
+            )
+            .await?;
             Ok(())
-        }
-        .await;
-        tx.finish(result).await
+        })
+        .await
     }
 }

@@ -37,7 +37,9 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use deadpool_postgres::{ClientWrapper, Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use deadpool_postgres::{
+    ClientWrapper, Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, TimeoutType,
+};
 use tandem_protocol::TurnError;
 use tokio_postgres::config::{Host, SslMode};
 
@@ -85,6 +87,9 @@ const FOREIGN_LEASE: &str = "SELECT owner, (extract(epoch FROM expires_at) * 100
 pub struct PostgresThreadStore {
     pool: Pool,
     leases: Arc<LeaseBook>,
+    /// Idempotency-key claims of one scope take turns here before they take a connection
+    /// (see `idempotency`).
+    key_scopes: Arc<idempotency::ScopeTurns>,
 }
 
 impl std::fmt::Debug for PostgresThreadStore {
@@ -186,18 +191,25 @@ impl PostgresThreadStore {
         let store = Self {
             pool,
             leases: Arc::new(LeaseBook::new(settings)),
+            key_scopes: Arc::default(),
         };
         store.migrate().await?;
         tracing::debug!(owner = %store.leases.settings.owner, "PostgreSQL thread store opened");
         Ok(store)
     }
 
-    /// A pooled connection.
+    /// A pooled connection. The wait for one is bounded: a request that finds every
+    /// connection busy for [`CONNECT_TIMEOUT`] fails with [`StoreError::PostgresPoolBusy`]
+    /// rather than waiting on (a statement stuck in the database must not hold every request
+    /// of this server hostage, the lease renewal included).
     async fn client(&self) -> Result<Object, StoreError> {
-        self.pool
-            .get()
-            .await
-            .map_err(|error| StoreError::PostgresPool(error.to_string()))
+        self.pool.get().await.map_err(|error| match error {
+            PoolError::Timeout(TimeoutType::Wait) => StoreError::PostgresPoolBusy {
+                connections: self.pool.status().max_size,
+                waited_ms: u64::try_from(CONNECT_TIMEOUT.as_millis()).unwrap_or(u64::MAX),
+            },
+            other => StoreError::PostgresPool(other.to_string()),
+        })
     }
 
     async fn migrate(&self) -> Result<(), StoreError> {
@@ -246,6 +258,28 @@ impl PostgresThreadStore {
         Ok(Tx {
             client: Some(client),
         })
+    }
+
+    /// Runs `body` in a write transaction ([`Self::write`]: on `thread_id`, the lease is
+    /// checked first), committed when `body` succeeds and rolled back when it fails.
+    pub(super) async fn in_write<T>(
+        &self,
+        thread_id: Option<&str>,
+        body: impl AsyncFnOnce(&ClientWrapper) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let tx = self.write(thread_id).await?;
+        let result = body(tx.db()).await;
+        tx.finish(result).await
+    }
+
+    /// Runs `body` in a read transaction ([`Self::read`]: one snapshot).
+    pub(super) async fn in_read<T>(
+        &self,
+        body: impl AsyncFnOnce(&ClientWrapper) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let tx = self.read().await?;
+        let result = body(tx.db()).await;
+        tx.finish(result).await
     }
 
     /// Opens a write transaction and, for a write on `thread_id`, checks the writer lease
@@ -578,4 +612,140 @@ fn tls_connector() -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreErro
     .with_root_certificates(roots)
     .with_no_client_auth();
     Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::ThreadStore;
+
+    /// With every pooled connection held, requests (the lease renewal among them) fail within
+    /// the bounded wait with an error that says what to do, and the store serves again once
+    /// the connections come back.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_busy_pool_fails_requests_after_the_bounded_wait_instead_of_hanging() {
+        let Some(cluster) = tandem_test_support::postgres::PostgresCluster::shared() else {
+            return;
+        };
+        let url = cluster.create_database();
+        let store = PostgresThreadStore::connect(
+            &url,
+            LeaseSettings::for_this_process(Duration::from_secs(60)),
+        )
+        .await
+        .expect("connect");
+        let thread_id = crate::store::new_id();
+        store.acquire(&thread_id).await.expect("lease");
+        let mut held = Vec::new();
+        for _ in 0..POOL_SIZE {
+            held.push(store.read().await.expect("a free connection"));
+        }
+        let bound = CONNECT_TIMEOUT * 3;
+        let (read, renewal) = tokio::time::timeout(
+            bound,
+            futures::future::join(store.get_thread(&thread_id), store.renew()),
+        )
+        .await
+        .expect("the waits for a connection are bounded");
+        for error in [
+            read.expect_err("no connection"),
+            renewal.expect_err("no connection"),
+        ] {
+            assert!(
+                matches!(
+                    error,
+                    StoreError::PostgresPoolBusy {
+                        connections: POOL_SIZE,
+                        ..
+                    }
+                ),
+                "{error}"
+            );
+            assert!(error.to_string().contains("pg_stat_activity"), "{error}");
+            assert!(
+                !error.is_lost_connection(),
+                "a busy pool is not retried at once"
+            );
+        }
+        for tx in held {
+            tx.finish(Ok(())).await.expect("finish");
+        }
+        let renewal = tokio::time::timeout(bound, store.renew())
+            .await
+            .expect("bounded")
+            .expect("the pool serves again");
+        assert!(renewal.lost.is_empty(), "{renewal:?}");
+        assert_eq!(
+            tokio::time::timeout(bound, store.get_thread(&thread_id))
+                .await
+                .expect("bounded")
+                .expect("read"),
+            None
+        );
+    }
+
+    /// Claims queued behind a scope's advisory lock (held here by another session, as by a
+    /// claim of another server) wait without holding pooled connections: the server's other
+    /// requests still get one. Before the claims took turns in the server first, every
+    /// connection waited on the lock and the read failed with a busy pool.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn claims_waiting_for_their_scope_leave_the_pool_to_other_requests() {
+        let Some(cluster) = tandem_test_support::postgres::PostgresCluster::shared() else {
+            return;
+        };
+        let url = cluster.create_database();
+        let store = PostgresThreadStore::connect(
+            &url,
+            LeaseSettings::for_this_process(Duration::from_secs(60)),
+        )
+        .await
+        .expect("connect");
+        let (other, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .expect("another session");
+        tokio::spawn(connection);
+        other
+            .execute(
+                "SELECT pg_advisory_lock(hashtext('tandem idempotency scope ' || $1))",
+                &[&"busy-scope"],
+            )
+            .await
+            .expect("hold the scope's lock");
+        let claims: Vec<_> = (0..POOL_SIZE * 2)
+            .map(|n| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    let record = crate::store::IdempotencyRecord {
+                        scope: "busy-scope".to_owned(),
+                        key: format!("k{n}"),
+                        method: "turn/start".to_owned(),
+                        fingerprint: format!("fp-{n}"),
+                        result: serde_json::json!({"n": n}),
+                        created_at: 1_000 + n as i64,
+                    };
+                    store.claim_key(&record).await
+                })
+            })
+            .collect();
+        // Every claim had the time to take a connection if it was going to.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let read = tokio::time::timeout(CONNECT_TIMEOUT * 3, store.get_thread("none"))
+            .await
+            .expect("bounded");
+        assert!(matches!(read, Ok(None)), "{read:?}");
+        other
+            .execute(
+                "SELECT pg_advisory_unlock(hashtext('tandem idempotency scope ' || $1))",
+                &[&"busy-scope"],
+            )
+            .await
+            .expect("release the scope's lock");
+        for claim in claims {
+            let claimed = tokio::time::timeout(CONNECT_TIMEOUT * 3, claim)
+                .await
+                .expect("bounded")
+                .expect("task");
+            assert_eq!(claimed.expect("claimed"), None);
+        }
+    }
 }

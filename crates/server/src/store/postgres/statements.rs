@@ -426,19 +426,17 @@ impl ThreadStore for PostgresThreadStore {
         thread: &ThreadRecord,
         history: &[Turn],
     ) -> Result<(), StoreError> {
-        let tx = self.write(Some(&thread.id)).await?;
-        let result = async {
-            if read_thread(tx.db(), &thread.id).await?.is_some() {
+        self.in_write(Some(&thread.id), async |db| {
+            if read_thread(db, &thread.id).await?.is_some() {
                 return Err(StoreError::ThreadExists(thread.id.clone()));
             }
-            upsert_thread(tx.db(), thread).await?;
+            upsert_thread(db, thread).await?;
             for (seq, turn) in (1..).zip(history) {
-                insert_turn(tx.db(), &thread.id, seq, turn).await?;
+                insert_turn(db, &thread.id, seq, turn).await?;
             }
             Ok(())
-        }
-        .await;
-        tx.finish(result).await
+        })
+        .await
     }
 
     async fn get_thread(&self, thread_id: &str) -> Result<Option<ThreadRecord>, StoreError> {
@@ -450,13 +448,12 @@ impl ThreadStore for PostgresThreadStore {
         &self,
         thread_id: &str,
     ) -> Result<Option<(ThreadRecord, Vec<Turn>)>, StoreError> {
-        let tx = self.read().await?;
-        let result = async {
-            let Some(record) = read_thread(tx.db(), thread_id).await? else {
+        self.in_read(async |db| {
+            let Some(record) = read_thread(db, thread_id).await? else {
                 return Ok(None);
             };
             let turns = read_turns(
-                tx.db(),
+                db,
                 thread_id,
                 None,
                 SortDirection::Asc,
@@ -465,9 +462,8 @@ impl ThreadStore for PostgresThreadStore {
             )
             .await?;
             Ok(Some((record, turns)))
-        }
-        .await;
-        tx.finish(result).await
+        })
+        .await
     }
 
     async fn update_thread(
@@ -475,9 +471,10 @@ impl ThreadStore for PostgresThreadStore {
         thread_id: &str,
         update: &ThreadUpdate,
     ) -> Result<ThreadRecord, StoreError> {
-        let tx = self.write(Some(thread_id)).await?;
-        let result = update_record(tx.db(), thread_id, update).await;
-        tx.finish(result).await
+        self.in_write(Some(thread_id), async |db| {
+            update_record(db, thread_id, update).await
+        })
+        .await
     }
 
     async fn list_threads(
@@ -540,9 +537,7 @@ impl ThreadStore for PostgresThreadStore {
     }
 
     async fn delete_thread(&self, thread_id: &str) -> Result<bool, StoreError> {
-        let tx = self.write(Some(thread_id)).await?;
-        let result = async {
-            let db = tx.db();
+        self.in_write(Some(thread_id), async |db| {
             // A deleted thread's keys go with it (the scope is the thread id).
             db.execute(
                 "DELETE FROM idempotency_keys WHERE scope = $1",
@@ -553,9 +548,8 @@ impl ThreadStore for PostgresThreadStore {
                 .execute("DELETE FROM threads WHERE id = $1", &[&thread_id])
                 .await?
                 > 0)
-        }
-        .await;
-        tx.finish(result).await
+        })
+        .await
     }
 
     async fn commit_turn(
@@ -564,9 +558,7 @@ impl ThreadStore for PostgresThreadStore {
         turn: &Turn,
         update: &ThreadUpdate,
     ) -> Result<ThreadRecord, StoreError> {
-        let tx = self.write(Some(thread_id)).await?;
-        let result = async {
-            let db = tx.db();
+        self.in_write(Some(thread_id), async |db| {
             let mut record = require_record(db, thread_id).await?;
             let seq = match turn_seq(db, thread_id, &turn.id).await? {
                 Some(seq) => {
@@ -590,9 +582,8 @@ impl ThreadStore for PostgresThreadStore {
             update.apply(&mut record);
             upsert_thread(db, &record).await?;
             Ok(record)
-        }
-        .await;
-        tx.finish(result).await
+        })
+        .await
     }
 
     async fn put_item(
@@ -604,9 +595,7 @@ impl ThreadStore for PostgresThreadStore {
     ) -> Result<(), StoreError> {
         let index = i64::try_from(index).expect("a turn holds fewer than i64::MAX items");
         let item = encode_exact(item, "item")?;
-        let tx = self.write(Some(thread_id)).await?;
-        let result = async {
-            let db = tx.db();
+        self.in_write(Some(thread_id), async |db| {
             if turn_seq(db, thread_id, turn_id).await?.is_none() {
                 return Err(StoreError::TurnNotFound {
                     thread_id: thread_id.to_owned(),
@@ -632,9 +621,8 @@ impl ThreadStore for PostgresThreadStore {
             db.execute(&statement, &[&thread_id, &turn_id, &index, &item])
                 .await?;
             Ok(())
-        }
-        .await;
-        tx.finish(result).await
+        })
+        .await
     }
 
     async fn finish_turn(
@@ -650,9 +638,7 @@ impl ThreadStore for PostgresThreadStore {
             .as_ref()
             .map(|error| encode(error, "turn error"))
             .transpose()?;
-        let tx = self.write(Some(thread_id)).await?;
-        let result = async {
-            let db = tx.db();
+        self.in_write(Some(thread_id), async |db| {
             let mut record = require_record(db, thread_id).await?;
             let statement = db
                 .prepare_cached(
@@ -685,9 +671,8 @@ impl ThreadStore for PostgresThreadStore {
             update.apply(&mut record);
             upsert_thread(db, &record).await?;
             Ok(record)
-        }
-        .await;
-        tx.finish(result).await
+        })
+        .await
     }
 
     async fn list_turns(
@@ -695,35 +680,33 @@ impl ThreadStore for PostgresThreadStore {
         thread_id: &str,
         query: &TurnListQuery,
     ) -> Result<Page<Turn>, StoreError> {
-        let tx = self.read().await?;
-        let result = async {
-            let db = tx.db();
-            require_thread(db, thread_id).await?;
-            let anchor = match &query.cursor {
-                None => None,
-                Some(cursor) => {
-                    let anchor = paging::parse_turn_cursor(cursor)?;
-                    let seq = turn_seq(db, thread_id, &anchor.position)
-                        .await?
-                        .ok_or_else(|| StoreError::InvalidCursor(cursor.clone()))?;
-                    Some(Anchor {
-                        position: seq,
-                        inclusive: anchor.inclusive,
-                    })
-                }
-            };
-            read_turns(
-                db,
-                thread_id,
-                anchor,
-                query.direction,
-                Some(limit_plus_one(query.limit)),
-                query.items_view,
-            )
-            .await
-        }
-        .await;
-        let turns = tx.finish(result).await?;
+        let turns = self
+            .in_read(async |db| {
+                require_thread(db, thread_id).await?;
+                let anchor = match &query.cursor {
+                    None => None,
+                    Some(cursor) => {
+                        let anchor = paging::parse_turn_cursor(cursor)?;
+                        let seq = turn_seq(db, thread_id, &anchor.position)
+                            .await?
+                            .ok_or_else(|| StoreError::InvalidCursor(cursor.clone()))?;
+                        Some(Anchor {
+                            position: seq,
+                            inclusive: anchor.inclusive,
+                        })
+                    }
+                };
+                read_turns(
+                    db,
+                    thread_id,
+                    anchor,
+                    query.direction,
+                    Some(limit_plus_one(query.limit)),
+                    query.items_view,
+                )
+                .await
+            })
+            .await?;
         Ok(paging::turn_page(turns, query.limit))
     }
 
@@ -732,9 +715,9 @@ impl ThreadStore for PostgresThreadStore {
         thread_id: &str,
         query: &ItemListQuery,
     ) -> Result<Page<StoredItem>, StoreError> {
-        let tx = self.read().await?;
-        let result = read_items(tx.db(), thread_id, query).await;
-        let items = tx.finish(result).await?;
+        let items = self
+            .in_read(async |db| read_items(db, thread_id, query).await)
+            .await?;
         Ok(paging::item_page(items, query.limit))
     }
 
@@ -743,9 +726,7 @@ impl ThreadStore for PostgresThreadStore {
         thread_id: &str,
         attachment: &ThreadAttachment,
     ) -> Result<ThreadAttachmentAddResponse, StoreError> {
-        let tx = self.write(Some(thread_id)).await?;
-        let result = async {
-            let db = tx.db();
+        self.in_write(Some(thread_id), async |db| {
             require_thread(db, thread_id).await?;
             if let Some(existing) = find_attachment(
                 db,
@@ -779,9 +760,8 @@ impl ThreadStore for PostgresThreadStore {
                 outcome: ThreadAttachmentAddOutcome::Created,
                 attachment: attachment.clone(),
             })
-        }
-        .await;
-        tx.finish(result).await
+        })
+        .await
     }
 
     async fn remove_attachment(
@@ -790,9 +770,7 @@ impl ThreadStore for PostgresThreadStore {
         attachment_type: &str,
         identity_key: &str,
     ) -> Result<Option<ThreadAttachment>, StoreError> {
-        let tx = self.write(Some(thread_id)).await?;
-        let result = async {
-            let db = tx.db();
+        self.in_write(Some(thread_id), async |db| {
             require_thread(db, thread_id).await?;
             let removed = find_attachment(db, thread_id, attachment_type, identity_key).await?;
             if removed.is_some() {
@@ -804,15 +782,12 @@ impl ThreadStore for PostgresThreadStore {
                 .await?;
             }
             Ok(removed)
-        }
-        .await;
-        tx.finish(result).await
+        })
+        .await
     }
 
     async fn list_attachments(&self, thread_id: &str) -> Result<Vec<ThreadAttachment>, StoreError> {
-        let tx = self.read().await?;
-        let result = async {
-            let db = tx.db();
+        self.in_read(async |db| {
             require_thread(db, thread_id).await?;
             // `position` follows insertion, the order clients added them in.
             db.query(
@@ -826,9 +801,8 @@ impl ThreadStore for PostgresThreadStore {
             .iter()
             .map(|row| attachment_from_row(row, thread_id))
             .collect()
-        }
-        .await;
-        tx.finish(result).await
+        })
+        .await
     }
 
     async fn truncate_turns(
@@ -837,9 +811,7 @@ impl ThreadStore for PostgresThreadStore {
         turn_id: &str,
         update: &ThreadUpdate,
     ) -> Result<ThreadRecord, StoreError> {
-        let tx = self.write(Some(thread_id)).await?;
-        let result = async {
-            let db = tx.db();
+        self.in_write(Some(thread_id), async |db| {
             let mut record = require_record(db, thread_id).await?;
             let Some(seq) = turn_seq(db, thread_id, turn_id).await? else {
                 return Err(StoreError::TurnNotFound {
@@ -855,9 +827,8 @@ impl ThreadStore for PostgresThreadStore {
             update.apply(&mut record);
             upsert_thread(db, &record).await?;
             Ok(record)
-        }
-        .await;
-        tx.finish(result).await
+        })
+        .await
     }
 
     async fn put_compaction(
@@ -866,9 +837,7 @@ impl ThreadStore for PostgresThreadStore {
         turn_id: &str,
         summary: &str,
     ) -> Result<(), StoreError> {
-        let tx = self.write(Some(thread_id)).await?;
-        let result = async {
-            let db = tx.db();
+        self.in_write(Some(thread_id), async |db| {
             require_thread(db, thread_id).await?;
             if turn_seq(db, thread_id, turn_id).await?.is_none() {
                 return Err(StoreError::TurnNotFound {
@@ -883,15 +852,12 @@ impl ThreadStore for PostgresThreadStore {
             )
             .await?;
             Ok(())
-        }
-        .await;
-        tx.finish(result).await
+        })
+        .await
     }
 
     async fn latest_compaction(&self, thread_id: &str) -> Result<Option<Compaction>, StoreError> {
-        let tx = self.read().await?;
-        let result = async {
-            let db = tx.db();
+        self.in_read(async |db| {
             require_thread(db, thread_id).await?;
             Ok(db
                 .query_opt(
@@ -905,9 +871,8 @@ impl ThreadStore for PostgresThreadStore {
                     turn_id: row.get(0),
                     summary: row.get(1),
                 }))
-        }
-        .await;
-        tx.finish(result).await
+        })
+        .await
     }
 
     async fn claim_idempotency_key(
