@@ -234,6 +234,9 @@ impl InProcessClientSender {
 pub struct InProcessClientHandle {
     sender: InProcessClientSender,
     events: Option<mpsc::Receiver<QueuedEvent>>,
+    /// The host's epoch, which every cursor the event queue carries (as its number only)
+    /// belongs to.
+    epoch: Arc<str>,
     /// The event queue's capacity, for the queue [`Self::reattach_events`] creates.
     capacity: usize,
     runtime: Option<JoinHandle<()>>,
@@ -263,6 +266,7 @@ pub async fn start(args: InProcessStartArgs) -> io::Result<InProcessClientHandle
     let processor = (args.processor)(outgoing.clone());
 
     let mut router = OutboundRouter::new(args.replay_window);
+    let epoch = router.epoch();
     // One connection: waiting for its writer delays nobody, and it is the backpressure chain.
     router.add_connection(
         ConnectionId::IN_PROCESS,
@@ -303,6 +307,7 @@ pub async fn start(args: InProcessStartArgs) -> io::Result<InProcessClientHandle
             commands: commands_tx,
         },
         events: Some(events_rx),
+        epoch,
         capacity,
         runtime: Some(tokio::spawn(runtime.run())),
         ack_timeout: args.shutdown_ack_timeout,
@@ -397,7 +402,10 @@ impl InProcessClientHandle {
         &mut self,
     ) -> Option<(InProcessServerEvent, Option<EventCursor>)> {
         let (event, cursor) = self.events.as_mut()?.recv().await?;
-        Some((event, cursor.as_ref().map(StreamCursor::to_event_cursor)))
+        Some((
+            event,
+            cursor.map(|cursor| cursor.to_event_cursor(&self.epoch)),
+        ))
     }
 
     /// Drops the event consumer (every event not read yet is discarded) and attaches a new,

@@ -69,18 +69,20 @@ pub struct ReplayWindowStats {
     pub evicted: u64,
 }
 
-/// A cursor as the host carries it: the epoch shared, so stamping an event costs no
-/// allocation; it becomes an [`EventCursor`] only where a consumer reads it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A cursor as the host carries it: only the sequence number. The epoch is one per host
+/// ([`ReplayWindows::epoch`]); each consumer holds it once and adds it where it reads or
+/// serializes a cursor, so an event carries no shared pointer whose reference count every
+/// event would touch from two threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct StreamCursor {
-    pub(crate) epoch: Arc<str>,
     pub(crate) seq: u64,
 }
 
 impl StreamCursor {
-    pub(crate) fn to_event_cursor(&self) -> EventCursor {
+    /// The cursor as a consumer reads it, `epoch` being the host's.
+    pub(crate) fn to_event_cursor(self, epoch: &str) -> EventCursor {
         EventCursor {
-            epoch: self.epoch.to_string(),
+            epoch: epoch.to_owned(),
             seq: self.seq,
         }
     }
@@ -345,10 +347,12 @@ impl ReplayWindows {
     }
 
     fn cursor(&self, seq: u64) -> StreamCursor {
-        StreamCursor {
-            epoch: Arc::clone(&self.epoch),
-            seq,
-        }
+        StreamCursor { seq }
+    }
+
+    /// This host's epoch: what every cursor it hands out carries besides its number.
+    pub(crate) fn epoch(&self) -> &Arc<str> {
+        &self.epoch
     }
 
     /// The slot of `name`, opening the stream if it is not open.
@@ -511,7 +515,7 @@ impl ReplayWindows {
             .collect();
         Attach {
             outcome: StreamAttachment {
-                cursor: self.cursor(last_seq).to_event_cursor(),
+                cursor: self.cursor(last_seq).to_event_cursor(&self.epoch),
                 gap,
                 replayed: replay.len() as u64,
             },
@@ -573,7 +577,8 @@ mod tests {
     }
 
     fn record(windows: &mut ReplayWindows, stream: &str, note: &ServerNotification) -> EventCursor {
-        windows.record(&Arc::from(stream), note).0.to_event_cursor()
+        let cursor = windows.record(&Arc::from(stream), note).0;
+        cursor.to_event_cursor(windows.epoch())
     }
 
     fn texts(replay: &[(StreamCursor, ServerNotification)]) -> Vec<String> {
@@ -792,7 +797,7 @@ mod tests {
                 let replayed: Vec<_> = attach
                     .replay
                     .into_iter()
-                    .map(|(cursor, note)| (cursor.to_event_cursor(), note))
+                    .map(|(cursor, note)| (cursor.to_event_cursor("e"), note))
                     .collect();
                 assert_eq!(replayed, sent[from + 1..], "after {from}");
             }

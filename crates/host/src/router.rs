@@ -106,6 +106,11 @@ impl OutboundRouter {
         }
     }
 
+    /// The host's epoch, which consumers hold once to complete the cursors they are sent.
+    pub(crate) fn epoch(&self) -> Arc<str> {
+        Arc::clone(self.windows.epoch())
+    }
+
     pub(crate) fn add_connection(
         &mut self,
         id: ConnectionId,
@@ -308,7 +313,7 @@ impl OutboundRouter {
                         let copy = envelope(
                             message.message.clone(),
                             message.ack.clone(),
-                            Some(cursor.clone()),
+                            Some(cursor),
                             false,
                         );
                         self.write(id, copy).await;

@@ -30,7 +30,6 @@ use crate::delivery::DeliveryAck;
 use crate::dispatch::ProcessorMessage;
 use crate::outgoing::{Envelope, LaneReply, OutgoingMessage, PendingServerRequests, WriterMessage};
 use crate::processor::ConnectionId;
-use crate::replay::StreamCursor;
 
 /// Why a connection is being closed by the server; websocket transports turn it into a close
 /// frame.
@@ -246,6 +245,8 @@ pub(crate) struct Outbound {
     pub(crate) close: Arc<CloseSignal>,
     /// Cancelled when the host shuts down.
     pub(crate) stop: CancellationToken,
+    /// The host's epoch: a stream notification's cursor comes as its number only.
+    pub(crate) epoch: Arc<str>,
 }
 
 /// The longest a writer keeps writing what is owed once the host shuts down (nothing owed: no
@@ -341,7 +342,7 @@ impl Outbound {
                 envelope = self.writer.recv(), if writer_open => match envelope {
                     Some(envelope) => {
                         self.budget.release(envelope.queued_bytes);
-                        pick_envelope(*envelope)
+                        pick_envelope(*envelope, &self.epoch)
                     }
                     None => {
                         writer_open = false;
@@ -410,7 +411,7 @@ impl Outbound {
     }
 }
 
-fn pick_envelope(envelope: Envelope) -> Pick {
+fn pick_envelope(envelope: Envelope, epoch: &str) -> Pick {
     let Envelope {
         message,
         ack,
@@ -436,7 +437,7 @@ fn pick_envelope(envelope: Envelope) -> Pick {
             ServerMessage::Notification {
                 notification,
                 emitted_at_ms: Some(unix_millis()),
-                cursor: cursor.as_ref().map(StreamCursor::to_event_cursor),
+                cursor: cursor.map(|cursor| cursor.to_event_cursor(epoch)),
             },
             None,
         ),
@@ -532,6 +533,7 @@ mod tests {
             in_flight: in_flight.clone(),
             close: Arc::new(CloseSignal::default()),
             stop: stop.clone(),
+            epoch: "e".into(),
         };
         let sink = TestSink {
             written: written.clone(),

@@ -110,6 +110,8 @@ pub struct TransportHost {
     /// Ends the processor's loop even if a stuck connection still holds a sender.
     processor_stop: CancellationToken,
     router_shutdown: CancellationToken,
+    /// The router's epoch, for each connection's writer to complete the cursors it is sent.
+    epoch: Arc<str>,
 }
 
 impl std::fmt::Debug for TransportHost {
@@ -155,9 +157,9 @@ impl TransportHost {
         let processor = processor(outgoing.clone());
 
         let router_shutdown = CancellationToken::new();
-        let router_task = tokio::spawn(
-            OutboundRouter::new(options.replay_window).run(router_rx, router_shutdown.clone()),
-        );
+        let router = OutboundRouter::new(options.replay_window);
+        let epoch = router.epoch();
+        let router_task = tokio::spawn(router.run(router_rx, router_shutdown.clone()));
         let dispatcher = Dispatcher::new(processor, outgoing.clone());
         let processor_stop = CancellationToken::new();
         let processor_task =
@@ -174,6 +176,7 @@ impl TransportHost {
             tasks: Mutex::new(Some((processor_task, router_task))),
             processor_stop,
             router_shutdown,
+            epoch,
         })
     }
 
@@ -253,6 +256,7 @@ impl TransportHost {
                 in_flight,
                 close: close.clone(),
                 stop: self.stop.clone(),
+                epoch: self.epoch.clone(),
             },
             close,
         })
