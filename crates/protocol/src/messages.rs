@@ -118,6 +118,10 @@ request_enum! {
     CommandExecTerminate => "command/exec/terminate" (CommandExecTerminateParams) -> EmptyResponse;
     /// `command/exec/resize`: resize a `command/exec` child's PTY.
     CommandExecResize => "command/exec/resize" (CommandExecResizeParams) -> EmptyResponse;
+    // procre: processes survive a reconnect.
+    /// `process/resume` (experimental): take over a process after a reconnect, replaying what
+    /// the client missed.
+    ProcessResume => "process/resume" (ProcessResumeParams) -> ProcessResumeResponse;
 }
 
 request_enum! {
@@ -199,6 +203,8 @@ pub const EXPERIMENTAL_CLIENT_METHODS: &[&str] = &[
     "process/writeStdin",
     "process/kill",
     "process/resizePty",
+    // procre:
+    "process/resume",
 ];
 
 /// Experimental fields of stable methods, as `(method, field)`: using one requires the

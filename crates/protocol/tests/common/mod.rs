@@ -228,6 +228,7 @@ pub(crate) fn initialize_response() -> InitializeResponse {
             version: s("0.169.0"),
         },
         tandem_version: s("0.1.0"),
+        process_session: None,
     }
 }
 
