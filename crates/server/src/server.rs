@@ -317,7 +317,13 @@ impl MessageProcessor for TandemServer {
         let home = &self.options.config.tandem_home;
         let client = &params.client_info;
         tracing::debug!(%connection, client = %client.name, "initialize");
-        let process_session = self.processes(connection).session().token();
+        // Only for clients that may use `process/*` (experimental): the result stays the
+        // reference's for everyone else.
+        let experimental = params
+            .capabilities
+            .as_ref()
+            .is_some_and(|capabilities| capabilities.experimental_api);
+        let process_session = experimental.then(|| self.processes(connection).session().token());
         Ok(InitializeResponse {
             // `<name>/<version>` first: clients without `serverInfo` split the version from it.
             user_agent: format!(
@@ -337,7 +343,7 @@ impl MessageProcessor for TandemServer {
                 version: UPSTREAM_PROTOCOL_VERSION.to_owned(),
             },
             tandem_version: SERVER_VERSION.to_owned(),
-            process_session: Some(process_session),
+            process_session,
         })
     }
 
