@@ -6,6 +6,7 @@ import type { EmptyResponse } from "./EmptyResponse";
 import type { GetAccountResponse } from "./GetAccountResponse";
 import type { InitializeResponse } from "./InitializeResponse";
 import type { ModelListResponse } from "./ModelListResponse";
+import type { ProcessResumeResponse } from "./ProcessResumeResponse";
 import type { ThreadAttachmentAddResponse } from "./ThreadAttachmentAddResponse";
 import type { ThreadAttachmentListResponse } from "./ThreadAttachmentListResponse";
 import type { ThreadForkResponse } from "./ThreadForkResponse";
@@ -63,4 +64,5 @@ export type ClientRequestResponses = {
   "command/exec/write": EmptyResponse,
   "command/exec/terminate": EmptyResponse,
   "command/exec/resize": EmptyResponse,
+  "process/resume": ProcessResumeResponse,
 };
