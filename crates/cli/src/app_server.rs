@@ -53,7 +53,9 @@ Reconnecting clients:
   Every notification to a thread's subscribers carries a cursor. The newest
   --replay-window-events events (and at most --replay-window-bytes bytes) of each loaded
   thread are kept: thread/resume with the last cursor a client saw replays what it missed,
-  or answers gap: true with the whole thread when they are gone.
+  or answers gap: true with the whole thread when they are gone. The process/spawn
+  processes of a closed connection keep running for --process-detach-grace-secs: a new
+  connection takes them over with process/resume and gets the output it missed.
 
 Environment:
   TANDEM_HOME  the server's home directory (threads database, config.toml)
@@ -107,6 +109,10 @@ pub(crate) struct AppServerArgs {
     /// once every connection subscribed to the thread has gone; then it is declined.
     #[arg(long, value_name = "SECS", default_value_t = tandem_host::DEFAULT_UNANSWERED_REQUEST_TIMEOUT.as_secs_f64())]
     unanswered_request_secs: f64,
+    /// Seconds the `process/spawn` processes of a closed connection keep running for a new
+    /// connection to take them over with `process/resume`; then they are killed.
+    #[arg(long, value_name = "SECS", default_value_t = tandem_server::DEFAULT_PROCESS_DETACH_GRACE.as_secs_f64())]
+    process_detach_grace_secs: f64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -193,6 +199,10 @@ pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
             return 1;
         }
     };
+    let options = options.with_process_detach_grace(
+        Duration::try_from_secs_f64(args.process_detach_grace_secs.max(0.0))
+            .unwrap_or(Duration::MAX),
+    );
     let host_options = TransportHostOptions {
         channel_capacity: args.channel_capacity,
         shutdown_stage_timeout: SHUTDOWN_STAGE_TIMEOUT,

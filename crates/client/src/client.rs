@@ -559,7 +559,19 @@ impl Client {
                 entry.process = Some(process_shared.clone());
             },
         );
-        self.call::<ProcessSpawn>(params).await?;
+        // Followed before the spawn is sent: its first output may be routed before the reply
+        // is read here.
+        crate::core::lock(&self.shared().processes).follow(&handle);
+        if let Err(error) = self.call::<ProcessSpawn>(params).await {
+            crate::core::lock(&self.shared().processes).forget(&handle);
+            return Err(error);
+        }
+        let session = self
+            .shared()
+            .backend
+            .initialize_response()
+            .and_then(|init| init.process_session);
+        crate::core::lock(&self.shared().processes).spawned(&handle, session);
         Ok(ProcessHandle::new(
             self.clone(),
             handle,

@@ -16,8 +16,8 @@ use futures::FutureExt as _;
 use futures::future::Either;
 use serde_json::Value;
 use tandem_protocol::{
-    JSONRPCErrorError, RequestId, ServerNotification, ServerRequest, ThreadResumeParams,
-    ThreadResumeResponse,
+    JSONRPCErrorError, ProcessResumeParams, ProcessResumeResponse, RequestId, ServerNotification,
+    ServerRequest, ThreadResumeParams, ThreadResumeResponse,
 };
 use tokio::sync::watch;
 
@@ -26,6 +26,7 @@ use crate::connection::{ConnectionState, ReconnectStats};
 use crate::error::ClientError;
 use crate::follow::{Followed, RequestFacts, ResumeAnswer};
 use crate::options::ClientOptions;
+use crate::process::ProcessFollows;
 use crate::router::{Entry, Filter, Registry};
 use crate::server_request::{Responder, ServerRequestEvent, dispatch, fallback_answer};
 use crate::subscription::Subscription;
@@ -63,6 +64,8 @@ pub(crate) struct Shared {
     pending_server_requests: Mutex<HashMap<RequestId, PendingServerRequest>>,
     /// Threads the connection is subscribed to, and the last cursor seen of each.
     followed: Mutex<Followed>,
+    /// procre: the processes to resume after a reconnect, and the last cursor seen of each.
+    pub(crate) processes: Mutex<ProcessFollows>,
     parked: Mutex<VecDeque<ParkedTurn>>,
     state: watch::Sender<ConnectionState>,
     next_id: AtomicI64,
@@ -96,6 +99,7 @@ impl Shared {
             registry: Mutex::new(Registry::default()),
             pending_server_requests: Mutex::new(HashMap::new()),
             followed: Mutex::new(Followed::default()),
+            processes: Mutex::new(ProcessFollows::default()),
             parked: Mutex::new(VecDeque::new()),
             state: watch::Sender::new(state),
             // The in-process host uses id 0 for its own `initialize`.
@@ -318,6 +322,43 @@ impl Shared {
         )
     }
 
+    /// procre: a `process/resume` after a reconnect was answered (after everything it
+    /// replayed); on the new connection the process belongs to `session`.
+    fn process_resumed(
+        &self,
+        handle: &str,
+        reply: Result<Value, JSONRPCErrorError>,
+    ) -> Vec<crate::router::Wait> {
+        let response = reply.and_then(|value| {
+            serde_json::from_value::<ProcessResumeResponse>(value)
+                .map_err(|error| JSONRPCErrorError::internal(error.to_string()))
+        });
+        match response {
+            Ok(response) => {
+                let session = self
+                    .backend
+                    .initialize_response()
+                    .and_then(|init| init.process_session);
+                lock(&self.processes).resumed(handle, session, response.cursor);
+                if response.gap {
+                    tracing::info!(%handle, "the server could not replay all the output a process wrote while away");
+                    return lock(&self.registry).process_gap(handle);
+                }
+                Vec::new()
+            }
+            Err(error) => {
+                tracing::warn!(%handle, error = %error.message, "a process could not be resumed");
+                lock(&self.processes).forget(handle);
+                let reason = format!(
+                    "the process could not be resumed after the reconnect: {}",
+                    error.message
+                );
+                lock(&self.registry).process_lost(handle, &reason);
+                Vec::new()
+            }
+        }
+    }
+
     /// Follows what a successful reply changes about the connection's thread subscriptions.
     fn track_reply(&self, facts: &RequestFacts, value: &Value) {
         lock(&self.followed).track_reply(facts, value);
@@ -379,6 +420,12 @@ impl Dispatch for Shared {
                     // Already seen: a replay overlapping what arrived before the drop.
                     return;
                 }
+                if let Some(cursor) = &cursor
+                    && note.process_handle().is_some()
+                    && !lock(&self.processes).accept(&note, cursor)
+                {
+                    return;
+                }
                 self.settle_server_requests(&note);
                 if let ServerNotification::ThreadClosed(closed) = &note {
                     lock(&self.followed).forget(&closed.thread_id);
@@ -401,6 +448,7 @@ impl Dispatch for Shared {
             }
             Incoming::Lagged(skipped) => lock(&self.registry).route_lagged(skipped),
             Incoming::Resumed { thread_id, reply } => self.resumed(&thread_id, reply),
+            Incoming::ProcessResumed { handle, reply } => self.process_resumed(&handle, reply),
         };
         for (tx, item) in waits {
             // A consumer that went away meanwhile needs nothing more.
@@ -410,11 +458,14 @@ impl Dispatch for Shared {
 
     fn connection_lost(&self, generation: u64, reason: &str, reconnecting: bool) {
         if reconnecting {
-            // Turn handles and thread subscriptions wait for the resume; a process dies with
-            // its connection on the server, so its handle ends now.
-            lock(&self.registry).processes_lost(reason);
+            // Turn handles, thread subscriptions and resumable processes wait for the
+            // resume; a process of a server without process sessions died with its
+            // connection, so its handle ends now.
+            let resumable = lock(&self.processes).resumable();
+            lock(&self.registry).processes_lost(reason, &resumable);
             return;
         }
+        lock(&self.processes).clear();
         lock(&self.pending_server_requests).retain(|_, pending| pending.generation != generation);
         lock(&self.followed).clear();
         lock(&self.parked).clear();
@@ -435,6 +486,23 @@ impl Dispatch for Shared {
             async move {
                 if let Err(reason) = session.resume(id, params).await {
                     tracing::debug!(thread = %thread_id, %reason, generation = session.generation(), "resume after reconnect not answered");
+                }
+            }
+        });
+        futures::future::join_all(resumes).await;
+        // procre: then every process it follows, from its last cursor.
+        let processes = lock(&self.processes).plan();
+        let resumes = processes.into_iter().map(|(handle, session_token, cursor)| {
+            let params = ProcessResumeParams {
+                process_session: session_token,
+                process_handle: handle.clone(),
+                cursor,
+            };
+            let id = self.next_request_id();
+            let session = &session;
+            async move {
+                if let Err(reason) = session.resume_process(id, params).await {
+                    tracing::debug!(%handle, %reason, "process resume after reconnect not answered");
                 }
             }
         });

@@ -33,7 +33,12 @@
 //!   [`Client::start_turn`] with the same key continues the lost call's stream); without, as
 //!   [`ClientError::Disconnected`] with an unknown outcome. Requests made during the outage
 //!   wait for the new connection (within their timeout).
-//! - [`ProcessHandle`]s end with an error: the server ends a connection's processes with it.
+//! - [`ProcessHandle`] streams go on whole too: the server keeps a closed connection's
+//!   processes for a grace period (60 s by default) and the client resumes each one from the
+//!   last output it saw (`process/resume`); replayed output it saw already is dropped. When
+//!   the server can no longer replay all of it, the handle gets [`ProcessEvent::Gap`] and then
+//!   the live output. A process the server no longer has (grace over, server restarted; a
+//!   server without process sessions) ends its handle with an error.
 //! - [`Client::connection_state`] reports each change (reconnecting with the attempt,
 //!   reconnected with the count) for a UI; [`Client::reconnect_stats`] counts replays, gaps and
 //!   dropped duplicates.

@@ -2,12 +2,13 @@
 //! its controls, and its exit. The router records the exit on the handle's shared state, so
 //! [`ProcessHandle::wait_exited`] answers even after the output queue overflowed.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use tandem_protocol::{
-    ProcessExitedNotification, ProcessKillParams, ProcessOutputStream, ProcessResizePtyParams,
-    ProcessWriteStdinParams, ServerNotification,
+    EventCursor, ProcessExitedNotification, ProcessKillParams, ProcessOutputStream,
+    ProcessResizePtyParams, ProcessWriteStdinParams, ServerNotification,
 };
 use tokio::sync::Notify;
 
@@ -29,6 +30,10 @@ pub enum ProcessEvent {
     },
     /// `process/exited`, after the last output. Nothing follows it.
     Exited(ProcessExitedNotification),
+    /// The client reconnected and the server could no longer replay all the output the
+    /// process wrote while the connection was down (it was older than the server's replay
+    /// window): some output before this point is missing. What follows is live.
+    Gap,
 }
 
 /// Everything a process wrote, and how it exited.
@@ -40,6 +45,97 @@ pub struct ProcessOutput {
     pub stderr: Vec<u8>,
     /// The exit notification (with the captured text when output was not streamed).
     pub exited: ProcessExitedNotification,
+}
+
+/// procre: the processes the client follows across a reconnect: for each running handle, the
+/// session that owns it on the server and the cursor of the last notification seen.
+#[derive(Debug, Default)]
+pub(crate) struct ProcessFollows {
+    follows: HashMap<String, ProcessFollow>,
+}
+
+#[derive(Debug, Default)]
+struct ProcessFollow {
+    /// The `processSession` of the connection that spawned (or resumed) the process; `None`
+    /// until known, and for servers whose processes die with their connection.
+    session: Option<String>,
+    last: Option<EventCursor>,
+}
+
+impl ProcessFollows {
+    /// Follows `handle` from now on (before its `process/spawn` is sent).
+    pub(crate) fn follow(&mut self, handle: &str) {
+        self.follows
+            .insert(handle.to_owned(), ProcessFollow::default());
+    }
+
+    /// The spawn was answered on a connection whose session is `session`.
+    pub(crate) fn spawned(&mut self, handle: &str, session: Option<String>) {
+        if let Some(follow) = self.follows.get_mut(handle) {
+            follow.session = session;
+        }
+    }
+
+    pub(crate) fn forget(&mut self, handle: &str) {
+        self.follows.remove(handle);
+    }
+
+    /// The connection ended for good: nothing is resumed.
+    pub(crate) fn clear(&mut self) {
+        self.follows.clear();
+    }
+
+    /// Whether a process notification with `cursor` is new (and records it); `false` for one
+    /// already seen (a replay overlapping what arrived before the drop). An exit ends the
+    /// follow.
+    pub(crate) fn accept(&mut self, note: &ServerNotification, cursor: &EventCursor) -> bool {
+        let Some(handle) = note.process_handle() else {
+            return true;
+        };
+        let Some(follow) = self.follows.get_mut(handle) else {
+            return true;
+        };
+        if let Some(last) = &follow.last
+            && last.epoch == cursor.epoch
+            && cursor.seq <= last.seq
+        {
+            return false;
+        }
+        follow.last = Some(cursor.clone());
+        if matches!(note, ServerNotification::ProcessExited(_)) {
+            self.follows.remove(handle);
+        }
+        true
+    }
+
+    /// What a new connection resumes: each handle with its session and last cursor. Handles
+    /// without a session (the server cannot resume them) are not in it.
+    pub(crate) fn plan(&self) -> Vec<(String, String, Option<EventCursor>)> {
+        self.follows
+            .iter()
+            .filter_map(|(handle, follow)| {
+                let session = follow.session.clone()?;
+                Some((handle.clone(), session, follow.last.clone()))
+            })
+            .collect()
+    }
+
+    /// Handles a reconnect can resume.
+    pub(crate) fn resumable(&self) -> std::collections::HashSet<String> {
+        self.follows
+            .iter()
+            .filter(|(_, follow)| follow.session.is_some())
+            .map(|(handle, _)| handle.clone())
+            .collect()
+    }
+
+    /// `handle` was resumed: it belongs to `session` now and the stream counts from `cursor`.
+    pub(crate) fn resumed(&mut self, handle: &str, session: Option<String>, cursor: EventCursor) {
+        if let Some(follow) = self.follows.get_mut(handle) {
+            follow.session = session;
+            follow.last = Some(cursor);
+        }
+    }
 }
 
 /// What the router records for a process handle.
@@ -140,6 +236,7 @@ impl ProcessHandle {
         loop {
             let event = match self.subscription.next().await? {
                 Ok(Event::Notification(note)) => note,
+                Ok(Event::ProcessGap { .. }) => return Some(Ok(ProcessEvent::Gap)),
                 Ok(_) => continue,
                 Err(error) => return Some(Err(error)),
             };
@@ -212,7 +309,8 @@ impl ProcessHandle {
     }
 
     /// Reads every remaining output byte and the exit. Fails if the output queue overflowed
-    /// (the error says how many deltas were lost) or the connection ended.
+    /// (the error says how many deltas were lost), the connection ended, or output was lost
+    /// across a reconnect ([`ProcessEvent::Gap`]).
     pub async fn collect_output(mut self) -> Result<ProcessOutput, SubscriptionError> {
         let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
         loop {
@@ -226,6 +324,12 @@ impl ProcessHandle {
                         stdout,
                         stderr,
                         exited,
+                    });
+                }
+                Some(Ok(ProcessEvent::Gap)) => {
+                    return Err(SubscriptionError::Disconnected {
+                        reason: "the connection was lost and the server could no longer                                  replay some of the process's output (older than its replay                                  window); read events with next_event to continue past the gap"
+                            .into(),
                     });
                 }
                 Some(Err(error)) => return Err(error),

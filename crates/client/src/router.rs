@@ -340,14 +340,24 @@ impl Registry {
         Vec::new()
     }
 
-    /// The connection was lost and the client is reconnecting: process handles end (the
-    /// server ends a connection's processes with it); everything else waits for the resume.
-    pub(crate) fn processes_lost(&mut self, reason: &str) {
+    /// The connection was lost and the client is reconnecting: handles of processes the
+    /// server cannot resume (`resumable` lacks them: a server whose processes die with their
+    /// connection) end; everything else waits for the resume.
+    pub(crate) fn processes_lost(
+        &mut self,
+        reason: &str,
+        resumable: &std::collections::HashSet<String>,
+    ) {
         let reason = format!(
             "{reason}; the server ends a connection's processes when the connection closes, \
              so this process was killed"
         );
         for entry in self.entries.values_mut() {
+            if let Filter::Process(handle) = &entry.filter
+                && resumable.contains(handle)
+            {
+                continue;
+            }
             if let Some(process) = entry.process.clone() {
                 entry.end_with(SubscriptionError::Disconnected {
                     reason: reason.clone(),
@@ -355,6 +365,55 @@ impl Registry {
                 process.disconnect(&reason);
             }
         }
+    }
+
+    /// procre: `handle` could not be resumed after a reconnect: its handle ends with `reason`.
+    pub(crate) fn process_lost(&mut self, handle: &str, reason: &str) {
+        for entry in self.entries.values_mut() {
+            if !matches!(&entry.filter, Filter::Process(h) if h == handle) {
+                continue;
+            }
+            entry.end_with(SubscriptionError::Disconnected {
+                reason: reason.to_owned(),
+            });
+            if let Some(process) = &entry.process {
+                process.disconnect(reason);
+            }
+        }
+    }
+
+    /// procre: the server could not replay what `handle` wrote while the client was away: its
+    /// handle gets [`Event::ProcessGap`], delivered as a guaranteed event.
+    pub(crate) fn process_gap(&mut self, handle: &str) -> Vec<Wait> {
+        let mut waits = Vec::new();
+        for entry in self.entries.values_mut() {
+            let follows = match &entry.filter {
+                Filter::Process(h) => h == handle,
+                Filter::All => true,
+                _ => false,
+            };
+            if !follows || entry.tx.is_none() {
+                continue;
+            }
+            let gap = Item::Event(Event::ProcessGap {
+                process_handle: handle.to_owned(),
+            });
+            match entry.try_deliver(gap) {
+                Ok(()) => {}
+                Err(DeliverError::Full(item)) if entry.lossless => {
+                    waits.push((entry.tx.clone().expect("checked above"), item));
+                }
+                Err(DeliverError::Full(_)) => {
+                    let lost = entry.lagged + 1;
+                    entry.end_with(SubscriptionError::Overflowed {
+                        lost,
+                        method: "gap".into(),
+                    });
+                }
+                Err(DeliverError::Ended(_)) => entry.tx = None,
+            }
+        }
+        waits
     }
 
     /// The connection ended: every subscription ends, turn and process waiters wake up.
@@ -448,7 +507,7 @@ mod tests {
         let (thread, mut thread_rx, thread_end) = entry(Filter::Thread("t".into()));
         registry.insert(thread);
 
-        registry.processes_lost("the websocket failed");
+        registry.processes_lost("the websocket failed", &Default::default());
         assert!(process_rx.try_recv().is_err());
         assert!(matches!(
             process_end.lock().unwrap().as_ref(),

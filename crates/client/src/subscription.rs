@@ -131,6 +131,13 @@ pub enum Event {
         /// The snapshot: every turn of the thread, the running one as it stands.
         turns: Vec<tandem_protocol::Turn>,
     },
+    /// The client reconnected and the server could not replay all the output this process
+    /// wrote while it was away (older than the server's replay window): some output before
+    /// this point is missing; what follows is live.
+    ProcessGap {
+        /// The process handle.
+        process_handle: String,
+    },
 }
 
 /// Why a subscription ended.

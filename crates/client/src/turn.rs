@@ -364,7 +364,7 @@ impl TurnHandle {
                 return Some(TurnEvent::OtherRequest(request));
             }
             Item::Event(Event::Lagged { skipped }) => return Some(TurnEvent::Lagged { skipped }),
-            Item::Event(Event::ServerRequest(_)) => return None,
+            Item::Event(Event::ServerRequest(_) | Event::ProcessGap { .. }) => return None,
             Item::Event(Event::Gap { turns, .. }) => return Some(self.resync(turns)),
             Item::Event(Event::Notification(note)) => note,
         };

@@ -288,6 +288,7 @@ mod tests {
                     version: "0".into(),
                 },
                 tandem_version: "0".into(),
+                process_session: None,
             })
         }
 

@@ -31,7 +31,7 @@
 //!         Ok(InitializeResponse {
 //!             user_agent: "echo/1 (docs)".into(), platform_family: "unix".into(),
 //!             platform_os: "linux".into(), tandem_home: "/tmp".into(),
-//!             codex_home: "/tmp".into(), tandem_version: "1".into(),
+//!             codex_home: "/tmp".into(), tandem_version: "1".into(), process_session: None,
 //!             server_info: ServerInfo { name: "echo".into(), version: "1".into() },
 //!         })
 //!     }

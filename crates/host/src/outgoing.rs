@@ -689,6 +689,44 @@ impl OutgoingMessageSender {
         )
     }
 
+    /// [`Self::send_stream_notification`], then waits until every connection attached to the
+    /// stream took it (or could not); `false` if none did (none attached, or all gone). The
+    /// window keeps it either way. Waiting here is how a stream's producer is held back to
+    /// the pace of its consumers (tandem-server: a process's output).
+    pub async fn send_stream_notification_and_wait(
+        &self,
+        stream: Arc<str>,
+        notification: ServerNotification,
+    ) -> bool {
+        let (ack, delivered) = DeliveryAck::new();
+        self.route(
+            Target::Stream { stream, also: None },
+            OutgoingMessage::Notification(notification),
+            Some(ack),
+        )
+        .await;
+        delivered.await.unwrap_or(false)
+    }
+
+    /// [`Self::send_stream_notification_and_wait`], running `on_delivered` at the moment the
+    /// last recipient took it (see [`Self::send_notification_then`]); with no recipient it
+    /// runs once the router numbered and kept the notification.
+    pub async fn send_stream_notification_then(
+        &self,
+        stream: Arc<str>,
+        notification: ServerNotification,
+        on_delivered: impl FnOnce(bool) + Send + 'static,
+    ) -> bool {
+        let (ack, delivered) = DeliveryAck::with_callback(Box::new(on_delivered));
+        self.route(
+            Target::Stream { stream, also: None },
+            OutgoingMessage::Notification(notification),
+            Some(ack),
+        )
+        .await;
+        delivered.await.unwrap_or(false)
+    }
+
     /// Attaches `connection` to `stream`: it receives the stream's notifications from now on.
     /// With `after` (the cursor of the last notification the client saw), every later event
     /// still in the window is written to the connection first, before any live one; if that

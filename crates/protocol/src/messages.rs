@@ -121,6 +121,10 @@ request_enum! {
     // tui: the present screen of a PTY process.
     /// `process/screen` (experimental): the present screen of a running PTY process.
     ProcessScreen => "process/screen" (ProcessScreenParams) -> ProcessScreenResponse;
+    // procre: processes survive a reconnect.
+    /// `process/resume` (experimental): take over a process after a reconnect, replaying what
+    /// the client missed.
+    ProcessResume => "process/resume" (ProcessResumeParams) -> ProcessResumeResponse;
 }
 
 request_enum! {
@@ -204,6 +208,8 @@ pub const EXPERIMENTAL_CLIENT_METHODS: &[&str] = &[
     "process/resizePty",
     // tui:
     "process/screen",
+    // procre:
+    "process/resume",
 ];
 
 /// Experimental fields of stable methods, as `(method, field)`: using one requires the

@@ -147,6 +147,8 @@ fn client_request_results_round_trip() {
         result_round_trip::<m::CommandExecResize>(EmptyResponse {}),
         // tui:
         result_round_trip::<m::ProcessScreen>(process_screen_response()),
+        // procre:
+        result_round_trip::<m::ProcessResume>(process_resume_response()),
     ];
     assert_covers_exactly(covered, ClientRequest::METHODS);
 }
@@ -712,8 +714,10 @@ fn experimental_reasons_name_methods_and_fields() {
     for typed in client_requests() {
         assert_eq!(
             typed.is_process_control(),
-            // `command/exec` itself answers after its output, on the ordinary lane.
-            typed.method().starts_with("process/") || typed.method().starts_with("command/exec/"),
+            // `command/exec` itself answers after its output, on the ordinary lane, and so
+            // does `process/resume` after what it replays.
+            (typed.method().starts_with("process/") && typed.method() != "process/resume")
+                || typed.method().starts_with("command/exec/"),
             "{}",
             typed.method()
         );

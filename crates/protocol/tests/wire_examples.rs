@@ -552,6 +552,16 @@ fn client_requests_match_protocol_examples() {
                    "outputBytes": 4096}),
             process_screen_response(),
         ),
+        // procre:
+        check::<m::ProcessResume>(
+            json!({"processSession": "9f2c61d0a4be77319f2c61d0a4be7731",
+                   "processHandle": "build",
+                   "cursor": {"epoch": "9f2c61d0a4be7731", "seq": 1042}}),
+            process_resume_params(),
+            json!({"gap": false, "replayed": 3,
+                   "cursor": {"epoch": "9f2c61d0a4be7731", "seq": 1045}}),
+            process_resume_response(),
+        ),
     ];
     assert_covers_exactly(covered, ClientRequest::METHODS);
 }

@@ -60,7 +60,14 @@ pub struct ServerOptions {
     pub helper_program: Option<HelperProgram>,
     /// What the command sandbox may use; `None` probes this machine (once per process).
     pub sandbox_support: Option<SandboxSupport>,
+    /// procre: how long the `process/spawn` processes of a closed connection keep running,
+    /// detached, for a new connection to take them over with `process/resume`
+    /// (default [`DEFAULT_PROCESS_DETACH_GRACE`]); past it they are killed.
+    pub process_detach_grace: std::time::Duration,
 }
+
+/// Default of [`ServerOptions::process_detach_grace`]: 60 s.
+pub const DEFAULT_PROCESS_DETACH_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl fmt::Debug for ServerOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -87,6 +94,7 @@ impl ServerOptions {
             agent,
             helper_program: None,
             sandbox_support: None,
+            process_detach_grace: DEFAULT_PROCESS_DETACH_GRACE,
         })
     }
 
@@ -147,6 +155,13 @@ impl ServerOptions {
             Some(support) => Sandboxing::with_support(self.helper_program.clone(), support.clone()),
             None => Sandboxing::new(self.helper_program.clone()),
         }
+    }
+
+    /// Keeps a closed connection's processes for `grace` (see
+    /// [`Self::process_detach_grace`]); zero kills them when the connection closes.
+    pub fn with_process_detach_grace(mut self, grace: std::time::Duration) -> Self {
+        self.process_detach_grace = grace;
+        self
     }
 
     /// Runs turns with `agent` instead of the one the configuration selected.

@@ -18,17 +18,19 @@ use tandem_host::{
 };
 use tandem_protocol::{
     ClientRequest, EmptyResponse, InitializeParams, InitializeResponse, JSONRPCErrorError,
-    ProcessExitedNotification, ProcessOutputDeltaNotification, ProcessSpawnParams,
-    ProcessWriteStdinParams, ServerInfo, ServerNotification, UPSTREAM_PROTOCOL_VERSION,
+    ProcessSpawnParams, ProcessWriteStdinParams, ServerInfo, UPSTREAM_PROTOCOL_VERSION,
 };
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
 use crate::options::ServerOptions;
-use crate::process::{HandleRelease, ProcessEventSink, ProcessManager};
+use crate::process::ProcessManager;
 use crate::threads::ThreadService;
 
 mod command_exec;
+mod process_session;
+
+use process_session::ProcessSession;
 
 /// The server name reported in `serverInfo` and `userAgent`.
 pub const SERVER_NAME: &str = "tandem";
@@ -70,6 +72,8 @@ pub struct TandemServer {
     outgoing: OutgoingMessageSender,
     options: ServerOptions,
     connections: Mutex<HashMap<ConnectionId, Arc<ConnectionProcesses>>>,
+    /// procre: process sessions of closed connections within their grace, by token.
+    detached: Arc<Mutex<HashMap<String, Arc<ProcessSession>>>>,
     threads: Arc<ThreadService>,
 }
 
@@ -84,9 +88,9 @@ impl std::fmt::Debug for TandemServer {
 
 /// The processes of one connection and what their requests need.
 struct ConnectionProcesses {
-    manager: ProcessManager,
-    sink: Arc<dyn ProcessEventSink>,
-    stdin_order: Mutex<StdinOrder>,
+    /// The `process/spawn` processes: a session that may outlive the connection and be
+    /// taken over by another (`process/resume`).
+    session: Mutex<Arc<ProcessSession>>,
     /// The `command/exec` children: a table of their own, so that a `processId` never
     /// collides with a `process/spawn` handle.
     exec: ProcessManager,
@@ -100,53 +104,6 @@ struct StdinOrder {
     next_ticket: u64,
     /// Per handle, the ticket and completion signal of its most recently queued write.
     tails: HashMap<String, (u64, oneshot::Receiver<()>)>,
-}
-
-/// Delivers one connection's process events as guaranteed notifications; each call resolves
-/// once the notification reached the client's event queue, which is the backpressure the
-/// [`ProcessManager`] relies on.
-struct ConnectionSink {
-    outgoing: OutgoingMessageSender,
-    connection: ConnectionId,
-}
-
-#[async_trait]
-impl ProcessEventSink for ConnectionSink {
-    async fn output_delta(&self, delta: ProcessOutputDeltaNotification) {
-        let note = ServerNotification::ProcessOutputDelta(delta);
-        if !self
-            .outgoing
-            .send_notification_and_wait(self.connection, note)
-            .await
-        {
-            tracing::trace!(connection = %self.connection, "process output not delivered");
-        }
-    }
-
-    async fn exited(&self, exited: ProcessExitedNotification) {
-        let handle = exited.process_handle.clone();
-        let note = ServerNotification::ProcessExited(exited);
-        if !self
-            .outgoing
-            .send_notification_and_wait(self.connection, note)
-            .await
-        {
-            tracing::debug!(connection = %self.connection, %handle, "process/exited not delivered");
-        }
-    }
-
-    async fn exited_then(&self, exited: ProcessExitedNotification, release: HandleRelease) {
-        let handle = exited.process_handle.clone();
-        let note = ServerNotification::ProcessExited(exited);
-        // Released in the host's delivery path, before the client's next request is taken.
-        let delivered = self
-            .outgoing
-            .send_notification_then(self.connection, note, move |_| release.run())
-            .await;
-        if !delivered {
-            tracing::debug!(connection = %self.connection, %handle, "process/exited not delivered");
-        }
-    }
 }
 
 impl TandemServer {
@@ -167,6 +124,7 @@ impl TandemServer {
             outgoing,
             options,
             connections: Mutex::new(HashMap::new()),
+            detached: Arc::new(Mutex::new(HashMap::new())),
             threads,
         }
     }
@@ -190,13 +148,11 @@ impl TandemServer {
         let entry = connections.entry(connection).or_insert_with(|| {
             Arc::new(ConnectionProcesses {
                 // The effective value: a config write applies it to connections from then on.
-                manager: ProcessManager::new()
-                    .with_kept_output_max(self.threads.config().process_output_max_bytes),
-                sink: Arc::new(ConnectionSink {
-                    outgoing: self.outgoing.clone(),
-                    connection,
-                }),
-                stdin_order: Mutex::new(StdinOrder::default()),
+                session: Mutex::new(ProcessSession::new(
+                    self.outgoing.clone(),
+                    ProcessManager::new()
+                        .with_kept_output_max(self.threads.config().process_output_max_bytes),
+                )),
                 exec: ProcessManager::new()
                     .with_kept_output_max(self.options.config.process_output_max_bytes),
                 exec_stdin_order: Mutex::new(StdinOrder::default()),
@@ -213,10 +169,23 @@ impl TandemServer {
     }
 
     async fn spawn_process(&self, params: ProcessSpawnParams, context: RequestContext) {
-        let processes = self.processes(context.id.connection_id);
-        let sink = Arc::clone(&processes.sink);
-        match processes.manager.spawn(params, sink).await {
+        let connection = context.id.connection_id;
+        let session = self.processes(connection).session();
+        let sink = Arc::clone(&session.sink);
+        let handle = params.process_handle.clone();
+        match session.manager.spawn(params, sink).await {
             Ok(spawned) => {
+                // The process's notifications are a stream of their own, numbered and kept
+                // for a resume; attached before any of them can be sent.
+                if let Some(previous) = session.forget_previous(&handle) {
+                    self.outgoing.close_stream(&previous).await;
+                }
+                let stream = session.stream(&handle);
+                match self.outgoing.attach_stream(&stream, connection, None).await {
+                    Some(attachment) => session.started(&handle, attachment.cursor),
+                    // The host is stopping: the process dies with it.
+                    None => return,
+                }
                 // The reply takes the reply lane (the host marked the id), which the runtime
                 // drains first; output is released only after it, as section 4 requires.
                 self.outgoing
@@ -236,7 +205,7 @@ impl TandemServer {
             StdinTable::Process,
             handle,
             context,
-            |processes| async move { processes.manager.write_stdin(params).await },
+            |processes| async move { processes.session().manager.write_stdin(params).await },
         );
     }
 
@@ -254,13 +223,12 @@ impl TandemServer {
     {
         let processes = self.processes(context.id.connection_id);
         let (done, done_signal) = oneshot::channel::<()>();
-        let (ticket, previous) = {
-            let mut order = processes.stdin_order(table);
+        let (ticket, previous) = processes.with_stdin_order(table, |order| {
             let ticket = order.next_ticket;
             order.next_ticket += 1;
             let previous = order.tails.insert(handle.clone(), (ticket, done_signal));
             (ticket, previous.map(|(_, signal)| signal))
-        };
+        });
         let outgoing = self.outgoing.clone();
         tokio::spawn(async move {
             if let Some(previous) = previous {
@@ -297,27 +265,43 @@ enum StdinTable {
 }
 
 impl ConnectionProcesses {
-    fn stdin_order(&self, table: StdinTable) -> MutexGuard<'_, StdinOrder> {
+    /// The connection's current process session.
+    fn session(&self) -> Arc<ProcessSession> {
+        Arc::clone(
+            &self
+                .session
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    }
+
+    /// Runs `f` on the stdin order of `table`.
+    fn with_stdin_order<T>(&self, table: StdinTable, f: impl FnOnce(&mut StdinOrder) -> T) -> T {
+        let session;
         let order = match table {
-            StdinTable::Process => &self.stdin_order,
+            StdinTable::Process => {
+                session = self.session();
+                &session.stdin_order
+            }
             StdinTable::Exec => &self.exec_stdin_order,
         };
-        order
+        f(&mut order
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .unwrap_or_else(|poisoned| poisoned.into_inner()))
     }
 
     /// Drops the ordering entry of `handle` if `ticket` is still its last write, so that the
     /// table does not grow with every handle ever written to.
     fn forget_stdin_tail(&self, table: StdinTable, handle: &str, ticket: u64) {
-        let mut order = self.stdin_order(table);
-        if order
-            .tails
-            .get(handle)
-            .is_some_and(|(last, _)| *last == ticket)
-        {
-            order.tails.remove(handle);
-        }
+        self.with_stdin_order(table, |order| {
+            if order
+                .tails
+                .get(handle)
+                .is_some_and(|(last, _)| *last == ticket)
+            {
+                order.tails.remove(handle);
+            }
+        });
     }
 }
 
@@ -333,6 +317,13 @@ impl MessageProcessor for TandemServer {
         let home = &self.options.config.tandem_home;
         let client = &params.client_info;
         tracing::debug!(%connection, client = %client.name, "initialize");
+        // Only for clients that may use `process/*` (experimental): the result stays the
+        // reference's for everyone else.
+        let experimental = params
+            .capabilities
+            .as_ref()
+            .is_some_and(|capabilities| capabilities.experimental_api);
+        let process_session = experimental.then(|| self.processes(connection).session().token());
         Ok(InitializeResponse {
             // `<name>/<version>` first: clients without `serverInfo` split the version from it.
             user_agent: format!(
@@ -352,6 +343,7 @@ impl MessageProcessor for TandemServer {
                 version: UPSTREAM_PROTOCOL_VERSION.to_owned(),
             },
             tandem_version: SERVER_VERSION.to_owned(),
+            process_session,
         })
     }
 
@@ -363,21 +355,22 @@ impl MessageProcessor for TandemServer {
             ClientRequest::ProcessWriteStdin { params, .. } => self.write_stdin(params, context),
             ClientRequest::ProcessKill { params, .. } => {
                 let processes = self.processes(context.id.connection_id);
-                let result = processes.manager.kill(params).await;
+                let result = processes.session().manager.kill(params).await;
                 self.reply(context.id, result).await;
             }
             ClientRequest::ProcessResizePty { params, .. } => {
                 let processes = self.processes(context.id.connection_id);
-                let result = processes.manager.resize_pty(params).await;
+                let result = processes.session().manager.resize_pty(params).await;
                 self.reply(context.id, result).await;
             }
             ClientRequest::ProcessScreen { params, .. } => {
                 let processes = self.processes(context.id.connection_id);
-                match processes.manager.screen(params).await {
+                match processes.session().manager.screen(params).await {
                     Ok(screen) => self.outgoing.send_response(context.id, screen).await,
                     Err(error) => self.outgoing.send_error(context.id, error).await,
                 }
             }
+            ClientRequest::ProcessResume { params, .. } => self.resume_process(params, context),
             ClientRequest::CommandExec { params, .. } => self.command_exec(params, context),
             ClientRequest::CommandExecWrite { params, .. } => {
                 self.command_exec_write(params, context);
@@ -406,9 +399,9 @@ impl MessageProcessor for TandemServer {
         self.threads.connection_closed(connection);
         let processes = self.lock().remove(&connection);
         if let Some(processes) = processes {
-            tracing::debug!(%connection, "connection closed; killing its processes");
-            processes.manager.kill_all().await;
+            tracing::debug!(%connection, "connection closed; killing its command/exec processes");
             processes.exec.kill_all().await;
+            self.detach_session(processes.session()).await;
         }
     }
 
@@ -417,13 +410,26 @@ impl MessageProcessor for TandemServer {
         // turn/completed, which is what is waited for below before the store is checkpointed.
         let turns = self.threads.shutdown();
         let all: Vec<Arc<ConnectionProcesses>> = self.lock().drain().map(|(_, p)| p).collect();
+        let detached: Vec<Arc<ProcessSession>> = self
+            .detached
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .drain()
+            .map(|(_, session)| session)
+            .collect();
         // Concurrently, so that every connection's processes and every turn's commands are
         // signalled at once and the reap waits overlap within the host's shutdown stage.
         let mut kills = JoinSet::new();
         for processes in all {
             let exec = processes.exec.clone();
-            kills.spawn(async move { processes.manager.kill_all().await });
+            let session = processes.session();
+            let outgoing = self.outgoing.clone();
+            kills.spawn(async move { session.end(&outgoing).await });
             kills.spawn(async move { exec.kill_all().await });
+        }
+        for session in detached {
+            let outgoing = self.outgoing.clone();
+            kills.spawn(async move { session.end(&outgoing).await });
         }
         for (commands, ended) in turns {
             kills.spawn(async move { commands.kill_all().await });

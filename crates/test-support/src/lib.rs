@@ -248,6 +248,7 @@ pub fn initialize_response() -> InitializeResponse {
             version: env!("CARGO_PKG_VERSION").into(),
         },
         tandem_version: env!("CARGO_PKG_VERSION").into(),
+        process_session: None,
     }
 }
 

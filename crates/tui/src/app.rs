@@ -902,6 +902,33 @@ async fn follow_process(tui: Tui, handle: String, params: ProcessSpawnParams) {
             Some(Ok(ProcessEvent::Exited(exited))) => {
                 return tui.update(finished(format!("exit {}", exited.exit_code)));
             }
+            Some(Ok(ProcessEvent::Gap)) => {
+                // Output older than the server's replay window was lost across a reconnect:
+                // the server's own emulator has the present screen, which replaces the
+                // pane's (the live output that follows draws on top of it, as it did there).
+                let screen = tui
+                    .client
+                    .request(
+                        "process/screen",
+                        serde_json::json!({"processHandle": handle}),
+                    )
+                    .await;
+                match screen {
+                    Ok(screen) => {
+                        let formatted = screen["formatted"].as_str().unwrap_or_default().to_owned();
+                        tui.update(|state| {
+                            if let Some(pane) = state.process_pane(&handle) {
+                                pane.replace_output(formatted.as_bytes());
+                            }
+                        });
+                    }
+                    Err(error) => tui.update(|state| {
+                        state.notice(format!(
+                            "(output of {handle} was lost across a reconnect and its screen could not be read: {error})"
+                        ));
+                    }),
+                }
+            }
             Some(Err(error)) => return tui.update(finished(format!("output lost: {error}"))),
             None => return tui.update(finished("ended".into())),
         }

@@ -11,6 +11,7 @@ import type { InitializeParams } from "./InitializeParams";
 import type { ModelListParams } from "./ModelListParams";
 import type { ProcessKillParams } from "./ProcessKillParams";
 import type { ProcessResizePtyParams } from "./ProcessResizePtyParams";
+import type { ProcessResumeParams } from "./ProcessResumeParams";
 import type { ProcessScreenParams } from "./ProcessScreenParams";
 import type { ProcessSpawnParams } from "./ProcessSpawnParams";
 import type { ProcessWriteStdinParams } from "./ProcessWriteStdinParams";
@@ -78,4 +79,5 @@ export type ClientRequest =
   | { id: RequestId, method: "command/exec/write", params: CommandExecWriteParams, }
   | { id: RequestId, method: "command/exec/terminate", params: CommandExecTerminateParams, }
   | { id: RequestId, method: "command/exec/resize", params: CommandExecResizeParams, }
-  | { id: RequestId, method: "process/screen", params: ProcessScreenParams, };
+  | { id: RequestId, method: "process/screen", params: ProcessScreenParams, }
+  | { id: RequestId, method: "process/resume", params: ProcessResumeParams, };

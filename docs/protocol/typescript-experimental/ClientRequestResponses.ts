@@ -6,6 +6,7 @@ import type { EmptyResponse } from "./EmptyResponse";
 import type { GetAccountResponse } from "./GetAccountResponse";
 import type { InitializeResponse } from "./InitializeResponse";
 import type { ModelListResponse } from "./ModelListResponse";
+import type { ProcessResumeResponse } from "./ProcessResumeResponse";
 import type { ProcessScreenResponse } from "./ProcessScreenResponse";
 import type { ThreadAttachmentAddResponse } from "./ThreadAttachmentAddResponse";
 import type { ThreadAttachmentListResponse } from "./ThreadAttachmentListResponse";
@@ -65,4 +66,5 @@ export type ClientRequestResponses = {
   "command/exec/terminate": EmptyResponse,
   "command/exec/resize": EmptyResponse,
   "process/screen": ProcessScreenResponse,
+  "process/resume": ProcessResumeResponse,
 };

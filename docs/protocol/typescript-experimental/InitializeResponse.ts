@@ -34,4 +34,12 @@ serverInfo: ServerInfo,
 /**
  * The server's own version (Tandem's release, not the protocol revision).
  */
-tandemVersion: string, };
+tandemVersion: string,
+/**
+ * procre: the token of this connection's process session (experimental, sent only to
+ * clients with the `experimentalApi` capability): given back in `process/resume` by a
+ * later connection, it takes over the `process/spawn` processes of this one after it
+ * closed (docs/protocol.md, "Processes across a reconnect"). Omitted by servers whose
+ * processes die with their connection.
+ */
+processSession?: string | null, };

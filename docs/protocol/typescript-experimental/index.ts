@@ -59,6 +59,8 @@ export type { ProcessKillParams } from "./ProcessKillParams";
 export type { ProcessOutputDeltaNotification } from "./ProcessOutputDeltaNotification";
 export type { ProcessOutputStream } from "./ProcessOutputStream";
 export type { ProcessResizePtyParams } from "./ProcessResizePtyParams";
+export type { ProcessResumeParams } from "./ProcessResumeParams";
+export type { ProcessResumeResponse } from "./ProcessResumeResponse";
 export type { ProcessScreenParams } from "./ProcessScreenParams";
 export type { ProcessScreenResponse } from "./ProcessScreenResponse";
 export type { ProcessSpawnParams } from "./ProcessSpawnParams";

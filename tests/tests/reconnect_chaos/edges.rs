@@ -2,20 +2,32 @@
 //! bytes are dropped, as on a network path gone dark) and then cuts: a request lost in flight
 //! fails as "maybe sent" only when it carries an idempotency key, and the retry of a keyed
 //! `start_turn` continues the stream of the lost one; a cursor older than the replay window is
-//! an explicit gap the turn handle resyncs from; a process handle ends explicitly (the server
-//! ends a connection's processes with it); the connection state is reported to a watcher.
+//! an explicit gap the turn handle resyncs from; a process handle sees every byte its process
+//! wrote exactly once, and its exit, across several cuts (the server keeps a closed
+//! connection's processes for a new one to resume); the connection state is reported to a
+//! watcher.
 
 use std::time::Duration;
 
 use serde_json::json;
-use tandem_client::{Client, ClientError, ConnectionState, Transport, TurnEvent, WebSocketTarget};
+use tandem_client::{
+    Client, ClientError, ConnectionState, ProcessEvent, Transport, TurnEvent, WebSocketTarget,
+};
 use tandem_protocol::{ProcessSpawnParams, ThreadNameSetParams, TurnStartParams, TurnStatus};
 
-use crate::proxy::Proxy;
+use crate::proxy::{CutPlan, Proxy};
 use crate::{client_options, script, websocket_server_with};
 
 /// How long a step that waits on the server may take.
 const LIMIT: Duration = Duration::from_secs(30);
+
+/// Server bytes between two cuts in the process test: a few dozen deltas each.
+const PROCESS_CUT_BYTES: std::ops::RangeInclusive<u64> = 1_500..=4_000;
+
+/// The cut seed of the process test (`TANDEM_CHAOS_SEED` overrides it, as for the script).
+fn env_seed() -> u64 {
+    crate::env_u64("TANDEM_CHAOS_SEED", 0x9_0C5E)
+}
 
 /// Waits until the frozen proxy has dropped some of the server's bytes: the server answered
 /// (or acted on) what was sent last.
@@ -240,28 +252,69 @@ async fn a_cursor_older_than_the_window_is_an_explicit_gap_and_the_handle_resync
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_process_handle_ends_explicitly_when_the_connection_is_lost() {
-    let (_home, mut server, _, proxy, client) = setup(&[]).await;
+async fn a_process_handle_sees_every_byte_once_and_its_exit_across_cuts() {
+    // Cuts after a seeded number of the server's bytes: several fall while the process writes.
+    let home = tempfile::tempdir().expect("a home");
+    let (mut server, address) = websocket_server_with(home.path(), &[]).await;
+    let proxy = Proxy::start(
+        address,
+        Some(CutPlan::seeded(env_seed(), PROCESS_CUT_BYTES)),
+    )
+    .await;
+    let target = WebSocketTarget::new(format!("ws://{}", proxy.address));
+    let client = Client::start(Transport::WebSocket(target), client_options())
+        .await
+        .expect("a client");
+    let lines = 150;
+    let script = format!(
+        "i=1; while [ $i -le {lines} ]; do printf 'line %04d of the known sequence\\n' $i; \
+         i=$((i+1)); sleep 0.002; done; exit 7"
+    );
+    let expected: String = (1..=lines)
+        .map(|i| format!("line {i:04} of the known sequence\n"))
+        .collect();
     let params: ProcessSpawnParams = serde_json::from_value(json!({
-        "command": ["sleep", "30"],
-        "processHandle": "sleeper",
+        "command": ["sh", "-c", script],
+        "processHandle": "writer",
         "cwd": std::env::temp_dir(),
         "streamStdoutStderr": true,
         "timeoutMs": null,
+        "outputBytesCap": null,
     }))
     .expect("params");
+    // Before the first cut: the cut budget is larger than the handshake and this answer.
     let mut process = client.spawn_process(params).await.expect("spawned");
-    proxy.cut();
-    let event = tokio::time::timeout(LIMIT, process.next_event())
-        .await
-        .expect("the handle ends");
-    match event {
-        Some(Err(error)) => assert!(error.to_string().contains("killed"), "{error}"),
-        other => panic!("an explicit end, not {other:?}"),
-    }
+    let mut seen = Vec::new();
+    let exited = tokio::time::timeout(Duration::from_secs(120), async {
+        loop {
+            match process.next_event().await {
+                Some(Ok(ProcessEvent::Output { bytes, .. })) => seen.extend_from_slice(&bytes),
+                Some(Ok(ProcessEvent::Exited(exited))) => return exited,
+                Some(Ok(ProcessEvent::Gap)) => {
+                    panic!("a gap: the window should hold the missed output")
+                }
+                other => panic!("the handle must not end before the exit: {other:?}"),
+            }
+        }
+    })
+    .await
+    .expect("the exit arrives");
+    let cuts = proxy.cuts();
+    println!("process across cuts: {cuts} cuts, {} bytes", seen.len());
+    assert!(
+        cuts >= 3,
+        "the test must cut while the process writes, cut {cuts} times"
+    );
+    assert_eq!(
+        String::from_utf8(seen).expect("text"),
+        expected,
+        "every byte exactly once, in order"
+    );
+    assert_eq!(exited.exit_code, 7);
     client.close().await;
     server
         .terminate_within(LIMIT)
         .await
         .expect("the server stops");
+    drop(home);
 }

@@ -51,6 +51,12 @@ pub(crate) enum Incoming {
         thread_id: String,
         reply: Reply,
     },
+    /// procre: the answer to a `process/resume` sent after a reconnect, routed after every
+    /// notification it replayed and before any live one.
+    ProcessResumed {
+        handle: String,
+        reply: Reply,
+    },
 }
 
 /// What a backend needs of the client above it, and nothing more.

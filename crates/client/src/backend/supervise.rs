@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use tandem_protocol::{ClientRequest, RequestId, ThreadResumeParams};
+use tandem_protocol::{ClientRequest, ProcessResumeParams, RequestId, ThreadResumeParams};
 
-use super::wire::{Connection, WireInner, send_request};
+use super::wire::{Connection, Routed, WireInner, send_request};
 use super::{Dispatch, Failure, OutgoingRequest};
 use crate::connection::ConnectionState;
 
@@ -43,7 +43,42 @@ impl ResumeSession {
             params,
         });
         let written = AtomicBool::new(false);
-        let reply = send_request(&self.connection, request, &written, Some(thread_id));
+        let reply = send_request(
+            &self.connection,
+            request,
+            &written,
+            Some(Routed::Thread(thread_id)),
+        );
+        self.wait(reply).await
+    }
+
+    /// procre: sends `process/resume` with `params` as request `id` and waits until its
+    /// answer was routed (as [`super::Incoming::ProcessResumed`], after every notification it
+    /// replayed).
+    pub(crate) async fn resume_process(
+        &self,
+        id: RequestId,
+        params: ProcessResumeParams,
+    ) -> Result<(), String> {
+        let handle = params.process_handle.clone();
+        let request = OutgoingRequest::Typed(ClientRequest::ProcessResume {
+            request_id: id,
+            params,
+        });
+        let written = AtomicBool::new(false);
+        let reply = send_request(
+            &self.connection,
+            request,
+            &written,
+            Some(Routed::Process(handle)),
+        );
+        self.wait(reply).await
+    }
+
+    async fn wait(
+        &self,
+        reply: impl Future<Output = Result<super::Reply, Failure>>,
+    ) -> Result<(), String> {
         match tokio::time::timeout(self.limit, reply).await {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(failure)) => Err(failure.reason()),

@@ -51,7 +51,16 @@ pub(crate) struct PendingReply {
     reply: oneshot::Sender<Reply>,
     /// `Some(thread)` for a `thread/resume` sent after a reconnect: its answer is also routed,
     /// in its place in the stream.
-    routed: Option<String>,
+    routed: Option<Routed>,
+}
+
+/// What a routed reply resumed (see [`PendingReply::routed`]).
+#[derive(Debug, Clone)]
+pub(crate) enum Routed {
+    /// A `thread/resume` of this thread.
+    Thread(String),
+    /// A `process/resume` of this process handle.
+    Process(String),
 }
 
 /// One live connection (one child process, one websocket).
@@ -61,7 +70,7 @@ pub(crate) struct Connection {
     pending: Mutex<HashMap<RequestId, PendingReply>>,
     /// Why the connection ended, once it has.
     ended: OnceLock<String>,
-    initialize: OnceLock<InitializeResponse>,
+    pub(crate) initialize: OnceLock<InitializeResponse>,
     control: LinkControl,
     /// Stops the writer, which then ends its stream politely.
     stop_writer: CancellationToken,
@@ -450,7 +459,7 @@ pub(crate) async fn send_request(
     connection: &Connection,
     request: OutgoingRequest,
     written: &AtomicBool,
-    routed: Option<String>,
+    routed: Option<Routed>,
 ) -> Result<Reply, Failure> {
     let id = request.id().clone();
     let mut bytes = Vec::new();
@@ -545,20 +554,19 @@ async fn deliver_reply<D: Dispatch>(
         return;
     };
     match pending.routed {
-        Some(thread_id) => {
+        Some(routed) => {
             let ok = reply.is_ok();
-            dispatch
-                .route(
-                    connection.generation,
-                    Incoming::Resumed { thread_id, reply },
-                )
-                .await;
+            let incoming = match routed {
+                Routed::Thread(thread_id) => Incoming::Resumed { thread_id, reply },
+                Routed::Process(handle) => Incoming::ProcessResumed { handle, reply },
+            };
+            dispatch.route(connection.generation, incoming).await;
             // The caller only waits for the routing to be done.
             let _ = pending.reply.send(if ok {
                 Ok(serde_json::Value::Null)
             } else {
                 Err(tandem_protocol::JSONRPCErrorError::internal(
-                    "thread/resume failed",
+                    "the resume failed",
                 ))
             });
         }

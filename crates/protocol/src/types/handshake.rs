@@ -96,6 +96,13 @@ pub struct InitializeResponse {
     pub server_info: ServerInfo,
     /// The server's own version (Tandem's release, not the protocol revision).
     pub tandem_version: String,
+    /// procre: the token of this connection's process session (experimental, sent only to
+    /// clients with the `experimentalApi` capability): given back in `process/resume` by a
+    /// later connection, it takes over the `process/spawn` processes of this one after it
+    /// closed (docs/protocol.md, "Processes across a reconnect"). Omitted by servers whose
+    /// processes die with their connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_session: Option<String>,
 }
 
 /// `config/read` params (both members may be ignored by the server).

@@ -94,6 +94,38 @@ pub struct ProcessKillParams {
     pub process_handle: String,
 }
 
+/// procre: `process/resume` params (experimental): take over a process of a connection that
+/// closed (or this one) and receive its notifications again, replaying those after `cursor`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessResumeParams {
+    /// The `processSession` of the `initialize` result of the connection that spawned the
+    /// process (or resumed it last).
+    pub process_session: String,
+    /// The process.
+    pub process_handle: String,
+    /// The `cursor` of the last `process/outputDelta` or `process/exited` of this process the
+    /// client saw; omitted when it saw none, which replays everything still in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<crate::EventCursor>,
+}
+
+/// procre: `process/resume` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessResumeResponse {
+    /// `true` when some notifications after `cursor` are no longer in the process's replay
+    /// window (or `cursor` is from another server instance): nothing was replayed and the
+    /// process's output between `cursor` and this answer is missing.
+    pub gap: bool,
+    /// Notifications replayed (sent before this result).
+    pub replayed: u64,
+    /// Where the process's stream stands: every later notification reaches this connection.
+    pub cursor: crate::EventCursor,
+}
+
 /// `process/resizePty` params.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]

@@ -228,6 +228,7 @@ pub(crate) fn initialize_response() -> InitializeResponse {
             version: s("0.169.0"),
         },
         tandem_version: s("0.1.0"),
+        process_session: None,
     }
 }
 
@@ -742,7 +743,33 @@ pub(crate) fn client_requests() -> Vec<ClientRequest> {
         request::<m::CommandExecResize>(34, command_exec_resize_params()),
         // tui:
         request::<m::ProcessScreen>(35, process_screen_params()),
+        // procre:
+        request::<m::ProcessResume>(36, process_resume_params()),
     ]
+}
+
+// ----- procre: process/resume -----
+
+pub(crate) fn process_resume_params() -> ProcessResumeParams {
+    ProcessResumeParams {
+        process_session: s("9f2c61d0a4be77319f2c61d0a4be7731"),
+        process_handle: s("build"),
+        cursor: Some(EventCursor {
+            epoch: s("9f2c61d0a4be7731"),
+            seq: 1042,
+        }),
+    }
+}
+
+pub(crate) fn process_resume_response() -> ProcessResumeResponse {
+    ProcessResumeResponse {
+        gap: false,
+        replayed: 3,
+        cursor: EventCursor {
+            epoch: s("9f2c61d0a4be7731"),
+            seq: 1045,
+        },
+    }
 }
 
 // ----- x-exec: command/exec -----
