@@ -38,6 +38,9 @@ const FLOODERS: usize = WRITER_QUEUE + 6;
 /// `--ws-slow-grace-secs`: long enough for a conversation run to fit inside the stall with room
 /// to spare on a busy machine, short enough to keep the test well under 30 s.
 const GRACE: Duration = Duration::from_secs(5);
+/// How long a closed connection's processes wait for a client to resume them (short here:
+/// nobody does).
+const DETACH_GRACE: Duration = Duration::from_secs(1);
 
 // What the module docs promise about the backlog.
 const _: () = assert!(FLOODERS - WRITER_QUEUE + CONVERSATIONS < WRITER_QUEUE);
@@ -113,6 +116,10 @@ async fn a_connection_that_never_reads_delays_no_other_and_is_closed_after_the_g
         .args(["app-server", "--listen", "ws://127.0.0.1:0"])
         .args(["--ws-writer-queue", &WRITER_QUEUE.to_string()])
         .args(["--ws-slow-grace-secs", &GRACE.as_secs_f64().to_string()])
+        .args([
+            "--process-detach-grace-secs",
+            &DETACH_GRACE.as_secs_f64().to_string(),
+        ])
         .websocket()
         .await;
 
@@ -184,12 +191,13 @@ async fn a_connection_that_never_reads_delays_no_other_and_is_closed_after_the_g
     if let Ended::Close(Some(frame)) = &ended {
         assert_eq!(u16::from(frame.code), 1008, "{ended:?}");
     }
-    // Its processes went with it.
-    let deadline = Instant::now() + PROMPT;
+    // Its processes are left for a reconnect to resume (`process/resume`), and nobody
+    // resumes them: they end when the detach grace has passed.
+    let deadline = Instant::now() + DETACH_GRACE + PROMPT;
     while !server.live_children().is_empty() {
         assert!(
             Instant::now() < deadline,
-            "the flood processes outlived their connection"
+            "the flood processes outlived the detach grace of their closed connection"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
