@@ -146,6 +146,32 @@ enum DeliverError {
 /// lock is released.
 pub(crate) type Wait = (mpsc::Sender<Item>, Item);
 
+/// Hands `gap` to a follower: a lossless one that is full gets it when it has room (a wait
+/// for the caller to run), a lossy one that is full ends overflowed, since a gap it never
+/// saw would be a silent loss.
+fn deliver_gap(entry: &mut Entry, gap: Item, waits: &mut Vec<Wait>) {
+    match entry.try_deliver(gap) {
+        Ok(()) => {}
+        Err(DeliverError::Full(item)) if entry.lossless => {
+            waits.push((
+                entry
+                    .tx
+                    .clone()
+                    .expect("a follower that took a gap has a queue"),
+                item,
+            ));
+        }
+        Err(DeliverError::Full(_)) => {
+            let lost = entry.lagged + 1;
+            entry.end_with(SubscriptionError::Overflowed {
+                lost,
+                method: "gap".into(),
+            });
+        }
+        Err(DeliverError::Ended(_)) => entry.tx = None,
+    }
+}
+
 /// Every live subscription, by id.
 #[derive(Default)]
 pub(crate) struct Registry {
@@ -306,20 +332,7 @@ impl Registry {
                 thread_id: thread.to_owned(),
                 turns: turns.clone(),
             });
-            match entry.try_deliver(gap) {
-                Ok(()) => {}
-                Err(DeliverError::Full(item)) if entry.lossless => {
-                    waits.push((entry.tx.clone().expect("checked above"), item));
-                }
-                Err(DeliverError::Full(_)) => {
-                    let lost = entry.lagged + 1;
-                    entry.end_with(SubscriptionError::Overflowed {
-                        lost,
-                        method: "gap".into(),
-                    });
-                }
-                Err(DeliverError::Ended(_)) => entry.tx = None,
-            }
+            deliver_gap(entry, gap, &mut waits);
         }
         waits
     }
@@ -398,20 +411,7 @@ impl Registry {
             let gap = Item::Event(Event::ProcessGap {
                 process_handle: handle.to_owned(),
             });
-            match entry.try_deliver(gap) {
-                Ok(()) => {}
-                Err(DeliverError::Full(item)) if entry.lossless => {
-                    waits.push((entry.tx.clone().expect("checked above"), item));
-                }
-                Err(DeliverError::Full(_)) => {
-                    let lost = entry.lagged + 1;
-                    entry.end_with(SubscriptionError::Overflowed {
-                        lost,
-                        method: "gap".into(),
-                    });
-                }
-                Err(DeliverError::Ended(_)) => entry.tx = None,
-            }
+            deliver_gap(entry, gap, &mut waits);
         }
         waits
     }

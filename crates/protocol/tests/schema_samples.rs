@@ -147,6 +147,8 @@ fn client_requests() -> Vec<ClientRequest> {
         request::<m::CommandExecResize>(34, command_exec_resize_params()),
         // tui:
         request::<m::ProcessScreen>(35, process_screen_params()),
+        // procre:
+        request::<m::ProcessResume>(36, process_resume_params()),
     ]
 }
 
@@ -204,6 +206,8 @@ fn client_results() -> Vec<(&'static str, Value)> {
         result::<m::CommandExecResize>(EmptyResponse {}),
         // tui:
         result::<m::ProcessScreen>(process_screen_response()),
+        // procre:
+        result::<m::ProcessResume>(process_resume_response()),
     ]
 }
 

@@ -37,19 +37,12 @@ impl ResumeSession {
         id: RequestId,
         params: ThreadResumeParams,
     ) -> Result<(), String> {
-        let thread_id = params.thread_id.clone();
-        let request = OutgoingRequest::Typed(ClientRequest::ThreadResume {
+        let routed = Routed::Thread(params.thread_id.clone());
+        let request = ClientRequest::ThreadResume {
             request_id: id,
             params,
-        });
-        let written = AtomicBool::new(false);
-        let reply = send_request(
-            &self.connection,
-            request,
-            &written,
-            Some(Routed::Thread(thread_id)),
-        );
-        self.wait(reply).await
+        };
+        self.send_routed(request, routed).await
     }
 
     /// procre: sends `process/resume` with `params` as request `id` and waits until its
@@ -60,17 +53,22 @@ impl ResumeSession {
         id: RequestId,
         params: ProcessResumeParams,
     ) -> Result<(), String> {
-        let handle = params.process_handle.clone();
-        let request = OutgoingRequest::Typed(ClientRequest::ProcessResume {
+        let routed = Routed::Process(params.process_handle.clone());
+        let request = ClientRequest::ProcessResume {
             request_id: id,
             params,
-        });
+        };
+        self.send_routed(request, routed).await
+    }
+
+    /// Sends a resume whose answer is routed to `routed`'s followers and waits for it.
+    async fn send_routed(&self, request: ClientRequest, routed: Routed) -> Result<(), String> {
         let written = AtomicBool::new(false);
         let reply = send_request(
             &self.connection,
-            request,
+            OutgoingRequest::Typed(request),
             &written,
-            Some(Routed::Process(handle)),
+            Some(routed),
         );
         self.wait(reply).await
     }
