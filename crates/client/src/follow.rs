@@ -232,13 +232,11 @@ impl Followed {
             self.stats.gaps += 1;
         }
         if let Some(cursor) = &response.cursor {
-            if gap {
-                // The stream restarts here: what came before is in the snapshot.
-                self.cursors.insert(thread.to_owned(), cursor.clone());
-                self.epoch = Some(cursor.epoch.clone());
-            } else {
-                self.advance(thread, cursor);
-            }
+            // After a gap the stream restarts here (what came before is in the snapshot); in
+            // both cases live events newer than the answer may have been taken in already: they
+            // are written as soon as the connection is attached, the answer after them on the
+            // other lane, and moving back would replay them twice on the next resume.
+            self.advance(thread, cursor);
         }
         let server_changed = match (&previous_epoch, &response.cursor) {
             (Some(before), Some(now)) => *before != now.epoch,
@@ -352,6 +350,29 @@ mod tests {
             (followed.stats.replayed_events, followed.stats.gaps),
             (2, 1)
         );
+    }
+
+    #[test]
+    fn a_resume_answer_behind_live_events_already_seen_keeps_the_newer_cursor() {
+        let mut followed = Followed::default();
+        let start = RequestFacts {
+            keyed: false,
+            effect: Effect::Subscribes,
+        };
+        followed.track_reply(
+            &start,
+            &json!({"thread": {"id": "t"}, "cursor": {"epoch": "e", "seq": 1}}),
+        );
+        // Attached at 40 after a gap; 41 and 42 streamed live before the answer arrived.
+        assert!(followed.accept("t", &cursor("e", 41)));
+        assert!(followed.accept("t", &cursor("e", 42)));
+        let outcome = followed.resumed("t", &resume_response(cursor("e", 40), true, 0));
+        assert!(outcome.gap);
+        assert_eq!(followed.plan(), vec![("t".into(), Some(cursor("e", 42)))]);
+        // Same without a gap.
+        assert!(followed.accept("t", &cursor("e", 43)));
+        followed.resumed("t", &resume_response(cursor("e", 42), false, 0));
+        assert_eq!(followed.plan(), vec![("t".into(), Some(cursor("e", 43)))]);
     }
 
     #[test]

@@ -129,11 +129,21 @@ impl ProcessFollows {
             .collect()
     }
 
-    /// `handle` was resumed: it belongs to `session` now and the stream counts from `cursor`.
+    /// `handle` was resumed: it belongs to `session` now and the stream counts from `cursor`,
+    /// unless live notifications newer than `cursor` of the same instance were taken in
+    /// already. They can be: the host writes them on the event lane as soon as the stream is
+    /// attached, while the answer follows on the ordinary lane. Moving back would make the next
+    /// resume replay them a second time.
     pub(crate) fn resumed(&mut self, handle: &str, session: Option<String>, cursor: EventCursor) {
         if let Some(follow) = self.follows.get_mut(handle) {
             follow.session = session;
-            follow.last = Some(cursor);
+            let newer_seen = follow
+                .last
+                .as_ref()
+                .is_some_and(|last| last.epoch == cursor.epoch && last.seq >= cursor.seq);
+            if !newer_seen {
+                follow.last = Some(cursor);
+            }
         }
     }
 }
@@ -340,5 +350,60 @@ impl ProcessHandle {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tandem_protocol::{ProcessOutputDeltaNotification, ProcessOutputStream};
+
+    use super::*;
+
+    fn cursor(epoch: &str, seq: u64) -> EventCursor {
+        EventCursor {
+            epoch: epoch.into(),
+            seq,
+        }
+    }
+
+    fn output(handle: &str) -> ServerNotification {
+        ServerNotification::ProcessOutputDelta(ProcessOutputDeltaNotification {
+            process_handle: handle.into(),
+            stream: ProcessOutputStream::Stdout,
+            delta: Default::default(),
+            cap_reached: false,
+        })
+    }
+
+    #[test]
+    fn a_resume_answer_behind_live_output_already_seen_does_not_move_the_cursor_back() {
+        let mut follows = ProcessFollows::default();
+        follows.follow("writer");
+        follows.spawned("writer", Some("first".into()));
+        assert!(follows.accept(&output("writer"), &cursor("e", 77)));
+        // The reconnect resumes from 77; the host attaches at 77 and streams 78..=81 live
+        // before the answer (cursor 77) arrives on the other lane.
+        for seq in 78..=81 {
+            assert!(follows.accept(&output("writer"), &cursor("e", seq)));
+        }
+        follows.resumed("writer", Some("second".into()), cursor("e", 77));
+        let plan = follows.plan();
+        assert_eq!(
+            plan,
+            vec![("writer".into(), "second".into(), Some(cursor("e", 81)))],
+            "the next resume starts after what was seen, or 78..=81 come twice"
+        );
+        assert!(!follows.accept(&output("writer"), &cursor("e", 80)));
+    }
+
+    #[test]
+    fn a_resume_answer_from_another_instance_restarts_the_count() {
+        let mut follows = ProcessFollows::default();
+        follows.follow("writer");
+        follows.spawned("writer", Some("first".into()));
+        assert!(follows.accept(&output("writer"), &cursor("old", 500)));
+        follows.resumed("writer", Some("second".into()), cursor("new", 3));
+        assert_eq!(follows.plan()[0].2, Some(cursor("new", 3)));
+        assert!(follows.accept(&output("writer"), &cursor("new", 4)));
     }
 }
