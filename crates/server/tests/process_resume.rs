@@ -91,6 +91,28 @@ impl Server {
     async fn stop(self) {
         within(LIMIT, "host shutdown", self.host.shutdown()).await;
     }
+
+    /// Waits until the replay window of `handle` of `session`, by its own accounting, meets
+    /// `condition`: the explicit signal that the host has routed what the process wrote.
+    async fn until_window(
+        &self,
+        session: &str,
+        handle: &str,
+        what: &str,
+        condition: impl Fn(&tandem_host::ReplayWindowStats) -> bool,
+    ) {
+        let stream = format!("process/{session}/{handle}");
+        within(LIMIT, what, async {
+            loop {
+                let stats = self.outgoing.replay_window_stats(&stream).await;
+                if stats.as_ref().is_some_and(&condition) {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+    }
 }
 
 /// One stdio connection.
@@ -272,8 +294,13 @@ async fn a_closed_connections_process_keeps_running_and_a_new_connection_gets_wh
         .expect("write");
     let session = first.session.clone();
     let first_epoch = first.epoch.clone().expect("cursors seen");
-    // Let the second delta reach the first connection's queue before it goes.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The second delta is routed to the first connection (recorded in the window in the same
+    // step) before it goes.
+    server
+        .until_window(&session, "cat", "the second delta routed", |stats| {
+            stats.last_seq > seen_seq
+        })
+        .await;
     first.close().await;
     assert!(
         !live_pids_with_env("PROCRE_TEST_MARKER", "kept").is_empty(),
@@ -385,7 +412,9 @@ async fn output_of_a_detached_process_waits_instead_of_overflowing_the_window() 
         .call("process/writeStdin", write_params("big", b"go\n", true))
         .await
         .expect("write");
-    // Closed at once: nearly all of the output is written while detached.
+    // Closed at once: nearly all of the output is written while detached. Nothing outside
+    // shows the pump waiting (it holds its delta and the pipe fills), so this gives the child
+    // time to run into that; the assertions below hold however long it is.
     first.close().await;
     tokio::time::sleep(Duration::from_millis(500)).await;
 
@@ -464,9 +493,15 @@ async fn a_cursor_older_than_the_window_is_an_explicit_gap() {
             )
             .await
             .expect("write");
-        tokio::time::sleep(Duration::from_millis(30)).await;
+        // One delta per line: each is routed (to the window and the connection) before the
+        // next is written.
+        let routed = first_seq + 1 + line;
+        server
+            .until_window(&first.session, "cat", "the line routed", |stats| {
+                stats.last_seq >= routed
+            })
+            .await;
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
     let session = first.session.clone();
     first.close().await;
 
