@@ -3,9 +3,15 @@
 //! server outlive the test that started it.
 //!
 //! Test targets of other packages have no `CARGO_BIN_EXE_tandem`, so the binary is built here
-//! with a nested `cargo build` (cargo releases the build lock before it runs tests). The build
+//! with a nested cargo command (cargo releases the build lock before it runs tests). The build
 //! happens once per test process; cargo reports where it put the executable, so a custom
 //! `CARGO_TARGET_DIR` needs no special handling.
+//!
+//! The nested command resolves features the way `cargo test --workspace` (the README's and
+//! CI's test command) does: the whole workspace, dev-dependencies included. A plain
+//! `cargo build -p tandem-cli` resolves them without dev-dependencies (tokio without
+//! `test-util`, for one), which gave every crate below the binary another hash and rebuilt
+//! the whole stack in the middle of CI's test run, about 80 s of a 2-core machine.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -26,7 +32,7 @@ pub const DROP_GRACE: Duration = Duration::from_secs(6);
 #[derive(Debug, thiserror::Error)]
 pub enum BinaryError {
     /// cargo itself could not be started.
-    #[error("could not run `{cargo} build` (set CARGO to the cargo binary): {source}")]
+    #[error("could not run `{cargo}` (set CARGO to the cargo binary): {source}")]
     Spawn {
         /// The cargo command tried.
         cargo: String,
@@ -34,7 +40,9 @@ pub enum BinaryError {
         source: io::Error,
     },
     /// The build failed; cargo's diagnostics follow.
-    #[error("`cargo build -p {package} --bin {bin}` failed ({status}):\n{stderr}")]
+    #[error(
+        "building `{bin}` of {package} (`cargo test --workspace --no-run --test ...`) failed ({status}); fix the build:\n{stderr}"
+    )]
     Failed {
         /// The package built.
         package: &'static str,
@@ -64,23 +72,33 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// Builds the `tandem` binary (debug profile) with `$CARGO build -p tandem-cli --bin tandem`
-/// and returns the path of the executable. Blocking; prefer the cached [`tandem_binary`].
+/// Builds the `tandem` binary (debug profile) with the nested cargo command described in the
+/// module documentation and returns the path of the executable. Blocking; prefer the cached
+/// [`tandem_binary`].
 pub fn build_tandem_binary() -> Result<PathBuf, BinaryError> {
-    build_binary("tandem-cli", "tandem")
+    build_binary("tandem-cli", "tandem", "generate")
 }
 
-/// Builds the binary target `bin` of `package` (debug profile) with a nested `cargo build`
-/// and returns the path of the executable. Blocking.
-pub fn build_binary(package: &'static str, bin: &'static str) -> Result<PathBuf, BinaryError> {
+/// Builds the binary target `bin` of `package` (debug profile) and returns the path of the
+/// executable. Blocking.
+///
+/// `companion_test` is one integration test of `package`: cargo builds every binary of a
+/// package whose integration test it builds, and naming a test target (not `-p package`)
+/// keeps the workspace as the package set, so features resolve as in
+/// `cargo test --workspace` and the build finds that command's artifacts fresh.
+pub fn build_binary(
+    package: &'static str,
+    bin: &'static str,
+    companion_test: &'static str,
+) -> Result<PathBuf, BinaryError> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let output = std::process::Command::new(&cargo)
         .args([
-            "build",
-            "-p",
-            package,
-            "--bin",
-            bin,
+            "test",
+            "--workspace",
+            "--no-run",
+            "--test",
+            companion_test,
             "--message-format=json-render-diagnostics",
         ])
         .current_dir(workspace_root())
@@ -103,6 +121,8 @@ pub fn build_binary(package: &'static str, bin: &'static str) -> Result<PathBuf,
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
         .filter(|message| message["reason"] == "compiler-artifact")
         .filter(|message| message["target"]["name"] == bin)
+        .filter(|message| message["target"]["kind"] == serde_json::json!(["bin"]))
+        .filter(|message| message["profile"]["test"] == false)
         .find_map(|message| message["executable"].as_str().map(PathBuf::from))
         .ok_or(BinaryError::NoExecutable { package, bin })
 }
@@ -112,7 +132,13 @@ pub fn build_binary(package: &'static str, bin: &'static str) -> Result<PathBuf,
 pub fn sandbox_probe_binary() -> Result<&'static Path, &'static BinaryError> {
     static BINARY: OnceLock<Result<PathBuf, BinaryError>> = OnceLock::new();
     BINARY
-        .get_or_init(|| build_binary("tandem-test-support", "tandem-sandbox-probe"))
+        .get_or_init(|| {
+            build_binary(
+                "tandem-test-support",
+                "tandem-sandbox-probe",
+                "client_backends",
+            )
+        })
         .as_ref()
         .map(PathBuf::as_path)
 }
