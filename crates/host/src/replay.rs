@@ -260,9 +260,12 @@ impl Stream {
         self.evicted += 1;
         // A run that no kept event can belong to goes (with nothing kept, only the newest
         // stays, for the next delta of the same item).
-        let front = self.kept.front().map_or(u64::MAX, |kept| kept.seq);
-        while self.ids.len() >= 2 && self.ids[1].first_seq <= front {
-            self.ids.pop_front();
+        // (One run, the usual case, has nothing to check.)
+        if self.ids.len() >= 2 {
+            let front = self.kept.front().map_or(u64::MAX, |kept| kept.seq);
+            while self.ids.len() >= 2 && self.ids[1].first_seq <= front {
+                self.ids.pop_front();
+            }
         }
     }
 
@@ -292,8 +295,7 @@ impl Stream {
                 item_id: item_id.to_owned(),
             });
         }
-        self.text
-            .push(&[thread_id, delta], thread_id.len() + delta.len(), cap);
+        self.text.push(thread_id.as_bytes(), delta.as_bytes(), cap);
         Some(Stored::TextDelta {
             kind,
             thread_is_stream,
@@ -314,8 +316,9 @@ pub(crate) struct ReplayWindows {
     /// its name in (tandem-server keeps one per thread), so that consecutive events of one
     /// thread find their window without hashing its name.
     last_recorded: Option<(Arc<str>, usize)>,
-    /// The highest number ever assigned or reserved: a stream opened again starts above it, so
-    /// a cursor from its previous life is never mistaken for one of the new.
+    /// The highest number ever assigned or reserved, counting the open streams' own
+    /// `last_seq`: a stream opened again starts above it, so a cursor from its previous life
+    /// is never mistaken for one of the new.
     high_water: u64,
     /// [`TextDelta::empty_size`] of each kind, measured once.
     text_delta_sizes: [usize; 2],
@@ -355,19 +358,25 @@ impl ReplayWindows {
         &self.epoch
     }
 
+    /// The slot of `stream` found by name (a producer's event whose `Arc` is not the last one
+    /// recorded), remembered with that `Arc` for the events that follow it.
+    #[cold]
+    fn remember_slot(&mut self, stream: &Arc<str>) -> usize {
+        let slot = self.slot(stream);
+        self.last_recorded = Some((Arc::clone(stream), slot));
+        slot
+    }
+
     /// The slot of `name`, opening the stream if it is not open.
     fn slot(&mut self, name: &Arc<str>) -> usize {
-        if let Some((last, slot)) = &self.last_recorded
-            && Arc::ptr_eq(last, name)
-        {
-            return *slot;
-        }
         if let Some(slot) = self.by_name.get(&**name) {
             return *slot;
         }
         // One number is skipped: `floor` is a number no event ever had, so no cursor handed
-        // out before can equal it.
-        self.high_water += 1;
+        // out before can equal it. (The open streams' numbers are folded in only here and
+        // when one closes, not on every event.)
+        let open_high = self.slots.iter().flatten().map(|entry| entry.last_seq);
+        self.high_water = open_high.fold(self.high_water, u64::max) + 1;
         let stream = Stream {
             floor: self.high_water,
             last_seq: self.high_water,
@@ -417,14 +426,10 @@ impl ReplayWindows {
             }
             None => notification_size(notification),
         };
-        let slot = self.slot(stream);
-        if self
-            .last_recorded
-            .as_ref()
-            .is_none_or(|(_, last)| *last != slot)
-        {
-            self.last_recorded = Some((Arc::clone(stream), slot));
-        }
+        let slot = match &self.last_recorded {
+            Some((last, slot)) if Arc::ptr_eq(last, stream) => *slot,
+            _ => self.remember_slot(stream),
+        };
         let entry = self.open(slot);
         entry.last_seq += 1;
         let seq = entry.last_seq;
@@ -438,7 +443,6 @@ impl ReplayWindows {
             entry.ids.clear();
             entry.bytes = 0;
             entry.floor = seq;
-            self.high_water = self.high_water.max(seq);
             return self.recorded(slot, seq);
         }
         // Room first, then the event: what is kept never exceeds the bounds, not even while
@@ -456,7 +460,6 @@ impl ReplayWindows {
             .unwrap_or_else(|| Stored::Owned(Box::new(notification.clone())));
         entry.kept.push_back(Kept { seq, bytes, stored });
         entry.bytes += bytes;
-        self.high_water = self.high_water.max(seq);
         self.recorded(slot, seq)
     }
 
@@ -542,7 +545,9 @@ impl ReplayWindows {
         let Some(slot) = self.by_name.remove(stream) else {
             return;
         };
-        self.slots[slot] = None;
+        if let Some(closed) = self.slots[slot].take() {
+            self.high_water = self.high_water.max(closed.last_seq);
+        }
         self.free_slots.push(slot);
         if self
             .last_recorded
