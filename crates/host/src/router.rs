@@ -296,6 +296,7 @@ impl OutboundRouter {
 
     /// Numbers and keeps a stream's notification and says who receives it: one connection
     /// (`message` then carries its cursor) or several (collected in `self.recipients`).
+    #[inline]
     fn record(
         &mut self,
         stream: &Arc<str>,
