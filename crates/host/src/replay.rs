@@ -679,6 +679,32 @@ mod tests {
     }
 
     #[test]
+    fn a_stream_opens_above_every_number_handed_out_by_open_and_closed_streams() {
+        let mut windows = ReplayWindows::with_epoch(ReplayWindowLimits::default(), "e".into());
+        record(&mut windows, "a", &delta("a0"));
+        let b_first = record(&mut windows, "b", &delta("b0"));
+        let mut a_last = b_first.clone();
+        for n in 0..10 {
+            a_last = record(&mut windows, "a", &delta(&format!("a{n}")));
+        }
+        // "a" is open and ahead of "b": a new stream starts above it.
+        let c_first = record(&mut windows, "c", &delta("c0"));
+        assert!(c_first.seq > a_last.seq + 1, "{c_first:?} {a_last:?}");
+        let mut c_last = c_first;
+        for n in 0..20 {
+            c_last = record(&mut windows, "c", &delta(&format!("c{n}")));
+        }
+        // "c" closed ahead of every open stream: a reopened "a" still starts above it, and
+        // neither its old cursor nor a closed stream's is accepted.
+        windows.close("c");
+        windows.close("a");
+        let a_again = record(&mut windows, "a", &delta("again"));
+        assert!(a_again.seq > c_last.seq + 1, "{a_again:?} {c_last:?}");
+        let attach = windows.attach("a", ConnectionId(1), Some(&a_last));
+        assert_eq!(attach.outcome.gap, Some(true));
+    }
+
+    #[test]
     fn bytes_stay_under_the_bound_by_the_windows_own_accounting() {
         let limits = ReplayWindowLimits {
             max_events: usize::MAX,
