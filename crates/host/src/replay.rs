@@ -260,9 +260,12 @@ impl Stream {
         self.evicted += 1;
         // A run that no kept event can belong to goes (with nothing kept, only the newest
         // stays, for the next delta of the same item).
-        let front = self.kept.front().map_or(u64::MAX, |kept| kept.seq);
-        while self.ids.len() >= 2 && self.ids[1].first_seq <= front {
-            self.ids.pop_front();
+        // (One run, the usual case, has nothing to check.)
+        if self.ids.len() >= 2 {
+            let front = self.kept.front().map_or(u64::MAX, |kept| kept.seq);
+            while self.ids.len() >= 2 && self.ids[1].first_seq <= front {
+                self.ids.pop_front();
+            }
         }
     }
 
@@ -292,8 +295,7 @@ impl Stream {
                 item_id: item_id.to_owned(),
             });
         }
-        self.text
-            .push(&[thread_id, delta], thread_id.len() + delta.len(), cap);
+        self.text.push(thread_id.as_bytes(), delta.as_bytes(), cap);
         Some(Stored::TextDelta {
             kind,
             thread_is_stream,
@@ -314,8 +316,9 @@ pub(crate) struct ReplayWindows {
     /// its name in (tandem-server keeps one per thread), so that consecutive events of one
     /// thread find their window without hashing its name.
     last_recorded: Option<(Arc<str>, usize)>,
-    /// The highest number ever assigned or reserved: a stream opened again starts above it, so
-    /// a cursor from its previous life is never mistaken for one of the new.
+    /// The highest number ever assigned or reserved, counting the open streams' own
+    /// `last_seq`: a stream opened again starts above it, so a cursor from its previous life
+    /// is never mistaken for one of the new.
     high_water: u64,
     /// [`TextDelta::empty_size`] of each kind, measured once.
     text_delta_sizes: [usize; 2],
@@ -355,19 +358,25 @@ impl ReplayWindows {
         &self.epoch
     }
 
+    /// The slot of `stream` found by name (a producer's event whose `Arc` is not the last one
+    /// recorded), remembered with that `Arc` for the events that follow it.
+    #[cold]
+    fn remember_slot(&mut self, stream: &Arc<str>) -> usize {
+        let slot = self.slot(stream);
+        self.last_recorded = Some((Arc::clone(stream), slot));
+        slot
+    }
+
     /// The slot of `name`, opening the stream if it is not open.
     fn slot(&mut self, name: &Arc<str>) -> usize {
-        if let Some((last, slot)) = &self.last_recorded
-            && Arc::ptr_eq(last, name)
-        {
-            return *slot;
-        }
         if let Some(slot) = self.by_name.get(&**name) {
             return *slot;
         }
         // One number is skipped: `floor` is a number no event ever had, so no cursor handed
-        // out before can equal it.
-        self.high_water += 1;
+        // out before can equal it. (The open streams' numbers are folded in only here and
+        // when one closes, not on every event.)
+        let open_high = self.slots.iter().flatten().map(|entry| entry.last_seq);
+        self.high_water = open_high.fold(self.high_water, u64::max) + 1;
         let stream = Stream {
             floor: self.high_water,
             last_seq: self.high_water,
@@ -417,14 +426,10 @@ impl ReplayWindows {
             }
             None => notification_size(notification),
         };
-        let slot = self.slot(stream);
-        if self
-            .last_recorded
-            .as_ref()
-            .is_none_or(|(_, last)| *last != slot)
-        {
-            self.last_recorded = Some((Arc::clone(stream), slot));
-        }
+        let slot = match &self.last_recorded {
+            Some((last, slot)) if Arc::ptr_eq(last, stream) => *slot,
+            _ => self.remember_slot(stream),
+        };
         let entry = self.open(slot);
         entry.last_seq += 1;
         let seq = entry.last_seq;
@@ -438,7 +443,6 @@ impl ReplayWindows {
             entry.ids.clear();
             entry.bytes = 0;
             entry.floor = seq;
-            self.high_water = self.high_water.max(seq);
             return self.recorded(slot, seq);
         }
         // Room first, then the event: what is kept never exceeds the bounds, not even while
@@ -456,7 +460,6 @@ impl ReplayWindows {
             .unwrap_or_else(|| Stored::Owned(Box::new(notification.clone())));
         entry.kept.push_back(Kept { seq, bytes, stored });
         entry.bytes += bytes;
-        self.high_water = self.high_water.max(seq);
         self.recorded(slot, seq)
     }
 
@@ -542,7 +545,9 @@ impl ReplayWindows {
         let Some(slot) = self.by_name.remove(stream) else {
             return;
         };
-        self.slots[slot] = None;
+        if let Some(closed) = self.slots[slot].take() {
+            self.high_water = self.high_water.max(closed.last_seq);
+        }
         self.free_slots.push(slot);
         if self
             .last_recorded
@@ -670,6 +675,32 @@ mod tests {
         let new = record(&mut windows, "t", &delta("b"));
         assert!(new.seq > old.seq + 1);
         let attach = windows.attach("t", ConnectionId(1), Some(&old));
+        assert_eq!(attach.outcome.gap, Some(true));
+    }
+
+    #[test]
+    fn a_stream_opens_above_every_number_handed_out_by_open_and_closed_streams() {
+        let mut windows = ReplayWindows::with_epoch(ReplayWindowLimits::default(), "e".into());
+        record(&mut windows, "a", &delta("a0"));
+        let b_first = record(&mut windows, "b", &delta("b0"));
+        let mut a_last = b_first.clone();
+        for n in 0..10 {
+            a_last = record(&mut windows, "a", &delta(&format!("a{n}")));
+        }
+        // "a" is open and ahead of "b": a new stream starts above it.
+        let c_first = record(&mut windows, "c", &delta("c0"));
+        assert!(c_first.seq > a_last.seq + 1, "{c_first:?} {a_last:?}");
+        let mut c_last = c_first;
+        for n in 0..20 {
+            c_last = record(&mut windows, "c", &delta(&format!("c{n}")));
+        }
+        // "c" closed ahead of every open stream: a reopened "a" still starts above it, and
+        // neither its old cursor nor a closed stream's is accepted.
+        windows.close("c");
+        windows.close("a");
+        let a_again = record(&mut windows, "a", &delta("again"));
+        assert!(a_again.seq > c_last.seq + 1, "{a_again:?} {c_last:?}");
+        let attach = windows.attach("a", ConnectionId(1), Some(&a_last));
         assert_eq!(attach.outcome.gap, Some(true));
     }
 

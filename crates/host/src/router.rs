@@ -96,6 +96,16 @@ pub(crate) struct OutboundRouter {
     recipients: Vec<ConnectionId>,
 }
 
+/// Who receives a stream's notification ([`OutboundRouter::record`]).
+enum StreamRoute {
+    /// This connection only: the envelope carries the cursor.
+    One(ConnectionId),
+    /// The connections in `recipients`, each with this cursor.
+    Many(StreamCursor),
+    /// Nobody: it was not a notification.
+    Dropped,
+}
+
 impl OutboundRouter {
     pub(crate) fn new(limits: ReplayWindowLimits) -> Self {
         Self {
@@ -261,98 +271,115 @@ impl OutboundRouter {
         let _ = reply.send(outcome);
     }
 
-    async fn deliver(&mut self, target: Target, message: WriterMessage) {
-        match target {
-            Target::Connection(id) => {
-                let Some(connection) = self.connections.get(&id) else {
-                    return tracing::debug!(%id, "message for a closed connection dropped");
-                };
-                if allows(connection, &message.message, false) {
-                    self.write(id, message).await;
+    async fn deliver(&mut self, target: Target, mut message: WriterMessage) {
+        let id = match target {
+            Target::Connection(id) => id,
+            // One recipient (a thread with one subscriber, the usual case) takes the envelope
+            // itself, stamped, the way a plain notification to a connection goes: nothing is
+            // copied, boxed or collected.
+            Target::Stream { stream, also } => match self.record(&stream, also, &mut message) {
+                StreamRoute::One(id) => id,
+                StreamRoute::Many(cursor) => {
+                    return self.deliver_to_recipients(message, cursor).await;
                 }
+                StreamRoute::Dropped => return,
+            },
+            Target::Broadcast => return self.broadcast(message).await,
+        };
+        let Some(connection) = self.connections.get(&id) else {
+            return tracing::debug!(%id, "message for a closed connection dropped");
+        };
+        if allows(connection, &message.message, false) {
+            self.write(id, message).await;
+        }
+    }
+
+    /// Numbers and keeps a stream's notification and says who receives it: one connection
+    /// (`message` then carries its cursor) or several (collected in `self.recipients`).
+    #[inline]
+    fn record(
+        &mut self,
+        stream: &Arc<str>,
+        also: Option<ConnectionId>,
+        message: &mut WriterMessage,
+    ) -> StreamRoute {
+        let OutgoingMessage::Notification(notification) = &message.message else {
+            tracing::warn!("only notifications belong to a stream; dropped");
+            return StreamRoute::Dropped;
+        };
+        let (cursor, attached) = self.windows.record(stream, notification);
+        let single = match (attached, also) {
+            ([only], None) => Some(*only),
+            ([only], Some(also)) if *only == also => Some(also),
+            ([], also) => also,
+            _ => None,
+        };
+        if let Some(id) = single {
+            message.cursor = Some(cursor);
+            return StreamRoute::One(id);
+        }
+        self.recipients.extend_from_slice(attached);
+        if let Some(also) = also.filter(|also| !self.recipients.contains(also)) {
+            self.recipients.push(also);
+        }
+        StreamRoute::Many(cursor)
+    }
+
+    /// Writes a stream's notification to the recipients [`Self::record`] collected.
+    async fn deliver_to_recipients(&mut self, mut message: WriterMessage, cursor: StreamCursor) {
+        let mut recipients = std::mem::take(&mut self.recipients);
+        recipients.retain(|id| {
+            self.connections
+                .get(id)
+                .is_some_and(|connection| allows(connection, &message.message, false))
+        });
+        // The last recipient takes the envelope itself: a notification can carry a whole
+        // turn.
+        if let Some(last) = recipients.pop() {
+            for id in recipients.drain(..) {
+                let copy = envelope(
+                    message.message.clone(),
+                    message.ack.clone(),
+                    Some(cursor),
+                    false,
+                );
+                self.write(id, copy).await;
             }
-            Target::Stream { stream, also } => {
-                let mut message = message;
-                let OutgoingMessage::Notification(notification) = &message.message else {
-                    return tracing::warn!("only notifications belong to a stream; dropped");
-                };
-                let (cursor, attached) = self.windows.record(&stream, notification);
-                // One recipient (a thread with one subscriber, the usual case) takes the
-                // envelope itself, stamped: nothing is copied, boxed or collected.
-                let single = match (attached, also) {
-                    ([only], None) => Some(*only),
-                    ([only], Some(also)) if *only == also => Some(also),
-                    ([], also) => also,
-                    _ => None,
-                };
-                if let Some(id) = single {
-                    let allowed = self
-                        .connections
-                        .get(&id)
-                        .is_some_and(|connection| allows(connection, &message.message, false));
-                    if allowed {
-                        message.cursor = Some(cursor);
-                        self.write(id, message).await;
-                    }
-                    return;
-                }
-                let mut recipients = std::mem::take(&mut self.recipients);
-                recipients.extend_from_slice(attached);
-                if let Some(also) = also.filter(|also| !recipients.contains(also)) {
-                    recipients.push(also);
-                }
-                recipients.retain(|id| {
-                    self.connections
-                        .get(id)
-                        .is_some_and(|connection| allows(connection, &message.message, false))
-                });
-                // The last recipient takes the envelope itself: a notification can carry a
-                // whole turn.
-                if let Some(last) = recipients.pop() {
-                    for id in recipients.drain(..) {
-                        let copy = envelope(
-                            message.message.clone(),
-                            message.ack.clone(),
-                            Some(cursor),
-                            false,
-                        );
-                        self.write(id, copy).await;
-                    }
-                    message.cursor = Some(cursor);
-                    self.write(last, message).await;
-                }
-                self.recipients = recipients;
-            }
-            Target::Broadcast => {
-                let Envelope { message, ack, .. } = *message;
-                let recipients: Vec<ConnectionId> = self
-                    .connections
-                    .iter()
-                    .filter(|(_, connection)| allows(connection, &message, true))
-                    .map(|(id, _)| *id)
-                    .collect();
-                // Measured once for every recipient with a byte budget.
-                let mut bytes = None;
-                for id in recipients {
-                    let budgeted = self
-                        .connections
-                        .get(&id)
-                        .is_some_and(|connection| connection.budget.is_some());
-                    let queued_bytes = if budgeted {
-                        *bytes.get_or_insert_with(|| encoded_size(&message))
-                    } else {
-                        0
-                    };
-                    let copy = Box::new(Envelope {
-                        message: message.clone(),
-                        ack: ack.clone(),
-                        queued_bytes,
-                        cursor: None,
-                        replayed: false,
-                    });
-                    self.write(id, copy).await;
-                }
-            }
+            message.cursor = Some(cursor);
+            self.write(last, message).await;
+        }
+        self.recipients = recipients;
+    }
+
+    /// Writes `message` to every initialized connection that takes it.
+    async fn broadcast(&mut self, message: WriterMessage) {
+        let Envelope { message, ack, .. } = *message;
+        let recipients: Vec<ConnectionId> = self
+            .connections
+            .iter()
+            .filter(|(_, connection)| allows(connection, &message, true))
+            .map(|(id, _)| *id)
+            .collect();
+        // Measured once for every recipient with a byte budget.
+        let mut bytes = None;
+        for id in recipients {
+            let budgeted = self
+                .connections
+                .get(&id)
+                .is_some_and(|connection| connection.budget.is_some());
+            let queued_bytes = if budgeted {
+                *bytes.get_or_insert_with(|| encoded_size(&message))
+            } else {
+                0
+            };
+            let copy = Box::new(Envelope {
+                message: message.clone(),
+                ack: ack.clone(),
+                queued_bytes,
+                cursor: None,
+                replayed: false,
+            });
+            self.write(id, copy).await;
         }
     }
 

@@ -27,9 +27,11 @@ impl TextRing {
         self.buf.len()
     }
 
-    /// Appends `parts`, whose lengths add up to `needed`, growing the ring (doubling, but never
-    /// beyond `cap` unless the bytes held and `needed` alone are more) when they do not fit.
-    pub(super) fn push(&mut self, parts: &[&str], needed: usize, cap: usize) {
+    /// Appends `first` and then `second`, growing the ring (doubling, but never beyond `cap`
+    /// unless the bytes held and the new ones alone are more) when they do not fit.
+    #[inline]
+    pub(super) fn push(&mut self, first: &[u8], second: &[u8], cap: usize) {
+        let needed = first.len() + second.len();
         let wanted = self.len + needed;
         if wanted > self.buf.len() {
             self.grow((self.buf.len() * 2).max(wanted).min(cap.max(wanted)));
@@ -39,24 +41,22 @@ impl TextRing {
         if tail >= size {
             tail -= size;
         }
-        self.len += needed;
-        if let Some(mut room) = self.buf.get_mut(tail..tail + needed) {
-            // The usual case: the room is in one piece.
-            for part in parts.iter().filter(|part| !part.is_empty()) {
-                let (into, rest) = room.split_at_mut(part.len());
-                into.copy_from_slice(part.as_bytes());
-                room = rest;
+        self.len = wanted;
+        if let Some(room) = self.buf.get_mut(tail..tail + needed) {
+            // The usual case: the room is in one piece. (A copy of no bytes is skipped: it
+            // would still be a call.)
+            let (into_first, into_second) = room.split_at_mut(first.len());
+            if !first.is_empty() {
+                into_first.copy_from_slice(first);
             }
+            into_second.copy_from_slice(second);
             return;
         }
         // It wraps around the end of the buffer (once per trip around it).
-        let mut bytes = parts.iter().flat_map(|part| part.bytes());
+        let mut bytes = first.iter().chain(second);
         let (front, back) = self.buf.split_at_mut(tail);
-        for byte in back.iter_mut().chain(front) {
-            let Some(next) = bytes.next() else {
-                break;
-            };
-            *byte = next;
+        for (byte, next) in back.iter_mut().chain(front).zip(&mut bytes) {
+            *byte = *next;
         }
     }
 
@@ -111,8 +111,10 @@ mod tests {
                     char::from(b'a' + counter % 26)
                 })
                 .collect();
-            ring.push(&[&part, "", &part], part.len() * 2, 64);
-            model.extend(part.bytes().chain(part.bytes()));
+            // An empty first part is the usual text delta (its thread id is the stream's name).
+            let first = if round % 3 == 0 { "" } else { part.as_str() };
+            ring.push(first.as_bytes(), part.as_bytes(), 64);
+            model.extend(first.bytes().chain(part.bytes()));
             while model.len() > 40 {
                 let count = (round % 5 + 1).min(model.len());
                 ring.pop_front(count);
