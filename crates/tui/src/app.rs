@@ -24,15 +24,15 @@ use ratatui::Terminal;
 use ratatui::backend::Backend;
 use ratatui::layout::Rect;
 use tandem_client::{
-    ApprovalRequest, Client, ClientError, Overflow, ProcessEvent, TurnEvent, TurnHandle,
-    UserInputRequest,
+    ApprovalRequest, Client, ClientError, Overflow, ProcessEvent, ProcessHandle, TurnEvent,
+    TurnHandle, UserInputRequest,
 };
 use tandem_protocol::client_methods::ThreadArchive;
 use tandem_protocol::{
-    CommandExecutionApprovalDecision, ProcessResizePtyParams, ProcessSpawnParams,
-    ProcessWriteStdinParams, ThreadArchiveParams, ThreadForkParams, ThreadListParams,
-    ThreadResumeParams, ThreadStartParams, TurnInterruptParams, TurnStartParams, TurnSteerParams,
-    UserInput,
+    CommandExecutionApprovalDecision, ProcessAttachParams, ProcessResizePtyParams,
+    ProcessSpawnParams, ProcessWriteStdinParams, ThreadArchiveParams, ThreadForkParams,
+    ThreadListParams, ThreadResumeParams, ThreadStartParams, TurnInterruptParams, TurnStartParams,
+    TurnSteerParams, UserInput,
 };
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -343,7 +343,8 @@ fn mode(state: &AppState) -> Mode {
 
 const HELP: &str = "Enter sends (steers a running turn) · Alt-Enter new line · Esc interrupts · \
      Ctrl-C twice quits · Ctrl-T threads · PgUp/PgDn scroll · Tab/Ctrl-O pane focus · Ctrl-N next \
-     pane · Ctrl-W hide pane · !CMD runs CMD in a terminal pane · /new /threads /quit";
+     pane · Ctrl-W hide pane · !CMD runs CMD in a terminal pane · /share shows how another client \
+     watches the pane's process · /attach HANDLE TOKEN watches one · /new /threads /quit";
 
 impl Controller {
     fn on_event(&mut self, event: Event) {
@@ -572,6 +573,20 @@ impl Controller {
         if let Some(command) = trimmed.strip_prefix('!') {
             return self.run_process(command.trim().to_owned());
         }
+        let mut words = trimmed.split_whitespace();
+        match (words.next(), words.next(), words.next(), words.next()) {
+            (Some("/share"), None, ..) => return self.share(),
+            (Some("/attach"), Some(handle), Some(token), None) => {
+                return self.attach(handle.to_owned(), token.to_owned());
+            }
+            (Some("/attach"), ..) => {
+                return self.tui.update(|state| {
+                    state.hint =
+                        Some("/attach HANDLE TOKEN (what /share shows on the other side)".into());
+                });
+            }
+            _ => {}
+        }
         match trimmed {
             "/quit" | "/exit" => return self.exit = Some(ExitReason::Quit),
             "/threads" => return self.on_action(Action::ShowThreads),
@@ -730,6 +745,40 @@ impl Controller {
         });
     }
 
+    /// attach19: `/share`: asks the server for the attach token of the shown pane's process
+    /// and tells the user what another client types to watch it.
+    fn share(&self) {
+        let handle = {
+            let state = self.tui.state();
+            match state.active_pane() {
+                Some(pane) if pane.takes_input() => pane.source.process_handle().map(str::to_owned),
+                _ => None,
+            }
+        };
+        let Some(handle) = handle else {
+            return self.tui.update(|state| {
+                state.hint = Some("/share shares the running process of the pane shown".into());
+            });
+        };
+        let tui = self.tui.clone();
+        tokio::spawn(async move {
+            match tui.client.share_process(&handle).await {
+                Ok(token) => tui.update(|state| {
+                    state.notice(format!(
+                        "(another client watches this process with: /attach {handle} {token})"
+                    ));
+                }),
+                Err(error) => tui.report("sharing the process", &error),
+            }
+        });
+    }
+
+    /// attach19: `/attach HANDLE TOKEN`: watches another client's PTY process in a new pane,
+    /// which draws the server's present screen of it, then follows its output.
+    fn attach(&self, handle: String, token: String) {
+        tokio::spawn(attach_process(self.tui.clone(), handle, token));
+    }
+
     /// `!CMD`: runs CMD under a PTY the size of the pane, in a new pane that gets the focus.
     fn run_process(&self, command: String) {
         if command.is_empty() {
@@ -870,28 +919,67 @@ async fn follow_turn(tui: Tui, mut turn: TurnHandle) {
     }
 }
 
+/// What marks `handle`'s pane as finished, `how`.
+fn pane_finished(handle: &str, how: String) -> impl FnOnce(&mut AppState) + use<> {
+    let handle = handle.to_owned();
+    move |state: &mut AppState| {
+        if let Some(pane) = state.process_pane(&handle) {
+            pane.finished = Some(how);
+        }
+    }
+}
+
 /// Spawns a `!` process and feeds its output to its pane until it exits.
 async fn follow_process(tui: Tui, handle: String, params: ProcessSpawnParams) {
-    let finished = |how: String| {
-        let handle = handle.clone();
-        move |state: &mut AppState| {
-            if let Some(pane) = state.process_pane(&handle) {
-                pane.finished = Some(how);
-            }
-        }
-    };
-    let mut process = match tui
+    let process = match tui
         .client
         .spawn_process_with(params, Some(PROCESS_QUEUE), Overflow::Lossless)
         .await
     {
         Ok(process) => process,
         Err(error) => {
-            tui.update(finished("did not start".into()));
+            tui.update(pane_finished(&handle, "did not start".into()));
             return tui.report("starting the process", &error);
         }
     };
     tui.reached_server();
+    follow_output(tui, handle, process).await;
+}
+
+/// attach19: attaches to another client's process: a pane of the owner's PTY size draws the
+/// server's screen of it, then the output that follows that screen, until the exit.
+async fn attach_process(tui: Tui, handle: String, token: String) {
+    let params = ProcessAttachParams::new(&handle, token);
+    let attached = match tui
+        .client
+        .attach_process(params, Some(PROCESS_QUEUE), Overflow::Lossless)
+        .await
+    {
+        Ok(attached) => attached,
+        Err(error) => return tui.report("attaching to the process", &error),
+    };
+    tui.reached_server();
+    let screen = attached.screen;
+    tui.update(|state| {
+        let mut pane = TermPane::new(
+            format!("watching {handle}"),
+            PaneSource::Attached {
+                handle: handle.clone(),
+            },
+            screen.size.rows,
+            screen.size.cols,
+            state.limits.scrollback_rows,
+        );
+        // The present screen first, then the output after it: no log is replayed.
+        pane.feed(screen.formatted.as_bytes());
+        state.add_pane(pane);
+    });
+    follow_output(tui, handle, attached.process).await;
+}
+
+/// Feeds a process's output to its pane until it exits.
+async fn follow_output(tui: Tui, handle: String, mut process: ProcessHandle) {
+    let finished = |how: String| pane_finished(&handle, how);
     loop {
         match process.next_event().await {
             Some(Ok(ProcessEvent::Output { bytes, .. })) => tui.update(|state| {

@@ -621,11 +621,11 @@ impl AppState {
         )
     }
 
-    /// The pane of process `handle`.
+    /// The pane of process `handle` (owned or watched).
     pub fn process_pane(&mut self, handle: &str) -> Option<&mut TermPane> {
         self.panes
             .iter_mut()
-            .find(|pane| matches!(&pane.source, PaneSource::Process { handle: h } if h == handle))
+            .find(|pane| pane.source.process_handle() == Some(handle))
     }
 
     /// Adds a pane and shows it; beyond the limit the oldest finished pane goes.
@@ -657,6 +657,10 @@ impl AppState {
         self.pane_size = (rows, cols);
         let mut processes = Vec::new();
         for pane in &mut self.panes {
+            // A watched process is drawn for its owner's PTY, whatever size this pane is.
+            if matches!(pane.source, PaneSource::Attached { .. }) {
+                continue;
+            }
             if pane.size() != (rows, cols) {
                 pane.resize(rows, cols);
                 if let (PaneSource::Process { handle }, true) =
