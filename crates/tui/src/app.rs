@@ -24,15 +24,16 @@ use ratatui::Terminal;
 use ratatui::backend::Backend;
 use ratatui::layout::Rect;
 use tandem_client::{
-    ApprovalRequest, Client, ClientError, Overflow, ProcessEvent, ProcessHandle, TurnEvent,
-    TurnHandle, UserInputRequest,
+    ApprovalRequest, Client, ClientError, Event as ClientEvent, Overflow, ProcessEvent,
+    ProcessHandle, Subscription, SubscriptionFilter, SubscriptionOptions, TurnEvent, TurnHandle,
+    UserInputRequest,
 };
 use tandem_protocol::client_methods::ThreadArchive;
 use tandem_protocol::{
     CommandExecutionApprovalDecision, ProcessAttachParams, ProcessResizePtyParams,
-    ProcessSpawnParams, ProcessWriteStdinParams, ThreadArchiveParams, ThreadForkParams,
-    ThreadListParams, ThreadResumeParams, ThreadStartParams, TurnInterruptParams, TurnStartParams,
-    TurnSteerParams, UserInput,
+    ProcessSpawnParams, ProcessWriteStdinParams, ServerNotification, ThreadArchiveParams,
+    ThreadForkParams, ThreadListParams, ThreadResumeParams, ThreadStartParams, TurnInterruptParams,
+    TurnStartParams, TurnStatus, TurnSteerParams, UserInput,
 };
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -122,10 +123,38 @@ pub enum TuiError {
 
 struct Shared {
     state: Mutex<AppState>,
+    /// attach19: the turns this client started, which the thread follower leaves to their
+    /// own handles.
+    own_turns: Mutex<OwnTurns>,
+    /// attach19: the task that follows the shown thread's turns started by other clients.
+    thread_follower: Mutex<Option<tokio::task::AbortHandle>>,
     /// Bumped on every change of the state: the renderer and tests wait on it.
     version: watch::Sender<u64>,
     approvals: Mutex<HashMap<String, ApprovalRequest>>,
     questions: Mutex<HashMap<String, UserInputRequest>>,
+}
+
+/// How many of this client's own turn ids are remembered (a late event of an older own turn
+/// is the only thing they filter).
+const OWN_TURNS_KEPT: usize = 16;
+
+/// Thread events the follower of turns started elsewhere holds; beyond it best-effort events
+/// are skipped (the completed turn carries every item in full).
+const FOLLOW_QUEUE: usize = 1024;
+
+/// attach19: this client's turns, as the thread follower must tell them from others'.
+#[derive(Default)]
+struct OwnTurns {
+    /// `turn/start` requests in flight: the turn they start is not known by id yet, and one
+    /// thread runs one turn at a time, so the turn events meanwhile are theirs.
+    starting: usize,
+    ids: std::collections::VecDeque<String>,
+}
+
+impl OwnTurns {
+    fn is_own(&self, turn_id: &str) -> bool {
+        self.starting > 0 || self.ids.iter().any(|id| id == turn_id)
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -162,6 +191,8 @@ impl Tui {
         Self {
             shared: Arc::new(Shared {
                 state: Mutex::new(state),
+                own_turns: Mutex::new(OwnTurns::default()),
+                thread_follower: Mutex::new(None),
                 version: watch::Sender::new(0),
                 approvals: Mutex::new(HashMap::new()),
                 questions: Mutex::new(HashMap::new()),
@@ -296,6 +327,11 @@ impl Tui {
         if self.state().connection.lost.is_some() {
             self.update(|state| state.connection.lost = None);
         }
+    }
+
+    /// attach19: whether `turn_id` is (or may be) a turn this client started.
+    fn is_own_turn(&self, turn_id: &str) -> bool {
+        lock(&self.shared.own_turns).is_own(turn_id)
     }
 
     fn thread_params(&self) -> ThreadStartParams {
@@ -704,8 +740,25 @@ impl Controller {
     fn resume(&self, id: String) {
         let tui = self.tui.clone();
         tokio::spawn(async move {
+            // Subscribed before the resume: nothing another client's turn sends after it is
+            // missed.
+            let events = thread_events(&tui, &id);
             match tui.client.resume_thread(ThreadResumeParams::new(&id)).await {
-                Ok(resumed) => tui.update(|state| state.open_thread(&resumed.thread)),
+                Ok(resumed) => {
+                    let running = resumed
+                        .thread
+                        .turns
+                        .last()
+                        .filter(|turn| turn.status == TurnStatus::InProgress)
+                        .map(|turn| turn.id.clone());
+                    tui.update(|state| {
+                        state.open_thread(&resumed.thread);
+                        if let Some(turn) = &running {
+                            state.foreign_turn_started(turn);
+                        }
+                    });
+                    follow_thread(tui, id, events);
+                }
                 Err(error) => tui.report("resuming the thread", &error),
             }
         });
@@ -715,10 +768,14 @@ impl Controller {
         let tui = self.tui.clone();
         tokio::spawn(async move {
             match tui.client.fork_thread(ThreadForkParams::new(&id)).await {
-                Ok(forked) => tui.update(|state| {
-                    state.open_thread(&forked.thread);
-                    state.notice(format!("(forked from thread {id})"));
-                }),
+                Ok(forked) => {
+                    let events = thread_events(&tui, &forked.thread.id);
+                    tui.update(|state| {
+                        state.open_thread(&forked.thread);
+                        state.notice(format!("(forked from thread {id})"));
+                    });
+                    follow_thread(tui, forked.thread.id, events);
+                }
                 Err(error) => tui.report("forking the thread", &error),
             }
         });
@@ -825,7 +882,9 @@ async fn start_turn(tui: Tui, thread: Option<String>, text: String) {
         None => match tui.client.start_thread(tui.thread_params()).await {
             Ok(started) => {
                 tui.reached_server();
+                let events = thread_events(&tui, &started.thread.id);
                 tui.update(|state| state.thread = Some(ThreadInfo::from(&started.thread)));
+                follow_thread(tui.clone(), started.thread.id.clone(), events);
                 started.thread.id
             }
             Err(error) => {
@@ -838,7 +897,19 @@ async fn start_turn(tui: Tui, thread: Option<String>, text: String) {
     if let Some(model) = &tui.options.model {
         params = params.model(model);
     }
-    match tui.client.start_turn(params).await {
+    lock(&tui.shared.own_turns).starting += 1;
+    let started = tui.client.start_turn(params).await;
+    {
+        let mut own = lock(&tui.shared.own_turns);
+        own.starting -= 1;
+        if let Ok(turn) = &started {
+            own.ids.push_back(turn.id().to_owned());
+            if own.ids.len() > OWN_TURNS_KEPT {
+                own.ids.pop_front();
+            }
+        }
+    }
+    match started {
         Ok(turn) => {
             tui.reached_server();
             tui.update(|state| state.turn_running(turn.id()));
@@ -849,6 +920,94 @@ async fn start_turn(tui: Tui, thread: Option<String>, text: String) {
             tui.report("starting the turn", &error);
         }
     }
+}
+
+/// attach19: the shown thread's events, for [`follow_thread`].
+fn thread_events(tui: &Tui, thread_id: &str) -> Subscription {
+    tui.client.subscribe(
+        SubscriptionOptions::new(SubscriptionFilter::thread(thread_id)).capacity(FOLLOW_QUEUE),
+    )
+}
+
+/// attach19: follows, on the thread shown, the turns other clients start (this client's own
+/// turns have their handles): their text and items stream into the transcript as they
+/// arrive. Replaces the follower of the thread shown before.
+fn follow_thread(tui: Tui, thread_id: String, mut events: Subscription) {
+    let task = {
+        let tui = tui.clone();
+        tokio::spawn(async move {
+            while let Some(event) = events.next().await {
+                let note = match event {
+                    Ok(ClientEvent::Notification(note)) => note,
+                    Ok(ClientEvent::Gap { turns, .. }) => {
+                        // Reconnected past the replay window: the running foreign turn, if it
+                        // ended meanwhile, ends here from the server's copy.
+                        let ended = turns.into_iter().last().filter(|turn| {
+                            turn.status != TurnStatus::InProgress && !tui.is_own_turn(&turn.id)
+                        });
+                        tui.update(|state| {
+                            if let Some(turn) = ended
+                                && state.turn.turn_id() == Some(turn.id.as_str())
+                            {
+                                state.turn_completed(&turn);
+                            }
+                        });
+                        continue;
+                    }
+                    Ok(_) => continue,
+                    Err(error) => {
+                        tracing::debug!(%error, "the thread's events ended");
+                        return;
+                    }
+                };
+                let Some(turn_id) = note.turn_id().map(str::to_owned) else {
+                    continue;
+                };
+                if tui.is_own_turn(&turn_id) {
+                    continue;
+                }
+                let event = match note {
+                    ServerNotification::TurnStarted(_) => {
+                        tui.update(|state| state.foreign_turn_started(&turn_id));
+                        continue;
+                    }
+                    ServerNotification::TurnCompleted(done) => TurnEvent::Completed(done.turn),
+                    ServerNotification::AgentMessageDelta(delta) => TurnEvent::AgentText {
+                        item_id: delta.item_id,
+                        delta: delta.delta,
+                    },
+                    ServerNotification::CommandExecutionOutputDelta(delta) => {
+                        TurnEvent::CommandOutput {
+                            item_id: delta.item_id,
+                            delta: delta.delta,
+                        }
+                    }
+                    ServerNotification::ItemStarted(started) => {
+                        TurnEvent::ItemStarted(started.item)
+                    }
+                    ServerNotification::ItemCompleted(done) => TurnEvent::ItemCompleted(done.item),
+                    ServerNotification::Error(error) => TurnEvent::Error(error),
+                    ServerNotification::ThreadTokenUsageUpdated(usage) => {
+                        TurnEvent::Other(ServerNotification::ThreadTokenUsageUpdated(usage))
+                    }
+                    _ => continue,
+                };
+                tui.update(|state| {
+                    // A turn followed from its middle (or one started before this client
+                    // looked) is running as far as the screen is concerned.
+                    if !matches!(event, TurnEvent::Completed(_)) {
+                        state.foreign_turn_started(&turn_id);
+                    }
+                    state.apply_turn_event(event);
+                });
+            }
+        })
+    };
+    let previous = lock(&tui.shared.thread_follower).replace(task.abort_handle());
+    if let Some(previous) = previous {
+        previous.abort();
+    }
+    tracing::debug!(%thread_id, "following the thread's turns started elsewhere");
 }
 
 /// Applies a turn's events to the state until it completes.

@@ -477,6 +477,18 @@ impl AppState {
         }
     }
 
+    /// attach19: another client started turn `turn_id` on the thread shown: it is followed
+    /// as if it were this client's (its text and items stream in; Esc interrupts it, Enter
+    /// steers it).
+    pub fn foreign_turn_started(&mut self, turn_id: &str) {
+        if self.turn == TurnState::Idle {
+            self.turn = TurnState::Running {
+                turn_id: turn_id.to_owned(),
+            };
+            self.notice("(a turn started by another client)");
+        }
+    }
+
     /// Applies one event of the running turn. Server requests (approvals, questions, tool
     /// calls) are taken by the app before this and arrive as [`Self::approval_requested`] and
     /// [`Self::question_asked`].

@@ -2,6 +2,7 @@
 //! connections). TUI A runs a full-screen program in a `!` pane and `/share`s it; TUI B
 //! `/attach`es with what A showed and its pane draws the server's present screen at once,
 //! cell for cell what A's pane shows, then follows the program's live output to its exit.
+//! And a TUI that resumes a thread follows the turns another client runs on it, live.
 
 use std::io;
 use std::sync::Arc;
@@ -15,8 +16,9 @@ use tandem_client::{Client, ClientOptions, Transport, WebSocketTarget};
 use tandem_host::MessageProcessor;
 use tandem_host::transport::websocket::{self, WebSocketOptions};
 use tandem_host::transport::{TransportHost, TransportHostOptions};
+use tandem_protocol::{ThreadStartParams, TurnStartParams};
 use tandem_server::{ServerOptions, TandemServer};
-use tandem_tui::state::{AppState, Entry};
+use tandem_tui::state::{AppState, Entry, TurnState};
 use tandem_tui::{ExitReason, PaneSource, TermPane, Tui, TuiOptions, ui};
 use tokio::sync::mpsc;
 
@@ -144,8 +146,16 @@ fn frame_text(state: &AppState) -> String {
         .join("\n")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_tui_attaches_to_a_running_program_and_draws_its_present_screen() {
+/// A websocket app-server served in this process, for several connections.
+struct Server {
+    host: Arc<TransportHost>,
+    served: tokio::task::JoinHandle<io::Result<()>>,
+    url: String,
+    cwd: String,
+    _home: tempfile::TempDir,
+}
+
+async fn serve() -> Server {
     let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temp home");
     let mut options = ServerOptions::new(home.path()).expect("server options");
     options.config.sandbox = tandem_protocol::SandboxPolicy::DangerFullAccess;
@@ -161,8 +171,28 @@ async fn a_second_tui_attaches_to_a_running_program_and_draws_its_present_screen
         listener,
         WebSocketOptions::default(),
     ));
-    let url = format!("ws://{address}");
-    let cwd = home.path().to_str().expect("utf-8 path").to_owned();
+    Server {
+        host,
+        served,
+        url: format!("ws://{address}"),
+        cwd: home.path().to_str().expect("utf-8 path").to_owned(),
+        _home: home,
+    }
+}
+
+impl Server {
+    async fn stop(self) {
+        tokio::time::timeout(LIMIT, self.host.shutdown())
+            .await
+            .expect("the host stops");
+        let _ = tokio::time::timeout(LIMIT, self.served).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_tui_attaches_to_a_running_program_and_draws_its_present_screen() {
+    let server = serve().await;
+    let (url, cwd) = (server.url.clone(), server.cwd.clone());
     let owner = session(&url, &cwd).await;
     let watcher = session(&url, &cwd).await;
 
@@ -275,8 +305,138 @@ async fn a_second_tui_attaches_to_a_running_program_and_draws_its_present_screen
         .await;
     owner.quit().await;
     watcher.quit().await;
-    tokio::time::timeout(LIMIT, host.shutdown())
+    server.stop().await;
+}
+
+fn agent_said(state: &AppState, text: &str) -> usize {
+    state
+        .transcript
+        .iter()
+        .filter(|entry| matches!(entry, Entry::Agent { text: said, .. } if said == text))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_thread_shows_the_turns_another_client_runs_live() {
+    let server = serve().await;
+    let other = tokio::time::timeout(LIMIT, async {
+        let client = Client::start(
+            Transport::WebSocket(WebSocketTarget::new(&server.url)),
+            ClientOptions::new(),
+        )
         .await
-        .expect("the host stops");
-    let _ = tokio::time::timeout(LIMIT, served).await;
+        .expect("client starts");
+        client.connect().await.expect("client connects");
+        client
+    })
+    .await
+    .expect("connected in time");
+    let thread = tokio::time::timeout(
+        LIMIT,
+        other.start_thread(ThreadStartParams::new().cwd(server.cwd.clone())),
+    )
+    .await
+    .expect("in time")
+    .expect("a thread")
+    .thread
+    .id;
+    let run = |text: &'static str| {
+        let (other, thread) = (other.clone(), thread.clone());
+        async move {
+            let turn = other
+                .start_turn(TurnStartParams::text(&thread, text))
+                .await
+                .expect("the turn starts");
+            let id = turn.id().to_owned();
+            (id, turn)
+        }
+    };
+    let (_, first) = tokio::time::timeout(LIMIT, run("first"))
+        .await
+        .expect("in time");
+    tokio::time::timeout(LIMIT, first.wait_completed())
+        .await
+        .expect("in time")
+        .expect("the first turn completes");
+
+    // The TUI resumes the thread from its list.
+    let viewer = session(&server.url, &server.cwd).await;
+    viewer
+        .keys
+        .key(KeyCode::Char('t'), KeyModifiers::CONTROL)
+        .await;
+    viewer
+        .tui
+        .wait_for("the thread list", LIMIT, |state| {
+            state.threads.items.first().is_some_and(|t| t.id == thread)
+        })
+        .await
+        .unwrap();
+    viewer.keys.key(KeyCode::Enter, KeyModifiers::NONE).await;
+    viewer
+        .tui
+        .wait_for("the resumed thread", LIMIT, |state| {
+            state.thread.as_ref().is_some_and(|t| t.id == thread)
+                && agent_said(state, "You said: \"first\"") == 1
+        })
+        .await
+        .unwrap();
+
+    // Another client's turn runs: the TUI shows it running, then its answer, live.
+    let (sleeping, handle) = tokio::time::timeout(LIMIT, run("/sleep 1500"))
+        .await
+        .expect("in time");
+    viewer
+        .tui
+        .wait_for("the other client's turn running", LIMIT, |state| {
+            state.turn.turn_id() == Some(sleeping.as_str())
+        })
+        .await
+        .unwrap();
+    tokio::time::timeout(LIMIT, handle.wait_completed())
+        .await
+        .expect("in time")
+        .expect("the sleeping turn completes");
+    viewer
+        .tui
+        .wait_for("the other client's turn ended", LIMIT, |state| {
+            state.turn == TurnState::Idle
+        })
+        .await
+        .unwrap();
+    let (_, answered) = tokio::time::timeout(LIMIT, run("hello from elsewhere"))
+        .await
+        .expect("in time");
+    tokio::time::timeout(LIMIT, answered.wait_completed())
+        .await
+        .expect("in time")
+        .expect("the turn completes");
+    viewer
+        .tui
+        .wait_for("the other client's answer", LIMIT, |state| {
+            agent_said(state, "You said: \"hello from elsewhere\"") == 1
+                && state.turn == TurnState::Idle
+                && state.transcript.iter().any(|entry| {
+                    matches!(entry, Entry::User { text, .. } if text == "hello from elsewhere")
+                })
+        })
+        .await
+        .unwrap();
+
+    // The TUI's own turn is still its own, shown once.
+    viewer.keys.line("mine").await;
+    viewer
+        .tui
+        .wait_for("the TUI's own answer", LIMIT, |state| {
+            agent_said(state, "You said: \"mine\"") == 1 && state.turn == TurnState::Idle
+        })
+        .await
+        .unwrap();
+    assert_eq!(agent_said(&viewer.tui.state(), "You said: \"mine\""), 1);
+
+    viewer.quit().await;
+    tokio::time::timeout(LIMIT, other.close())
+        .await
+        .expect("the client closes");
+    server.stop().await;
 }
