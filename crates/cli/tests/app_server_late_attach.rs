@@ -80,7 +80,7 @@ impl Follower {
         let mut progress = self.progress.clone();
         let waiting = async {
             loop {
-                let now = progress.borrow_and_update().clone();
+                let now = *progress.borrow_and_update();
                 if ready(&self.pane.lock().unwrap(), &now) {
                     return;
                 }
