@@ -9,6 +9,7 @@
 mod common;
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use common::PROMPT;
 use common::server::Launch;
@@ -345,4 +346,147 @@ async fn a_late_client_gets_the_screen_the_owner_shows_then_follows_it() {
         within("closing a client", client.close()).await;
     }
     server.terminate().await;
+}
+
+/// The screen and the live output meet exactly even while the program floods: the watcher
+/// attaches mid-flood, and once the flood stops it has taken in exactly the owner's bytes
+/// (the screen's plus the deltas after it: none twice, none missing) and shows the same
+/// screen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attaching_during_a_flood_misses_nothing_and_repeats_nothing() {
+    let (server, address) = Launch::new("late-attach-flood")
+        .args(["app-server", "--listen", "ws://127.0.0.1:0"])
+        .websocket()
+        .await;
+    let url = format!("ws://{address}");
+    let owner = connect(&url).await;
+    let watcher = connect(&url).await;
+    let dir = tempfile_dir("late-attach-flood");
+    let handle = "flood";
+    let program = "i=0; while [ ! -e stop ]; do i=$((i + 1)); \
+                   printf '\\033[33mline\\033[0m %d \\033[1mof the flood\\033[0m\\n' $i; done; \
+                   printf 'stopped after %d\\n' $i; read quit";
+    let params = ProcessSpawnParams::new(handle, ["sh", "-c", program], dir.display().to_string())
+        .tty()
+        .stream_stdin()
+        .streaming()
+        .size(ROWS, COLS)
+        .unlimited_output()
+        .no_timeout();
+    let process = within(
+        "process/spawn",
+        owner.spawn_process_with(params, Some(64), Overflow::Lossless),
+    )
+    .await
+    .expect("the flood starts");
+    let pane = TermPane::new(
+        "owner",
+        PaneSource::Process {
+            handle: handle.into(),
+        },
+        ROWS,
+        COLS,
+        0,
+    );
+    let owner_view = Follower::start(pane, process);
+    owner_view
+        .wait("the flood under way", |_, (fed, _)| *fed > 64 * 1024)
+        .await;
+
+    let token = within("process/share", owner.share_process(handle))
+        .await
+        .expect("the owner shares its process");
+    let attached = within(
+        "process/attach",
+        watcher.attach_process(
+            ProcessAttachParams::new(handle, &token),
+            Some(64),
+            Overflow::Lossless,
+        ),
+    )
+    .await
+    .expect("the watcher attaches mid-flood");
+    let screen = attached.screen;
+    assert!(screen.text.contains("of the flood"), "{}", screen.text);
+    let mut watcher_pane = TermPane::new(
+        "watcher",
+        PaneSource::Process {
+            handle: handle.into(),
+        },
+        screen.size.rows,
+        screen.size.cols,
+        0,
+    );
+    watcher_pane.feed(screen.formatted.as_bytes());
+    let drawn = watcher_pane.bytes_fed();
+    let watcher_view = Follower::start(watcher_pane, attached.process);
+    // More flood after the attach, then stop it.
+    watcher_view
+        .wait("live output after the screen", |_, (fed, _)| {
+            *fed > drawn + 64 * 1024
+        })
+        .await;
+    std::fs::write(dir.join("stop"), b"").expect("the stop file");
+    owner_view
+        .wait("the flood's end", |pane, _| {
+            pane.text().contains("stopped after")
+        })
+        .await;
+    // The program waits for input now: the owner has read all it wrote once the server's
+    // screen reflects no more than the owner's bytes.
+    let total = within("the owner's screen settles", async {
+        loop {
+            let server_screen = owner
+                .process_screen(handle)
+                .await
+                .expect("process/screen answers");
+            let owner_bytes = owner_view.pane.lock().unwrap().bytes_fed();
+            if server_screen.output_bytes == owner_bytes {
+                return owner_bytes;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    watcher_view
+        .wait("the watcher to take in the same bytes", |_, (fed, _)| {
+            *fed - drawn + screen.output_bytes >= total
+        })
+        .await;
+    let watcher_bytes = watcher_view.pane.lock().unwrap().bytes_fed() - drawn + screen.output_bytes;
+    assert_eq!(
+        watcher_bytes, total,
+        "the screen's bytes plus the deltas after it are the owner's bytes, no more, no less"
+    );
+    assert_same_screen(
+        &owner_view.pane.lock().unwrap(),
+        &watcher_view.pane.lock().unwrap(),
+        "after the flood",
+    );
+
+    within(
+        "quitting",
+        owner.write_stdin(ProcessWriteStdinParams::bytes(handle, &b"q\n"[..])),
+    )
+    .await
+    .expect("the owner types");
+    watcher_view
+        .wait("the watcher to see the exit", |_, (_, exit)| {
+            *exit == Some(0)
+        })
+        .await;
+    for client in [owner, watcher] {
+        within("closing a client", client.close()).await;
+    }
+    server.terminate().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A fresh directory of its own under the target's temporary directory.
+fn tempfile_dir(test: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    dir
 }
