@@ -490,3 +490,95 @@ fn tempfile_dir(test: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     dir
 }
+
+/// A watcher is told when the process ends because its owner never came back: past the
+/// detach grace the process is killed and the watcher gets its `process/exited` (137).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_learns_the_end_of_a_process_whose_owner_never_came_back() {
+    let (server, address) = Launch::new("late-attach-orphan")
+        .args([
+            "app-server",
+            "--listen",
+            "ws://127.0.0.1:0",
+            "--process-detach-grace-secs",
+            "1",
+        ])
+        .websocket()
+        .await;
+    let url = format!("ws://{address}");
+    let owner = connect(&url).await;
+    let watcher = connect(&url).await;
+    let handle = "orphan";
+    let cwd = std::env::temp_dir().display().to_string();
+    let params = ProcessSpawnParams::new(
+        handle,
+        [
+            "sh",
+            "-c",
+            "printf '\\033[2J\\033[Hwaiting for an owner'; read x",
+        ],
+        cwd,
+    )
+    .tty()
+    .stream_stdin()
+    .streaming()
+    .size(ROWS, COLS)
+    .unlimited_output()
+    .no_timeout();
+    let process = within(
+        "process/spawn",
+        owner.spawn_process_with(params, Some(64), Overflow::Lossless),
+    )
+    .await
+    .expect("the program starts");
+    let pane = TermPane::new(
+        "owner",
+        PaneSource::Process {
+            handle: handle.into(),
+        },
+        ROWS,
+        COLS,
+        0,
+    );
+    let owner_view = Follower::start(pane, process);
+    owner_view
+        .wait("the drawing", |pane, _| {
+            pane.text().contains("waiting for an owner")
+        })
+        .await;
+    let token = within("process/share", owner.share_process(handle))
+        .await
+        .expect("the owner shares its process");
+    let attached = within(
+        "process/attach",
+        watcher.attach_process(
+            ProcessAttachParams::new(handle, &token),
+            Some(64),
+            Overflow::Lossless,
+        ),
+    )
+    .await
+    .expect("the watcher attaches");
+    assert!(attached.screen.text.contains("waiting for an owner"));
+    let mut watcher_pane = TermPane::new(
+        "watcher",
+        PaneSource::Process {
+            handle: handle.into(),
+        },
+        ROWS,
+        COLS,
+        0,
+    );
+    watcher_pane.feed(attached.screen.formatted.as_bytes());
+    let watcher_view = Follower::start(watcher_pane, attached.process);
+
+    // The owner goes away for good; past the grace the process is killed.
+    within("closing the owner", owner.close()).await;
+    watcher_view
+        .wait("the watcher to see the process killed", |_, (_, exit)| {
+            *exit == Some(137)
+        })
+        .await;
+    within("closing the watcher", watcher.close()).await;
+    server.terminate().await;
+}

@@ -218,17 +218,21 @@ impl ProcessSession {
         self.detachments.load(Ordering::Acquire) == detachment
     }
 
-    /// Kills every process and closes every stream of the session.
+    /// Kills every process and closes every stream of the session: a finished process's at
+    /// once, a running one's once its `process/exited` went to whoever still watches it
+    /// (`process/attach`; the sink closes it then).
     pub(crate) async fn end(&self, outgoing: &OutgoingMessageSender) {
         self.delivery.send_modify(|delivery| delivery.ended = true);
         self.manager.kill_all().await;
-        let names = self.stream_names();
-        {
+        let names: Vec<String> = {
             let mut streams = lock(&self.streams);
-            streams.running.clear();
-            streams.finished.clear();
             streams.shares.clear();
-        }
+            let finished: Vec<(String, EventCursor)> = streams.finished.drain(..).collect();
+            finished
+                .into_iter()
+                .map(|(handle, _)| self.stream(&handle))
+                .collect()
+        };
         for name in names {
             outgoing.close_stream(&name).await;
         }
@@ -332,7 +336,24 @@ impl ProcessEventSink for SessionSink {
         let handle = exited.process_handle.clone();
         let stream: Arc<str> = stream_name(&self.origin, &handle).into();
         if !self.ready(&handle).await {
-            release.run();
+            // The session ended (its owner never came back, or shutdown): the owner is gone,
+            // but a watcher still learns that the process ended; then the stream closes.
+            let ours = {
+                let mut streams = lock(&self.streams);
+                streams.shares.remove(&handle);
+                streams.running.remove(&handle).is_some()
+            };
+            if ours {
+                let note = ServerNotification::ProcessExited(exited);
+                self.outgoing
+                    .send_stream_notification_then(Arc::clone(&stream), note, move |_| {
+                        release.run();
+                    })
+                    .await;
+                self.outgoing.close_stream(&stream).await;
+            } else {
+                release.run();
+            }
             return;
         }
         // The attach token dies with the run, before anyone can see the exit.
