@@ -13,10 +13,10 @@ use serde_json::Value;
 use tandem_host::MessageProcessor;
 use tandem_host::OutgoingMessageSender;
 use tandem_host::in_process::{InProcessStartArgs, ProcessorFactory};
-use tandem_protocol::client_methods::{ProcessSpawn, TurnStart};
+use tandem_protocol::client_methods::{ProcessAttach, ProcessSpawn, TurnStart};
 use tandem_protocol::{
-    ClientRequest, InitializeResponse, JSONRPCErrorError, JSONRPCRequest, ProcessSpawnParams,
-    RequestId, RequestMethod, TurnStartParams,
+    ClientRequest, InitializeResponse, JSONRPCErrorError, JSONRPCRequest, ProcessAttachParams,
+    ProcessSpawnParams, RequestId, RequestMethod, TurnStartParams,
 };
 #[cfg(feature = "in-process-server")]
 use tandem_server::{ServerOptions, TandemServer};
@@ -32,7 +32,7 @@ use crate::connection::{ConnectionState, ReconnectStats};
 use crate::core::{ParkedTurn, Shared};
 use crate::error::ClientError;
 use crate::options::{ClientOptions, RequestOptions};
-use crate::process::{ProcessHandle, ProcessShared};
+use crate::process::{AttachedProcess, ProcessHandle, ProcessShared};
 use crate::router::{Entry, Filter};
 use crate::subscription::{Overflow, Subscription, SubscriptionFilter, SubscriptionOptions};
 use crate::turn::{TurnHandle, TurnShared};
@@ -578,5 +578,37 @@ impl Client {
             subscription,
             process_shared,
         ))
+    }
+
+    /// attach19: `process/attach` (experimental): watches a PTY process another connection
+    /// runs, named by its handle and the attach token its owner got from `process/share`
+    /// ([`Self::share_process`]). Answers the screen now and a [`ProcessHandle`] whose events
+    /// are the process's output after that screen (subscribed before the request was sent, so
+    /// none is missed) and its exit. Draw the screen, then apply the events.
+    ///
+    /// Watching is read-only: the handle's `write_stdin`, `resize` and `kill` are refused by
+    /// the server. A lost connection ends the handle's events (a reconnect does not re-attach).
+    pub async fn attach_process(
+        &self,
+        params: ProcessAttachParams,
+        capacity: Option<usize>,
+        overflow: Overflow,
+    ) -> Result<AttachedProcess, ClientError> {
+        let handle = params.process_handle.clone();
+        let process_shared = Arc::new(ProcessShared::default());
+        let subscription = self.open_subscription(
+            Filter::Process(handle.clone()),
+            capacity,
+            overflow,
+            |entry| {
+                entry.process = Some(process_shared.clone());
+            },
+        );
+        let response = self.call::<ProcessAttach>(params).await?;
+        Ok(AttachedProcess {
+            screen: response.screen,
+            cursor: response.cursor,
+            process: ProcessHandle::new(self.clone(), handle, subscription, process_shared),
+        })
     }
 }

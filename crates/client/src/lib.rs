@@ -89,7 +89,7 @@ pub use options::{
     ClientOptions, DEFAULT_CHANNEL_CAPACITY, DEFAULT_CLOSE_TIMEOUT, DEFAULT_REQUEST_TIMEOUT,
     RequestOptions,
 };
-pub use process::{ProcessEvent, ProcessHandle, ProcessOutput};
+pub use process::{AttachedProcess, ProcessEvent, ProcessHandle, ProcessOutput};
 pub use server_request::{
     ApprovalRequest, DefaultServerRequestHandler, OtherServerRequest, ServerRequestEvent,
     ServerRequestHandler, ToolCallRequest, UserInputRequest,

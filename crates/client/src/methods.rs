@@ -4,19 +4,20 @@
 //! (`start_turn`, `spawn_process`) subscribe first and live with it, in `client.rs`.
 
 use tandem_protocol::client_methods::{
-    ConfigRead, ProcessKill, ProcessResizePty, ProcessWriteStdin, ThreadAttachmentAdd,
-    ThreadAttachmentRemove, ThreadDelete, ThreadFork, ThreadItemsList, ThreadList,
-    ThreadLoadedList, ThreadNameSet, ThreadRead, ThreadResume, ThreadStart, ThreadTurnsList,
-    ThreadUnsubscribe, TurnInterrupt, TurnSteer,
+    ConfigRead, ProcessKill, ProcessResizePty, ProcessScreen, ProcessShare, ProcessWriteStdin,
+    ThreadAttachmentAdd, ThreadAttachmentRemove, ThreadDelete, ThreadFork, ThreadItemsList,
+    ThreadList, ThreadLoadedList, ThreadNameSet, ThreadRead, ThreadResume, ThreadStart,
+    ThreadTurnsList, ThreadUnsubscribe, TurnInterrupt, TurnSteer,
 };
 use tandem_protocol::{
     ConfigReadParams, ConfigReadResponse, EmptyResponse, ProcessKillParams, ProcessResizePtyParams,
-    ProcessWriteStdinParams, ThreadAttachmentAddParams, ThreadAttachmentAddResponse,
-    ThreadAttachmentRemoveParams, ThreadDeleteParams, ThreadForkParams, ThreadForkResponse,
-    ThreadItemsListParams, ThreadItemsListResponse, ThreadListParams, ThreadListResponse,
-    ThreadLoadedListParams, ThreadLoadedListResponse, ThreadNameSetParams, ThreadReadParams,
-    ThreadReadResponse, ThreadResumeParams, ThreadResumeResponse, ThreadStartParams,
-    ThreadStartResponse, ThreadTurnsListParams, ThreadTurnsListResponse, ThreadUnsubscribeParams,
+    ProcessScreenParams, ProcessScreenResponse, ProcessShareParams, ProcessWriteStdinParams,
+    ThreadAttachmentAddParams, ThreadAttachmentAddResponse, ThreadAttachmentRemoveParams,
+    ThreadDeleteParams, ThreadForkParams, ThreadForkResponse, ThreadItemsListParams,
+    ThreadItemsListResponse, ThreadListParams, ThreadListResponse, ThreadLoadedListParams,
+    ThreadLoadedListResponse, ThreadNameSetParams, ThreadReadParams, ThreadReadResponse,
+    ThreadResumeParams, ThreadResumeResponse, ThreadStartParams, ThreadStartResponse,
+    ThreadTurnsListParams, ThreadTurnsListResponse, ThreadUnsubscribeParams,
     ThreadUnsubscribeResponse, TurnInterruptParams, TurnSteerParams, TurnSteerResponse,
 };
 
@@ -24,6 +25,21 @@ use crate::client::Client;
 use crate::error::ClientError;
 
 impl Client {
+    /// attach19: `process/share` (experimental): the attach token of this connection's
+    /// running PTY process `handle`, for another client's [`Client::attach_process`].
+    pub async fn share_process(&self, handle: &str) -> Result<String, ClientError> {
+        self.call::<ProcessShare>(ProcessShareParams::new(handle))
+            .await
+            .map(|shared| shared.attach_token)
+    }
+
+    /// `process/screen` (experimental): the present screen of this connection's running PTY
+    /// process `handle`.
+    pub async fn process_screen(&self, handle: &str) -> Result<ProcessScreenResponse, ClientError> {
+        self.call::<ProcessScreen>(ProcessScreenParams::new(handle))
+            .await
+    }
+
     /// `config/read`.
     pub async fn config_read(
         &self,

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use tandem_protocol::{
     EventCursor, ProcessExitedNotification, ProcessKillParams, ProcessOutputStream,
-    ProcessResizePtyParams, ProcessWriteStdinParams, ServerNotification,
+    ProcessResizePtyParams, ProcessScreenResponse, ProcessWriteStdinParams, ServerNotification,
 };
 use tokio::sync::Notify;
 
@@ -34,6 +34,17 @@ pub enum ProcessEvent {
     /// process wrote while the connection was down (it was older than the server's replay
     /// window): some output before this point is missing. What follows is live.
     Gap,
+}
+
+/// attach19: a process another connection runs, watched with [`Client::attach_process`].
+#[derive(Debug)]
+pub struct AttachedProcess {
+    /// The screen when the attachment was made: draw it first.
+    pub screen: ProcessScreenResponse,
+    /// Where the process's stream stood then; every event of [`Self::process`] is after it.
+    pub cursor: EventCursor,
+    /// The process's output after the screen, and its exit.
+    pub process: ProcessHandle,
 }
 
 /// Everything a process wrote, and how it exited.

@@ -87,8 +87,8 @@ pub use in_process::{
     InProcessServerEvent, InProcessStartArgs,
 };
 pub use outgoing::{
-    DEFAULT_UNANSWERED_REQUEST_TIMEOUT, OutgoingMessage, OutgoingMessageSender,
-    PendingServerRequest, RequestResult, is_unanswered,
+    DEFAULT_UNANSWERED_REQUEST_TIMEOUT, OutgoingMessage, OutgoingMessageSender, PendingAttachment,
+    PendingServerRequest, RequestResult, StreamDelivery, is_unanswered,
 };
 pub use processor::{
     ConnectionId, ConnectionRequestId, ConnectionSessionState, MessageProcessor, RequestContext,

@@ -437,6 +437,28 @@ impl Future for PendingServerRequest {
     }
 }
 
+/// attach19: a notification queued by [`OutgoingMessageSender::queue_stream_notification`].
+#[derive(Debug)]
+pub struct StreamDelivery(oneshot::Receiver<bool>);
+
+impl StreamDelivery {
+    /// Waits until every connection attached to the stream took it; `false` if none did.
+    pub async fn delivered(self) -> bool {
+        self.0.await.unwrap_or(false)
+    }
+}
+
+/// attach19: an attachment queued by [`OutgoingMessageSender::queue_attach_stream`].
+#[derive(Debug)]
+pub struct PendingAttachment(oneshot::Receiver<StreamAttachment>);
+
+impl PendingAttachment {
+    /// The attachment once the router made it; `None` if the host is stopping.
+    pub async fn attached(self) -> Option<StreamAttachment> {
+        self.0.await.ok()
+    }
+}
+
 /// Sends responses, notifications and server requests to clients. Cheap to clone; clones may
 /// outlive the host (detached work), in which case sends are silently discarded.
 ///
@@ -747,6 +769,46 @@ impl OutgoingMessageSender {
         })
         .await;
         outcome.await.ok()
+    }
+
+    /// attach19: [`Self::send_stream_notification_and_wait`] in two steps: resolves once the
+    /// notification is in the router's queue, handing back what resolves once every attached
+    /// connection took it. A producer that must order a notification against a
+    /// [`Self::queue_attach_stream`] (what a late attacher's snapshot reflects) queues both
+    /// under one lock and waits for delivery after releasing it.
+    pub async fn queue_stream_notification(
+        &self,
+        stream: Arc<str>,
+        notification: ServerNotification,
+    ) -> StreamDelivery {
+        let (ack, delivered) = DeliveryAck::new();
+        self.route(
+            Target::Stream { stream, also: None },
+            OutgoingMessage::Notification(notification),
+            Some(ack),
+        )
+        .await;
+        StreamDelivery(delivered)
+    }
+
+    /// attach19: [`Self::attach_stream`] in two steps: resolves once the attachment is in the
+    /// router's queue, behind every notification queued before it (they are not sent to
+    /// `connection`) and ahead of every one queued after (they are); the returned value
+    /// resolves to the attachment.
+    pub async fn queue_attach_stream(
+        &self,
+        stream: &str,
+        connection: ConnectionId,
+    ) -> PendingAttachment {
+        let (reply, outcome) = oneshot::channel();
+        self.route_control(RouterInput::AttachStream {
+            stream: Arc::from(stream),
+            connection,
+            after: None,
+            reply,
+        })
+        .await;
+        PendingAttachment(outcome)
     }
 
     /// `connection` stops receiving `stream`.

@@ -543,6 +543,26 @@ impl ProcessScreenParams {
     }
 }
 
+// attach19:
+impl ProcessShareParams {
+    /// An attach token for `process_handle`.
+    pub fn new(process_handle: impl Into<String>) -> Self {
+        Self {
+            process_handle: process_handle.into(),
+        }
+    }
+}
+
+impl ProcessAttachParams {
+    /// Watch `process_handle` with the owner's `attach_token`.
+    pub fn new(process_handle: impl Into<String>, attach_token: impl Into<String>) -> Self {
+        Self {
+            process_handle: process_handle.into(),
+            attach_token: attach_token.into(),
+        }
+    }
+}
+
 impl CommandExecutionRequestApprovalResponse {
     /// Runs the command.
     pub fn accept() -> Self {

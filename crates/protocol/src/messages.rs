@@ -125,6 +125,12 @@ request_enum! {
     /// `process/resume` (experimental): take over a process after a reconnect, replaying what
     /// the client missed.
     ProcessResume => "process/resume" (ProcessResumeParams) -> ProcessResumeResponse;
+    // attach19: a second client attaches to a running PTY process.
+    /// `process/share` (experimental): a read-only attach token for a running PTY process.
+    ProcessShare => "process/share" (ProcessShareParams) -> ProcessShareResponse;
+    /// `process/attach` (experimental): watch a PTY process another connection spawned: its
+    /// present screen, then its live output.
+    ProcessAttach => "process/attach" (ProcessAttachParams) -> ProcessAttachResponse;
 }
 
 request_enum! {
@@ -210,6 +216,9 @@ pub const EXPERIMENTAL_CLIENT_METHODS: &[&str] = &[
     "process/screen",
     // procre:
     "process/resume",
+    // attach19:
+    "process/share",
+    "process/attach",
 ];
 
 /// Experimental fields of stable methods, as `(method, field)`: using one requires the
@@ -246,6 +255,8 @@ pub const PROCESS_CONTROL_METHODS: &[&str] = &[
     "command/exec/resize",
     // tui:
     "process/screen",
+    // attach19:
+    "process/share",
 ];
 
 impl ClientRequest {

@@ -149,6 +149,9 @@ fn client_request_results_round_trip() {
         result_round_trip::<m::ProcessScreen>(process_screen_response()),
         // procre:
         result_round_trip::<m::ProcessResume>(process_resume_response()),
+        // attach19:
+        result_round_trip::<m::ProcessShare>(process_share_response()),
+        result_round_trip::<m::ProcessAttach>(process_attach_response()),
     ];
     assert_covers_exactly(covered, ClientRequest::METHODS);
 }
@@ -715,8 +718,11 @@ fn experimental_reasons_name_methods_and_fields() {
         assert_eq!(
             typed.is_process_control(),
             // `command/exec` itself answers after its output, on the ordinary lane, and so
-            // does `process/resume` after what it replays.
-            (typed.method().starts_with("process/") && typed.method() != "process/resume")
+            // does `process/resume` after what it replays, and `process/attach` after the
+            // attachment it waits for.
+            (typed.method().starts_with("process/")
+                && typed.method() != "process/resume"
+                && typed.method() != "process/attach")
                 || typed.method().starts_with("command/exec/"),
             "{}",
             typed.method()

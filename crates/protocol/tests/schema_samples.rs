@@ -149,6 +149,9 @@ fn client_requests() -> Vec<ClientRequest> {
         request::<m::ProcessScreen>(35, process_screen_params()),
         // procre:
         request::<m::ProcessResume>(36, process_resume_params()),
+        // attach19:
+        request::<m::ProcessShare>(37, process_share_params()),
+        request::<m::ProcessAttach>(38, process_attach_params()),
     ]
 }
 
@@ -208,6 +211,9 @@ fn client_results() -> Vec<(&'static str, Value)> {
         result::<m::ProcessScreen>(process_screen_response()),
         // procre:
         result::<m::ProcessResume>(process_resume_response()),
+        // attach19:
+        result::<m::ProcessShare>(process_share_response()),
+        result::<m::ProcessAttach>(process_attach_response()),
     ]
 }
 

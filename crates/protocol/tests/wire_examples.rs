@@ -562,6 +562,23 @@ fn client_requests_match_protocol_examples() {
                    "cursor": {"epoch": "9f2c61d0a4be7731", "seq": 1045}}),
             process_resume_response(),
         ),
+        // attach19:
+        check::<m::ProcessShare>(
+            json!({"processHandle": "top-1"}),
+            process_share_params(),
+            json!({"attachToken": "4be77319f2c61d0a9f2c61d0a4be7731"}),
+            process_share_response(),
+        ),
+        check::<m::ProcessAttach>(
+            json!({"processHandle": "top-1", "attachToken": "4be77319f2c61d0a9f2c61d0a4be7731"}),
+            process_attach_params(),
+            json!({"screen": {"size": {"rows": 3, "cols": 20}, "cursorRow": 2, "cursorCol": 0,
+                              "text": "load: 0.1\nPID  CMD\n",
+                              "formatted": "\u{1b}[?25h\u{1b}[m\u{1b}[H\u{1b}[Jload: 0.1\r\nPID  CMD",
+                              "outputBytes": 4096},
+                   "cursor": {"epoch": "9f2c61d0a4be7731", "seq": 12}}),
+            process_attach_response(),
+        ),
     ];
     assert_covers_exactly(covered, ClientRequest::METHODS);
 }

@@ -28,6 +28,7 @@ use crate::process::ProcessManager;
 use crate::threads::ThreadService;
 
 mod command_exec;
+mod process_attach;
 mod process_session;
 
 use process_session::ProcessSession;
@@ -371,6 +372,11 @@ impl MessageProcessor for TandemServer {
                 }
             }
             ClientRequest::ProcessResume { params, .. } => self.resume_process(params, context),
+            // attach19:
+            ClientRequest::ProcessShare { params, .. } => {
+                self.share_process(params, context).await;
+            }
+            ClientRequest::ProcessAttach { params, .. } => self.attach_process(params, context),
             ClientRequest::CommandExec { params, .. } => self.command_exec(params, context),
             ClientRequest::CommandExecWrite { params, .. } => {
                 self.command_exec_write(params, context);

@@ -24,15 +24,16 @@ use ratatui::Terminal;
 use ratatui::backend::Backend;
 use ratatui::layout::Rect;
 use tandem_client::{
-    ApprovalRequest, Client, ClientError, Overflow, ProcessEvent, TurnEvent, TurnHandle,
+    ApprovalRequest, Client, ClientError, Event as ClientEvent, Overflow, ProcessEvent,
+    ProcessHandle, Subscription, SubscriptionFilter, SubscriptionOptions, TurnEvent, TurnHandle,
     UserInputRequest,
 };
 use tandem_protocol::client_methods::ThreadArchive;
 use tandem_protocol::{
-    CommandExecutionApprovalDecision, ProcessResizePtyParams, ProcessSpawnParams,
-    ProcessWriteStdinParams, ThreadArchiveParams, ThreadForkParams, ThreadListParams,
-    ThreadResumeParams, ThreadStartParams, TurnInterruptParams, TurnStartParams, TurnSteerParams,
-    UserInput,
+    CommandExecutionApprovalDecision, ProcessAttachParams, ProcessResizePtyParams,
+    ProcessSpawnParams, ProcessWriteStdinParams, ServerNotification, ThreadArchiveParams,
+    ThreadForkParams, ThreadListParams, ThreadResumeParams, ThreadStartParams, TurnInterruptParams,
+    TurnStartParams, TurnStatus, TurnSteerParams, UserInput,
 };
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -43,6 +44,10 @@ use crate::state::{
     AppState, ApprovalView, Focus, Limits, QuestionView, Screen, ThreadInfo, TurnState,
 };
 use crate::ui;
+
+mod follow;
+
+use follow::{attach_process, follow_process, follow_thread, start_turn, thread_events};
 
 /// Default [`TuiOptions::frame_interval`]: at most 60 frames a second.
 pub const DEFAULT_FRAME_INTERVAL: Duration = Duration::from_millis(16);
@@ -122,10 +127,38 @@ pub enum TuiError {
 
 struct Shared {
     state: Mutex<AppState>,
+    /// attach19: the turns this client started, which the thread follower leaves to their
+    /// own handles.
+    own_turns: Mutex<OwnTurns>,
+    /// attach19: the task that follows the shown thread's turns started by other clients.
+    thread_follower: Mutex<Option<tokio::task::AbortHandle>>,
     /// Bumped on every change of the state: the renderer and tests wait on it.
     version: watch::Sender<u64>,
     approvals: Mutex<HashMap<String, ApprovalRequest>>,
     questions: Mutex<HashMap<String, UserInputRequest>>,
+}
+
+/// How many of this client's own turn ids are remembered (a late event of an older own turn
+/// is the only thing they filter).
+const OWN_TURNS_KEPT: usize = 16;
+
+/// Thread events the follower of turns started elsewhere holds; beyond it best-effort events
+/// are skipped (the completed turn carries every item in full).
+const FOLLOW_QUEUE: usize = 1024;
+
+/// attach19: this client's turns, as the thread follower must tell them from others'.
+#[derive(Default)]
+struct OwnTurns {
+    /// `turn/start` requests in flight: the turn they start is not known by id yet, and one
+    /// thread runs one turn at a time, so the turn events meanwhile are theirs.
+    starting: usize,
+    ids: std::collections::VecDeque<String>,
+}
+
+impl OwnTurns {
+    fn is_own(&self, turn_id: &str) -> bool {
+        self.starting > 0 || self.ids.iter().any(|id| id == turn_id)
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -162,6 +195,8 @@ impl Tui {
         Self {
             shared: Arc::new(Shared {
                 state: Mutex::new(state),
+                own_turns: Mutex::new(OwnTurns::default()),
+                thread_follower: Mutex::new(None),
                 version: watch::Sender::new(0),
                 approvals: Mutex::new(HashMap::new()),
                 questions: Mutex::new(HashMap::new()),
@@ -298,6 +333,11 @@ impl Tui {
         }
     }
 
+    /// attach19: whether `turn_id` is (or may be) a turn this client started.
+    fn is_own_turn(&self, turn_id: &str) -> bool {
+        lock(&self.shared.own_turns).is_own(turn_id)
+    }
+
     fn thread_params(&self) -> ThreadStartParams {
         let params = ThreadStartParams::new().cwd(self.options.cwd.clone());
         match &self.options.model {
@@ -343,7 +383,8 @@ fn mode(state: &AppState) -> Mode {
 
 const HELP: &str = "Enter sends (steers a running turn) · Alt-Enter new line · Esc interrupts · \
      Ctrl-C twice quits · Ctrl-T threads · PgUp/PgDn scroll · Tab/Ctrl-O pane focus · Ctrl-N next \
-     pane · Ctrl-W hide pane · !CMD runs CMD in a terminal pane · /new /threads /quit";
+     pane · Ctrl-W hide pane · !CMD runs CMD in a terminal pane · /share shows how another client \
+     watches the pane's process · /attach HANDLE TOKEN watches one · /new /threads /quit";
 
 impl Controller {
     fn on_event(&mut self, event: Event) {
@@ -572,6 +613,20 @@ impl Controller {
         if let Some(command) = trimmed.strip_prefix('!') {
             return self.run_process(command.trim().to_owned());
         }
+        let mut words = trimmed.split_whitespace();
+        match (words.next(), words.next(), words.next(), words.next()) {
+            (Some("/share"), None, ..) => return self.share(),
+            (Some("/attach"), Some(handle), Some(token), None) => {
+                return self.attach(handle.to_owned(), token.to_owned());
+            }
+            (Some("/attach"), ..) => {
+                return self.tui.update(|state| {
+                    state.hint =
+                        Some("/attach HANDLE TOKEN (what /share shows on the other side)".into());
+                });
+            }
+            _ => {}
+        }
         match trimmed {
             "/quit" | "/exit" => return self.exit = Some(ExitReason::Quit),
             "/threads" => return self.on_action(Action::ShowThreads),
@@ -689,8 +744,25 @@ impl Controller {
     fn resume(&self, id: String) {
         let tui = self.tui.clone();
         tokio::spawn(async move {
+            // Subscribed before the resume: nothing another client's turn sends after it is
+            // missed.
+            let events = thread_events(&tui, &id);
             match tui.client.resume_thread(ThreadResumeParams::new(&id)).await {
-                Ok(resumed) => tui.update(|state| state.open_thread(&resumed.thread)),
+                Ok(resumed) => {
+                    let running = resumed
+                        .thread
+                        .turns
+                        .last()
+                        .filter(|turn| turn.status == TurnStatus::InProgress)
+                        .map(|turn| turn.id.clone());
+                    tui.update(|state| {
+                        state.open_thread(&resumed.thread);
+                        if let Some(turn) = &running {
+                            state.foreign_turn_started(turn);
+                        }
+                    });
+                    follow_thread(tui, id, events);
+                }
                 Err(error) => tui.report("resuming the thread", &error),
             }
         });
@@ -700,10 +772,14 @@ impl Controller {
         let tui = self.tui.clone();
         tokio::spawn(async move {
             match tui.client.fork_thread(ThreadForkParams::new(&id)).await {
-                Ok(forked) => tui.update(|state| {
-                    state.open_thread(&forked.thread);
-                    state.notice(format!("(forked from thread {id})"));
-                }),
+                Ok(forked) => {
+                    let events = thread_events(&tui, &forked.thread.id);
+                    tui.update(|state| {
+                        state.open_thread(&forked.thread);
+                        state.notice(format!("(forked from thread {id})"));
+                    });
+                    follow_thread(tui, forked.thread.id, events);
+                }
                 Err(error) => tui.report("forking the thread", &error),
             }
         });
@@ -728,6 +804,40 @@ impl Controller {
                 Err(error) => controller_tui.report("archiving the thread", &error),
             }
         });
+    }
+
+    /// attach19: `/share`: asks the server for the attach token of the shown pane's process
+    /// and tells the user what another client types to watch it.
+    fn share(&self) {
+        let handle = {
+            let state = self.tui.state();
+            match state.active_pane() {
+                Some(pane) if pane.takes_input() => pane.source.process_handle().map(str::to_owned),
+                _ => None,
+            }
+        };
+        let Some(handle) = handle else {
+            return self.tui.update(|state| {
+                state.hint = Some("/share shares the running process of the pane shown".into());
+            });
+        };
+        let tui = self.tui.clone();
+        tokio::spawn(async move {
+            match tui.client.share_process(&handle).await {
+                Ok(token) => tui.update(|state| {
+                    state.notice(format!(
+                        "(another client watches this process with: /attach {handle} {token})"
+                    ));
+                }),
+                Err(error) => tui.report("sharing the process", &error),
+            }
+        });
+    }
+
+    /// attach19: `/attach HANDLE TOKEN`: watches another client's PTY process in a new pane,
+    /// which draws the server's present screen of it, then follows its output.
+    fn attach(&self, handle: String, token: String) {
+        tokio::spawn(attach_process(self.tui.clone(), handle, token));
     }
 
     /// `!CMD`: runs CMD under a PTY the size of the pane, in a new pane that gets the focus.
@@ -766,171 +876,5 @@ impl Controller {
         .unlimited_output()
         .no_timeout();
         tokio::spawn(follow_process(self.tui.clone(), handle, params));
-    }
-}
-
-/// Starts a turn (and first the thread, on a new chat) and follows it.
-async fn start_turn(tui: Tui, thread: Option<String>, text: String) {
-    let thread = match thread {
-        Some(thread) => thread,
-        None => match tui.client.start_thread(tui.thread_params()).await {
-            Ok(started) => {
-                tui.reached_server();
-                tui.update(|state| state.thread = Some(ThreadInfo::from(&started.thread)));
-                started.thread.id
-            }
-            Err(error) => {
-                tui.update(|state| state.turn = TurnState::Idle);
-                return tui.report("starting the thread", &error);
-            }
-        },
-    };
-    let mut params = TurnStartParams::text(&thread, text);
-    if let Some(model) = &tui.options.model {
-        params = params.model(model);
-    }
-    match tui.client.start_turn(params).await {
-        Ok(turn) => {
-            tui.reached_server();
-            tui.update(|state| state.turn_running(turn.id()));
-            follow_turn(tui, turn).await;
-        }
-        Err(error) => {
-            tui.update(|state| state.turn = TurnState::Idle);
-            tui.report("starting the turn", &error);
-        }
-    }
-}
-
-/// Applies a turn's events to the state until it completes.
-async fn follow_turn(tui: Tui, mut turn: TurnHandle) {
-    loop {
-        match turn.next_event().await {
-            Some(Ok(TurnEvent::Approval(request))) => {
-                let key = request.id().to_string();
-                let view = ApprovalView::new(&key, request.params());
-                lock(&tui.shared.approvals).insert(key, request);
-                tui.update(|state| state.approval_requested(view));
-            }
-            Some(Ok(TurnEvent::Question(request))) => {
-                let key = request.id().to_string();
-                let view = QuestionView {
-                    key: key.clone(),
-                    questions: request
-                        .questions()
-                        .iter()
-                        .map(|question| question.question.clone())
-                        .collect(),
-                };
-                lock(&tui.shared.questions).insert(key, request);
-                tui.update(|state| state.question_asked(view));
-            }
-            Some(Ok(TurnEvent::ToolCall(request))) => {
-                let tool = request.params().tool.clone();
-                tokio::spawn(async move {
-                    let _ = request
-                        .fail(format!("tandem tui provides no tool named `{tool}`"))
-                        .await;
-                });
-            }
-            // Dropped unanswered, it gets the least-privilege answer.
-            Some(Ok(TurnEvent::OtherRequest(_))) => {}
-            Some(Ok(event)) => {
-                if let TurnEvent::RequestResolved(id) = &event {
-                    let key = id.to_string();
-                    lock(&tui.shared.approvals).remove(&key);
-                    lock(&tui.shared.questions).remove(&key);
-                }
-                let completed = matches!(event, TurnEvent::Completed(_));
-                tui.update(|state| state.apply_turn_event(event));
-                if completed {
-                    lock(&tui.shared.approvals).clear();
-                    lock(&tui.shared.questions).clear();
-                    return;
-                }
-            }
-            Some(Err(error)) => {
-                // A lost guaranteed event or a lost connection: the completion (with every
-                // item's final state) is still awaited.
-                tui.update(|state| state.notice(format!("({error}; waiting for the turn's end)")));
-                match turn.wait_completed().await {
-                    Ok(done) => tui.update(|state| state.turn_completed(&done)),
-                    Err(error) => {
-                        tui.report("following the turn", &error);
-                        tui.update(|state| state.turn_lost("the turn's end never arrived"));
-                    }
-                }
-                return;
-            }
-            None => {
-                tui.update(|state| state.turn_lost("the turn's events ended"));
-                return;
-            }
-        }
-    }
-}
-
-/// Spawns a `!` process and feeds its output to its pane until it exits.
-async fn follow_process(tui: Tui, handle: String, params: ProcessSpawnParams) {
-    let finished = |how: String| {
-        let handle = handle.clone();
-        move |state: &mut AppState| {
-            if let Some(pane) = state.process_pane(&handle) {
-                pane.finished = Some(how);
-            }
-        }
-    };
-    let mut process = match tui
-        .client
-        .spawn_process_with(params, Some(PROCESS_QUEUE), Overflow::Lossless)
-        .await
-    {
-        Ok(process) => process,
-        Err(error) => {
-            tui.update(finished("did not start".into()));
-            return tui.report("starting the process", &error);
-        }
-    };
-    tui.reached_server();
-    loop {
-        match process.next_event().await {
-            Some(Ok(ProcessEvent::Output { bytes, .. })) => tui.update(|state| {
-                if let Some(pane) = state.process_pane(&handle) {
-                    pane.feed(&bytes);
-                }
-            }),
-            Some(Ok(ProcessEvent::Exited(exited))) => {
-                return tui.update(finished(format!("exit {}", exited.exit_code)));
-            }
-            Some(Ok(ProcessEvent::Gap)) => {
-                // Output older than the server's replay window was lost across a reconnect:
-                // the server's own emulator has the present screen, which replaces the
-                // pane's (the live output that follows draws on top of it, as it did there).
-                let screen = tui
-                    .client
-                    .request(
-                        "process/screen",
-                        serde_json::json!({"processHandle": handle}),
-                    )
-                    .await;
-                match screen {
-                    Ok(screen) => {
-                        let formatted = screen["formatted"].as_str().unwrap_or_default().to_owned();
-                        tui.update(|state| {
-                            if let Some(pane) = state.process_pane(&handle) {
-                                pane.replace_output(formatted.as_bytes());
-                            }
-                        });
-                    }
-                    Err(error) => tui.update(|state| {
-                        state.notice(format!(
-                            "(output of {handle} was lost across a reconnect and its screen could not be read: {error})"
-                        ));
-                    }),
-                }
-            }
-            Some(Err(error)) => return tui.update(finished(format!("output lost: {error}"))),
-            None => return tui.update(finished("ended".into())),
-        }
     }
 }

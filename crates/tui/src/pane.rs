@@ -22,6 +22,22 @@ pub enum PaneSource {
         /// The process handle.
         handle: String,
     },
+    /// attach19: a PTY process another client runs, watched (`/attach`): read-only, and the
+    /// size stays the owner's PTY's, which its output is drawn for.
+    Attached {
+        /// The owner's process handle.
+        handle: String,
+    },
+}
+
+impl PaneSource {
+    /// The process handle of a process pane, owned or watched.
+    pub fn process_handle(&self) -> Option<&str> {
+        match self {
+            Self::Process { handle } | Self::Attached { handle } => Some(handle),
+            Self::Command { .. } => None,
+        }
+    }
 }
 
 /// One terminal pane.

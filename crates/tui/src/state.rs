@@ -477,6 +477,18 @@ impl AppState {
         }
     }
 
+    /// attach19: another client started turn `turn_id` on the thread shown: it is followed
+    /// as if it were this client's (its text and items stream in; Esc interrupts it, Enter
+    /// steers it).
+    pub fn foreign_turn_started(&mut self, turn_id: &str) {
+        if self.turn == TurnState::Idle {
+            self.turn = TurnState::Running {
+                turn_id: turn_id.to_owned(),
+            };
+            self.notice("(a turn started by another client)");
+        }
+    }
+
     /// Applies one event of the running turn. Server requests (approvals, questions, tool
     /// calls) are taken by the app before this and arrive as [`Self::approval_requested`] and
     /// [`Self::question_asked`].
@@ -621,11 +633,11 @@ impl AppState {
         )
     }
 
-    /// The pane of process `handle`.
+    /// The pane of process `handle` (owned or watched).
     pub fn process_pane(&mut self, handle: &str) -> Option<&mut TermPane> {
         self.panes
             .iter_mut()
-            .find(|pane| matches!(&pane.source, PaneSource::Process { handle: h } if h == handle))
+            .find(|pane| pane.source.process_handle() == Some(handle))
     }
 
     /// Adds a pane and shows it; beyond the limit the oldest finished pane goes.
@@ -657,6 +669,10 @@ impl AppState {
         self.pane_size = (rows, cols);
         let mut processes = Vec::new();
         for pane in &mut self.panes {
+            // A watched process is drawn for its owner's PTY, whatever size this pane is.
+            if matches!(pane.source, PaneSource::Attached { .. }) {
+                continue;
+            }
             if pane.size() != (rows, cols) {
                 pane.resize(rows, cols);
                 if let (PaneSource::Process { handle }, true) =

@@ -9,10 +9,12 @@ import type { ConfigValueWriteParams } from "./ConfigValueWriteParams";
 import type { GetAccountParams } from "./GetAccountParams";
 import type { InitializeParams } from "./InitializeParams";
 import type { ModelListParams } from "./ModelListParams";
+import type { ProcessAttachParams } from "./ProcessAttachParams";
 import type { ProcessKillParams } from "./ProcessKillParams";
 import type { ProcessResizePtyParams } from "./ProcessResizePtyParams";
 import type { ProcessResumeParams } from "./ProcessResumeParams";
 import type { ProcessScreenParams } from "./ProcessScreenParams";
+import type { ProcessShareParams } from "./ProcessShareParams";
 import type { ProcessSpawnParams } from "./ProcessSpawnParams";
 import type { ProcessWriteStdinParams } from "./ProcessWriteStdinParams";
 import type { RequestId } from "./RequestId";
@@ -80,4 +82,6 @@ export type ClientRequest =
   | { id: RequestId, method: "command/exec/terminate", params: CommandExecTerminateParams, }
   | { id: RequestId, method: "command/exec/resize", params: CommandExecResizeParams, }
   | { id: RequestId, method: "process/screen", params: ProcessScreenParams, }
-  | { id: RequestId, method: "process/resume", params: ProcessResumeParams, };
+  | { id: RequestId, method: "process/resume", params: ProcessResumeParams, }
+  | { id: RequestId, method: "process/share", params: ProcessShareParams, }
+  | { id: RequestId, method: "process/attach", params: ProcessAttachParams, };

@@ -6,8 +6,10 @@ import type { EmptyResponse } from "./EmptyResponse";
 import type { GetAccountResponse } from "./GetAccountResponse";
 import type { InitializeResponse } from "./InitializeResponse";
 import type { ModelListResponse } from "./ModelListResponse";
+import type { ProcessAttachResponse } from "./ProcessAttachResponse";
 import type { ProcessResumeResponse } from "./ProcessResumeResponse";
 import type { ProcessScreenResponse } from "./ProcessScreenResponse";
+import type { ProcessShareResponse } from "./ProcessShareResponse";
 import type { ThreadAttachmentAddResponse } from "./ThreadAttachmentAddResponse";
 import type { ThreadAttachmentListResponse } from "./ThreadAttachmentListResponse";
 import type { ThreadForkResponse } from "./ThreadForkResponse";
@@ -67,4 +69,6 @@ export type ClientRequestResponses = {
   "command/exec/resize": EmptyResponse,
   "process/screen": ProcessScreenResponse,
   "process/resume": ProcessResumeResponse,
+  "process/share": ProcessShareResponse,
+  "process/attach": ProcessAttachResponse,
 };

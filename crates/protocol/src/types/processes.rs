@@ -168,6 +168,54 @@ pub struct ProcessScreenResponse {
     pub output_bytes: u64,
 }
 
+// attach19: a client attaches to a running PTY process it did not spawn.
+/// `process/share` params (experimental): hand out a read-only attach token for one of this
+/// connection's running PTY processes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessShareParams {
+    /// The process (spawned by this connection, or resumed by it, with `tty: true`).
+    pub process_handle: String,
+}
+
+/// The `process/share` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessShareResponse {
+    /// What another client names, with the handle, in `process/attach`: it lets the holder
+    /// watch this run of the process (its screen and output), nothing more. The same token
+    /// for every `process/share` of the run; it stops working when the process exits.
+    pub attach_token: String,
+}
+
+/// `process/attach` params (experimental): watch a running PTY process another connection
+/// spawned: its present screen at once, then its output live.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessAttachParams {
+    /// The process, by its owner's handle.
+    pub process_handle: String,
+    /// The owner's `process/share` answer for it.
+    pub attach_token: String,
+}
+
+/// The `process/attach` result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessAttachResponse {
+    /// The screen now: exactly the process's output up to `cursor` run through the server's
+    /// emulator. Every later `process/outputDelta` and `process/exited` of the process reaches
+    /// this connection (cursors above `cursor`), so drawing the screen and then applying them
+    /// shows what the owner's terminal shows.
+    pub screen: ProcessScreenResponse,
+    /// Where the process's stream stood when the screen was taken.
+    pub cursor: crate::EventCursor,
+}
+
 /// Which output stream a delta belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]

@@ -745,7 +745,41 @@ pub(crate) fn client_requests() -> Vec<ClientRequest> {
         request::<m::ProcessScreen>(35, process_screen_params()),
         // procre:
         request::<m::ProcessResume>(36, process_resume_params()),
+        // attach19:
+        request::<m::ProcessShare>(37, process_share_params()),
+        request::<m::ProcessAttach>(38, process_attach_params()),
     ]
+}
+
+// ----- attach19: process/share, process/attach -----
+
+pub(crate) fn process_share_params() -> ProcessShareParams {
+    ProcessShareParams {
+        process_handle: s("top-1"),
+    }
+}
+
+pub(crate) fn process_share_response() -> ProcessShareResponse {
+    ProcessShareResponse {
+        attach_token: s("4be77319f2c61d0a9f2c61d0a4be7731"),
+    }
+}
+
+pub(crate) fn process_attach_params() -> ProcessAttachParams {
+    ProcessAttachParams {
+        process_handle: s("top-1"),
+        attach_token: s("4be77319f2c61d0a9f2c61d0a4be7731"),
+    }
+}
+
+pub(crate) fn process_attach_response() -> ProcessAttachResponse {
+    ProcessAttachResponse {
+        screen: process_screen_response(),
+        cursor: EventCursor {
+            epoch: s("9f2c61d0a4be7731"),
+            seq: 12,
+        },
+    }
 }
 
 // ----- procre: process/resume -----

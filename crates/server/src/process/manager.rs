@@ -524,6 +524,12 @@ impl ProcessManager {
         Ok(self.screen_inner(&params.process_handle)?)
     }
 
+    /// attach19: the emulated screen of running PTY child `handle`.
+    pub(crate) fn screen_of(&self, handle: &str) -> Result<Arc<PtyScreen>, ProcessError> {
+        let entry = self.running_entry(handle)?;
+        entry.screen.clone().ok_or(ProcessError::NoScreen)
+    }
+
     pub(crate) fn screen_inner(&self, handle: &str) -> Result<ProcessScreenResponse, ProcessError> {
         let entry = self.running_entry(handle)?;
         let screen = entry.screen.as_ref().ok_or(ProcessError::NoScreen)?;

@@ -14,6 +14,7 @@
 //! and sends `process/exited`, `exec` maps `command/exec` onto all of it, `screen` keeps the
 //! present screen of each PTY child for `process/screen`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tandem_protocol::{ProcessExitedNotification, ProcessOutputDeltaNotification, PtySize};
@@ -34,6 +35,7 @@ mod tests;
 
 pub use exec::ExecRequest;
 pub use manager::{ProcessManager, SpawnedProcess};
+pub use screen::PtyScreen;
 
 /// Post-exit budget for each stream to reach EOF (descendants may hold the pipe open). Time
 /// spent waiting for the consumer to accept a delta is not counted.
@@ -90,6 +92,15 @@ pub trait ProcessEventSink: Send + Sync + 'static {
     async fn output_delta(&self, delta: ProcessOutputDeltaNotification);
     /// Hands the exit notification to the consumer; resolves once delivered (or consumer gone).
     async fn exited(&self, exited: ProcessExitedNotification);
+
+    /// [`Self::output_delta`] for a PTY process: runs the bytes through the process's emulated
+    /// `screen` as they are handed over, so that the screen reflects exactly the output sent.
+    /// A sink that lets clients attach late overrides it to feed and queue under
+    /// `PtyScreen::order`.
+    async fn screen_delta(&self, delta: ProcessOutputDeltaNotification, screen: Arc<PtyScreen>) {
+        screen.feed(&delta.delta);
+        self.output_delta(delta).await;
+    }
 
     /// [`Self::exited`], plus `release`, which frees the process handle. A sink that can run
     /// code at the very moment of hand-over runs `release` there, so that a request the

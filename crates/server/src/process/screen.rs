@@ -14,9 +14,15 @@ pub(crate) const MAX_SCREEN_ROWS: u16 = 500;
 /// The most columns a kept screen has; a wider PTY's screen is kept at this width.
 pub(crate) const MAX_SCREEN_COLS: u16 = 500;
 
-/// The emulated screen of one PTY process.
-pub(crate) struct PtyScreen {
+/// The emulated screen of one PTY process. It is fed the output as it is handed to the
+/// process's consumer (not as it is read), so that it always equals the output of the
+/// notifications sent so far: what a late attacher draws before the notifications that follow.
+pub struct PtyScreen {
     state: Mutex<ScreenState>,
+    /// attach19: held while a delta is fed and queued for sending, and while an attacher takes
+    /// the snapshot and queues its attachment: the attacher then receives exactly the deltas
+    /// the snapshot does not reflect.
+    pub(crate) order: tokio::sync::Mutex<()>,
 }
 
 struct ScreenState {
@@ -41,6 +47,7 @@ impl PtyScreen {
                 parser,
                 output_bytes: 0,
             }),
+            order: tokio::sync::Mutex::new(()),
         }
     }
 

@@ -48,7 +48,8 @@ pub(crate) struct StreamConfig {
     pub(crate) mode: StreamMode,
     /// PTY masters report hang-up as `EIO`, which is their EOF.
     pub(crate) is_pty: bool,
-    /// A PTY's emulated screen, fed every byte read (past the cap too: the terminal shows it).
+    /// A PTY's emulated screen, fed each delta as it is handed to the sink (bytes past the cap
+    /// are never sent, so the screen does not show them either).
     pub(crate) screen: Option<Arc<super::screen::PtyScreen>>,
 }
 
@@ -136,13 +137,6 @@ impl ChunkQueue {
             tail.truncate(tail.len() - (read - keep));
         }
         self.len += keep;
-    }
-
-    /// The `read` bytes just read into [`Self::tail_for_read`] (before [`Self::commit_read`]).
-    fn last_read(&self, read: usize) -> &[u8] {
-        self.chunks
-            .back()
-            .map_or(&[], |tail| &tail[tail.len() - read..])
     }
 
     fn is_empty(&self) -> bool {
@@ -247,7 +241,10 @@ pub(crate) async fn pump(
                 && let Some(delta) = next_delta(&config, &mut pending, cap_reached)
             {
                 let sink = Arc::clone(sink);
-                in_flight = Some(Box::pin(async move { sink.output_delta(delta).await }));
+                in_flight = Some(match config.screen.clone() {
+                    Some(screen) => Box::pin(async move { sink.screen_delta(delta, screen).await }),
+                    None => Box::pin(async move { sink.output_delta(delta).await }),
+                });
             }
         }
 
@@ -280,9 +277,6 @@ pub(crate) async fn pump(
             }, if can_read => match read {
                 Ok(0) => reader = None,
                 Ok(n) => {
-                    if let Some(screen) = &config.screen {
-                        screen.feed(pending.last_read(n));
-                    }
                     let mut take = match config.cap {
                         None => n,
                         Some(cap) => usize::try_from(cap - accepted).map_or(n, |room| room.min(n)),

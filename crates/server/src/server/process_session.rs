@@ -22,7 +22,7 @@ use tandem_protocol::{
 use tokio::sync::watch;
 
 use super::{StdinOrder, TandemServer};
-use crate::process::{HandleRelease, ProcessEventSink, ProcessManager};
+use crate::process::{HandleRelease, ProcessEventSink, ProcessManager, PtyScreen};
 
 /// How many finished processes of a session keep their replay stream, for a client that
 /// resumes after missing their `process/exited`; the oldest is forgotten past it.
@@ -64,9 +64,12 @@ struct SessionStreams {
     /// replays from).
     running: HashMap<String, EventCursor>,
     finished: VecDeque<(String, EventCursor)>,
+    /// attach19: the attach token of each running handle shared with `process/share`; it
+    /// goes with the run (forgotten at the exit), so it never names a later run of the handle.
+    shares: HashMap<String, String>,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -129,6 +132,37 @@ impl ProcessSession {
         })
     }
 
+    /// attach19: the attach token of running PTY process `handle` (the same for every call
+    /// during the run).
+    pub(crate) fn share(&self, handle: &str) -> Result<String, JSONRPCErrorError> {
+        // A PTY process that is running (not only kept for a resume).
+        self.manager.screen_of(handle)?;
+        let mut streams = lock(&self.streams);
+        if !streams.running.contains_key(handle) {
+            return Err(JSONRPCErrorError::invalid_request(format!(
+                "no active process for process handle {handle:?}"
+            )));
+        }
+        Ok(streams
+            .shares
+            .entry(handle.to_owned())
+            .or_insert_with(new_token)
+            .clone())
+    }
+
+    /// attach19: whether `token` is the attach token of running `handle`.
+    pub(crate) fn is_shared(&self, handle: &str, token: &str) -> bool {
+        lock(&self.streams)
+            .shares
+            .get(handle)
+            .is_some_and(|shared| same_secret(shared, token))
+    }
+
+    /// attach19: the emulated screen of running PTY process `handle`.
+    pub(crate) fn screen_of(&self, handle: &str) -> Result<Arc<PtyScreen>, JSONRPCErrorError> {
+        Ok(self.manager.screen_of(handle)?)
+    }
+
     /// Every stream of the session.
     pub(crate) fn stream_names(&self) -> Vec<String> {
         let streams = lock(&self.streams);
@@ -184,16 +218,21 @@ impl ProcessSession {
         self.detachments.load(Ordering::Acquire) == detachment
     }
 
-    /// Kills every process and closes every stream of the session.
+    /// Kills every process and closes every stream of the session: a finished process's at
+    /// once, a running one's once its `process/exited` went to whoever still watches it
+    /// (`process/attach`; the sink closes it then).
     pub(crate) async fn end(&self, outgoing: &OutgoingMessageSender) {
         self.delivery.send_modify(|delivery| delivery.ended = true);
         self.manager.kill_all().await;
-        let names = self.stream_names();
-        {
+        let names: Vec<String> = {
             let mut streams = lock(&self.streams);
-            streams.running.clear();
-            streams.finished.clear();
-        }
+            streams.shares.clear();
+            let finished: Vec<(String, EventCursor)> = streams.finished.drain(..).collect();
+            finished
+                .into_iter()
+                .map(|(handle, _)| self.stream(&handle))
+                .collect()
+        };
         for name in names {
             outgoing.close_stream(&name).await;
         }
@@ -205,12 +244,23 @@ impl SessionStreams {
     /// newest finished ones; returns the handle forgotten to make room, if any.
     fn finished(&mut self, handle: &str) -> Option<String> {
         let start = self.running.remove(handle)?;
+        self.shares.remove(handle);
         self.finished.push_back((handle.to_owned(), start));
         if self.finished.len() > FINISHED_STREAMS_KEPT {
             return self.finished.pop_front().map(|(oldest, _)| oldest);
         }
         None
     }
+}
+
+/// Compares two tokens in time that does not depend on where they differ.
+fn same_secret(known: &str, offered: &str) -> bool {
+    known.len() == offered.len()
+        && known
+            .bytes()
+            .zip(offered.bytes())
+            .fold(0u8, |differ, (a, b)| differ | (a ^ b))
+            == 0
 }
 
 fn stream_name(origin: &str, handle: &str) -> String {
@@ -258,6 +308,26 @@ impl ProcessEventSink for SessionSink {
         }
     }
 
+    async fn screen_delta(&self, delta: ProcessOutputDeltaNotification, screen: Arc<PtyScreen>) {
+        let stream: Arc<str> = stream_name(&self.origin, &delta.process_handle).into();
+        if !self.ready(&delta.process_handle).await {
+            return;
+        }
+        // Fed and queued as one step against `process/attach`, which snapshots and queues its
+        // attachment under the same lock: an attacher gets each delta either in its screen or
+        // as a notification, never both, never neither.
+        let queued = {
+            let _order = screen.order.lock().await;
+            screen.feed(&delta.delta);
+            self.outgoing
+                .queue_stream_notification(stream, ServerNotification::ProcessOutputDelta(delta))
+                .await
+        };
+        if !queued.delivered().await {
+            tracing::trace!("process output kept for a resume, not delivered");
+        }
+    }
+
     async fn exited(&self, exited: ProcessExitedNotification) {
         self.exited_then(exited, HandleRelease::new(|| {})).await;
     }
@@ -266,9 +336,28 @@ impl ProcessEventSink for SessionSink {
         let handle = exited.process_handle.clone();
         let stream: Arc<str> = stream_name(&self.origin, &handle).into();
         if !self.ready(&handle).await {
-            release.run();
+            // The session ended (its owner never came back, or shutdown): the owner is gone,
+            // but a watcher still learns that the process ended; then the stream closes.
+            let ours = {
+                let mut streams = lock(&self.streams);
+                streams.shares.remove(&handle);
+                streams.running.remove(&handle).is_some()
+            };
+            if ours {
+                let note = ServerNotification::ProcessExited(exited);
+                self.outgoing
+                    .send_stream_notification_then(Arc::clone(&stream), note, move |_| {
+                        release.run();
+                    })
+                    .await;
+                self.outgoing.close_stream(&stream).await;
+            } else {
+                release.run();
+            }
             return;
         }
+        // The attach token dies with the run, before anyone can see the exit.
+        lock(&self.streams).shares.remove(&handle);
         let note = ServerNotification::ProcessExited(exited);
         // Released in the host's delivery path, before the client's next request is taken;
         // the stream stays for a client that missed the notification.
