@@ -56,6 +56,10 @@ const STDIN_QUEUE: usize = 256;
 /// the server's deltas of at most 64 KiB, this bounds a flood's queued output to 16 MiB.
 pub const PROCESS_QUEUE_DELTAS: usize = 256;
 
+/// The most output bytes run through a pane's emulator at once (under the state's lock, in
+/// one poll of the intake task): a few hundred microseconds of work.
+const FEED_SLICE_BYTES: usize = 8 * 1024;
+
 /// The TUI's settings.
 #[derive(Debug, Clone)]
 pub struct TuiOptions {
@@ -918,11 +922,21 @@ async fn follow_process(tui: Tui, handle: String, params: ProcessSpawnParams) {
     tui.reached_server();
     loop {
         match process.next_event().await {
-            Some(Ok(ProcessEvent::Output { bytes, .. })) => tui.update(|state| {
-                if let Some(pane) = state.process_pane(&handle) {
-                    pane.feed(&bytes);
+            Some(Ok(ProcessEvent::Output { bytes, .. })) => {
+                // In slices, with the state's lock released and the worker yielded between
+                // them: the emulator takes milliseconds per 64 KiB delta, and with a full queue
+                // this task would otherwise run delta after delta (up to tokio's budget of 128
+                // of them, most of a second) while a key or a frame waits for the lock or for
+                // a worker.
+                for slice in bytes.chunks(FEED_SLICE_BYTES) {
+                    tui.update(|state| {
+                        if let Some(pane) = state.process_pane(&handle) {
+                            pane.feed(slice);
+                        }
+                    });
+                    tokio::task::yield_now().await;
                 }
-            }),
+            }
             Some(Ok(ProcessEvent::Exited(exited))) => {
                 return tui.update(finished(format!("exit {}", exited.exit_code)));
             }
