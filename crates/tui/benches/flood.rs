@@ -69,7 +69,11 @@ fn main() {
     }
     let quick = !args.iter().any(|arg| arg == "--bench") || args.iter().any(|a| a == "--quick");
     let flood_bytes = match std::env::var("TANDEM_TUI_FLOOD_MIB") {
-        Ok(mib) => mib.parse::<u64>().expect("TANDEM_TUI_FLOOD_MIB is a number") * MIB,
+        Ok(mib) => {
+            mib.parse::<u64>()
+                .expect("TANDEM_TUI_FLOOD_MIB is a number")
+                * MIB
+        }
         Err(_) if quick => 8 * MIB,
         Err(_) => 1024 * MIB,
     };
@@ -109,7 +113,9 @@ fn generate_flood(total: u64, mut sink: impl FnMut(&[u8])) {
 fn write_flood(total: u64) {
     let stdout = io::stdout();
     let mut stdout = stdout.lock();
-    generate_flood(total, |bytes| stdout.write_all(bytes).expect("the pane reads"));
+    generate_flood(total, |bytes| {
+        stdout.write_all(bytes).expect("the pane reads")
+    });
     stdout.flush().expect("the pane reads");
 }
 
@@ -226,7 +232,12 @@ impl Keys {
     }
 
     /// Sends `code` and waits for the first frame whose composer shows `expected`.
-    async fn until_shown(&self, code: KeyCode, modifiers: KeyModifiers, expected: &str) -> Duration {
+    async fn until_shown(
+        &self,
+        code: KeyCode,
+        modifiers: KeyModifiers,
+        expected: &str,
+    ) -> Duration {
         let (waiter, shown) = oneshot::channel();
         self.probe.lock().expect("probe").pending =
             Some((expected.to_owned(), Instant::now(), waiter));
@@ -280,7 +291,13 @@ fn memory() -> (u64, u64) {
         status
             .lines()
             .find_map(|line| line.strip_prefix(name))
-            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .and_then(|rest| {
+                rest.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
             .map_or(0, |kb| kb * 1024)
     };
     (field("VmRSS:"), field("VmHWM:"))
@@ -456,7 +473,11 @@ async fn run(flood_bytes: u64, idle_keys: usize) {
         mib(bound),
         mib(pane_bound + server_screen),
         mib(queues),
-        if growth <= bound { "within" } else { "EXCEEDED" }
+        if growth <= bound {
+            "within"
+        } else {
+            "EXCEEDED"
+        }
     );
 
     // Exactness: the same bytes through a terminal's newline translation into a parser.

@@ -29,6 +29,7 @@ impl TerminalGuard {
     pub fn enter() -> io::Result<Self> {
         install_panic_hook();
         enable_raw_mode()?;
+        ENTERED.store(true, Ordering::SeqCst);
         // From here a failure restores what was done.
         let guard = Self { _private: () };
         execute!(io::stdout(), EnterAlternateScreen, EnableBracketedPaste)?;
@@ -42,8 +43,17 @@ impl Drop for TerminalGuard {
     }
 }
 
-/// Leaves the alternate screen and raw mode and shows the cursor; harmless when not entered.
+/// Whether the terminal is in full-screen mode: restoring twice (the panic hook, then the
+/// guard's drop as the panic unwinds) must not leave the alternate screen twice, which moves
+/// the cursor back to where it was saved and lets the shell overwrite the panic's message.
+static ENTERED: AtomicBool = AtomicBool::new(false);
+
+/// Leaves the alternate screen and raw mode and shows the cursor; does nothing when not
+/// entered (or already restored).
 pub fn restore() {
+    if !ENTERED.swap(false, Ordering::SeqCst) {
+        return;
+    }
     let mut stdout = io::stdout();
     let _ = execute!(stdout, DisableBracketedPaste, LeaveAlternateScreen, Show);
     let _ = stdout.flush();
