@@ -20,7 +20,7 @@
 //! PTY's newline translation).
 //!
 //! `cargo bench` floods 1 GiB. Without `--bench` (as under `cargo test --benches`) or with
-//! `--quick` it floods 8 MiB and finishes in seconds; `TANDEM_TUI_FLOOD_MIB=N` sets the size.
+//! `--quick` it floods 2 MiB and finishes in seconds; `TANDEM_TUI_FLOOD_MIB=N` sets the size.
 //! `-- flood-only` skips the no-flood phase (for profiling the intake path).
 
 use std::io::{self, Write as _};
@@ -74,7 +74,7 @@ fn main() {
                 .expect("TANDEM_TUI_FLOOD_MIB is a number")
                 * MIB
         }
-        Err(_) if quick => 8 * MIB,
+        Err(_) if quick => 2 * MIB,
         Err(_) => 1024 * MIB,
     };
     let idle_keys = if quick { 30 } else { 300 };
@@ -96,9 +96,9 @@ fn generate_flood(total: u64, mut sink: impl FnMut(&[u8])) {
     while written < total {
         while buffer.len() < WRITE_BYTES {
             line += 1;
-            let _ = write!(
+            let _ = writeln!(
                 buffer,
-                "\x1b[3{}m{line:>10}\x1b[0m the quick brown fox jumps over the lazy dog \x1b[1m{}\x1b[0m\n",
+                "\x1b[3{}m{line:>10}\x1b[0m the quick brown fox jumps over the lazy dog \x1b[1m{}\x1b[0m",
                 line % 8,
                 line % 997
             );
