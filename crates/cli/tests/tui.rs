@@ -2,7 +2,8 @@
 //! streamed answer, an approved `/sh` command and its output in the pane, a resize, an
 //! interrupted `/sleep` turn, and Ctrl-C twice, after which the shell prints the exit code on
 //! the restored normal screen. The same flow runs in-process, with `--spawn` (a child
-//! app-server over stdio) and with `--connect` (a websocket app-server). Every wait has a
+//! app-server over stdio) and with `--connect` (a websocket app-server). A panic, of the app
+//! loop or of one of its tasks, leaves the shell's terminal restored. Every wait has a
 //! deadline. Skips (saying so) where tmux is not installed; `.ci/run` installs it.
 
 use std::io::{BufRead, BufReader};
@@ -239,4 +240,74 @@ fn tui_connected_to_a_websocket_app_server() {
     let home = home();
     let server = WebSocketServer::start(&home);
     session("connect", &home, &format!("--connect {}", server.url));
+}
+
+/// Runs `tandem tui` made to panic (`TANDEM_TUI_TEST_PANIC=how`, honoured by debug builds
+/// only, as these tests use) and checks the shell's terminal afterwards: the panic's message
+/// on the normal screen (the hook restored the terminal before the message was printed: a
+/// message printed on the alternate screen would be gone with it), the exit code, canonical
+/// mode and echo back on (`stty -a`), and a line typed into `read` echoed and read back, which
+/// raw mode would never deliver.
+fn panic_session(how: &str, message: &str, exit_code: i32) -> String {
+    let shell = format!(
+        "env -u TANDEM_LOG -u RUST_BACKTRACE TANDEM_TUI_TEST_PANIC={how} TANDEM_HOME='{}' '{}' tui; \
+         echo \"tui exited with $?\"; \
+         echo \"modes: $(stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon -e echo -e -echo | tr '\\n' ' ')\"; \
+         read line; echo \"read back: $line\"; sleep 600",
+        home().display(),
+        env!("CARGO_BIN_EXE_tandem"),
+    );
+    let tmux = Tmux::start(&format!("panic-{how}"), &shell);
+    let screen = tmux.wait_for("the restored shell", |screen| {
+        screen.contains(&format!("tui exited with {exit_code}")) && screen.contains("modes: ")
+    });
+    assert!(screen.contains(message), "no panic message:\n{screen}");
+    assert!(
+        screen.contains("modes: icanon echo"),
+        "the terminal is not back in cooked mode:\n{screen}"
+    );
+    assert!(
+        !screen.contains("┌ message"),
+        "the TUI's frame is left:\n{screen}"
+    );
+    tmux.type_line("typed after the panic");
+    tmux.wait_for("the typed line echoed and read back", |screen| {
+        screen.lines().any(|line| line == "typed after the panic")
+            && screen.contains("read back: typed after the panic")
+    })
+}
+
+#[test]
+fn a_panic_of_the_app_loop_restores_the_terminal() {
+    if !tmux_installed() {
+        eprintln!("SKIPPED a_panic_of_the_app_loop_restores_the_terminal: tmux is not installed");
+        return;
+    }
+    // The default panic exit code: the panic unwound out of main.
+    panic_session(
+        "main",
+        "TANDEM_TUI_TEST_PANIC=main: the app loop panics as asked",
+        101,
+    );
+}
+
+#[test]
+fn a_panic_of_a_task_restores_the_terminal_and_stops_the_app() {
+    if !tmux_installed() {
+        eprintln!(
+            "SKIPPED a_panic_of_a_task_restores_the_terminal_and_stops_the_app: tmux is not installed"
+        );
+        return;
+    }
+    // The runtime survives a task's panic; the app must not go on drawing on the restored
+    // screen: it stops and says why.
+    let screen = panic_session(
+        "task",
+        "TANDEM_TUI_TEST_PANIC=task: a task panics as asked",
+        1,
+    );
+    assert!(
+        screen.contains("tandem: the TUI stopped after an internal panic"),
+        "{screen}"
+    );
 }

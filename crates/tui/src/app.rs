@@ -57,8 +57,13 @@ pub const DEFAULT_FRAME_INTERVAL: Duration = Duration::from_millis(16);
 const STDIN_QUEUE: usize = 256;
 
 /// Process output deltas a pane's subscription holds; a lossless subscription, so a full
-/// queue makes the process wait (the server's backpressure) instead of losing output.
-const PROCESS_QUEUE: usize = 256;
+/// queue makes the process wait (the server's backpressure) instead of losing output. With
+/// the server's deltas of at most 64 KiB, this bounds a flood's queued output to 16 MiB.
+pub const PROCESS_QUEUE_DELTAS: usize = 256;
+
+/// The most output bytes run through a pane's emulator at once (under the state's lock, in
+/// one poll of the intake task): a few hundred microseconds of work.
+const FEED_SLICE_BYTES: usize = 8 * 1024;
 
 /// The TUI's settings.
 #[derive(Debug, Clone)]
@@ -123,6 +128,12 @@ pub enum TuiError {
     /// Reading the terminal's events failed.
     #[error("cannot read the terminal's input: {0}")]
     Input(io::Error),
+    /// A task of the app panicked; the terminal was restored and the app stopped.
+    #[error(
+        "the TUI stopped after an internal panic (its message is above); the terminal was \
+         restored. Please report it with that message"
+    )]
+    Panicked,
 }
 
 struct Shared {
@@ -294,6 +305,8 @@ impl Tui {
                     self.draw(terminal)?;
                     dirty = false;
                     last_frame = Some(Instant::now());
+                    #[cfg(debug_assertions)]
+                    test_panic_after_frame();
                 }
             }
         };
@@ -345,6 +358,21 @@ impl Tui {
             None => params,
         }
     }
+}
+
+/// Debug builds only (release builds do not contain it): `TANDEM_TUI_TEST_PANIC=main` makes
+/// the app loop panic after its first frame, `TANDEM_TUI_TEST_PANIC=task` a spawned task, so
+/// the terminal tests can prove that a panic restores the terminal and stops the app.
+#[cfg(debug_assertions)]
+fn test_panic_after_frame() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| match std::env::var("TANDEM_TUI_TEST_PANIC").as_deref() {
+        Ok("main") => panic!("TANDEM_TUI_TEST_PANIC=main: the app loop panics as asked"),
+        Ok("task") => {
+            tokio::spawn(async { panic!("TANDEM_TUI_TEST_PANIC=task: a task panics as asked") });
+        }
+        _ => {}
+    });
 }
 
 /// Writes keystrokes to pane processes, in order.

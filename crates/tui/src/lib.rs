@@ -24,7 +24,9 @@ mod wrap;
 
 use std::future::Future;
 
-pub use app::{DEFAULT_FRAME_INTERVAL, ExitReason, Tui, TuiError, TuiOptions};
+pub use app::{
+    DEFAULT_FRAME_INTERVAL, ExitReason, PROCESS_QUEUE_DELTAS, Tui, TuiError, TuiOptions,
+};
 pub use composer::Composer;
 pub use pane::{PaneSource, TermPane};
 pub use terminal::{TerminalGuard, restore};
@@ -45,13 +47,18 @@ where
     let mut terminal = ratatui::Terminal::new(backend).map_err(TuiError::Terminal)?;
     let tui = Tui::new(client, options);
     let result = tui
-        .run(
-            &mut terminal,
-            crossterm::event::EventStream::new(),
-            shutdown,
-        )
+        .run(&mut terminal, crossterm::event::EventStream::new(), async {
+            tokio::select! {
+                () = shutdown => {}
+                // A task of the app panicked: the hook restored the terminal, the app stops.
+                () = terminal::panicked() => {}
+            }
+        })
         .await;
     drop(terminal);
     drop(guard);
+    if terminal::has_panicked() {
+        return Err(TuiError::Panicked);
+    }
     result
 }

@@ -1,9 +1,14 @@
 //! The real terminal: raw mode, the alternate screen and bracketed paste while the TUI runs,
 //! and their undoing on every way out: the guard's drop (a return, an error, `?`) and a panic
 //! hook (a panic anywhere, before the default hook prints its message on the normal screen).
+//! A panic the runtime survives (in an intake task) has restored the terminal all the same,
+//! so the hook also tells the app to stop: it must not go on drawing on the normal screen.
 
 use std::io::{self, Write as _};
 use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::Notify;
 
 use crossterm::cursor::Show;
 use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
@@ -24,6 +29,7 @@ impl TerminalGuard {
     pub fn enter() -> io::Result<Self> {
         install_panic_hook();
         enable_raw_mode()?;
+        ENTERED.store(true, Ordering::SeqCst);
         // From here a failure restores what was done.
         let guard = Self { _private: () };
         execute!(io::stdout(), EnterAlternateScreen, EnableBracketedPaste)?;
@@ -37,12 +43,45 @@ impl Drop for TerminalGuard {
     }
 }
 
-/// Leaves the alternate screen and raw mode and shows the cursor; harmless when not entered.
+/// Whether the terminal is in full-screen mode: restoring twice (the panic hook, then the
+/// guard's drop as the panic unwinds) must not leave the alternate screen twice, which moves
+/// the cursor back to where it was saved and lets the shell overwrite the panic's message.
+static ENTERED: AtomicBool = AtomicBool::new(false);
+
+/// Leaves the alternate screen and raw mode and shows the cursor; does nothing when not
+/// entered (or already restored).
 pub fn restore() {
+    if !ENTERED.swap(false, Ordering::SeqCst) {
+        return;
+    }
     let mut stdout = io::stdout();
     let _ = execute!(stdout, DisableBracketedPaste, LeaveAlternateScreen, Show);
     let _ = stdout.flush();
     let _ = disable_raw_mode();
+}
+
+/// Set by the panic hook once it has restored the terminal.
+static PANICKED: AtomicBool = AtomicBool::new(false);
+/// Wakes [`panicked`] when the hook sets [`PANICKED`].
+static PANIC_SEEN: Notify = Notify::const_new();
+
+/// Whether a panic has restored the terminal since the hook was installed.
+pub(crate) fn has_panicked() -> bool {
+    PANICKED.load(Ordering::SeqCst)
+}
+
+/// Resolves once a panic (anywhere in the process) has restored the terminal.
+pub(crate) async fn panicked() {
+    loop {
+        let notified = PANIC_SEEN.notified();
+        tokio::pin!(notified);
+        // Registered before the flag is read, so a panic in between still wakes it.
+        notified.as_mut().enable();
+        if has_panicked() {
+            return;
+        }
+        notified.await;
+    }
 }
 
 fn install_panic_hook() {
@@ -51,6 +90,8 @@ fn install_panic_hook() {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             restore();
+            PANICKED.store(true, Ordering::SeqCst);
+            PANIC_SEEN.notify_waiters();
             previous(info);
         }));
     });

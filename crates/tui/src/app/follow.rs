@@ -222,7 +222,7 @@ fn pane_finished(handle: &str, how: String) -> impl FnOnce(&mut AppState) + use<
 pub(super) async fn follow_process(tui: Tui, handle: String, params: ProcessSpawnParams) {
     let process = match tui
         .client
-        .spawn_process_with(params, Some(PROCESS_QUEUE), Overflow::Lossless)
+        .spawn_process_with(params, Some(PROCESS_QUEUE_DELTAS), Overflow::Lossless)
         .await
     {
         Ok(process) => process,
@@ -241,7 +241,7 @@ pub(super) async fn attach_process(tui: Tui, handle: String, token: String) {
     let params = ProcessAttachParams::new(&handle, token);
     let attached = match tui
         .client
-        .attach_process(params, Some(PROCESS_QUEUE), Overflow::Lossless)
+        .attach_process(params, Some(PROCESS_QUEUE_DELTAS), Overflow::Lossless)
         .await
     {
         Ok(attached) => attached,
@@ -271,11 +271,21 @@ async fn follow_output(tui: Tui, handle: String, mut process: ProcessHandle) {
     let finished = |how: String| pane_finished(&handle, how);
     loop {
         match process.next_event().await {
-            Some(Ok(ProcessEvent::Output { bytes, .. })) => tui.update(|state| {
-                if let Some(pane) = state.process_pane(&handle) {
-                    pane.feed(&bytes);
+            Some(Ok(ProcessEvent::Output { bytes, .. })) => {
+                // In slices, with the state's lock released and the worker yielded between
+                // them: the emulator takes milliseconds per 64 KiB delta, and with a full queue
+                // this task would otherwise run delta after delta (up to tokio's budget of 128
+                // of them, most of a second) while a key or a frame waits for the lock or for
+                // a worker.
+                for slice in bytes.chunks(FEED_SLICE_BYTES) {
+                    tui.update(|state| {
+                        if let Some(pane) = state.process_pane(&handle) {
+                            pane.feed(slice);
+                        }
+                    });
+                    tokio::task::yield_now().await;
                 }
-            }),
+            }
             Some(Ok(ProcessEvent::Exited(exited))) => {
                 return tui.update(finished(format!("exit {}", exited.exit_code)));
             }
