@@ -16,6 +16,7 @@
 mod app;
 mod composer;
 pub mod keymap;
+mod markdown;
 mod pane;
 pub mod state;
 mod terminal;
@@ -28,6 +29,7 @@ pub use app::{
     DEFAULT_FRAME_INTERVAL, ExitReason, PROCESS_QUEUE_DELTAS, Tui, TuiError, TuiOptions,
 };
 pub use composer::Composer;
+pub use markdown::RenderCache;
 pub use pane::{PaneSource, TermPane};
 pub use terminal::{TerminalGuard, restore};
 

@@ -12,6 +12,7 @@ use tandem_protocol::{
 };
 
 use crate::composer::Composer;
+use crate::markdown::RenderCache;
 use crate::pane::{PaneSource, TermPane};
 
 /// The limits the state keeps to.
@@ -218,12 +219,14 @@ pub enum Entry {
         /// Whether it steered a running turn.
         steered: bool,
     },
-    /// The agent's text (streaming until its item completes).
+    /// The agent's text (streaming until its item completes), markdown.
     Agent {
         /// The item id.
         item_id: String,
         /// The text so far.
         text: String,
+        /// Its rendered rows (see [`Entry::agent`]).
+        rendered: RenderCache,
     },
     /// A command the agent runs; its output is in a terminal pane.
     Command {
@@ -245,6 +248,17 @@ pub enum Entry {
     },
     /// A note of the app: a turn's ending, an error, a hint.
     Notice(String),
+}
+
+impl Entry {
+    /// An agent message with nothing rendered yet.
+    pub fn agent(item_id: impl Into<String>, text: impl Into<String>) -> Self {
+        Self::Agent {
+            item_id: item_id.into(),
+            text: text.into(),
+            rendered: RenderCache::default(),
+        }
+    }
 }
 
 /// The connection to the server, as the status line shows it.
@@ -405,10 +419,7 @@ impl AppState {
                     steered: false,
                 }
             }
-            ThreadItem::AgentMessage { id, text } => Entry::Agent {
-                item_id: id.clone(),
-                text: text.clone(),
-            },
+            ThreadItem::AgentMessage { id, text } => Entry::agent(id.clone(), text.clone()),
             ThreadItem::CommandExecution {
                 id,
                 command,
@@ -500,10 +511,7 @@ impl AppState {
                         text.push_str(&delta);
                     }
                 }
-                None => self.push_entry(Entry::Agent {
-                    item_id,
-                    text: delta,
-                }),
+                None => self.push_entry(Entry::agent(item_id, delta)),
             },
             TurnEvent::CommandOutput { item_id, delta } => {
                 if let Some(pane) = self.command_pane(&item_id) {
@@ -751,10 +759,7 @@ mod tests {
         state.apply_turn_event(TurnEvent::Completed(turn));
         assert_eq!(
             state.transcript.back(),
-            Some(&Entry::Agent {
-                item_id: "a1".into(),
-                text: "You said: \"hi\"".into()
-            })
+            Some(&Entry::agent("a1", "You said: \"hi\""))
         );
         assert_eq!(state.turn, TurnState::Idle);
     }

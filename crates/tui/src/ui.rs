@@ -276,8 +276,8 @@ fn entry_rows(entry: &Entry, width: usize, preceded: bool) -> Vec<Line<'static>>
                 rows.push(Line::styled(format!("{prefix}{row}"), style));
             }
         }
-        Entry::Agent { text, .. } => {
-            rows.extend(wrap(text, width).into_iter().map(Line::raw));
+        Entry::Agent { text, rendered, .. } => {
+            rows.extend(rendered.rows(text, width).iter().cloned());
         }
         Entry::Command { command, state, .. } => {
             let (how, color) = match state {

@@ -4,7 +4,7 @@
 
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use ratatui::style::Color;
+use ratatui::style::{Color, Modifier};
 use tandem_client::TurnEvent;
 use tandem_protocol::{CommandExecutionRequestApprovalParams, Thread};
 use tandem_tui::state::{AppState, ApprovalView, Limits, Screen, ThreadInfo, TurnState};
@@ -268,4 +268,87 @@ fn a_pane_running_a_colour_progress_bar() {
             .modifier
             .contains(ratatui::style::Modifier::BOLD)
     );
+}
+
+#[test]
+fn a_markdown_answer_is_rendered() {
+    let mut state = state_on_thread();
+    state.user_sent("how do I test it?", false);
+    state.turn = TurnState::Starting;
+    state.turn_running("turn-1");
+    let answer = "## Testing\n\nRun the *snapshot* tests, then **clippy**:\n\n\
+                  1. build `tandem-tui` only\n2. run the tests\n   - unit and snapshot\n\n\
+                  ```sh\ncargo test -p tandem-tui\n```\n\n> the machine is shared\n\n\
+                  See [the guide](https://x.dev/g).";
+    // In deltas cut anywhere, markup included.
+    for delta in answer.as_bytes().chunks(7) {
+        state.apply_turn_event(TurnEvent::AgentText {
+            item_id: "a1".into(),
+            delta: String::from_utf8(delta.to_vec()).expect("ascii"),
+        });
+        // Drawn mid-stream, as the app does.
+        draw(&state, 40, 24);
+    }
+    let terminal = draw(&state, 40, 24);
+    assert_screen(
+        &terminal,
+        &[
+            "› how do I test it?",
+            "Testing",
+            "",
+            "Run the snapshot tests, then clippy:",
+            "",
+            "1. build tandem-tui only",
+            "2. run the tests",
+            "   • unit and snapshot",
+            "",
+            "cargo test -p tandem-tui",
+            "",
+            "│ the machine is shared",
+            "",
+            "See the guide (https://x.dev/g).",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "┌ steer the running turn · Enter sends ┐",
+            "│                                      │",
+            "└──────────────────────────────────────┘",
+            " running │ scripted (tandem) │ thread …0",
+        ],
+    );
+    let buffer = terminal.backend().buffer();
+    let bold = |x: u16, y: u16| buffer[(x, y)].modifier.contains(Modifier::BOLD);
+    // The heading and the strong word are bold, the emphasis italic, code green.
+    assert!(bold(0, 1));
+    assert!(bold(29, 3) && !bold(0, 3));
+    assert!(buffer[(8, 3)].modifier.contains(Modifier::ITALIC));
+    assert_eq!(buffer[(9, 5)].fg, Color::Green);
+    assert_eq!(buffer[(0, 5)].fg, Color::Reset);
+    assert_eq!(buffer[(0, 9)].fg, Color::Green);
+    assert_eq!(buffer[(4, 13)].fg, Color::Blue);
+    assert_eq!(buffer[(15, 13)].fg, Color::DarkGray);
+    // Narrow, the same answer wraps inside its list indentation, and scrolling back reaches
+    // the question above it.
+    let screen = text(&draw(&state, 20, 12));
+    assert!(
+        screen.starts_with("cargo test -p tandem\n-tui\n"),
+        "{screen}"
+    );
+    assert!(screen.contains("\n(https://x.dev/g).\n"), "{screen}");
+    state.scroll_transcript(6);
+    let screen = text(&draw(&state, 20, 12));
+    assert!(
+        screen.starts_with(
+            "1. build tandem-tui\n   only\n2. run the tests\n   • unit and\n     snapshot\n"
+        ),
+        "{screen}"
+    );
+    assert!(!screen.contains("(https://x.dev/g)"), "{screen}");
+    state.scroll_transcript(14);
+    let screen = text(&draw(&state, 20, 12));
+    assert!(screen.contains("› how do I"), "{screen}");
+    assert!(!screen.contains("See the guide"), "{screen}");
 }
