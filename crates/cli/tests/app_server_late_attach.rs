@@ -16,7 +16,9 @@ use common::server::Launch;
 use tandem_client::{
     Client, ClientOptions, Overflow, ProcessEvent, ProcessHandle, Transport, WebSocketTarget,
 };
-use tandem_protocol::{ProcessAttachParams, ProcessSpawnParams, ProcessWriteStdinParams};
+use tandem_protocol::{
+    ProcessAttachParams, ProcessScreenResponse, ProcessSpawnParams, ProcessWriteStdinParams,
+};
 use tandem_tui::{PaneSource, TermPane};
 use tokio::sync::watch;
 
@@ -53,6 +55,38 @@ struct Follower {
 }
 
 impl Follower {
+    /// The owner's side: spawns `program` under a `ROWS`x`COLS` PTY in `cwd` and follows it
+    /// with a pane of that size.
+    async fn spawn_owned(owner: &Client, handle: &str, program: &str, cwd: String) -> Self {
+        let params = ProcessSpawnParams::new(handle, ["sh", "-c", program], cwd)
+            .tty()
+            .stream_stdin()
+            .streaming()
+            .size(ROWS, COLS)
+            .unlimited_output()
+            .no_timeout();
+        let process = within(
+            "process/spawn",
+            owner.spawn_process_with(params, Some(64), Overflow::Lossless),
+        )
+        .await
+        .expect("the program starts");
+        let source = PaneSource::Process {
+            handle: handle.into(),
+        };
+        Self::start(TermPane::new("owner", source, ROWS, COLS, 0), process)
+    }
+
+    /// The watcher's side: a pane of the attach's screen size that draws the screen first.
+    fn watcher_pane(handle: &str, screen: &ProcessScreenResponse) -> TermPane {
+        let source = PaneSource::Process {
+            handle: handle.into(),
+        };
+        let mut pane = TermPane::new("watcher", source, screen.size.rows, screen.size.cols, 0);
+        pane.feed(screen.formatted.as_bytes());
+        pane
+    }
+
     fn start(pane: TermPane, mut process: ProcessHandle) -> Self {
         let pane = Arc::new(Mutex::new(pane));
         let fed = pane.lock().unwrap().bytes_fed();
@@ -173,29 +207,7 @@ async fn a_late_client_gets_the_screen_the_owner_shows_then_follows_it() {
 
     let handle = "fullscreen";
     let cwd = std::env::temp_dir().display().to_string();
-    let params = ProcessSpawnParams::new(handle, ["sh", "-c", PROGRAM], cwd)
-        .tty()
-        .stream_stdin()
-        .streaming()
-        .size(ROWS, COLS)
-        .unlimited_output()
-        .no_timeout();
-    let process = within(
-        "process/spawn",
-        owner.spawn_process_with(params, Some(64), Overflow::Lossless),
-    )
-    .await
-    .expect("the program starts");
-    let pane = TermPane::new(
-        "owner",
-        PaneSource::Process {
-            handle: handle.into(),
-        },
-        ROWS,
-        COLS,
-        0,
-    );
-    let owner_view = Follower::start(pane, process);
+    let owner_view = Follower::spawn_owned(&owner, handle, PROGRAM, cwd).await;
     owner_view
         .wait("the program's prompt, everything drawn", |pane, _| {
             pane.text().contains("ready>")
@@ -257,16 +269,7 @@ async fn a_late_client_gets_the_screen_the_owner_shows_then_follows_it() {
     );
     assert!(screen.text.contains("red and bold"), "{}", screen.text);
     assert!(screen.text.contains("progress 100%"), "{}", screen.text);
-    let mut watcher_pane = TermPane::new(
-        "watcher",
-        PaneSource::Process {
-            handle: handle.into(),
-        },
-        screen.size.rows,
-        screen.size.cols,
-        0,
-    );
-    watcher_pane.feed(screen.formatted.as_bytes());
+    let watcher_pane = Follower::watcher_pane(handle, &screen);
     // The program waits for input, and the owner's emulator took in all it drew: the screen
     // reflects exactly that.
     assert_eq!(
@@ -366,29 +369,8 @@ async fn attaching_during_a_flood_misses_nothing_and_repeats_nothing() {
     let program = "i=0; while [ ! -e stop ]; do i=$((i + 1)); \
                    printf '\\033[33mline\\033[0m %d \\033[1mof the flood\\033[0m\\n' $i; done; \
                    printf 'stopped after %d\\n' $i; read quit";
-    let params = ProcessSpawnParams::new(handle, ["sh", "-c", program], dir.display().to_string())
-        .tty()
-        .stream_stdin()
-        .streaming()
-        .size(ROWS, COLS)
-        .unlimited_output()
-        .no_timeout();
-    let process = within(
-        "process/spawn",
-        owner.spawn_process_with(params, Some(64), Overflow::Lossless),
-    )
-    .await
-    .expect("the flood starts");
-    let pane = TermPane::new(
-        "owner",
-        PaneSource::Process {
-            handle: handle.into(),
-        },
-        ROWS,
-        COLS,
-        0,
-    );
-    let owner_view = Follower::start(pane, process);
+    let owner_view =
+        Follower::spawn_owned(&owner, handle, program, dir.display().to_string()).await;
     owner_view
         .wait("the flood under way", |_, (fed, _)| *fed > 64 * 1024)
         .await;
@@ -408,16 +390,7 @@ async fn attaching_during_a_flood_misses_nothing_and_repeats_nothing() {
     .expect("the watcher attaches mid-flood");
     let screen = attached.screen;
     assert!(screen.text.contains("of the flood"), "{}", screen.text);
-    let mut watcher_pane = TermPane::new(
-        "watcher",
-        PaneSource::Process {
-            handle: handle.into(),
-        },
-        screen.size.rows,
-        screen.size.cols,
-        0,
-    );
-    watcher_pane.feed(screen.formatted.as_bytes());
+    let watcher_pane = Follower::watcher_pane(handle, &screen);
     let drawn = watcher_pane.bytes_fed();
     let watcher_view = Follower::start(watcher_pane, attached.process);
     // More flood after the attach, then stop it.
@@ -510,37 +483,8 @@ async fn a_watcher_learns_the_end_of_a_process_whose_owner_never_came_back() {
     let watcher = connect(&url).await;
     let handle = "orphan";
     let cwd = std::env::temp_dir().display().to_string();
-    let params = ProcessSpawnParams::new(
-        handle,
-        [
-            "sh",
-            "-c",
-            "printf '\\033[2J\\033[Hwaiting for an owner'; read x",
-        ],
-        cwd,
-    )
-    .tty()
-    .stream_stdin()
-    .streaming()
-    .size(ROWS, COLS)
-    .unlimited_output()
-    .no_timeout();
-    let process = within(
-        "process/spawn",
-        owner.spawn_process_with(params, Some(64), Overflow::Lossless),
-    )
-    .await
-    .expect("the program starts");
-    let pane = TermPane::new(
-        "owner",
-        PaneSource::Process {
-            handle: handle.into(),
-        },
-        ROWS,
-        COLS,
-        0,
-    );
-    let owner_view = Follower::start(pane, process);
+    let program = "printf '\\033[2J\\033[Hwaiting for an owner'; read x";
+    let owner_view = Follower::spawn_owned(&owner, handle, program, cwd).await;
     owner_view
         .wait("the drawing", |pane, _| {
             pane.text().contains("waiting for an owner")
@@ -560,16 +504,7 @@ async fn a_watcher_learns_the_end_of_a_process_whose_owner_never_came_back() {
     .await
     .expect("the watcher attaches");
     assert!(attached.screen.text.contains("waiting for an owner"));
-    let mut watcher_pane = TermPane::new(
-        "watcher",
-        PaneSource::Process {
-            handle: handle.into(),
-        },
-        ROWS,
-        COLS,
-        0,
-    );
-    watcher_pane.feed(attached.screen.formatted.as_bytes());
+    let watcher_pane = Follower::watcher_pane(handle, &attached.screen);
     let watcher_view = Follower::start(watcher_pane, attached.process);
 
     // The owner goes away for good; past the grace the process is killed.
