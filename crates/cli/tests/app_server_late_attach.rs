@@ -14,7 +14,8 @@ use std::time::Duration;
 use common::PROMPT;
 use common::server::Launch;
 use tandem_client::{
-    Client, ClientOptions, Overflow, ProcessEvent, ProcessHandle, Transport, WebSocketTarget,
+    AttachedProcess, Client, ClientOptions, Overflow, ProcessEvent, ProcessHandle, Transport,
+    WebSocketTarget,
 };
 use tandem_protocol::{
     ProcessAttachParams, ProcessScreenResponse, ProcessSpawnParams, ProcessWriteStdinParams,
@@ -46,6 +47,23 @@ printf '\033[16;1H\033[K\033[35mstatus: done\033[0m\033[10;8H'
 read quit
 printf '\033[?1049l'
 "#;
+
+/// The owner shares `handle` and the watcher attaches with the token, losslessly.
+async fn share_and_attach(owner: &Client, watcher: &Client, handle: &str) -> AttachedProcess {
+    let token = within("process/share", owner.share_process(handle))
+        .await
+        .expect("the owner shares its process");
+    within(
+        "process/attach",
+        watcher.attach_process(
+            ProcessAttachParams::new(handle, &token),
+            Some(64),
+            Overflow::Lossless,
+        ),
+    )
+    .await
+    .expect("the watcher attaches")
+}
 
 /// A terminal pane fed by a process's events, shared with the test.
 struct Follower {
@@ -375,19 +393,7 @@ async fn attaching_during_a_flood_misses_nothing_and_repeats_nothing() {
         .wait("the flood under way", |_, (fed, _)| *fed > 64 * 1024)
         .await;
 
-    let token = within("process/share", owner.share_process(handle))
-        .await
-        .expect("the owner shares its process");
-    let attached = within(
-        "process/attach",
-        watcher.attach_process(
-            ProcessAttachParams::new(handle, &token),
-            Some(64),
-            Overflow::Lossless,
-        ),
-    )
-    .await
-    .expect("the watcher attaches mid-flood");
+    let attached = share_and_attach(&owner, &watcher, handle).await;
     let screen = attached.screen;
     assert!(screen.text.contains("of the flood"), "{}", screen.text);
     let watcher_pane = Follower::watcher_pane(handle, &screen);
@@ -490,19 +496,7 @@ async fn a_watcher_learns_the_end_of_a_process_whose_owner_never_came_back() {
             pane.text().contains("waiting for an owner")
         })
         .await;
-    let token = within("process/share", owner.share_process(handle))
-        .await
-        .expect("the owner shares its process");
-    let attached = within(
-        "process/attach",
-        watcher.attach_process(
-            ProcessAttachParams::new(handle, &token),
-            Some(64),
-            Overflow::Lossless,
-        ),
-    )
-    .await
-    .expect("the watcher attaches");
+    let attached = share_and_attach(&owner, &watcher, handle).await;
     assert!(attached.screen.text.contains("waiting for an owner"));
     let watcher_pane = Follower::watcher_pane(handle, &attached.screen);
     let watcher_view = Follower::start(watcher_pane, attached.process);

@@ -550,15 +550,8 @@ impl Client {
         overflow: Overflow,
     ) -> Result<ProcessHandle, ClientError> {
         let handle = params.process_handle.clone();
-        let process_shared = Arc::new(ProcessShared::default());
-        let subscription = self.open_subscription(
-            Filter::Process(handle.clone()),
-            capacity,
-            overflow,
-            |entry| {
-                entry.process = Some(process_shared.clone());
-            },
-        );
+        let (subscription, process_shared) =
+            self.open_process_subscription(&handle, capacity, overflow);
         // Followed before the spawn is sent: its first output may be routed before the reply
         // is read here.
         crate::core::lock(&self.shared().processes).follow(&handle);
@@ -580,6 +573,26 @@ impl Client {
         ))
     }
 
+    /// The subscription a [`ProcessHandle`] reads, opened before its request is sent (the
+    /// first output may be routed before the reply is read), and the exit state it records.
+    fn open_process_subscription(
+        &self,
+        handle: &str,
+        capacity: Option<usize>,
+        overflow: Overflow,
+    ) -> (Subscription, Arc<ProcessShared>) {
+        let process_shared = Arc::new(ProcessShared::default());
+        let subscription = self.open_subscription(
+            Filter::Process(handle.to_owned()),
+            capacity,
+            overflow,
+            |entry| {
+                entry.process = Some(process_shared.clone());
+            },
+        );
+        (subscription, process_shared)
+    }
+
     /// attach19: `process/attach` (experimental): watches a PTY process another connection
     /// runs, named by its handle and the attach token its owner got from `process/share`
     /// ([`Self::share_process`]). Answers the screen now and a [`ProcessHandle`] whose events
@@ -595,15 +608,8 @@ impl Client {
         overflow: Overflow,
     ) -> Result<AttachedProcess, ClientError> {
         let handle = params.process_handle.clone();
-        let process_shared = Arc::new(ProcessShared::default());
-        let subscription = self.open_subscription(
-            Filter::Process(handle.clone()),
-            capacity,
-            overflow,
-            |entry| {
-                entry.process = Some(process_shared.clone());
-            },
-        );
+        let (subscription, process_shared) =
+            self.open_process_subscription(&handle, capacity, overflow);
         let response = self.call::<ProcessAttach>(params).await?;
         Ok(AttachedProcess {
             screen: response.screen,

@@ -720,14 +720,10 @@ impl OutgoingMessageSender {
         stream: Arc<str>,
         notification: ServerNotification,
     ) -> bool {
-        let (ack, delivered) = DeliveryAck::new();
-        self.route(
-            Target::Stream { stream, also: None },
-            OutgoingMessage::Notification(notification),
-            Some(ack),
-        )
-        .await;
-        delivered.await.unwrap_or(false)
+        self.queue_stream_notification(stream, notification)
+            .await
+            .delivered()
+            .await
     }
 
     /// [`Self::send_stream_notification_and_wait`], running `on_delivered` at the moment the
@@ -740,13 +736,10 @@ impl OutgoingMessageSender {
         on_delivered: impl FnOnce(bool) + Send + 'static,
     ) -> bool {
         let (ack, delivered) = DeliveryAck::with_callback(Box::new(on_delivered));
-        self.route(
-            Target::Stream { stream, also: None },
-            OutgoingMessage::Notification(notification),
-            Some(ack),
-        )
-        .await;
-        delivered.await.unwrap_or(false)
+        self.queue_stream_with(stream, notification, ack, delivered)
+            .await
+            .delivered()
+            .await
     }
 
     /// Attaches `connection` to `stream`: it receives the stream's notifications from now on.
@@ -760,15 +753,10 @@ impl OutgoingMessageSender {
         connection: ConnectionId,
         after: Option<EventCursor>,
     ) -> Option<StreamAttachment> {
-        let (reply, outcome) = oneshot::channel();
-        self.route_control(RouterInput::AttachStream {
-            stream: Arc::from(stream),
-            connection,
-            after,
-            reply,
-        })
-        .await;
-        outcome.await.ok()
+        self.queue_attach(stream, connection, after)
+            .await
+            .attached()
+            .await
     }
 
     /// attach19: [`Self::send_stream_notification_and_wait`] in two steps: resolves once the
@@ -782,6 +770,18 @@ impl OutgoingMessageSender {
         notification: ServerNotification,
     ) -> StreamDelivery {
         let (ack, delivered) = DeliveryAck::new();
+        self.queue_stream_with(stream, notification, ack, delivered)
+            .await
+    }
+
+    /// Queues a stream notification whose delivery `ack` reports to `delivered`.
+    async fn queue_stream_with(
+        &self,
+        stream: Arc<str>,
+        notification: ServerNotification,
+        ack: DeliveryAck,
+        delivered: oneshot::Receiver<bool>,
+    ) -> StreamDelivery {
         self.route(
             Target::Stream { stream, also: None },
             OutgoingMessage::Notification(notification),
@@ -800,11 +800,21 @@ impl OutgoingMessageSender {
         stream: &str,
         connection: ConnectionId,
     ) -> PendingAttachment {
+        self.queue_attach(stream, connection, None).await
+    }
+
+    /// Queues the attachment of `connection` to `stream`, replaying what followed `after`.
+    async fn queue_attach(
+        &self,
+        stream: &str,
+        connection: ConnectionId,
+        after: Option<EventCursor>,
+    ) -> PendingAttachment {
         let (reply, outcome) = oneshot::channel();
         self.route_control(RouterInput::AttachStream {
             stream: Arc::from(stream),
             connection,
-            after: None,
+            after,
             reply,
         })
         .await;
