@@ -2,10 +2,12 @@
 //! command piped straight to the same reader, in one run. `--tandem` measures a binary built
 //! elsewhere instead of building `target/release/tandem`.
 //!
-//! Both sides spawn a command whose stdout is a pipe to this process, which reads it in
-//! 64 KiB reads and counts the bytes: the only difference is whether `tandem exec` (an
-//! in-process host, the `process/*` API and its relay) stands between `head` and the pipe. Runs
-//! alternate so that drift in the machine hits both alike; medians are reported.
+//! Every side spawns a command whose stdout is a pipe to this process, which reads it in
+//! 64 KiB reads and counts the bytes: the only difference is what stands between `head` and
+//! that pipe: nothing, `dd bs=64k` (the floor of any process that relays the bytes through its
+//! memory: one more pipe, one more read and write of each byte), or `tandem exec` (an in-process host, the
+//! `process/*` API and its relay). Runs alternate so that drift in the machine hits every side
+//! alike; medians are reported.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -41,46 +43,53 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
     let command = ["head", "-c", bytes.as_str(), "/dev/zero"];
     let mut through_exec = vec!["exec", "--"];
     through_exec.extend(command);
-
-    // One warm-up of each side (page cache, binary), then alternate.
-    let (mut direct, mut exec) = (Vec::new(), Vec::new());
-    let time = |program: &str, args: &[&str]| match read_all(program, args, GIB) {
-        Ok(seconds) => Some(seconds),
-        Err(error) => {
-            eprintln!("xtask: {program} failed: {error}");
-            None
-        }
-    };
+    // The floor of any relay that handles the bytes: a second pipe, through a process that
+    // only reads each 64 KiB into its memory and writes it out (`dd`; not `cat`, which moves
+    // pipe to pipe inside the kernel with `copy_file_range` where it can, and `tandem exec`
+    // cannot: its bytes travel as protocol messages). Three processes then share the cores.
+    let relayed = format!("head -c {bytes} /dev/zero | dd bs=64k status=none");
     let run_tandem = tandem.to_string_lossy().into_owned();
+    let sides: [(&str, &str, Vec<&str>); 3] = [
+        (
+            "piped directly (baseline)",
+            command[0],
+            command[1..].to_vec(),
+        ),
+        (
+            "relayed by `dd bs=64k` (relay floor)",
+            "sh",
+            vec!["-c", relayed.as_str()],
+        ),
+        ("through `tandem exec`", run_tandem.as_str(), through_exec),
+    ];
+
+    // One warm-up of each side (page cache, binaries), then alternate so that drift in the
+    // machine hits every side alike.
+    let mut seconds: [Vec<f64>; 3] = Default::default();
     for round in 0..=RUNS {
-        let (Some(d), Some(e)) = (
-            time(command[0], &command[1..]),
-            time(&run_tandem, &through_exec),
-        ) else {
-            return ExitCode::FAILURE;
-        };
-        if round > 0 {
-            direct.push(d);
-            exec.push(e);
+        for ((_, program, args), samples) in sides.iter().zip(&mut seconds) {
+            let taken = match read_all(program, args, GIB) {
+                Ok(taken) => taken,
+                Err(error) => {
+                    eprintln!("xtask: {program} failed: {error}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            if round > 0 {
+                samples.push(taken);
+            }
         }
     }
-    let (direct, exec) = (median(direct), median(exec));
+    let [direct, relay, exec] = seconds.map(median);
     let rate = |seconds: f64| GIB as f64 / seconds / 1e6;
     println!("1 GiB of `head -c 1G /dev/zero`, median of {RUNS} alternating runs:");
-    println!(
-        "  {:<36} {:>6.3} s {:>7.0} MB/s",
-        "piped directly (baseline)",
-        direct,
-        rate(direct)
-    );
-    println!(
-        "  {:<36} {:>6.3} s {:>7.0} MB/s",
-        "through `tandem exec`",
-        exec,
-        rate(exec)
-    );
+    for ((label, ..), taken) in sides.iter().zip([direct, relay, exec]) {
+        println!("  {label:<36} {taken:>6.3} s {:>7.0} MB/s", rate(taken));
+    }
+    println!("  ratio dd relay / direct: {:.2}x", direct / relay);
     let ratio = direct / exec;
     println!("  ratio tandem exec / direct: {ratio:.2}x (target: at least {TARGET_RATIO:.2}x)");
+    println!("  ratio tandem exec / dd relay: {:.2}x", relay / exec);
     ExitCode::SUCCESS
 }
 

@@ -211,9 +211,10 @@ async fn a_replaced_consumer_resumes_with_exactly_the_missed_events() {
     let mut completed = false;
     while reply.is_none() || !completed {
         tokio::select! {
-            answer = &mut resume, if reply.is_none() => {
-                reply = Some((answer.expect("the host replies").expect("resumed"), replayed.len()));
-            }
+            // Events first: the replay is queued before the reply is sent, so by the time the
+            // reply is ready every replayed event is ready too, and an unbiased select could
+            // take the reply while some of them still wait to be read.
+            biased;
             event = within("the rest of the turn", handle.next_event_with_cursor()) => match event {
                 Some((InProcessServerEvent::ServerNotification(note), Some(cursor))) => {
                     completed |= note.method() == "turn/completed";
@@ -221,6 +222,9 @@ async fn a_replaced_consumer_resumes_with_exactly_the_missed_events() {
                 }
                 other => panic!("unexpected event during the replay: {other:?}"),
             },
+            answer = &mut resume, if reply.is_none() => {
+                reply = Some((answer.expect("the host replies").expect("resumed"), replayed.len()));
+            }
         }
     }
     let (reply, before_reply) = reply.expect("replied");

@@ -5,8 +5,9 @@
 //! writer task (the stdout thread for stdio, axum for websocket) and `tandem_protocol::wire`
 //! codec. The processor answers at once and keeps no state: `thread/loaded/list` with an empty
 //! page, and `process/spawn` of `head -c N` with a stream of N zero bytes in 64 KiB deltas (the
-//! size of the real pump's chunks) from one buffer, then `process/exited`. No child, no pump,
-//! no store: a Tandem figure divided by its floor is what Tandem adds to the transport.
+//! size of the real pump's chunks) from one buffer, each delta waiting until its writer took
+//! it (the real pump's delivery discipline), then `process/exited`. No child, no pump, no
+//! store: a Tandem figure divided by its floor is what Tandem adds to the transport.
 
 use std::sync::Arc;
 
@@ -75,8 +76,11 @@ impl MessageProcessor for FloorProcessor {
                         delta: self.zeros.slice(..take),
                         cap_reached: false,
                     };
+                    // Each delta waits until its writer took it, as the server's pump
+                    // does: the websocket router never waits on a writer, so a producer that
+                    // does not wait would overflow the connection's byte bound and close it.
                     self.outgoing
-                        .send_notification(
+                        .send_notification_and_wait(
                             connection,
                             ServerNotification::ProcessOutputDelta(delta),
                         )

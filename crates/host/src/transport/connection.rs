@@ -226,9 +226,12 @@ pub(crate) fn error_for(id: Option<RequestId>, error: JSONRPCErrorError) -> JSON
 /// Where a writer puts encoded frames.
 #[async_trait]
 pub(crate) trait FrameSink: Send {
-    /// Writes one encoded message (no framing in `frame`; the sink adds it) and flushes it.
-    /// The sink may take the buffer's contents; the writer clears it afterwards.
+    /// Writes one encoded message (no framing in `frame`; the sink adds it). It may stay
+    /// buffered until [`FrameSink::flush`], which the writer calls before it waits for the next
+    /// message. The sink may take the buffer's contents; the writer clears it afterwards.
     async fn send(&mut self, frame: &mut Vec<u8>) -> io::Result<()>;
+    /// Pushes out whatever [`FrameSink::send`] left buffered.
+    async fn flush(&mut self) -> io::Result<()>;
     /// Ends the connection, telling the peer why where the transport can.
     async fn close(&mut self, reason: CloseReason);
 }
@@ -265,10 +268,36 @@ impl Outbound {
     /// Whether the peer is owed nothing more: no message queued for it, and every request it
     /// sent answered.
     fn owes_nothing(&self) -> bool {
-        self.answers.is_empty()
-            && self.replies.is_empty()
-            && self.writer.is_empty()
-            && lock(&self.in_flight).is_empty()
+        !self.has_queued() && lock(&self.in_flight).is_empty()
+    }
+
+    /// Whether a message is waiting in one of the queues, so the next pick will not wait.
+    fn has_queued(&self) -> bool {
+        !(self.answers.is_empty() && self.replies.is_empty() && self.writer.is_empty())
+    }
+
+    /// Runs a write on the sink unless the connection is asked to close or the host's
+    /// shutdown drain runs out first: a peer that stopped reading must not keep a close, or
+    /// shutdown, waiting forever. `None`: the sink was closed and the writer must stop.
+    async fn write_or_close<S: FrameSink>(
+        &self,
+        sink: &mut S,
+        drain_until: &mut Option<tokio::time::Instant>,
+        write: impl AsyncFnOnce(&mut S) -> io::Result<()>,
+    ) -> Option<io::Result<()>> {
+        let closing = tokio::select! {
+            biased;
+            reason = self.close.closed() => reason,
+            () = async {
+                self.stop.cancelled().await;
+                let until = *drain_until
+                    .get_or_insert_with(|| tokio::time::Instant::now() + SHUTDOWN_DRAIN);
+                tokio::time::sleep_until(until).await;
+            } => CloseReason::ShuttingDown,
+            written = write(&mut *sink) => return Some(written),
+        };
+        sink.close(closing).await;
+        None
     }
 
     /// Writes until every queue is closed, the connection is asked to close, or the host stops
@@ -280,7 +309,26 @@ impl Outbound {
         // the processor and the router forgot it). The close and stop branches never finish on
         // their own, so `select!` cannot notice this by itself: it is tracked here.
         let (mut answers_open, mut replies_open, mut writer_open) = (true, true, true);
+        // Messages sent but possibly still in the sink's buffer. They are flushed only when
+        // no other message is queued: a burst (pipelined answers, a run of notifications)
+        // leaves in as few writes as the sink's buffer allows, and nothing is held while the
+        // writer waits.
+        let mut unflushed = false;
         loop {
+            if unflushed && !self.has_queued() {
+                unflushed = false;
+                match self
+                    .write_or_close(&mut sink, &mut drain_until, async |sink| sink.flush().await)
+                    .await
+                {
+                    None => return,
+                    Some(Ok(())) => {}
+                    Some(Err(error)) => {
+                        tracing::debug!(connection = %self.id, %error, "writing to the connection failed");
+                        return;
+                    }
+                }
+            }
             if !(answers_open || replies_open || writer_open) {
                 // Every queue is closed: the connection is finished.
                 let reason = if drain_until.is_some() {
@@ -384,29 +432,20 @@ impl Outbound {
                 self.in_flight.answered(id);
             }
             super::trace::outbound(self.id, &frame);
-            // A peer that stopped reading must not keep a close, or shutdown, waiting forever.
-            let written = tokio::select! {
-                biased;
-                reason = self.close.closed() => {
-                    sink.close(reason).await;
-                    return;
-                }
-                () = async {
-                    self.stop.cancelled().await;
-                    let until = *drain_until
-                        .get_or_insert_with(|| tokio::time::Instant::now() + SHUTDOWN_DRAIN);
-                    tokio::time::sleep_until(until).await;
-                } => {
-                    sink.close(CloseReason::ShuttingDown).await;
-                    return;
-                }
-                written = sink.send(&mut frame) => written,
+            let Some(written) = self
+                .write_or_close(&mut sink, &mut drain_until, async |sink| {
+                    sink.send(&mut frame).await
+                })
+                .await
+            else {
+                return;
             };
             frame.clear();
             if let Err(error) = written {
                 tracing::debug!(connection = %self.id, %error, "writing to the connection failed");
                 return;
             }
+            unflushed = true;
         }
     }
 }
@@ -478,7 +517,11 @@ mod tests {
     /// What a test writer did: the frames it wrote and how it was closed.
     #[derive(Default)]
     struct Written {
+        /// What reached the peer: sent, then flushed.
         frames: Vec<String>,
+        /// Sent, not yet flushed.
+        buffered: Vec<String>,
+        flushes: usize,
         closed: Option<CloseReason>,
     }
 
@@ -495,7 +538,15 @@ mod tests {
                 std::future::pending::<()>().await;
             }
             let text = String::from_utf8(std::mem::take(frame)).expect("JSON is UTF-8");
-            self.written.lock().unwrap().frames.push(text);
+            self.written.lock().unwrap().buffered.push(text);
+            Ok(())
+        }
+
+        async fn flush(&mut self) -> io::Result<()> {
+            let mut written = self.written.lock().unwrap();
+            let buffered = std::mem::take(&mut written.buffered);
+            written.frames.extend(buffered);
+            written.flushes += 1;
             Ok(())
         }
 
@@ -606,6 +657,39 @@ mod tests {
         );
         assert_eq!(written.closed, Some(CloseReason::ShuttingDown));
         assert_eq!(queues.budget.queued(), 0, "every byte charged was released");
+    }
+
+    /// Waits until the sink has had `frames` frames flushed.
+    async fn flushed(queues: &Queues, frames: usize) {
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while queues.written.lock().unwrap().frames.len() < frames {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the writer flushes what it sent before it waits");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_is_flushed_once_and_nothing_is_held_while_the_writer_waits() {
+        let queues = start(false);
+        // Queued before the writer first runs: one burst.
+        for n in 0..5 {
+            queues.writer.try_send(response(n, 0)).unwrap();
+        }
+        flushed(&queues, 5).await;
+        assert_eq!(queues.written.lock().unwrap().flushes, 1);
+        // A lone message after the writer went idle leaves at once.
+        queues.writer.send(response(5, 0)).await.unwrap();
+        flushed(&queues, 6).await;
+        let written = queues.written.lock().unwrap();
+        assert_eq!(written.flushes, 2);
+        assert!(written.buffered.is_empty());
+        assert!(
+            written.frames[5].contains(r#""id":5"#),
+            "{}",
+            written.frames[5]
+        );
     }
 
     #[tokio::test(start_paused = true)]

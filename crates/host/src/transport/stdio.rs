@@ -251,7 +251,7 @@ fn finish(mut line: Vec<u8>, too_long: bool) -> Option<Line> {
     Some(Line::Frame(line))
 }
 
-/// Writes frames as lines and flushes each one.
+/// Writes frames as lines; the writer flushes after each burst.
 struct LineSink<W> {
     output: W,
 }
@@ -260,7 +260,10 @@ struct LineSink<W> {
 impl<W: AsyncWrite + Unpin + Send> FrameSink for LineSink<W> {
     async fn send(&mut self, frame: &mut Vec<u8>) -> io::Result<()> {
         frame.push(b'\n');
-        self.output.write_all(frame).await?;
+        self.output.write_all(frame).await
+    }
+
+    async fn flush(&mut self) -> io::Result<()> {
         self.output.flush().await
     }
 
@@ -411,6 +414,11 @@ impl FrameSink for ThreadLineSink {
             self.bytes.release(size);
             stopped()
         })
+    }
+
+    async fn flush(&mut self) -> io::Result<()> {
+        // The thread flushes by itself whenever its queue runs empty.
+        Ok(())
     }
 
     async fn close(&mut self, _reason: CloseReason) {

@@ -330,10 +330,16 @@ impl FrameSink for SocketSink {
     async fn send(&mut self, frame: &mut Vec<u8>) -> io::Result<()> {
         let text = String::from_utf8(std::mem::take(frame))
             .map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error))?;
+        // Into tungstenite's write buffer, which goes to the socket when it outgrows its size
+        // (128 KiB) or on `flush`: a burst of small answers costs one write, not one each.
         self.sink
-            .send(Message::Text(Utf8Bytes::from(text)))
+            .feed(Message::Text(Utf8Bytes::from(text)))
             .await
             .map_err(io::Error::other)
+    }
+
+    async fn flush(&mut self) -> io::Result<()> {
+        self.sink.flush().await.map_err(io::Error::other)
     }
 
     async fn close(&mut self, reason: CloseReason) {
