@@ -59,8 +59,16 @@ impl std::fmt::Display for Base64Text<'_> {
 }
 
 /// Decodes standard base64 with padding.
+///
+/// The SIMD decoder accepts exactly what the `base64` crate's strict engine accepts (canonical
+/// padding, no bits set past the last byte; tested against it). Where it refuses, the strict
+/// engine decodes again, so an error reads as it always has: the texts clients see come from
+/// `base64::DecodeError`.
 pub fn decode(text: &str) -> Result<Bytes, base64::DecodeError> {
-    BASE64.decode(text).map(Bytes::from)
+    match base64_simd::STANDARD.decode_to_vec(text) {
+        Ok(bytes) => Ok(Bytes::from(bytes)),
+        Err(_) => BASE64.decode(text).map(Bytes::from),
+    }
 }
 
 /// Serializes bytes as a base64 string.
@@ -169,6 +177,47 @@ mod tests {
             assert_eq!(Base64Text(bytes).to_string(), text, "pieces, length {len}");
             assert_eq!(decode(&text).unwrap(), bytes);
         }
+    }
+
+    proptest::proptest! {
+        /// The SIMD decoder and the strict engine accept and refuse the same texts: strings
+        /// over the alphabet and `=` (valid encodings, bad padding, set trailing bits, `=` in
+        /// the middle), valid encodings with one character changed, and any text.
+        #[test]
+        fn the_simd_decoder_accepts_exactly_what_the_strict_decoder_accepts(
+            near in "[A-Za-z0-9+/=]{0,24}",
+            bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..40),
+            at in 0usize..64,
+            with in "[A-Za-z0-9+/=_\\- ]",
+            any in ".{0,12}",
+        ) {
+            let mut changed = BASE64.encode(&bytes);
+            if !changed.is_empty() {
+                let at = at % changed.len();
+                changed.replace_range(at..at + 1, &with);
+            }
+            for text in [near.as_str(), changed.as_str(), any.as_str()] {
+                let strict = BASE64.decode(text).map(Bytes::from).map_err(|e| e.to_string());
+                proptest::prop_assert_eq!(decode(text).map_err(|e| e.to_string()), strict, "{:?}", text);
+            }
+        }
+    }
+
+    #[test]
+    fn refusals_keep_the_strict_decoders_texts() {
+        for text in [
+            "QQ",
+            "QR==",
+            "Q===",
+            "QQ=A",
+            "QQ==QQ==",
+            "Q\u{e9}==",
+            " QQ==",
+        ] {
+            let strict = BASE64.decode(text).unwrap_err();
+            assert_eq!(decode(text).unwrap_err(), strict, "{text:?}");
+        }
+        assert_eq!(decode("QQ==").unwrap(), Bytes::from_static(b"A"));
     }
 
     #[test]
