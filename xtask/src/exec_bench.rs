@@ -1,13 +1,13 @@
 //! `cargo xtask bench exec [--tandem PATH]`: 1 GiB through `tandem exec` against the same
-//! command piped straight to the same reader, in one run. `--tandem` measures a binary built
-//! elsewhere instead of building `target/release/tandem`.
+//! command piped straight to the same reader, and relayed by `dd`, in one run. `--tandem`
+//! measures a binary built elsewhere instead of building `target/release/tandem`.
 //!
 //! Every side spawns a command whose stdout is a pipe to this process, which reads it in
-//! 64 KiB reads and counts the bytes: the only difference is what stands between `head` and
-//! that pipe: nothing, `dd bs=64k` (the floor of any process that relays the bytes through its
-//! memory: one more pipe, one more read and write of each byte), or `tandem exec` (an in-process host, the
-//! `process/*` API and its relay). Runs alternate so that drift in the machine hits every side
-//! alike; medians are reported.
+//! 64 KiB reads and counts the bytes. The only difference is what stands between `head` and
+//! that pipe: nothing; `dd bs=64k`, the floor of any process that relays the bytes through its
+//! memory (one more pipe, one more read and write of each byte); or `tandem exec` (an
+//! in-process host, the `process/*` API and its relay). Runs alternate so that drift in the
+//! machine hits every side alike; medians are reported.
 
 use std::io::Read;
 use std::path::PathBuf;
