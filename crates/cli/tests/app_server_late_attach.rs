@@ -65,6 +65,22 @@ async fn share_and_attach(owner: &Client, watcher: &Client, handle: &str) -> Att
     .expect("the watcher attaches")
 }
 
+/// `client` attaches to `handle` with `token` and is refused; the refusal's text.
+async fn refused_attach(client: &Client, handle: &str, token: &str, why: &str) -> String {
+    within(
+        why,
+        client.attach_process(
+            ProcessAttachParams::new(handle, token),
+            None,
+            Overflow::Lossless,
+        ),
+    )
+    .await
+    .map(|_| ())
+    .expect_err(why)
+    .to_string()
+}
+
 /// A terminal pane fed by a process's events, shared with the test.
 struct Follower {
     pane: Arc<Mutex<TermPane>>,
@@ -242,31 +258,11 @@ async fn a_late_client_gets_the_screen_the_owner_shows_then_follows_it() {
         .await
         .expect("sharing again answers");
     assert_eq!(token, again, "one token per run");
-    let refused = within(
-        "a wrong token",
-        stranger.attach_process(
-            ProcessAttachParams::new(handle, "0123456789abcdef0123456789abcdef"),
-            None,
-            Overflow::Lossless,
-        ),
-    )
-    .await
-    .expect_err("a wrong token is refused");
-    assert!(
-        refused.to_string().contains("no shared process"),
-        "{refused}"
-    );
-    let own = within(
-        "the owner attaching to its own process",
-        owner.attach_process(
-            ProcessAttachParams::new(handle, &token),
-            None,
-            Overflow::Lossless,
-        ),
-    )
-    .await
-    .expect_err("the owner has it already");
-    assert!(own.to_string().contains("this connection's own"), "{own}");
+    let wrong = "0123456789abcdef0123456789abcdef";
+    let refused = refused_attach(&stranger, handle, wrong, "a wrong token is refused").await;
+    assert!(refused.contains("no shared process"), "{refused}");
+    let own = refused_attach(&owner, handle, &token, "the owner has it already").await;
+    assert!(own.contains("this connection's own"), "{own}");
 
     // The late attach: the present screen at once.
     let attached = within(
@@ -351,17 +347,8 @@ async fn a_late_client_gets_the_screen_the_owner_shows_then_follows_it() {
             *exit == Some(0)
         })
         .await;
-    let late = within(
-        "attaching after the exit",
-        stranger.attach_process(
-            ProcessAttachParams::new(handle, &token),
-            None,
-            Overflow::Lossless,
-        ),
-    )
-    .await
-    .expect_err("the token dies with the run");
-    assert!(late.to_string().contains("no shared process"), "{late}");
+    let late = refused_attach(&stranger, handle, &token, "the token dies with the run").await;
+    assert!(late.contains("no shared process"), "{late}");
 
     for client in [owner, watcher, stranger] {
         within("closing a client", client.close()).await;

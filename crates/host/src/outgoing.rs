@@ -614,6 +614,18 @@ impl OutgoingMessageSender {
         self.reply(id, Err(error), None).await;
     }
 
+    /// Answers a request with `result`'s value, or with its error.
+    pub async fn send_result<T: Serialize>(
+        &self,
+        id: ConnectionRequestId,
+        result: Result<T, JSONRPCErrorError>,
+    ) {
+        match result {
+            Ok(value) => self.send_response(id, value).await,
+            Err(error) => self.send_error(id, error).await,
+        }
+    }
+
     /// Sends a notification to one connection.
     #[inline]
     pub fn send_notification(

@@ -163,10 +163,8 @@ impl TandemServer {
     }
 
     async fn reply(&self, id: ConnectionRequestId, result: Result<(), JSONRPCErrorError>) {
-        match result {
-            Ok(()) => self.outgoing.send_response(id, EmptyResponse {}).await,
-            Err(error) => self.outgoing.send_error(id, error).await,
-        }
+        let answer = result.map(|()| EmptyResponse {});
+        self.outgoing.send_result(id, answer).await;
     }
 
     async fn spawn_process(&self, params: ProcessSpawnParams, context: RequestContext) {
@@ -239,10 +237,8 @@ impl TandemServer {
             let result = write(Arc::clone(&processes)).await;
             drop(done);
             processes.forget_stdin_tail(table, &handle, ticket);
-            match result {
-                Ok(()) => outgoing.send_response(context.id, EmptyResponse {}).await,
-                Err(error) => outgoing.send_error(context.id, error).await,
-            }
+            let answer = result.map(|()| EmptyResponse {});
+            outgoing.send_result(context.id, answer).await;
         });
     }
 
@@ -366,10 +362,8 @@ impl MessageProcessor for TandemServer {
             }
             ClientRequest::ProcessScreen { params, .. } => {
                 let processes = self.processes(context.id.connection_id);
-                match processes.session().manager.screen(params).await {
-                    Ok(screen) => self.outgoing.send_response(context.id, screen).await,
-                    Err(error) => self.outgoing.send_error(context.id, error).await,
-                }
+                let screen = processes.session().manager.screen(params).await;
+                self.outgoing.send_result(context.id, screen).await;
             }
             ClientRequest::ProcessResume { params, .. } => self.resume_process(params, context),
             // attach19:

@@ -45,10 +45,7 @@ impl TandemServer {
                 Ok(owner) => attach(&outgoing, &owner, connection, &params.process_handle).await,
                 Err(error) => Err(error),
             };
-            match result {
-                Ok(response) => outgoing.send_response(context.id, response).await,
-                Err(error) => outgoing.send_error(context.id, error).await,
-            }
+            outgoing.send_result(context.id, result).await;
         });
     }
 

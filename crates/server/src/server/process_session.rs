@@ -428,10 +428,7 @@ impl TandemServer {
                 Ok(session) => resume_stream(&outgoing, &session, connection, params).await,
                 Err(error) => Err(error),
             };
-            match result {
-                Ok(response) => outgoing.send_response(context.id, response).await,
-                Err(error) => outgoing.send_error(context.id, error).await,
-            }
+            outgoing.send_result(context.id, result).await;
         });
     }
 

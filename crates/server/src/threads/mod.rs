@@ -32,7 +32,6 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
 use tandem_host::{ConnectionId, ConnectionRequestId, OutgoingMessageSender, RequestContext};
 use tandem_protocol::{
     ClientRequest, JSONRPCErrorError, SessionSettings, Thread, ThreadStatus,
@@ -472,17 +471,6 @@ impl ThreadService {
         });
     }
 
-    async fn reply<T: Serialize>(
-        &self,
-        id: ConnectionRequestId,
-        result: Result<T, JSONRPCErrorError>,
-    ) {
-        match result {
-            Ok(value) => self.outgoing.send_response(id, value).await,
-            Err(error) => self.outgoing.send_error(id, error).await,
-        }
-    }
-
     /// Writes the config file (see [`crate::config::write`]) and makes the result the
     /// effective configuration, except for the provider settings: the agent was built for
     /// the provider the server started with, so `model_provider` and `model_providers` keep
@@ -535,7 +523,7 @@ impl ThreadService {
             ($body:expr) => {{
                 tokio::spawn(async move {
                     let result = $body;
-                    service.reply(id, result).await;
+                    service.outgoing.send_result(id, result).await;
                 });
             }};
         }
@@ -544,7 +532,7 @@ impl ThreadService {
                 let thread_id = $thread.clone();
                 self.sequenced(&thread_id, async move {
                     let result = $body;
-                    service.reply(id, result).await;
+                    service.outgoing.send_result(id, result).await;
                 });
             }};
         }
@@ -596,7 +584,7 @@ impl ThreadService {
                 self.sequenced(&params.thread_id.clone(), async move {
                     let result = service.resume(params, &context).await;
                     let resumed = result.is_ok();
-                    service.reply(id.clone(), result).await;
+                    service.outgoing.send_result(id.clone(), result).await;
                     if resumed {
                         service
                             .resend_pending_requests(&thread_id, id.connection_id)
