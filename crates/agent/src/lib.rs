@@ -1,27 +1,66 @@
-//! The embedder's model integration point: the [`Agent`] trait, which drives one turn through
-//! the narrow [`TurnDriver`] API, the deterministic default [`ScriptedAgent`], and the
-//! [`OpenAiCompatibleAgent`] for real models.
+//! Tandem's agents: the [`Agent`] trait an embedder implements to put a model behind a
+//! thread, the [`TurnDriver`] a turn hands it, the deterministic [`ScriptedAgent`], and the
+//! [`OpenAiCompatibleAgent`] with the provider configuration it reads ([`providers`]).
 //!
 //! The agent never touches the protocol: it asks the driver to stream a message, call a client
-//! tool, run a command or ask the user, and the driver emits the items, server requests,
-//! flags and notifications in the order docs/protocol.md section 6 requires. That keeps every
-//! agent — scripted or model-backed — inside the same ordering and interruption rules.
+//! tool, run a command or ask the user, and the turn's runtime behind the driver
+//! ([`TurnRuntime`], implemented by tandem-server) emits the items, server requests, flags and
+//! notifications in the order docs/protocol.md section 6 requires. That keeps every agent —
+//! scripted or model-backed — inside the same ordering and interruption rules, and keeps this
+//! crate free of the store and of the turn's runtime.
 //!
-//! Files: `scripted` holds the [`ScriptedAgent`], `openai` the [`OpenAiCompatibleAgent`].
+//! Start from [`Agent`]: one call per turn, with the thread's history, the turn's input and
+//! the driver.
+//!
+//! ```
+//! use async_trait::async_trait;
+//! use tandem_agent::{Agent, AgentError, CommandOptions, CommandOutcome, TurnDriver};
+//! use tandem_protocol::{Turn, UserInput};
+//!
+//! /// Runs `ls` in the thread's directory and says what it found.
+//! struct Lister;
+//!
+//! #[async_trait]
+//! impl Agent for Lister {
+//!     async fn run_turn(
+//!         &self,
+//!         _history: &[Turn],
+//!         _input: Vec<UserInput>,
+//!         driver: &mut TurnDriver,
+//!     ) -> Result<(), AgentError> {
+//!         match driver.run_command("ls", CommandOptions::default()).await? {
+//!             CommandOutcome::Ran { output, .. } => driver.agent_message(&output).await,
+//!             CommandOutcome::Declined => driver.agent_message("Not listing, then.").await,
+//!         }
+//!     }
+//! }
+//! # let _ = Lister;
+//! ```
+//!
+//! tandem-server runs it: `ServerOptions::with_agent(Arc::new(Lister))`, or re-exported as
+//! `tandem_server::Agent` (docs/agents.md).
+//!
+//! Files: `driver` holds the [`TurnDriver`] and the [`TurnRuntime`] interface, `scripted` the
+//! [`ScriptedAgent`], `openai` the [`OpenAiCompatibleAgent`], `providers` the
+//! `[model_providers]` configuration, `summary` the default compaction summary.
 
+mod driver;
 mod openai;
+pub mod providers;
 mod scripted;
+mod summary;
 
+pub use driver::{
+    CommandOptions, CommandOutcome, StreamingMessage, ToolOutcome, TurnDriver, TurnItems,
+    TurnRuntime,
+};
 pub use openai::{AgentBuildError, OpenAiCompatibleAgent};
+pub use providers::{ModelProviderConfig, WireApi};
 pub use scripted::ScriptedAgent;
+pub use summary::summarize_transcript;
 
 use async_trait::async_trait;
 use tandem_protocol::{Turn, UserInput};
-
-pub use crate::turn::{
-    CommandOptions, CommandOutcome, StreamingMessage, ToolOutcome, TurnDriver, TurnItems,
-    summarize_transcript,
-};
 
 /// Why an agent stopped a turn early.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -11,8 +11,22 @@ use std::time::Duration;
 use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
-use super::ConfigError;
-use super::layers::Layered;
+/// A provider setting that does not validate: the key, its value and what is wrong.
+/// tandem-server's configuration reports it with the layer (file, profile, override) that
+/// set [`ProviderError::origin_key`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {key} = {value}: {reason}")]
+pub struct ProviderError {
+    /// The config key, dotted for nested tables (`model_providers.mock.base_url`).
+    pub key: String,
+    /// The offending value, as written (`(missing)` for a missing `base_url`).
+    pub value: String,
+    /// The key whose origin the error names: `key` itself, or the provider's table when the
+    /// key is missing.
+    pub origin_key: String,
+    /// What is wrong and what would be accepted.
+    pub reason: String,
+}
 
 /// Config key naming the selected provider.
 pub const MODEL_PROVIDER_KEY: &str = "model_provider";
@@ -32,7 +46,7 @@ pub const MAX_STREAM_MAX_RETRIES: u32 = 100;
 pub const DEFAULT_STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The keys a provider table may hold; others are ignored with a warning (`validate`).
-pub(crate) const PROVIDER_KEYS: &[&str] = &[
+pub const PROVIDER_KEYS: &[&str] = &[
     "name",
     "base_url",
     "env_key",
@@ -129,7 +143,7 @@ impl ModelProviderConfig {
 
 /// The built-in providers as config tables, merged under whatever the file and overrides
 /// say (so `-c model_providers.openai.base_url=...` points OpenAI at a proxy).
-pub(crate) fn builtin_providers() -> toml::Table {
+pub fn builtin_providers() -> toml::Table {
     let openai: toml::Table = [
         ("base_url", "https://api.openai.com/v1"),
         ("env_key", "OPENAI_API_KEY"),
@@ -152,28 +166,31 @@ pub(crate) fn builtin_providers() -> toml::Table {
     root
 }
 
-/// Validates every provider in `layered` and the selection `model_provider`.
+/// The selected provider's name (`model_provider`) and every provider, by name.
+pub type ParsedProviders = (Option<String>, BTreeMap<String, ModelProviderConfig>);
+
+/// Validates every provider in `table` (a configuration's merged settings) and the selection
+/// `model_provider`.
 ///
 /// `complete` is false while a single layer is checked on its own: values are type-checked,
 /// but a missing `base_url` or a selection of a provider defined elsewhere is not an error
 /// yet.
-pub(crate) fn parse_providers(
-    layered: &Layered,
+pub fn parse_providers(
+    table: &toml::Table,
     complete: bool,
-) -> Result<(Option<String>, BTreeMap<String, ModelProviderConfig>), ConfigError> {
+) -> Result<ParsedProviders, ProviderError> {
     let mut providers = BTreeMap::new();
-    match layered.table.get(MODEL_PROVIDERS_KEY) {
+    match table.get(MODEL_PROVIDERS_KEY) {
         None => {}
         Some(toml::Value::Table(entries)) => {
             for (id, entry) in entries {
-                if let Some(provider) = parse_provider(layered, id, entry, complete)? {
+                if let Some(provider) = parse_provider(id, entry, complete)? {
                     providers.insert(id.clone(), provider);
                 }
             }
         }
         Some(other) => {
             return Err(invalid(
-                layered,
                 MODEL_PROVIDERS_KEY,
                 other,
                 format!(
@@ -183,13 +200,12 @@ pub(crate) fn parse_providers(
             ));
         }
     }
-    let selected = match layered.table.get(MODEL_PROVIDER_KEY) {
+    let selected = match table.get(MODEL_PROVIDER_KEY) {
         None => None,
         Some(toml::Value::String(name)) => {
             if complete && !providers.contains_key(name) {
                 let known: Vec<&str> = providers.keys().map(String::as_str).collect();
                 return Err(invalid(
-                    layered,
                     MODEL_PROVIDER_KEY,
                     &toml::Value::from(name.as_str()),
                     format!(
@@ -203,7 +219,6 @@ pub(crate) fn parse_providers(
         }
         Some(other) => {
             return Err(invalid(
-                layered,
                 MODEL_PROVIDER_KEY,
                 other,
                 format!(
@@ -216,25 +231,23 @@ pub(crate) fn parse_providers(
     Ok((selected, providers))
 }
 
-fn invalid(layered: &Layered, key: &str, value: &toml::Value, reason: String) -> ConfigError {
-    ConfigError::InvalidValue {
+fn invalid(key: &str, value: &toml::Value, reason: String) -> ProviderError {
+    ProviderError {
         key: key.to_owned(),
         value: value.to_string(),
-        origin: layered.origin_of(key).to_string(),
+        origin_key: key.to_owned(),
         reason,
     }
 }
 
 fn parse_provider(
-    layered: &Layered,
     id: &str,
     entry: &toml::Value,
     complete: bool,
-) -> Result<Option<ModelProviderConfig>, ConfigError> {
+) -> Result<Option<ModelProviderConfig>, ProviderError> {
     let prefix = format!("{MODEL_PROVIDERS_KEY}.{id}");
     let toml::Value::Table(table) = entry else {
         return Err(invalid(
-            layered,
             &prefix,
             entry,
             format!(
@@ -244,10 +257,9 @@ fn parse_provider(
         ));
     };
     let key_of = |name: &str| format!("{prefix}.{name}");
-    let fail = |name: &str, value: &toml::Value, reason: String| {
-        invalid(layered, &key_of(name), value, reason)
-    };
-    let string = |name: &str| -> Result<Option<String>, ConfigError> {
+    let fail =
+        |name: &str, value: &toml::Value, reason: String| invalid(&key_of(name), value, reason);
+    let string = |name: &str| -> Result<Option<String>, ProviderError> {
         match table.get(name) {
             None => Ok(None),
             Some(toml::Value::String(text)) => Ok(Some(text.clone())),
@@ -417,10 +429,10 @@ fn parse_provider(
             // Checked once the layers are merged: another layer may supply it.
             return Ok(None);
         }
-        return Err(ConfigError::InvalidValue {
+        return Err(ProviderError {
             key: key_of("base_url"),
             value: "(missing)".to_owned(),
-            origin: layered.origin_of(&prefix).to_string(),
+            origin_key: prefix.clone(),
             reason: format!("provider {id} needs a base_url, e.g. \"http://127.0.0.1:8080/v1\""),
         });
     };

@@ -25,7 +25,7 @@ use super::{Agent, AgentError, CommandOptions, TurnDriver};
 /// order it came among the lines; the scripted agent does not open the image.
 ///
 /// Steered input is executed the same way once the lines before it are done. A compaction
-/// uses the default [`Agent::compact`]: the deterministic [`super::summarize_transcript`].
+/// uses the default [`Agent::compact`]: the deterministic [`crate::summarize_transcript`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ScriptedAgent;
 

@@ -1,23 +1,75 @@
-//! `process/*` machinery (docs/protocol.md section 8): spawning children, streaming their output, and
-//! the control requests, independent of any host so it can be driven from any transport.
+//! Tandem's processes: the `process/*` and `command/exec` machinery (docs/protocol.md section
+//! 8) — spawning children over pipes or a PTY, streaming their output under its budgets,
+//! keeping each PTY's present screen — with the OS sandbox that restricts them ([`sandbox`]:
+//! Landlock, seccomp) and the helper re-exec ([`helper`]: the watchdog that kills what the
+//! server started when it dies, the sandbox launcher). It knows nothing of threads or stores,
+//! and runs under any host or none.
 //!
-//! A [`ProcessManager`] serves one client connection. It talks to the outside only through a
-//! [`ProcessEventSink`], whose `await` is the backpressure signal: each output stream keeps at
-//! most one delta in flight and stops reading its pipe once [`READ_AHEAD_LIMIT`] bytes wait for
-//! the consumer, so a stalled client throttles the child instead of growing server memory.
-//! Control requests never await the sink, so they answer even while it is stalled forever.
+//! Start from [`ProcessManager`] (one per client connection): it talks to the outside only
+//! through a [`ProcessEventSink`], whose `await` is the backpressure signal. Each output stream
+//! keeps at most one delta in flight and stops reading its pipe once [`READ_AHEAD_LIMIT`] bytes
+//! wait for the consumer, so a stalled client throttles the child instead of growing server
+//! memory. Control requests never await the sink, so they answer even while it is stalled
+//! forever.
+//!
+//! ```
+//! use std::sync::{Arc, Mutex};
+//! use tandem_process::{ProcessEventSink, ProcessManager};
+//! use tandem_protocol::{
+//!     ProcessExitedNotification, ProcessOutputDeltaNotification, ProcessSpawnParams,
+//! };
+//! use tokio::sync::mpsc;
+//!
+//! /// Collects what the child wrote and reports its exit code.
+//! struct Collect {
+//!     output: Mutex<Vec<u8>>,
+//!     exited: mpsc::UnboundedSender<i32>,
+//! }
+//!
+//! #[async_trait::async_trait]
+//! impl ProcessEventSink for Collect {
+//!     async fn output_delta(&self, delta: ProcessOutputDeltaNotification) {
+//!         self.output.lock().unwrap().extend_from_slice(&delta.delta);
+//!     }
+//!     async fn exited(&self, exited: ProcessExitedNotification) {
+//!         let _ = self.exited.send(exited.exit_code);
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let (exited, mut exit_code) = mpsc::unbounded_channel();
+//! let sink = Arc::new(Collect { output: Mutex::default(), exited });
+//! let params = ProcessSpawnParams {
+//!     process_handle: "greeting".to_owned(),
+//!     command: vec!["echo".to_owned(), "hello".to_owned()],
+//!     ..ProcessSpawnParams::default()
+//! };
+//! let manager = ProcessManager::new();
+//! let spawned = manager.spawn(params, Arc::clone(&sink) as _).await?;
+//! // A server sends the `process/spawn` reply here, then lets the output flow.
+//! spawned.start_streaming();
+//! assert_eq!(exit_code.recv().await, Some(0));
+//! assert_eq!(sink.output.lock().unwrap().as_slice(), b"hello\n");
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! Files: `error` holds every error text, `plan` validates spawn params, `launch` wires pipes
 //! or a PTY, `group` kills what a child started, `guard` registers it with the watchdog that
 //! kills it if this process dies (see [`crate::helper::watchdog`]), `stream` is the output
 //! pump, `manager` owns the handle table and the control requests, `supervise` waits for exit
 //! and sends `process/exited`, `exec` maps `command/exec` onto all of it, `screen` keeps the
-//! present screen of each PTY child for `process/screen`.
+//! present screen of each PTY child for `process/screen`; `sandbox` resolves and applies the
+//! OS sandbox, `helper` holds the jobs of the re-executed binary.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tandem_protocol::{ProcessExitedNotification, ProcessOutputDeltaNotification, PtySize};
+
+pub mod helper;
+pub mod sandbox;
 
 mod error;
 mod exec;
@@ -118,7 +170,9 @@ pub trait ProcessEventSink: Send + Sync + 'static {
 pub struct HandleRelease(Option<Box<dyn FnOnce() + Send>>);
 
 impl HandleRelease {
-    pub(crate) fn new(release: impl FnOnce() + Send + 'static) -> Self {
+    /// A release that runs `release` (a sink that sends `process/exited` outside
+    /// [`ProcessEventSink::exited_then`] passes one that does nothing).
+    pub fn new(release: impl FnOnce() + Send + 'static) -> Self {
         Self(Some(Box::new(release)))
     }
 

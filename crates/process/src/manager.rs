@@ -524,10 +524,11 @@ impl ProcessManager {
         Ok(self.screen_inner(&params.process_handle)?)
     }
 
-    /// attach19: the emulated screen of running PTY child `handle`.
-    pub(crate) fn screen_of(&self, handle: &str) -> Result<Arc<PtyScreen>, ProcessError> {
+    /// attach19: the emulated screen of running PTY child `handle` (the server hands it to a
+    /// late attacher).
+    pub fn screen_of(&self, handle: &str) -> Result<Arc<PtyScreen>, JSONRPCErrorError> {
         let entry = self.running_entry(handle)?;
-        entry.screen.clone().ok_or(ProcessError::NoScreen)
+        Ok(entry.screen.clone().ok_or(ProcessError::NoScreen)?)
     }
 
     pub(crate) fn screen_inner(&self, handle: &str) -> Result<ProcessScreenResponse, ProcessError> {

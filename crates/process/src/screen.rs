@@ -22,7 +22,7 @@ pub struct PtyScreen {
     /// attach19: held while a delta is fed and queued for sending, and while an attacher takes
     /// the snapshot and queues its attachment: the attacher then receives exactly the deltas
     /// the snapshot does not reflect.
-    pub(crate) order: tokio::sync::Mutex<()>,
+    pub order: tokio::sync::Mutex<()>,
 }
 
 struct ScreenState {
@@ -60,7 +60,7 @@ impl PtyScreen {
     }
 
     /// Runs output bytes through the emulator.
-    pub(crate) fn feed(&self, bytes: &[u8]) {
+    pub fn feed(&self, bytes: &[u8]) {
         let mut state = self.lock();
         state.parser.process(bytes);
         state.output_bytes += bytes.len() as u64;
@@ -75,7 +75,7 @@ impl PtyScreen {
     }
 
     /// The screen now.
-    pub(crate) fn snapshot(&self) -> ProcessScreenResponse {
+    pub fn snapshot(&self) -> ProcessScreenResponse {
         let state = self.lock();
         let screen = state.parser.screen();
         let (rows, cols) = screen.size();

@@ -9,13 +9,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use tandem_process::helper::HelperProgram;
+use tandem_process::sandbox::SandboxSupport;
+use tandem_process::sandbox::Sandboxing;
+use tandem_process::{ProcessEventSink, ProcessManager};
 use tandem_protocol::{
     ProcessExitedNotification, ProcessOutputDeltaNotification, ProcessSpawnParams, SandboxMode,
 };
-use tandem_server::HelperProgram;
-use tandem_server::SandboxSupport;
-use tandem_server::Sandboxing;
-use tandem_server::process::{ProcessEventSink, ProcessManager};
 use tandem_test_support::within;
 use tokio::sync::oneshot;
 

@@ -1,13 +1,52 @@
-//! Persistence of threads, turns, items and attachments (issue 4): the [`ThreadStore`] trait a
-//! thread server talks to, the durable [`SqliteThreadStore`] under `TANDEM_HOME`, and the
-//! [`InMemoryThreadStore`] for ephemeral threads and tests.
+//! Tandem's durable threads: the [`ThreadStore`] trait a thread server talks to, and its three
+//! implementations — [`SqliteThreadStore`] under `TANDEM_HOME` (the default),
+//! [`PostgresThreadStore`] for threads shared by several servers (docs/scaling.md), and
+//! [`InMemoryThreadStore`] for ephemeral threads and tests — with their migrations, writer
+//! leases, idempotency keys, history paging and crash recovery.
 //!
-//! The store keeps data only. Which threads are loaded, subscribed or running is the server's
-//! state; a stored thread carries its *last* status so that `systemError` survives an unload
-//! and resume (docs/protocol.md section 9), and the server decides what status to report.
+//! This crate knows the protocol's value types and nothing of processes, agents or the
+//! server's runtime: the store keeps data only. Which threads are loaded, subscribed or
+//! running is the server's state; a stored thread carries its *last* status so that
+//! `systemError` survives an unload and resume (docs/protocol.md section 9), and the server
+//! decides what status to report. The implementations share the value types and the semantics
+//! defined here (update rules, list filters, cursor formats), so a thread behaves the same
+//! whichever store holds it.
 //!
-//! Both implementations share the value types and the semantics defined here (update rules,
-//! list filters, cursor formats), so a thread behaves the same whichever store holds it.
+//! Start from [`ThreadStore`]: create a thread, write a turn as it happens, read it back.
+//!
+//! ```
+//! use serde_json::Map;
+//! use tandem_protocol::{ApprovalPolicy, SessionSource, ThreadStatus};
+//! use tandem_store::{InMemoryThreadStore, ThreadRecord, ThreadStore, new_id};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), tandem_store::StoreError> {
+//! let store = InMemoryThreadStore::new();
+//! let thread = ThreadRecord {
+//!     id: new_id(),
+//!     name: None,
+//!     preview: "hello".to_owned(),
+//!     ephemeral: true,
+//!     created_at: 1_700_000_000,
+//!     updated_at: 1_700_000_000,
+//!     status: ThreadStatus::Idle,
+//!     cwd: "/work".to_owned(),
+//!     source: SessionSource::AppServer,
+//!     forked_from_id: None,
+//!     model: None,
+//!     model_provider: "scripted".to_owned(),
+//!     cli_version: "0.1.0".to_owned(),
+//!     approval_policy: ApprovalPolicy::Never,
+//!     dynamic_tools: Vec::new(),
+//!     config: Map::new(),
+//!     archived_at: None,
+//! };
+//! store.create_thread(&thread, &[]).await?;
+//! let stored = store.get_thread(&thread.id).await?.expect("just created");
+//! assert_eq!(stored.preview, "hello");
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! A turn is written as it happens (issue 13): [`ThreadStore::begin_turn`] before `turn/start`
 //! answers, [`ThreadStore::put_item`] before each `item/completed`, and
@@ -25,7 +64,7 @@
 //! tests (`paging_tests` the history paging suite, `thread_ops_tests` the same for archiving,
 //! compaction summaries and truncation, schema version 2), `idempotency` the idempotency keys
 //! (SQLite schema version 3), `lease` and `sqlite_lease` the writer leases (SQLite schema
-//! version 4; PostgreSQL's migrations are in `crates/server/migrations/postgres`).
+//! version 4; PostgreSQL's migrations are in `crates/store/migrations/postgres`).
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -238,7 +277,7 @@ impl<T> Page<T> {
     /// The first `limit` (at least 1) of `candidates`, which are already filtered, past the
     /// cursor and in the requested order; any candidate beyond the page only says that another
     /// page follows.
-    pub(crate) fn from_candidates(
+    pub fn from_candidates(
         mut candidates: Vec<T>,
         limit: usize,
         cursor_of: impl Fn(&T) -> String,

@@ -21,8 +21,8 @@ use futures::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use tandem_protocol::{TokenUsageBreakdown, Turn, UserInput};
 
-use crate::agent::{Agent, AgentError, StreamingMessage, TurnDriver};
-use crate::config::{ModelProviderConfig, WireApi};
+use crate::providers::{ModelProviderConfig, WireApi};
+use crate::{Agent, AgentError, StreamingMessage, TurnDriver};
 
 mod chat;
 mod images;
@@ -57,14 +57,13 @@ pub enum AgentBuildError {
 ///
 /// ```no_run
 /// use std::sync::Arc;
-/// use tandem_server::config::ModelProviderConfig;
-/// use tandem_server::{OpenAiCompatibleAgent, ServerOptions};
+/// use tandem_agent::{Agent, ModelProviderConfig, OpenAiCompatibleAgent};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let provider = ModelProviderConfig::new("llama", "http://127.0.0.1:8080/v1");
-/// let options = ServerOptions::from_env()?
-///     .with_agent(Arc::new(OpenAiCompatibleAgent::new(provider)?));
-/// # let _ = options;
+/// let agent: Arc<dyn Agent> = Arc::new(OpenAiCompatibleAgent::new(provider)?);
+/// // tandem-server runs it: `ServerOptions::from_env()?.with_agent(agent)`.
+/// # let _ = agent;
 /// # Ok(())
 /// # }
 /// ```

@@ -263,18 +263,18 @@ mod tests {
 
     #[test]
     fn a_request_without_tools_leaves_tools_and_tool_choice_out() {
-        use crate::agent::openai::transcript::{Conversation, Entry};
+        use crate::openai::transcript::{Conversation, Entry};
         let mut conversation = Conversation {
             instructions: "summarize".into(),
-            entries: vec![Entry::User(vec![
-                crate::agent::openai::images::UserPart::Text("hi".into()),
-            ])],
+            entries: vec![Entry::User(vec![crate::openai::images::UserPart::Text(
+                "hi".into(),
+            )])],
             tools: Vec::new(),
         };
         let body = request_body("m", &conversation);
         assert!(body.get("tools").is_none(), "{body}");
         assert!(body.get("tool_choice").is_none(), "{body}");
-        conversation.tools = crate::agent::openai::transcript::function_tools(&[]);
+        conversation.tools = crate::openai::transcript::function_tools(&[]);
         let body = request_body("m", &conversation);
         assert!(
             body["tools"]

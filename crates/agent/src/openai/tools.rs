@@ -11,7 +11,7 @@ use serde_json::Value;
 use tandem_protocol::DynamicToolCallOutputContentItem;
 
 use super::tool_calls::ToolCall;
-use crate::agent::{AgentError, CommandOptions, CommandOutcome, TurnDriver};
+use crate::{AgentError, CommandOptions, CommandOutcome, TurnDriver};
 
 /// The built-in tool that runs shell commands.
 pub(crate) const SHELL_TOOL: &str = "shell";

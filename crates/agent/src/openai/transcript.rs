@@ -265,8 +265,11 @@ mod tests {
             duration_ms: None,
         };
         for items in [vec![command.clone(), tool], {
-            // As recovery leaves it: closed as failed, still without output.
-            crate::store::close_unfinished_item(&mut command);
+            // As recovery leaves it (tandem-store's `close_unfinished_item`): closed as
+            // failed, still without output.
+            if let ThreadItem::CommandExecution { status, .. } = &mut command {
+                *status = CommandExecutionStatus::Failed;
+            }
             vec![command]
         }] {
             let mut entries = Vec::new();

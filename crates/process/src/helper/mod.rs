@@ -73,12 +73,12 @@ impl HelperProgram {
 }
 
 /// Makes `program` this process's watchdog (see [`watchdog`]): from the next child any
-/// [`crate::process::ProcessManager`] starts, everything they start is killed when this process
+/// [`crate::ProcessManager`] starts, everything they start is killed when this process
 /// is gone, however it died. [`crate::TandemServer::new`] calls it with
 /// [`crate::ServerOptions::helper_program`]; call it yourself only when you run a
 /// `ProcessManager` without a `TandemServer`. The first program enabled in a process wins.
 pub fn enable_watchdog(program: &HelperProgram) {
-    crate::process::guard::enable(program);
+    crate::guard::enable(program);
 }
 
 /// Runs the helper job this process was started for, and exits, if its first argument is

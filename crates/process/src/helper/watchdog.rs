@@ -29,7 +29,7 @@ use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, killpg, sigprocmask};
 use nix::unistd::Pid;
 
 use super::report;
-use crate::process::group::{ProcStat, all_processes};
+use crate::group::{ProcStat, all_processes};
 
 /// The subcommand name after [`super::HELPER_ARG`].
 pub const SUBCOMMAND: &str = "watchdog";

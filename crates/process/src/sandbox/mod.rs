@@ -6,7 +6,7 @@
 //! ([`crate::helper::sandbox`]) to itself just before it executes the command, so that only
 //! the child is restricted, never the server, and no `unsafe` `pre_exec` hook is needed. The
 //! process layer takes a resolved sandbox as one optional value
-//! ([`crate::process::ProcessManager::spawn_sandboxed`]).
+//! ([`crate::ProcessManager::spawn_sandboxed`]).
 //!
 //! Fail closed: a policy that restricts anything needs Landlock, seccomp and a helper program;
 //! without one of them [`Sandboxing::resolve`] refuses with an error that says what to change,
@@ -157,7 +157,7 @@ pub struct SandboxSpec {
 }
 
 /// The restrictions one command runs under: give it to
-/// [`crate::process::ProcessManager::spawn_sandboxed`].
+/// [`crate::ProcessManager::spawn_sandboxed`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedSandbox {
     pub(crate) helper: HelperProgram,

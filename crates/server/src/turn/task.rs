@@ -17,7 +17,9 @@ use crate::agent::AgentError;
 use crate::store::{self, ThreadStore};
 use crate::threads::{ActiveTurn, LoadedThread, ThreadService, now_secs};
 
-use super::{TurnDriver, elapsed_ms};
+use crate::agent::TurnDriver;
+
+use super::{TurnRun, compaction, elapsed_ms};
 
 /// What `turn/start` (or `thread/compact/start`) stored before it answered, and what the
 /// task needs of it.
@@ -91,7 +93,7 @@ async fn run(
             None,
         )
         .await;
-    let mut driver = TurnDriver {
+    let mut run = TurnRun {
         thread: Arc::clone(&thread),
         active: Arc::clone(&active),
         outgoing: outgoing.clone(),
@@ -109,16 +111,23 @@ async fn run(
         store_failure: None,
     };
     let agent = Arc::clone(&service.agent);
-    let mut result = match work {
+    let result = match work {
         TurnWork::Input {
             user_message,
             input,
         } => {
-            driver.stored_user_message(user_message).await;
-            agent.run_turn(&history, input, &mut driver).await
+            run.stored_user_message(user_message).await;
+            let mut driver = TurnDriver::new(run);
+            let result = agent.run_turn(&history, input, &mut driver).await;
+            (driver, result)
         }
-        TurnWork::Compaction => driver.compact(agent.as_ref(), &history).await,
+        TurnWork::Compaction => {
+            let mut driver = TurnDriver::new(run);
+            let result = compaction::compact(&mut driver, agent.as_ref(), &history).await;
+            (driver, result)
+        }
     };
+    let (mut driver, mut result) = result;
     // Input steered after the agent last looked still belongs to this turn: hand it to the
     // agent again until none is left, then refuse more, atomically with that last look.
     // (A compaction's queue is closed from the start, so this ends at once.)
@@ -136,7 +145,9 @@ async fn run(
         };
         let mut input = Vec::new();
         for (content, client_id) in leftover {
-            driver.user_message(content.clone(), client_id).await;
+            TurnRun::of(&mut driver)
+                .user_message(content.clone(), client_id)
+                .await;
             input.extend(content);
         }
         result = agent.run_turn(&history, input, &mut driver).await;
@@ -146,12 +157,13 @@ async fn run(
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .closed = true;
-    if let Some(failure) = driver.take_store_failure() {
+    let run = TurnRun::of(&mut driver);
+    if let Some(failure) = run.take_store_failure() {
         result = Err(AgentError::Failed(failure));
     } else if active.cancel.is_cancelled() {
         result = Err(AgentError::Interrupted);
     }
-    driver.processes.kill_all().await;
+    run.processes.kill_all().await;
 
     let (status, error, thread_status) = match &result {
         Ok(()) => (TurnStatus::Completed, None, ThreadStatus::Idle),

@@ -7,7 +7,7 @@
 //!   back from the pool and replaced, and a write whose connection was lost *before anything
 //!   was written* (at `BEGIN` or at the fence) is retried once on a fresh one, so a backend
 //!   restart or `pg_terminate_backend` costs no turn.
-//! - Schema migrations are the numbered SQL files in `crates/server/migrations/postgres`,
+//! - Schema migrations are the numbered SQL files in `crates/store/migrations/postgres`,
 //!   applied in order inside one transaction and recorded in `tandem_schema_migrations`;
 //!   servers starting together serialize on a transaction-scoped advisory lock (only the
 //!   migration does: the writer lease does not use advisory locks, which vanish with their
@@ -51,15 +51,15 @@ use super::{INTERRUPTED_BY_STOP, StoreError, close_unfinished_item};
 const MIGRATIONS: &[(i64, &str)] = &[
     (
         1,
-        include_str!("../../../migrations/postgres/0001_threads.sql"),
+        include_str!("../../migrations/postgres/0001_threads.sql"),
     ),
     (
         2,
-        include_str!("../../../migrations/postgres/0002_writer_leases.sql"),
+        include_str!("../../migrations/postgres/0002_writer_leases.sql"),
     ),
     (
         3,
-        include_str!("../../../migrations/postgres/0003_idempotency_keys.sql"),
+        include_str!("../../migrations/postgres/0003_idempotency_keys.sql"),
     ),
 ];
 
@@ -617,7 +617,7 @@ fn tls_connector() -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::ThreadStore;
+    use crate::ThreadStore;
 
     /// With every pooled connection held, requests (the lease renewal among them) fail within
     /// the bounded wait with an error that says what to do, and the store serves again once
@@ -634,7 +634,7 @@ mod tests {
         )
         .await
         .expect("connect");
-        let thread_id = crate::store::new_id();
+        let thread_id = crate::new_id();
         store.acquire(&thread_id).await.expect("lease");
         let mut held = Vec::new();
         for _ in 0..POOL_SIZE {
@@ -715,7 +715,7 @@ mod tests {
             .map(|n| {
                 let store = store.clone();
                 tokio::spawn(async move {
-                    let record = crate::store::IdempotencyRecord {
+                    let record = crate::IdempotencyRecord {
                         scope: "busy-scope".to_owned(),
                         key: format!("k{n}"),
                         method: "turn/start".to_owned(),

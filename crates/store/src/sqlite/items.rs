@@ -13,8 +13,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use tandem_protocol::SortDirection;
 
 use super::{decode, limit_plus_one, require_thread, sql_comparison, sql_order, turn_seq};
-use crate::store::StoreError;
-use crate::store::paging::{self, ItemListQuery, ItemPosition, ItemStart, StoredItem};
+use crate::StoreError;
+use crate::paging::{self, ItemListQuery, ItemPosition, ItemStart, StoredItem};
 
 /// Where a page starts inside a turn: the turn (its id and `seq`) and the item index,
 /// inclusive or not.
@@ -25,7 +25,7 @@ struct ItemAnchor {
     inclusive: bool,
 }
 
-/// Reads one page of items (see [`crate::store::ThreadStore::list_items`]) inside the
+/// Reads one page of items (see [`crate::ThreadStore::list_items`]) inside the
 /// caller's transaction: at most the page size plus one (which only says that another page
 /// follows).
 pub(super) fn read_items(
