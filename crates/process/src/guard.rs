@@ -17,8 +17,8 @@ use std::sync::{Mutex, MutexGuard};
 use rand::Rng as _;
 
 use super::group::ProcessScope;
-use crate::helper::HelperProgram;
 use crate::helper::watchdog::{self, MARKER_ENV, Message, ScopeKind};
+use crate::program::HelperProgram;
 
 /// The process-wide guard.
 static GUARD: Mutex<GuardState> = Mutex::new(GuardState {
@@ -69,9 +69,13 @@ fn lock() -> MutexGuard<'static, GuardState> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Makes `helper` the program re-executed as this process's watchdog. The first program
-/// enabled wins; the watchdog starts with the first child.
-pub(crate) fn enable(helper: &HelperProgram) {
+/// Makes `helper` this process's watchdog program (see [`crate::helper::watchdog`]): from
+/// the next child any [`crate::ProcessManager`] starts, everything they start is killed when
+/// this process is gone, however it died; the watchdog starts with the first child.
+/// tandem-server's `TandemServer::new` calls it with its `ServerOptions::helper_program`; call
+/// it yourself only when you run a `ProcessManager` without a `TandemServer`. The first
+/// program enabled in a process wins.
+pub fn enable_watchdog(helper: &HelperProgram) {
     let mut state = lock();
     match &state.helper {
         None => state.helper = Some(helper.clone()),

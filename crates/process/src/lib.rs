@@ -69,6 +69,7 @@ use std::time::Duration;
 use tandem_protocol::{ProcessExitedNotification, ProcessOutputDeltaNotification, PtySize};
 
 pub mod helper;
+mod program;
 pub mod sandbox;
 
 mod error;
@@ -86,6 +87,7 @@ mod supervise;
 mod tests;
 
 pub use exec::ExecRequest;
+pub use guard::enable_watchdog;
 pub use manager::{ProcessManager, SpawnedProcess};
 pub use screen::PtyScreen;
 

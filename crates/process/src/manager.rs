@@ -29,7 +29,7 @@ use super::plan::{SpawnPlan, check_size};
 use super::screen::PtyScreen;
 use super::stream::{OutputBudget, StreamConfig, StreamMode, StreamSignals, pump};
 use super::supervise::{Supervision, supervise};
-use super::{KILL_ALL_REAP_TIMEOUT, PTY_EOF_BYTE, ProcessEventSink};
+use super::{HandleRelease, KILL_ALL_REAP_TIMEOUT, PTY_EOF_BYTE, ProcessEventSink};
 use crate::sandbox::ResolvedSandbox;
 
 /// How long a failed stdin write waits to learn whether the child is exiting, so that a write
@@ -389,9 +389,17 @@ impl ProcessManager {
         state.scopes.insert(scope);
         drop(state);
 
+        let release = {
+            let manager = Arc::downgrade(&self.inner);
+            let handle = plan.handle.clone();
+            HandleRelease::new(move || {
+                if let Some(manager) = manager.upgrade() {
+                    manager.release(&handle, id);
+                }
+            })
+        };
         tokio::spawn(supervise(Supervision {
             handle: plan.handle,
-            id,
             child,
             scope,
             timeout: plan.timeout,
@@ -400,7 +408,7 @@ impl ProcessManager {
             sink,
             stdout: stdout_task,
             stderr: stderr_task,
-            manager: Arc::downgrade(&self.inner),
+            release,
         }));
         Ok(SpawnedProcess {
             started: started_tx,

@@ -8,7 +8,7 @@
 //! run's output, and a request sent after the notification never finds the handle held.
 
 use std::os::unix::process::ExitStatusExt as _;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tandem_protocol::ProcessExitedNotification;
@@ -17,14 +17,12 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::group::ProcessScope;
-use super::manager::Inner;
 use super::stream::StreamOutcome;
 use super::{HandleRelease, ProcessEventSink, SIGNAL_EXIT_CODE_BASE, TIMEOUT_EXIT_CODE};
 
 /// Everything the supervisor of one child needs.
 pub(crate) struct Supervision {
     pub(crate) handle: String,
-    pub(crate) id: u64,
     pub(crate) child: Child,
     pub(crate) scope: ProcessScope,
     pub(crate) timeout: Option<Duration>,
@@ -34,14 +32,15 @@ pub(crate) struct Supervision {
     pub(crate) stdout: JoinHandle<StreamOutcome>,
     /// `None` under a PTY.
     pub(crate) stderr: Option<JoinHandle<StreamOutcome>>,
-    pub(crate) manager: Weak<Inner>,
+    /// Frees the handle in the manager's table once `process/exited` was handed over: the
+    /// manager's side, passed down so this module never reaches into the manager.
+    pub(crate) release: HandleRelease,
 }
 
 /// Reaps the child and reports its exit; see the module docs for the ordering.
 pub(crate) async fn supervise(supervision: Supervision) {
     let Supervision {
         handle,
-        id,
         mut child,
         scope,
         timeout,
@@ -50,7 +49,7 @@ pub(crate) async fn supervise(supervision: Supervision) {
         sink,
         stdout,
         stderr,
-        manager,
+        release,
     } = supervision;
 
     let exit_code = wait_for_exit(&mut child, scope, timeout, &handle).await;
@@ -75,11 +74,6 @@ pub(crate) async fn supervise(supervision: Supervision) {
         stderr_cap_reached: stderr.cap_reached,
         output_drain_timed_out: stdout.drain_timed_out || stderr.drain_timed_out,
     };
-    let release = HandleRelease::new(move || {
-        if let Some(manager) = manager.upgrade() {
-            manager.release(&handle, id);
-        }
-    });
     sink.exited_then(notification, release).await;
 }
 

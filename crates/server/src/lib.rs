@@ -55,7 +55,14 @@ mod turn;
 pub use tandem_agent as agent;
 /// Processes, pipes and PTYs: `tandem-process`.
 pub use tandem_process as process;
-pub use tandem_process::{helper, sandbox};
+pub use tandem_process::sandbox;
+
+/// Helper programs (`tandem-process`'s `helper`), with [`enable_watchdog`](helper::enable_watchdog)
+/// beside them as before the split.
+pub mod helper {
+    pub use tandem_process::enable_watchdog;
+    pub use tandem_process::helper::*;
+}
 /// Durable threads: `tandem-store`.
 pub use tandem_store as store;
 
@@ -63,12 +70,17 @@ pub use agent::{
     Agent, AgentBuildError, AgentError, CommandOptions, CommandOutcome, OpenAiCompatibleAgent,
     ScriptedAgent, StreamingMessage, ToolOutcome, TurnDriver, TurnItems,
 };
+pub use catalog::{DEFAULT_MODEL, MODEL_PROVIDER};
 pub use config::{ConfigError, ConfigWarning, ServerConfig, ServerConfigBuilder};
 pub use helper::{HelperProgram, run_if_helper};
 pub use options::{DEFAULT_PROCESS_DETACH_GRACE, ServerOptions, ServerOptionsError};
 pub use sandbox::{ResolvedSandbox, SandboxError, SandboxSupport, Sandboxing};
 pub use server::TandemServer;
-pub use threads::{DEFAULT_MODEL, MODEL_PROVIDER};
+
+/// Tandem's own version: `tandemVersion` of the `initialize` result, inside `userAgent`, and
+/// threads' `cliVersion`. `serverInfo.version` is the protocol revision instead
+/// ([`tandem_protocol::UPSTREAM_PROTOCOL_VERSION`]).
+pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The examples of `docs/agents.md`, compiled as doctests so they stay true.
 #[cfg(doctest)]

@@ -1215,7 +1215,7 @@ fn sqlite_survives_sigkill_mid_write() {
     let mut child = KillOnDrop(
         Command::new(std::env::current_exe().expect("test binary"))
             .args([
-                "store::tests::sqlite_crash_writer_child",
+                "tests::sqlite_crash_writer_child",
                 "--exact",
                 "--ignored",
                 "--nocapture",

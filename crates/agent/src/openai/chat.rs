@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::images::UserPart;
 use super::retry::{ApiError, AttemptError};
-use super::tool_calls::{ToolCall, ToolCallAssembler};
+use super::tool_calls::{ToolCall, ToolCallAssembler, ToolCallDelta};
 use super::transcript::{Conversation, Entry};
 use super::{Decoded, StreamDecoder};
 
@@ -51,26 +51,6 @@ pub(crate) struct ChatDelta {
     pub(crate) reasoning_content: Option<String>,
     #[serde(default, deserialize_with = "null_default")]
     pub(crate) tool_calls: Vec<ToolCallDelta>,
-}
-
-/// A fragment of a streamed tool call.
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct ToolCallDelta {
-    #[serde(default)]
-    pub(crate) index: Option<u32>,
-    #[serde(default)]
-    pub(crate) id: Option<String>,
-    #[serde(default)]
-    pub(crate) function: Option<FunctionDelta>,
-}
-
-/// The function part of a tool-call fragment.
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct FunctionDelta {
-    #[serde(default)]
-    pub(crate) name: Option<String>,
-    #[serde(default)]
-    pub(crate) arguments: Option<String>,
 }
 
 /// The request body.

@@ -6,7 +6,28 @@
 
 use std::collections::HashMap;
 
-use super::chat::ToolCallDelta;
+use serde::Deserialize;
+
+/// A fragment of a streamed tool call, as the Chat Completions stream sends it (the
+/// assembler's input; the Responses wire builds whole calls itself).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct ToolCallDelta {
+    #[serde(default)]
+    pub(crate) index: Option<u32>,
+    #[serde(default)]
+    pub(crate) id: Option<String>,
+    #[serde(default)]
+    pub(crate) function: Option<FunctionDelta>,
+}
+
+/// The function part of a tool-call fragment.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct FunctionDelta {
+    #[serde(default)]
+    pub(crate) name: Option<String>,
+    #[serde(default)]
+    pub(crate) arguments: Option<String>,
+}
 
 /// One tool call the model asked for, complete.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,7 +112,6 @@ impl ToolCallAssembler {
 
 #[cfg(test)]
 mod tests {
-    use super::super::chat::FunctionDelta;
     use super::*;
 
     fn delta(

@@ -4,9 +4,12 @@
 //! A separate process is needed where the job must outlive the server or run with a setup the
 //! server's own process must not have, and the workspace forbids the `unsafe` code a
 //! `fork` without `exec` would take. One mechanism serves every such job: the embedder names
-//! the program in [`crate::ServerOptions::with_helper_program`], the server starts it as
+//! the program (tandem-server's `ServerOptions::with_helper_program`), the server starts it as
 //! `PROGRAM __tandem-helper SUBCOMMAND ARGS...`, and the program calls [`run_if_helper`] first
 //! thing in `main`, which runs the subcommand and exits instead of returning.
+//!
+//! The program itself is a [`HelperProgram`] (`program`, which the sandbox and the watchdog's
+//! guard use too); this module runs its jobs.
 //!
 //! Subcommands: `watchdog` (see [`watchdog`]) kills everything the server started once the
 //! server is gone, however it died; `sandbox` (see [`sandbox`]) restricts itself and then
@@ -17,69 +20,15 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
 pub mod sandbox;
 pub mod watchdog;
-
-/// The first argument that makes a binary a helper rather than its usual self. Chosen so
-/// that no user would type it as a subcommand.
-pub const HELPER_ARG: &str = "__tandem-helper";
 
 /// The exit code of a helper invocation that names no known subcommand or malformed
 /// arguments (a usage error, as clap reports them).
 pub const HELPER_USAGE_EXIT_CODE: i32 = 2;
 
-/// The program the server re-executes for helper jobs, e.g. `std::env::current_exe()` of a
-/// binary whose `main` starts with [`run_if_helper`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HelperProgram {
-    path: PathBuf,
-}
-
-impl HelperProgram {
-    /// The helper at `path`. The binary must call [`run_if_helper`] before anything else.
-    pub fn new(path: impl Into<PathBuf>) -> Self {
-        Self { path: path.into() }
-    }
-
-    /// The program of the running process, re-executed through `/proc/self/exe` where it
-    /// exists: that keeps working after the binary on disk was replaced or deleted (an
-    /// upgrade while the server runs), where its path would start the new version or nothing.
-    pub fn current_exe() -> std::io::Result<Self> {
-        let proc_self = Path::new("/proc/self/exe");
-        if proc_self.exists() {
-            return Ok(Self::new(proc_self));
-        }
-        std::env::current_exe().map(Self::new)
-    }
-
-    /// The program's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// A command that runs `subcommand` of the helper with `args`; the caller sets up stdio.
-    pub fn command<I, S>(&self, subcommand: &str, args: I) -> Command
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
-        let mut command = Command::new(&self.path);
-        command.arg(HELPER_ARG).arg(subcommand).args(args);
-        command
-    }
-}
-
-/// Makes `program` this process's watchdog (see [`watchdog`]): from the next child any
-/// [`crate::ProcessManager`] starts, everything they start is killed when this process
-/// is gone, however it died. [`crate::TandemServer::new`] calls it with
-/// [`crate::ServerOptions::helper_program`]; call it yourself only when you run a
-/// `ProcessManager` without a `TandemServer`. The first program enabled in a process wins.
-pub fn enable_watchdog(program: &HelperProgram) {
-    crate::guard::enable(program);
-}
+pub use crate::program::{HELPER_ARG, HelperProgram};
 
 /// Runs the helper job this process was started for, and exits, if its first argument is
 /// [`HELPER_ARG`]; returns at once otherwise. Call it first thing in `main`, before any

@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 use tandem_protocol::SandboxPolicy;
 
-use crate::helper::HelperProgram;
+use crate::program::HelperProgram;
 
 /// The environment variable that makes the probe report Landlock as missing, whatever the
 /// kernel supports: a test knob for the refusal path (`1` turns it on).

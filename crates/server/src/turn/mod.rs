@@ -18,7 +18,7 @@ mod commands;
 mod compaction;
 mod task;
 
-pub(crate) use task::{StartedTurn, TurnWork, preview_of, spawn};
+pub(crate) use task::spawn;
 
 use std::sync::{Arc, MutexGuard, PoisonError};
 use std::time::Instant;

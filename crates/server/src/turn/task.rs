@@ -8,42 +8,17 @@ use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
 use tandem_protocol::{
-    EmptyResponse, ErrorNotification, ServerNotification, ThreadItem, ThreadStatus, Turn,
+    EmptyResponse, ErrorNotification, ServerNotification, ThreadStatus, Turn,
     TurnCompletedNotification, TurnError, TurnItemsView, TurnStartedNotification, TurnStatus,
-    UserInput,
 };
 
 use crate::agent::AgentError;
-use crate::store::{self, ThreadStore};
-use crate::threads::{ActiveTurn, LoadedThread, ThreadService, now_secs};
+use crate::store;
+use crate::threads::{ActiveTurn, LoadedThread, StartedTurn, ThreadService, TurnWork, now_secs};
 
 use crate::agent::TurnDriver;
 
 use super::{TurnRun, compaction, elapsed_ms};
-
-/// What `turn/start` (or `thread/compact/start`) stored before it answered, and what the
-/// task needs of it.
-pub(crate) struct StartedTurn {
-    /// The turn as `turn/start` reported it (no items).
-    pub(crate) turn: Turn,
-    /// What the turn does.
-    pub(crate) work: TurnWork,
-    /// The store that holds the thread.
-    pub(crate) store: Arc<dyn ThreadStore>,
-}
-
-/// What a turn does.
-pub(crate) enum TurnWork {
-    /// Runs the agent on the user's input.
-    Input {
-        /// The user's input as stored: item 0 of the turn.
-        user_message: ThreadItem,
-        /// The input for the agent.
-        input: Vec<UserInput>,
-    },
-    /// Summarizes the history (`thread/compact/start`); takes no input.
-    Compaction,
-}
 
 /// Starts the task that runs `started` on `thread`.
 pub(crate) fn spawn(
@@ -257,15 +232,4 @@ async fn run(
         service.finish_turn(&thread);
         active.ended.cancel();
     });
-}
-
-/// The thread's preview: its first user text.
-pub(crate) fn preview_of(input: &[UserInput]) -> String {
-    input
-        .iter()
-        .find_map(|input| match input {
-            UserInput::Text { text } => Some(text.clone()),
-            _ => None,
-        })
-        .unwrap_or_default()
 }
