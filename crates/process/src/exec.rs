@@ -225,7 +225,7 @@ impl ExecRequest {
         &self.plan.cwd
     }
 
-    /// Runs the command under `sandbox` (from [`crate::Sandboxing::resolve`]); `None` runs it
+    /// Runs the command under `sandbox` (from [`crate::sandbox::Sandboxing::resolve`]); `None` runs it
     /// with the server's rights.
     pub fn set_sandbox(&mut self, sandbox: Option<crate::sandbox::ResolvedSandbox>) {
         self.plan.sandbox = sandbox;

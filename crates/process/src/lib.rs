@@ -13,44 +13,42 @@
 //! forever.
 //!
 //! ```
-//! use std::sync::{Arc, Mutex};
+//! use std::sync::Arc;
 //! use tandem_process::{ProcessEventSink, ProcessManager};
 //! use tandem_protocol::{
 //!     ProcessExitedNotification, ProcessOutputDeltaNotification, ProcessSpawnParams,
 //! };
 //! use tokio::sync::mpsc;
 //!
-//! /// Collects what the child wrote and reports its exit code.
-//! struct Collect {
-//!     output: Mutex<Vec<u8>>,
-//!     exited: mpsc::UnboundedSender<i32>,
-//! }
+//! /// Hands each process's exit (with its output, for a spawn that does not stream) to a
+//! /// channel.
+//! struct Exits(mpsc::UnboundedSender<ProcessExitedNotification>);
 //!
 //! #[async_trait::async_trait]
-//! impl ProcessEventSink for Collect {
-//!     async fn output_delta(&self, delta: ProcessOutputDeltaNotification) {
-//!         self.output.lock().unwrap().extend_from_slice(&delta.delta);
+//! impl ProcessEventSink for Exits {
+//!     async fn output_delta(&self, _delta: ProcessOutputDeltaNotification) {
+//!         // Only a streaming spawn sends deltas.
 //!     }
 //!     async fn exited(&self, exited: ProcessExitedNotification) {
-//!         let _ = self.exited.send(exited.exit_code);
+//!         let _ = self.0.send(exited);
 //!     }
 //! }
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let (exited, mut exit_code) = mpsc::unbounded_channel();
-//! let sink = Arc::new(Collect { output: Mutex::default(), exited });
+//! let (sink, mut exits) = mpsc::unbounded_channel();
 //! let params = ProcessSpawnParams {
 //!     process_handle: "greeting".to_owned(),
 //!     command: vec!["echo".to_owned(), "hello".to_owned()],
+//!     cwd: Some(std::env::temp_dir().display().to_string()),
 //!     ..ProcessSpawnParams::default()
 //! };
 //! let manager = ProcessManager::new();
-//! let spawned = manager.spawn(params, Arc::clone(&sink) as _).await?;
-//! // A server sends the `process/spawn` reply here, then lets the output flow.
+//! let spawned = manager.spawn(params, Arc::new(Exits(sink))).await?;
+//! // A server sends the `process/spawn` reply here, then lets the process report.
 //! spawned.start_streaming();
-//! assert_eq!(exit_code.recv().await, Some(0));
-//! assert_eq!(sink.output.lock().unwrap().as_slice(), b"hello\n");
+//! let exited = exits.recv().await.expect("the process exits");
+//! assert_eq!((exited.exit_code, exited.stdout.as_str()), (0, "hello\n"));
 //! # Ok(())
 //! # }
 //! ```

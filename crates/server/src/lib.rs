@@ -27,7 +27,7 @@
 //!     client_info: ClientInfo { name: "doc".into(), title: None, version: "1".into() },
 //!     capabilities: None,
 //! };
-//! let handle = in_process::start(InProcessStartArgs::new(
+//! let mut handle = in_process::start(InProcessStartArgs::new(
 //!     move |outgoing| Arc::new(TandemServer::new(outgoing, options)) as Arc<dyn MessageProcessor>,
 //!     initialize,
 //! ))
