@@ -60,7 +60,7 @@ fn normal_dependencies(krate: &str) -> BTreeSet<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .expect("tests/ sits in the workspace root");
+        .expect("xtask/ sits in the workspace root");
     let output = Command::new(&cargo)
         .args([
             "tree", "--locked", "-p", krate, "-e", "normal", "--prefix", "none", "--format", "{p}",
