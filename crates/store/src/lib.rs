@@ -92,6 +92,10 @@ mod lease_tests;
 #[cfg(test)]
 mod paging_tests;
 #[cfg(test)]
+mod sqlite_durability_tests;
+#[cfg(test)]
+mod test_fixtures;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod thread_ops_tests;
