@@ -73,6 +73,7 @@ use tandem_protocol::{
     ThreadAttachmentAddResponse, ThreadItem, ThreadStatus, Turn, TurnItemsView,
 };
 
+mod codec;
 mod error;
 mod idempotency;
 mod lease;

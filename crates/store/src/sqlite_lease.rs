@@ -11,8 +11,9 @@ use std::time::Instant;
 use rusqlite::{Connection, OptionalExtension, params};
 use tandem_protocol::{ThreadItem, TurnError};
 
+use super::codec::{decode, encode};
 use super::lease::{Fence, LeaseBook, LeaseRenewal, LeaseSettings, owner_is_gone};
-use super::sqlite::{SqliteThreadStore, decode, encode};
+use super::sqlite::SqliteThreadStore;
 use super::{INTERRUPTED_BY_STOP, StoreError, close_unfinished_item};
 
 /// Schema version 4: the lease table (see the PostgreSQL migration

@@ -15,9 +15,9 @@
 
 use tokio_postgres::Row;
 
-use super::super::sqlite::{decode, encode};
 use super::super::{IdempotencyRecord, KEY_MAX_AGE_SECS, KEYS_PER_SCOPE, StoreError};
 use super::PostgresThreadStore;
+use crate::codec::{decode, encode};
 
 const RECORD_COLUMNS: &str = "method, fingerprint, result, created_at";
 

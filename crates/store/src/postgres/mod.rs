@@ -44,8 +44,8 @@ use tandem_protocol::TurnError;
 use tokio_postgres::config::{Host, SslMode};
 
 use super::lease::{Fence, LeaseBook, LeaseRenewal, LeaseSettings, owner_is_gone};
-use super::sqlite::{decode, encode};
 use super::{INTERRUPTED_BY_STOP, StoreError, close_unfinished_item};
+use crate::codec::{decode, encode};
 
 /// The migrations, in order: (version, file text). A database records the versions it has.
 const MIGRATIONS: &[(i64, &str)] = &[

@@ -13,15 +13,15 @@ use tokio_postgres::types::ToSql;
 
 use super::super::lease::{LeaseRenewal, LeaseSettings};
 use super::super::paging::{self, Anchor, ItemListQuery, ItemPosition, ItemStart, StoredItem};
-use super::super::sqlite::{
-    RawThread, decode, decode_word, encode, encode_exact, encode_word, limit_plus_one,
-    sql_comparison, sql_order,
-};
 use super::super::{
     Compaction, IdempotencyRecord, Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore,
     ThreadUpdate, TurnListQuery, parse_thread_cursor, source_kind, thread_cursor,
 };
 use super::PostgresThreadStore;
+use crate::codec::{
+    RawThread, decode, decode_word, encode, encode_exact, encode_word, limit_plus_one,
+    sql_comparison, sql_order,
+};
 
 const THREAD_COLUMNS: &str = "id, name, preview, ephemeral, created_at, updated_at, status, \
      cwd, source, forked_from_id, model, model_provider, cli_version, approval_policy, \
