@@ -63,7 +63,7 @@
 //! short by a crash becomes, `tests` one suite run against both plus the SQLite durability
 //! tests (`paging_tests` the history paging suite, `thread_ops_tests` the same for archiving,
 //! compaction summaries and truncation, schema version 2), `idempotency` the idempotency keys
-//! (SQLite schema version 3), `lease` and `sqlite_lease` the writer leases (SQLite schema
+//! (SQLite schema version 3), `lease` and `sqlite/lease` the writer leases (SQLite schema
 //! version 4; PostgreSQL's migrations are in `crates/store/migrations/postgres`).
 
 use async_trait::async_trait;
@@ -82,7 +82,6 @@ mod paging;
 mod postgres;
 mod recovery;
 mod sqlite;
-mod sqlite_lease;
 
 #[cfg(test)]
 mod idempotency_tests;

@@ -50,6 +50,7 @@ use super::{
 };
 
 mod items;
+mod lease;
 mod rows;
 mod statements;
 mod store_impl;
@@ -215,7 +216,7 @@ pub struct SqliteThreadStore {
     writes: Arc<Mutex<Vec<PendingWrite>>>,
     path: PathBuf,
     /// The writer leases this process holds, when the home may be shared by several
-    /// processes (see `sqlite_lease`); `None` writes without checking any.
+    /// processes (see `lease`); `None` writes without checking any.
     pub(super) leases: Option<Arc<super::lease::LeaseBook>>,
 }
 
@@ -432,7 +433,7 @@ fn recover(connection: &mut Connection) -> Result<usize, StoreError> {
     // A turn running under another live process's lease is that process's, not a crash's.
     let mut live_owner = connection.prepare(&format!(
         "SELECT owner FROM thread_leases WHERE thread_id = ?1 AND expires_at > {}",
-        super::sqlite_lease::NOW_MS
+        lease::NOW_MS
     ))?;
     let mut candidates: Vec<(String, String, Option<String>)> = Vec::with_capacity(running.len());
     for (thread_id, turn_id) in running {
@@ -517,7 +518,7 @@ fn migrate(connection: &mut Connection, path: &Path) -> Result<(), StoreError> {
             transaction.execute_batch(SCHEMA_V2).map_err(open_error)?;
             transaction.execute_batch(SCHEMA_V3).map_err(open_error)?;
             transaction
-                .execute_batch(super::sqlite_lease::SCHEMA_V4)
+                .execute_batch(lease::SCHEMA_V4)
                 .map_err(open_error)?;
             transaction
                 .pragma_update(None, "user_version", SCHEMA_VERSION)
@@ -532,7 +533,7 @@ fn migrate(connection: &mut Connection, path: &Path) -> Result<(), StoreError> {
                 transaction.execute_batch(SCHEMA_V3).map_err(open_error)?;
             }
             transaction
-                .execute_batch(super::sqlite_lease::SCHEMA_V4)
+                .execute_batch(lease::SCHEMA_V4)
                 .map_err(open_error)?;
             transaction
                 .pragma_update(None, "user_version", SCHEMA_VERSION)

@@ -12,8 +12,9 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use tandem_protocol::SortDirection;
 
-use super::{decode, limit_plus_one, require_thread, sql_comparison, sql_order, turn_seq};
+use super::statements::{require_thread, turn_seq};
 use crate::StoreError;
+use crate::codec::{decode, limit_plus_one, sql_comparison, sql_order};
 use crate::paging::{self, ItemListQuery, ItemPosition, ItemStart, StoredItem};
 
 /// Where a page starts inside a turn: the turn (its id and `seq`) and the item index,

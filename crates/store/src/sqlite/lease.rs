@@ -11,10 +11,10 @@ use std::time::Instant;
 use rusqlite::{Connection, OptionalExtension, params};
 use tandem_protocol::{ThreadItem, TurnError};
 
-use super::codec::{decode, encode};
-use super::lease::{Fence, LeaseBook, LeaseRenewal, LeaseSettings, owner_is_gone};
-use super::sqlite::SqliteThreadStore;
-use super::{INTERRUPTED_BY_STOP, StoreError, close_unfinished_item};
+use super::SqliteThreadStore;
+use crate::codec::{decode, encode};
+use crate::lease::{Fence, LeaseBook, LeaseRenewal, LeaseSettings, owner_is_gone};
+use crate::{INTERRUPTED_BY_STOP, StoreError, close_unfinished_item};
 
 /// Schema version 4: the lease table (see the PostgreSQL migration
 /// `0002_writer_leases.sql`, whose columns these are; `expires_at` in unix milliseconds).
@@ -33,7 +33,7 @@ pub(super) const NOW_MS: &str = "CAST((julianday('now') - 2440587.5) * 86400000 
 
 impl SqliteThreadStore {
     /// Opens the store in `tandem_home` keeping writer leases with `settings`, so that several
-    /// server processes can share the home (see [`super::ThreadStore::acquire_lease`]).
+    /// server processes can share the home (see [`crate::ThreadStore::acquire_lease`]).
     pub async fn open_with_leases(
         tandem_home: impl Into<std::path::PathBuf>,
         settings: LeaseSettings,
