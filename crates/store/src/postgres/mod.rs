@@ -28,10 +28,12 @@
 //!   decoding code is shared.
 //!
 //! Files: this one holds the connection, the pool, migrations, transactions and the lease;
-//! `statements` the queries of each store operation and the [`ThreadStore`] implementation.
+//! `statements` the queries of each store operation, `store_impl` the [`ThreadStore`]
+//! implementation.
 
 mod idempotency;
 mod statements;
+mod store_impl;
 
 use std::str::FromStr;
 use std::sync::Arc;
