@@ -1,7 +1,7 @@
 //! `cargo xtask`: project automation that would otherwise live in shell snippets.
 //!
-//! - `cargo xtask ci`: exactly what `.ci/run` runs (tests, clippy, rustfmt, rustdoc with
-//!   warnings denied), in that order.
+//! - `cargo xtask ci`: exactly what `.ci/run` runs (tests, the 2-minute soak, clippy, rustfmt,
+//!   rustdoc with warnings denied), in that order.
 //! - `cargo xtask bench [host|server|exec|wire]`: the benchmarks behind `docs/performance.md`.
 //!   `cargo xtask bench exec --tandem PATH` measures that binary instead of building one.
 //!   `cargo xtask bench wire [-- --server 'CMD ARGS...']...` runs the wire benchmark
@@ -29,6 +29,8 @@ mod soak;
 /// The CI steps, shared by `cargo xtask ci` and mirrored by `.ci/run`.
 const CI_STEPS: &[&[&str]] = &[
     &["test", "--workspace", "--locked"],
+    // The soak on the debug binary the tests built (docs/reliability.md, "The soak").
+    &["xtask", "soak", "--minutes", "2", "--seed", "1", "--debug"],
     // A wire-only tandem-client builds without the reference server.
     &[
         "check",

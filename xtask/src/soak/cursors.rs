@@ -297,6 +297,27 @@ mod tests {
         }
     }
 
+    /// Resumes from `from` with the events `before` sent before an answer of `gap`,
+    /// `replayed` and `cursor` (seq numbers, one epoch); the anomalies and where the stream
+    /// goes on.
+    fn resume(
+        from: u64,
+        before: &[u64],
+        (gap, replayed, cursor): (bool, u64, u64),
+        context: ResumeContext,
+    ) -> (Vec<Anomaly>, u64) {
+        let before: Vec<Cursor> = before.iter().map(|seq| at(*seq)).collect();
+        let (anomalies, stream) =
+            check_resume(&at(from), &before, &answer(gap, replayed, cursor), context);
+        (anomalies, stream.last().seq)
+    }
+
+    const RESTARTED: ResumeContext = ResumeContext {
+        restarted: true,
+        missed: None,
+        beyond_window: false,
+    };
+
     const WITHIN: ResumeContext = ResumeContext {
         restarted: false,
         missed: Some(3),
@@ -340,96 +361,66 @@ mod tests {
 
     #[test]
     fn an_exact_replay_passes() {
-        let (anomalies, stream) = check_resume(
-            &at(10),
-            &[at(11), at(12), at(13)],
-            &answer(false, 3, 13),
-            WITHIN,
+        assert_eq!(
+            resume(10, &[11, 12, 13], (false, 3, 13), WITHIN),
+            (vec![], 13)
         );
-        assert_eq!(anomalies, []);
-        assert_eq!(stream.last().seq, 13);
         // Nothing missed: nothing replayed, the answer's cursor is the one resumed from.
-        let (anomalies, _) = check_resume(&at(10), &[], &answer(false, 0, 10), WITHIN);
-        assert_eq!(anomalies, []);
+        assert_eq!(resume(10, &[], (false, 0, 10), WITHIN), (vec![], 10));
     }
 
     #[test]
     fn a_replay_with_a_hole_or_a_repeat_is_caught() {
-        let (anomalies, _) =
-            check_resume(&at(10), &[at(11), at(13)], &answer(false, 2, 13), WITHIN);
+        let (anomalies, _) = resume(10, &[11, 13], (false, 2, 13), WITHIN);
         assert_eq!(anomalies, [Anomaly::Gap { after: 11, got: 13 }]);
         // The cursor resumed from is sent again: a duplicate.
-        let (anomalies, _) =
-            check_resume(&at(10), &[at(10), at(11)], &answer(false, 2, 11), WITHIN);
+        let (anomalies, _) = resume(10, &[10, 11], (false, 2, 11), WITHIN);
         assert_eq!(anomalies, [Anomaly::Duplicate { last: 10, got: 10 }]);
     }
 
     #[test]
     fn live_events_before_the_answer_are_not_replay() {
         // 11 and 12 replayed, the answer names 12, 13 went out live before the answer.
-        let (anomalies, stream) = check_resume(
-            &at(10),
-            &[at(11), at(12), at(13)],
-            &answer(false, 2, 12),
-            WITHIN,
+        assert_eq!(
+            resume(10, &[11, 12, 13], (false, 2, 12), WITHIN),
+            (vec![], 13)
         );
-        assert_eq!(anomalies, []);
-        assert_eq!(stream.last().seq, 13);
         // The same events with the answer claiming three replayed: caught.
-        let (anomalies, _) = check_resume(
-            &at(10),
-            &[at(11), at(12), at(13)],
-            &answer(false, 3, 12),
-            WITHIN,
-        );
+        let (anomalies, _) = resume(10, &[11, 12, 13], (false, 3, 12), WITHIN);
         assert_eq!(anomalies, [Anomaly::ReplayCount { said: 3, sent: 2 }]);
         // After a gap, live events continue from the answer's cursor.
-        let restarted = ResumeContext {
-            restarted: true,
-            missed: None,
-            beyond_window: false,
-        };
-        let (anomalies, stream) =
-            check_resume(&at(10), &[at(41), at(42)], &answer(true, 0, 40), restarted);
-        assert_eq!(anomalies, []);
-        assert_eq!(stream.last().seq, 42);
-        let (anomalies, _) =
-            check_resume(&at(10), &[at(40), at(41)], &answer(true, 0, 40), restarted);
+        assert_eq!(
+            resume(10, &[41, 42], (true, 0, 40), RESTARTED),
+            (vec![], 42)
+        );
+        let (anomalies, _) = resume(10, &[40, 41], (true, 0, 40), RESTARTED);
         assert_eq!(anomalies, [Anomaly::ReplayCount { said: 0, sent: 1 }]);
     }
 
     #[test]
     fn a_replay_that_misstates_its_count_or_cursor_is_caught() {
-        let (anomalies, _) = check_resume(&at(10), &[at(11)], &answer(false, 2, 11), WITHIN);
+        let (anomalies, _) = resume(10, &[11], (false, 2, 11), WITHIN);
         assert_eq!(anomalies, [Anomaly::ReplayCount { said: 2, sent: 1 }]);
         // The answer claims a later position than the replay reached: the event between was
         // neither replayed nor will it be sent live.
-        let (anomalies, _) = check_resume(&at(10), &[at(11)], &answer(false, 1, 12), WITHIN);
-        assert_eq!(
-            anomalies,
-            [Anomaly::ResumeCursor {
-                expected: 11,
-                got: 12
-            }]
-        );
+        let (anomalies, _) = resume(10, &[11], (false, 1, 12), WITHIN);
+        let expected = Anomaly::ResumeCursor {
+            expected: 11,
+            got: 12,
+        };
+        assert_eq!(anomalies, [expected]);
     }
 
     #[test]
     fn a_gap_is_wrong_within_the_window_and_right_after_a_restart() {
-        let (anomalies, stream) = check_resume(&at(10), &[], &answer(true, 0, 40), WITHIN);
-        assert_eq!(
-            anomalies,
-            [Anomaly::UnexpectedGap {
-                from: 10,
-                missed: 3
-            }]
-        );
-        assert_eq!(stream.last().seq, 40);
-        let restarted = ResumeContext {
-            restarted: true,
-            missed: None,
-            beyond_window: false,
+        let unexpected = Anomaly::UnexpectedGap {
+            from: 10,
+            missed: 3,
         };
+        assert_eq!(
+            resume(10, &[], (true, 0, 40), WITHIN),
+            (vec![unexpected], 40)
+        );
         let new_epoch = ResumeAnswer {
             gap: true,
             replayed: 0,
@@ -438,18 +429,15 @@ mod tests {
                 seq: 1,
             },
         };
-        let (anomalies, _) = check_resume(&at(10), &[], &new_epoch, restarted);
+        let (anomalies, _) = check_resume(&at(10), &[], &new_epoch, RESTARTED);
         assert_eq!(anomalies, []);
         let beyond = ResumeContext {
             beyond_window: true,
             ..WITHIN
         };
-        assert_eq!(
-            check_resume(&at(10), &[], &answer(true, 0, 9000), beyond).0,
-            []
-        );
+        assert_eq!(resume(10, &[], (true, 0, 9000), beyond).0, []);
         // A restart answered with a replay instead of a gap.
-        let (anomalies, _) = check_resume(&at(10), &[], &answer(false, 0, 10), restarted);
+        let (anomalies, _) = resume(10, &[], (false, 0, 10), RESTARTED);
         assert_eq!(anomalies, [Anomaly::MissingGap]);
     }
 

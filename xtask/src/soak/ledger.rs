@@ -282,7 +282,7 @@ pub(crate) fn compare(id: &str, facts: &ThreadFacts, thread: &Thread) -> (Vec<St
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use tandem_protocol::TurnItemsView;
 
     use super::*;
@@ -302,7 +302,8 @@ mod tests {
         }
     }
 
-    fn turn(id: &str, status: TurnStatus, items: Vec<ThreadItem>) -> Turn {
+    /// A turn for tests, `items` complete.
+    pub(crate) fn turn(id: &str, status: TurnStatus, items: Vec<ThreadItem>) -> Turn {
         Turn {
             id: id.into(),
             items,

@@ -153,24 +153,14 @@ pub(crate) fn slopes(lives: &[&Life], warmup: Duration) -> (Option<f64>, Option<
                 .collect()
         })
         .collect();
-    let rss: Vec<Vec<Sample>> = after
-        .iter()
-        .map(|samples| {
-            samples
-                .iter()
-                .map(|(t, kib, _)| (*t, *kib as f64))
-                .collect()
-        })
-        .collect();
-    let fds: Vec<Vec<Sample>> = after
-        .iter()
-        .map(|samples| {
-            samples
-                .iter()
-                .map(|(t, _, fds)| (*t, *fds as f64))
-                .collect()
-        })
-        .collect();
+    let series = |value: fn(&(f64, u64, usize)) -> f64| -> Vec<Vec<Sample>> {
+        after
+            .iter()
+            .map(|samples| samples.iter().map(|s| (s.0, value(s))).collect())
+            .collect()
+    };
+    let rss = series(|(_, kib, _)| *kib as f64);
+    let fds = series(|(_, _, fds)| *fds as f64);
     let count = after.iter().map(Vec::len).sum();
     (
         pooled_slope(&rss).map(|slope| slope * 60.0),

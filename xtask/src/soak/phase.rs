@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng as _;
 use rand::rngs::StdRng;
 use tandem_client::{Client, ClientOptions, ReconnectPolicy, Transport, WebSocketTarget};
+use tandem_protocol::ThreadLoadedListParams;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -90,6 +91,9 @@ pub(crate) struct PhaseReport {
     pub(crate) orphan_times: Vec<Duration>,
     /// Threads and turns in the ledger.
     pub(crate) ledger: (usize, usize),
+    /// How many threads each websocket server had loaded at the end (what its memory holds
+    /// by design: the workers' pools, the watcher's thread, threads not unloaded yet).
+    pub(crate) loaded: Vec<(String, usize)>,
     /// Reconnects, replayed events, dropped duplicates and gaps the workers' clients counted.
     pub(crate) reconnects: (u64, u64, u64, u64),
     /// Violations.
@@ -133,12 +137,14 @@ pub(crate) struct Phase {
 /// Unchanged threads a read-back after a restart reads besides the changed ones.
 const CHECK_SAMPLE: usize = 40;
 
-/// The options of every worker client: experimental API (for `process/spawn`), and a
+/// The options of every worker client: experimental API (for `process/spawn`), queues that
+/// hold a turn's burst while the worker's task waits for its turn on a busy runtime, and a
 /// reconnect that keeps trying through a restart of a server on a loaded machine.
 fn worker_options(name: &str) -> ClientOptions {
     ClientOptions::new()
         .client_name(name)
         .experimental_api(true)
+        .channel_capacity(1024)
         .request_timeout(Some(Duration::from_secs(30)))
         .reconnect(
             ReconnectPolicy::new()
@@ -382,8 +388,13 @@ pub(crate) async fn run(config: PhaseConfig) -> Result<PhaseReport, SoakError> {
         reconnects.2 += stats.duplicates_dropped;
         reconnects.3 += stats.gaps;
     }
+    let mut loaded = Vec::new();
     for index in 0..phase.slots.len() {
         phase.check_ledger(index, "at the end", true).await;
+        loaded.push((
+            phase.slots[index].name.clone(),
+            phase.loaded_threads(index).await,
+        ));
     }
     for client in &clients {
         client.close().await;
@@ -405,6 +416,7 @@ pub(crate) async fn run(config: PhaseConfig) -> Result<PhaseReport, SoakError> {
         probes: probe_samples,
         orphan_times: phase.orphan_times.clone(),
         ledger,
+        loaded,
         reconnects,
         violations: shared.violations.all(),
         notes: phase.notes.clone(),
@@ -495,6 +507,19 @@ impl Phase {
                 self.slots[index].name
             ));
         }
+    }
+
+    /// How many threads server `index` has loaded (`thread/loaded/list`); 0 if it cannot say.
+    async fn loaded_threads(&self, index: usize) -> usize {
+        let client = direct_client(self.slots[index].server.address(), "soak-loaded").await;
+        self.shared.counters.request();
+        let params = ThreadLoadedListParams::new().limit(1000);
+        let count = client
+            .list_loaded_threads(params)
+            .await
+            .map_or(0, |loaded| loaded.data.len());
+        client.close().await;
+        count
     }
 
     /// Stops every websocket server (SIGTERM: each must exit 0 within its budget), then

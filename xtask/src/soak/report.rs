@@ -16,7 +16,7 @@ use super::stats::quantile;
 
 /// The probe's p99 round trip must stay under this (debug or release server, a 2-core
 /// machine shared with builds; see docs/reliability.md, "The soak").
-pub(crate) const P99_BOUND: Duration = Duration::from_millis(250);
+pub(crate) const P99_BOUND: Duration = Duration::from_millis(100);
 /// The pooled RSS slope of a kind of server must stay under this, in KiB per minute.
 pub(crate) const RSS_SLOPE_BOUND: f64 = 1024.0;
 /// The pooled slope of open descriptors must stay under this, per minute.
@@ -112,6 +112,12 @@ fn phase_summary(phase: &PhaseReport, out: &mut String, violations: &mut Vec<Str
         load(&c.turns_checked),
         load(&c.pending_failed),
     );
+    let loaded: Vec<String> = phase
+        .loaded
+        .iter()
+        .map(|(name, count)| format!("{name} {count}"))
+        .collect();
+    let _ = writeln!(out, "  threads loaded at the end: {}", loaded.join(", "));
     if let Some(slowest) = phase.orphan_times.iter().max() {
         let _ = writeln!(
             out,

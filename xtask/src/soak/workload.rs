@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use rand::Rng as _;
 use rand::rngs::StdRng;
 use tandem_client::{
-    Client, ClientError, Event, SubscriptionFilter, SubscriptionOptions, TurnEvent,
+    Client, ClientError, Event, Overflow, SubscriptionFilter, SubscriptionOptions, TurnEvent,
 };
 use tandem_protocol::client_methods::{ThreadArchive, ThreadCompactStart, TurnStart};
 use tandem_protocol::{
@@ -357,9 +357,12 @@ impl Worker {
         let expected: String = (0..lines).map(|i| format!("{handle}-{i}\n")).collect();
         let params = ProcessSpawnParams::new(&handle, ["sh", "-c", &script], &self.cwd).streaming();
         self.shared.counters.request();
+        // Lossless: a burst of output waits for this reader (through the server's
+        // backpressure) rather than overflowing the handle's queue while the task waits for
+        // its turn on a busy runtime.
         let process = self
             .client
-            .spawn_process(params)
+            .spawn_process_with(params, None, Overflow::Lossless)
             .await
             .map_err(|e| e.to_string())?;
         let output = process
@@ -606,16 +609,7 @@ mod tests {
     }
 
     fn turn(status: TurnStatus, items: Vec<ThreadItem>) -> Turn {
-        Turn {
-            id: "t".into(),
-            items,
-            items_view: tandem_protocol::TurnItemsView::Full,
-            status,
-            error: None,
-            started_at: None,
-            completed_at: None,
-            duration_ms: None,
-        }
+        super::super::ledger::tests::turn("t", status, items)
     }
 
     fn command(status: CommandExecutionStatus, output: &str) -> ThreadItem {
@@ -638,66 +632,34 @@ mod tests {
             id: "m".into(),
             text: "You said: \"hello w-1\"".into(),
         };
-        assert!(
-            expect_turn(
-                TurnKind::Text,
-                "w-1",
-                &turn(TurnStatus::Completed, vec![said.clone()])
-            )
-            .is_ok()
-        );
-        assert!(
-            expect_turn(
-                TurnKind::Text,
-                "w-2",
-                &turn(TurnStatus::Completed, vec![said.clone()])
-            )
-            .is_err()
-        );
-        assert!(
-            expect_turn(
-                TurnKind::Text,
-                "w-1",
-                &turn(TurnStatus::Interrupted, vec![said])
-            )
-            .is_err()
-        );
-        assert!(expect_turn(TurnKind::Fail, "w-1", &turn(TurnStatus::Failed, vec![])).is_ok());
-        assert!(expect_turn(TurnKind::Fail, "w-1", &turn(TurnStatus::Completed, vec![])).is_err());
         let ran = command(CommandExecutionStatus::Completed, "w-1\n1\n2\n39\n40\n");
-        assert!(
-            expect_turn(
-                TurnKind::Approved,
-                "w-1",
-                &turn(TurnStatus::Completed, vec![ran])
-            )
-            .is_ok()
-        );
         let cut_short = command(CommandExecutionStatus::Completed, "w-1\n1\n2\n");
-        assert!(
-            expect_turn(
-                TurnKind::Approved,
-                "w-1",
-                &turn(TurnStatus::Completed, vec![cut_short])
-            )
-            .is_err()
-        );
         let declined = command(CommandExecutionStatus::Declined, "");
-        assert!(
-            expect_turn(
+        use TurnStatus::{Completed, Failed, Interrupted};
+        let cases = [
+            (TurnKind::Text, "w-1", Completed, vec![said.clone()], true),
+            (TurnKind::Text, "w-2", Completed, vec![said.clone()], false),
+            (TurnKind::Text, "w-1", Interrupted, vec![said], false),
+            (TurnKind::Fail, "w-1", Failed, vec![], true),
+            (TurnKind::Fail, "w-1", Completed, vec![], false),
+            (TurnKind::Approved, "w-1", Completed, vec![ran], true),
+            (TurnKind::Approved, "w-1", Completed, vec![cut_short], false),
+            (
                 TurnKind::Declined,
                 "w-1",
-                &turn(TurnStatus::Completed, vec![declined.clone()])
-            )
-            .is_ok()
-        );
-        assert!(
-            expect_turn(
-                TurnKind::Approved,
-                "w-1",
-                &turn(TurnStatus::Completed, vec![declined])
-            )
-            .is_err()
-        );
+                Completed,
+                vec![declined.clone()],
+                true,
+            ),
+            (TurnKind::Approved, "w-1", Completed, vec![declined], false),
+        ];
+        for (kind, marker, status, items, fine) in cases {
+            let judged = expect_turn(kind, marker, &turn(status, items));
+            assert_eq!(
+                judged.is_ok(),
+                fine,
+                "{kind:?} {marker} {status:?}: {judged:?}"
+            );
+        }
     }
 }
