@@ -23,6 +23,8 @@ use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
+use super::StoreError;
+
 /// The directory under `TANDEM_HOME` that holds the owners' lock files.
 pub const OWNERS_DIR: &str = "lease-owners";
 
@@ -241,6 +243,25 @@ pub(crate) fn dead_owners(dir: &Path) -> Vec<DeadOwner> {
         }
     }
     dead
+}
+
+/// Removes the files of `dead` once the store released their leases (`released`: how many),
+/// or keeps them when it could not: the rule still applies to each lease when it is needed,
+/// and the next sweep tries again.
+pub(crate) fn after_release(dead: Vec<DeadOwner>, released: Result<usize, StoreError>) {
+    match released {
+        Ok(released) => {
+            tracing::info!(
+                owners = dead.len(),
+                leases = released,
+                "released the writer leases of servers that are gone"
+            );
+            dead.into_iter().for_each(DeadOwner::remove);
+        }
+        Err(error) => {
+            tracing::warn!(%error, "cannot release the leases of servers that are gone");
+        }
+    }
 }
 
 /// The owners of this process's stores that keep leases.

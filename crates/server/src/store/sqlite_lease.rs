@@ -17,7 +17,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use tandem_protocol::{ThreadItem, TurnError};
 
 use super::lease::{Fence, LeaseBook, LeaseRenewal, LeaseSettings};
-use super::liveness::{DeadOwner, OWNERS_DIR};
+use super::liveness::{self, OWNERS_DIR};
 use super::sqlite::{SqliteThreadStore, decode, encode};
 use super::{INTERRUPTED_BY_STOP, StoreError, close_unfinished_item};
 
@@ -71,20 +71,7 @@ impl SqliteThreadStore {
                 Ok(released)
             })
             .await;
-        match released {
-            Ok(released) => {
-                tracing::info!(
-                    owners = dead.len(),
-                    leases = released,
-                    "released the writer leases of servers that are gone"
-                );
-                dead.into_iter().for_each(DeadOwner::remove);
-            }
-            // The files stay, and so does the rule: each lease is released when it is needed.
-            Err(error) => {
-                tracing::warn!(%error, "cannot release the leases of servers that are gone")
-            }
-        }
+        liveness::after_release(dead, released);
     }
 
     /// [`SqliteThreadStore::write`] for a write on `thread_id`: checks the writer lease first

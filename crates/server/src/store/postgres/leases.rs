@@ -11,7 +11,7 @@ use deadpool_postgres::ClientWrapper;
 use tandem_protocol::TurnError;
 
 use super::super::lease::LeaseRenewal;
-use super::super::liveness::DeadOwner;
+use super::super::liveness;
 use super::super::sqlite::{decode, encode};
 use super::super::{INTERRUPTED_BY_STOP, StoreError, close_unfinished_item};
 use super::{PostgresThreadStore, Tx};
@@ -98,16 +98,17 @@ impl PostgresThreadStore {
         let Some(epoch) = self.leases.forget(thread_id) else {
             return Ok(());
         };
-        let client = self.client().await?;
         // Expires it now rather than deleting it: the epoch must never go back.
-        client
-            .execute(
+        self.on_connection(async |db| {
+            db.execute(
                 "UPDATE thread_leases SET expires_at = now(), handoff_requested_by = NULL \
                  WHERE thread_id = $1 AND owner = $2 AND epoch = $3",
                 &[&thread_id, &self.leases.settings.owner, &epoch],
             )
             .await?;
-        Ok(())
+            Ok(())
+        })
+        .await
     }
 
     /// See [`crate::store::ThreadStore::renew_leases`].
@@ -121,15 +122,8 @@ impl PostgresThreadStore {
             });
         }
         let sent = Instant::now();
-        let rows = match self.renew_round(&asked).await {
-            Err(error) if error.is_lost_connection() => self.renew_round(&asked).await,
-            other => other,
-        };
-        let rows = match rows {
-            Ok(rows) => rows,
-            // The caller asks for the leases that ran out meanwhile (`lost_leases`).
-            Err(error) => return Err(error),
-        };
+        // On failure the caller asks for the leases that ran out meanwhile (`lost_leases`).
+        let rows = self.renew_round(&asked).await?;
         let renewed: Vec<String> = rows.iter().map(|(id, _)| id.clone()).collect();
         let handoff_requested = rows
             .into_iter()
@@ -141,13 +135,15 @@ impl PostgresThreadStore {
         })
     }
 
+    /// One statement renewing every lease in `asked`; repeated while the database cannot
+    /// be reached (renewing twice only sets the same expiry again).
     async fn renew_round(
         &self,
         asked: &[(String, i64)],
     ) -> Result<Vec<(String, bool)>, StoreError> {
-        let client = self.client().await?;
         let ids: Vec<&str> = asked.iter().map(|(id, _)| id.as_str()).collect();
         let epochs: Vec<i64> = asked.iter().map(|(_, epoch)| *epoch).collect();
+        self.on_connection(async |client| {
         let statement = client
             .prepare_cached(
                 "UPDATE thread_leases AS l SET expires_at = now() + $4::bigint * interval '1 millisecond' \
@@ -169,6 +165,8 @@ impl PostgresThreadStore {
             )
             .await?;
         Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+        })
+        .await
     }
 
     /// Releases every live lease of the dead owners whose lock files are in this server's
@@ -188,20 +186,7 @@ impl PostgresThreadStore {
                 Ok(released)
             })
             .await;
-        match released {
-            Ok(released) => {
-                tracing::info!(
-                    owners = dead.len(),
-                    leases = released,
-                    "released the writer leases of servers that are gone"
-                );
-                dead.into_iter().for_each(DeadOwner::remove);
-            }
-            // The files stay, and so does the rule: each lease is released when it is needed.
-            Err(error) => {
-                tracing::warn!(%error, "cannot release the leases of servers that are gone")
-            }
-        }
+        liveness::after_release(dead, released);
     }
 }
 

@@ -4,9 +4,11 @@
 //! Choices, and why:
 //! - tokio-postgres behind a deadpool pool. Statements are prepared once per connection
 //!   (`prepare_cached`); a connection the database terminated is found closed when it comes
-//!   back from the pool and replaced, and a write whose connection was lost *before anything
-//!   was written* (at `BEGIN` or at the fence) is retried once on a fresh one, so a backend
-//!   restart or `pg_terminate_backend` costs no turn.
+//!   back from the pool and replaced. A transaction whose connection is lost before its
+//!   `COMMIT` (the database rolled it back) is run again from the start on fresh connections
+//!   while the database cannot be reached, for up to a third of the lease TTL (at most
+//!   10 s), so `pg_terminate_backend` or a restart of the database shorter than that costs
+//!   no turn; a commit whose answer is lost is not run again (it may have taken effect).
 //! - Schema migrations are the numbered SQL files in `crates/server/migrations/postgres`,
 //!   applied in order inside one transaction and recorded in `tandem_schema_migrations`;
 //!   servers starting together serialize on a transaction-scoped advisory lock (only the
@@ -72,6 +74,16 @@ const POOL_SIZE: usize = 16;
 
 /// How long opening a connection or waiting for a free one may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The longest an operation goes on trying while the database cannot be reached (see
+/// [`Reconnect`]); a third of the lease TTL when that is shorter.
+const MAX_RECONNECT_WINDOW: Duration = Duration::from_secs(10);
+
+/// The first pause before trying again; it doubles up to [`MAX_RECONNECT_PAUSE`].
+const FIRST_RECONNECT_PAUSE: Duration = Duration::from_millis(20);
+
+/// The longest pause between two tries.
+const MAX_RECONNECT_PAUSE: Duration = Duration::from_millis(500);
 
 /// The compare-and-set every write transaction on a leased thread starts with.
 const FENCE: &str = "UPDATE thread_leases SET epoch = epoch \
@@ -263,38 +275,109 @@ impl PostgresThreadStore {
         })
     }
 
+    /// How long an operation goes on trying while the database cannot be reached: a third of
+    /// the lease TTL (one renewal period), at most [`MAX_RECONNECT_WINDOW`].
+    fn reconnect_window(&self) -> Duration {
+        self.leases
+            .settings
+            .renew_period()
+            .min(MAX_RECONNECT_WINDOW)
+    }
+
     /// Runs `body` in a write transaction ([`Self::write`]: on `thread_id`, the lease is
-    /// checked first), committed when `body` succeeds and rolled back when it fails.
+    /// checked first), committed when `body` succeeds and rolled back when it fails. A
+    /// transaction that loses its connection before the commit is run again from the start
+    /// (see [`Reconnect`]); a commit whose answer is lost is not, since it may have taken
+    /// effect.
     pub(super) async fn in_write<T>(
         &self,
         thread_id: Option<&str>,
-        body: impl AsyncFnOnce(&ClientWrapper) -> Result<T, StoreError>,
+        body: impl AsyncFnOnce(&ClientWrapper) -> Result<T, StoreError> + Clone,
     ) -> Result<T, StoreError> {
-        let tx = self.write(thread_id).await?;
-        let result = body(tx.db()).await;
-        tx.finish(result).await
+        let mut reconnect = Reconnect::new(self.reconnect_window());
+        loop {
+            let tx = self.write_once(thread_id, &mut reconnect).await?;
+            let Some(tx) = tx else { continue };
+            // A copy per try: the body only borrows what it captured.
+            let result = body.clone()(tx.db()).await;
+            match reconnect.pause_for(&result) {
+                Some(pause) => {
+                    drop(tx);
+                    tokio::time::sleep(pause).await;
+                }
+                None => return tx.finish(result).await,
+            }
+        }
     }
 
-    /// Runs `body` in a read transaction ([`Self::read`]: one snapshot).
+    /// Runs `body` in a read transaction ([`Self::read`]: one snapshot), again on a fresh
+    /// connection while the database cannot be reached (see [`Reconnect`]).
     pub(super) async fn in_read<T>(
         &self,
-        body: impl AsyncFnOnce(&ClientWrapper) -> Result<T, StoreError>,
+        body: impl AsyncFnOnce(&ClientWrapper) -> Result<T, StoreError> + Clone,
     ) -> Result<T, StoreError> {
-        let tx = self.read().await?;
-        let result = body(tx.db()).await;
-        tx.finish(result).await
+        let mut reconnect = Reconnect::new(self.reconnect_window());
+        loop {
+            let result = match self.read().await {
+                Ok(tx) => {
+                    let result = body.clone()(tx.db()).await;
+                    tx.finish(result).await
+                }
+                Err(error) => Err(error),
+            };
+            match reconnect.pause_for(&result) {
+                Some(pause) => tokio::time::sleep(pause).await,
+                None => return result,
+            }
+        }
+    }
+
+    /// Runs `body` on a pooled connection outside a transaction, again on a fresh one while
+    /// the database cannot be reached (see [`Reconnect`]). Only for a body that may run twice:
+    /// reads, and single statements that may be repeated (a lost answer leaves it unknown
+    /// whether the statement took effect).
+    pub(super) async fn on_connection<T>(
+        &self,
+        body: impl AsyncFnOnce(&ClientWrapper) -> Result<T, StoreError> + Clone,
+    ) -> Result<T, StoreError> {
+        let mut reconnect = Reconnect::new(self.reconnect_window());
+        loop {
+            let result = match self.client().await {
+                Ok(client) => body.clone()(&client).await,
+                Err(error) => Err(error),
+            };
+            match reconnect.pause_for(&result) {
+                Some(pause) => tokio::time::sleep(pause).await,
+                None => return result,
+            }
+        }
     }
 
     /// Opens a write transaction and, for a write on `thread_id`, checks the writer lease
-    /// first (see the module doc); a connection lost before anything was written is replaced
-    /// once.
+    /// first (see the module doc); while the database cannot be reached, tries again on fresh
+    /// connections (see [`Reconnect`]).
     pub(super) async fn write(&self, thread_id: Option<&str>) -> Result<Tx, StoreError> {
-        match self.try_write(thread_id).await {
-            Err(error) if error.is_lost_connection() => {
-                tracing::debug!(%error, "connection lost before a write; retrying on a new one");
-                self.try_write(thread_id).await
+        let mut reconnect = Reconnect::new(self.reconnect_window());
+        loop {
+            if let Some(tx) = self.write_once(thread_id, &mut reconnect).await? {
+                return Ok(tx);
             }
-            other => other,
+        }
+    }
+
+    /// One try of [`Self::write`]: `None` after the pause when it is worth another.
+    async fn write_once(
+        &self,
+        thread_id: Option<&str>,
+        reconnect: &mut Reconnect,
+    ) -> Result<Option<Tx>, StoreError> {
+        let result = self.try_write(thread_id).await;
+        match reconnect.pause_for(&result) {
+            Some(pause) => {
+                tokio::time::sleep(pause).await;
+                Ok(None)
+            }
+            None => result.map(Some),
         }
     }
 
@@ -372,6 +455,38 @@ impl PostgresThreadStore {
         let fenced = began.elapsed();
         self.release(&thread_id).await?;
         Ok((empty, fenced))
+    }
+}
+
+/// Trying an operation again while the database cannot be reached (a restart, terminated
+/// connections): after a pause that doubles from [`FIRST_RECONNECT_PAUSE`] up to
+/// [`MAX_RECONNECT_PAUSE`], until the window runs out. Only for attempts that failed before
+/// anything was committed: a transaction whose connection is lost before its `COMMIT` was
+/// sent is rolled back by the database, so trying it again cannot write anything twice.
+pub(super) struct Reconnect {
+    deadline: Instant,
+    pause: Duration,
+}
+
+impl Reconnect {
+    pub(super) fn new(window: Duration) -> Self {
+        Self {
+            deadline: Instant::now() + window,
+            pause: FIRST_RECONNECT_PAUSE,
+        }
+    }
+
+    /// How long to pause before trying again after `result`; `None`: do not try again (it
+    /// succeeded, failed otherwise, or the window ran out).
+    pub(super) fn pause_for<T>(&mut self, result: &Result<T, StoreError>) -> Option<Duration> {
+        let error = result.as_ref().err()?;
+        if !error.is_lost_connection() || Instant::now() + self.pause >= self.deadline {
+            return None;
+        }
+        tracing::debug!(%error, "the database cannot be reached; trying again");
+        let pause = self.pause;
+        self.pause = (pause * 2).min(MAX_RECONNECT_PAUSE);
+        Some(pause)
     }
 }
 
