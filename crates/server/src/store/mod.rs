@@ -25,7 +25,8 @@
 //! tests (`paging_tests` the history paging suite, `thread_ops_tests` the same for archiving,
 //! compaction summaries and truncation, schema version 2), `idempotency` the idempotency keys
 //! (SQLite schema version 3), `lease` and `sqlite_lease` the writer leases (SQLite schema
-//! version 4; PostgreSQL's migrations are in `crates/server/migrations/postgres`).
+//! version 4; PostgreSQL's migrations are in `crates/server/migrations/postgres`), `liveness`
+//! whether a lease's owner is gone (its lock file under `TANDEM_HOME/lease-owners`).
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -37,6 +38,7 @@ use tandem_protocol::{
 mod error;
 mod idempotency;
 mod lease;
+mod liveness;
 mod memory;
 mod paging;
 mod postgres;
@@ -60,6 +62,7 @@ mod thread_ops_tests;
 pub use error::StoreError;
 pub use idempotency::{IdempotencyRecord, KEY_MAX_AGE_SECS, KEYS_PER_SCOPE, SERVER_SCOPE};
 pub use lease::{DEFAULT_LEASE_TTL, LeaseRenewal, LeaseSettings};
+pub use liveness::OWNERS_DIR;
 pub use memory::InMemoryThreadStore;
 pub use paging::{
     ItemListQuery, ItemPosition, ItemStart, MAX_HISTORY_PAGE_LIMIT, StoredItem, apply_items_view,
