@@ -1,7 +1,7 @@
 //! `cargo xtask`: project automation that would otherwise live in shell snippets.
 //!
-//! - `cargo xtask ci`: exactly what `.ci/run` runs (tests, clippy, rustfmt, rustdoc with
-//!   warnings denied), in that order.
+//! - `cargo xtask ci`: exactly what `.ci/run` runs (tests, the 2-minute soak, clippy, rustfmt,
+//!   rustdoc with warnings denied), in that order.
 //! - `cargo xtask bench [host|server|exec|wire]`: the benchmarks behind `docs/performance.md`.
 //!   `cargo xtask bench exec --tandem PATH` measures that binary instead of building one.
 //!   `cargo xtask bench wire [-- --server 'CMD ARGS...']...` runs the wire benchmark
@@ -14,6 +14,9 @@
 //! - `cargo xtask schema-check [--reference BIN]`: validates every message the server sends in
 //!   the conformance suite against the reference app-server's JSON Schema (needs the
 //!   reference; not in CI).
+//! - `cargo xtask soak [--minutes N] [--seed S] [--store sqlite|postgres|both] [--debug |
+//!   --tandem PATH] [--keep]`: the `tandem` binary under client work and scheduled faults,
+//!   checked all the time (`soak`; docs/reliability.md, "The soak"); CI runs 2 minutes.
 
 use std::process::{Command, ExitCode};
 
@@ -21,10 +24,13 @@ mod codegen;
 mod compat;
 mod exec_bench;
 mod schema_check;
+mod soak;
 
 /// The CI steps, shared by `cargo xtask ci` and mirrored by `.ci/run`.
 const CI_STEPS: &[&[&str]] = &[
     &["test", "--workspace", "--locked"],
+    // The soak on the debug binary the tests built (docs/reliability.md, "The soak").
+    &["xtask", "soak", "--minutes", "2", "--seed", "1", "--debug"],
     // A wire-only tandem-client builds without the reference server.
     &[
         "check",
@@ -81,13 +87,14 @@ fn main() -> ExitCode {
         ["check-ts"] => return codegen::check_typescript(),
         ["compat", ..] => return compat::run(&args[1..]),
         ["schema-check", ..] => return schema_check::run(&args[1..]),
+        ["soak", ..] => return soak::run(&args[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask ci | cargo xtask bench [host|server] | \
                  cargo xtask bench exec [--tandem PATH] | \
                  cargo xtask bench wire [-- --server 'CMD ARGS...']... | \
                  cargo xtask codegen | cargo xtask check-ts | cargo xtask compat [...] | \
-                 cargo xtask schema-check [--reference BIN]"
+                 cargo xtask schema-check [--reference BIN] | cargo xtask soak [...]"
             );
             return ExitCode::from(2);
         }

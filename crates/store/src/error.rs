@@ -224,7 +224,7 @@ impl StoreError {
     /// Whether a PostgreSQL failure is a lost connection (the server terminated the backend,
     /// or the socket closed): worth one retry on a fresh connection before anything was
     /// written.
-    pub(crate) fn is_lost_connection(&self) -> bool {
+    pub fn is_lost_connection(&self) -> bool {
         match self {
             StoreError::Postgres(error) => {
                 error.is_closed()

@@ -11,11 +11,13 @@
 //! (compare-and-set on the lease row), so a write from a server that lost its lease is
 //! refused by the database even when the server does not know it yet.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::StoreError;
+use super::liveness::{self, OwnerLock, live_owners};
 
 /// The lease TTL when the configuration sets none.
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
@@ -28,17 +30,30 @@ pub struct LeaseSettings {
     pub owner: String,
     /// How long a lease lives without renewal; the owner renews it every third of this.
     pub ttl: Duration,
+    /// The directory where this server keeps the lock file that tells the servers sharing it
+    /// whether this one is gone (`TANDEM_HOME/lease-owners`; see `liveness`). `None`: no
+    /// file; servers on this machine then judge by the pid. The SQLite store always uses its
+    /// home's.
+    pub owner_dir: Option<PathBuf>,
 }
 
 impl LeaseSettings {
     /// Settings for this process with `ttl`: the owner is `host/pid/random`.
     pub fn for_this_process(ttl: Duration) -> Self {
-        let host = this_host();
+        let host = liveness::this_host();
         let suffix: u32 = rand::random();
         Self {
             owner: format!("{host}/{}/{suffix:08x}", std::process::id()),
             ttl,
+            owner_dir: None,
         }
+    }
+
+    /// These settings with the owner's lock file in `tandem_home`'s `lease-owners` directory,
+    /// where the servers sharing that home look for it.
+    pub fn with_home(mut self, tandem_home: &Path) -> Self {
+        self.owner_dir = Some(tandem_home.join(liveness::OWNERS_DIR));
+        self
     }
 
     /// How often the owner renews its leases: a third of the TTL, so that two renewals can
@@ -51,52 +66,6 @@ impl LeaseSettings {
     pub(crate) fn ttl_millis(&self) -> i64 {
         i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX)
     }
-}
-
-/// Whether the process that holds a lease as `owner` is known to be gone: it ran on this
-/// machine and no such process runs any more (or only its zombie remains). A lease of a
-/// crashed server on the same machine is then taken at once rather than after the TTL; for
-/// owners on other machines only the TTL tells.
-pub(crate) fn owner_is_gone(owner: &str) -> bool {
-    let mut parts = owner.split('/');
-    let (Some(host), Some(pid)) = (parts.next(), parts.next()) else {
-        return false;
-    };
-    let Ok(pid) = pid.parse::<u32>() else {
-        return false;
-    };
-    if host != this_host() {
-        return false;
-    }
-    if pid == std::process::id() {
-        // A server of this process (an embedder may run several, one after the other): gone
-        // once its store is.
-        return !live_owners().contains(owner);
-    }
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the parenthesized command name.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-        Err(_) => true,
-    }
-}
-
-/// The owners of this process's stores that keep leases.
-fn live_owners() -> MutexGuard<'static, HashSet<String>> {
-    static OWNERS: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
-    OWNERS
-        .get_or_init(Mutex::default)
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-}
-
-fn this_host() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|name| name.trim().to_owned())
-        .ok()
-        .filter(|name| !name.is_empty())
-        .unwrap_or_else(|| "localhost".to_owned())
 }
 
 /// What a [`super::ThreadStore::renew_leases`] round found.
@@ -124,6 +93,10 @@ enum Held {
 pub(crate) struct LeaseBook {
     pub(crate) settings: LeaseSettings,
     held: Mutex<HashMap<String, Held>>,
+    /// This server's lock file, while it lives (see `liveness`).
+    alive: Option<OwnerLock>,
+    /// When the lock files of dead owners were last looked for.
+    last_sweep: Mutex<Option<Instant>>,
 }
 
 impl Drop for LeaseBook {
@@ -145,10 +118,43 @@ pub(crate) enum Fence {
 impl LeaseBook {
     pub(crate) fn new(settings: LeaseSettings) -> Self {
         live_owners().insert(settings.owner.clone());
+        let alive = settings
+            .owner_dir
+            .as_deref()
+            .map(|dir| OwnerLock::take(dir, &settings.owner));
         Self {
             settings,
             held: Mutex::new(HashMap::new()),
+            alive,
+            last_sweep: Mutex::new(None),
         }
+    }
+
+    /// Whether the server holding a lease as `owner` is gone, so that its lease is free now
+    /// (see [`liveness::owner_is_gone`]): the one rule of every lease decision.
+    pub(crate) fn owner_is_gone(&self, owner: &str) -> bool {
+        owner != self.settings.owner
+            && liveness::owner_is_gone(self.settings.owner_dir.as_deref(), owner)
+    }
+
+    /// The dead owners whose lock files are in this server's directory, at most once a TTL
+    /// (always on the first call): the store releases their leases and then removes the
+    /// files.
+    pub(crate) fn dead_owners_due(&self) -> Vec<liveness::DeadOwner> {
+        let Some(dir) = self.settings.owner_dir.as_deref() else {
+            return Vec::new();
+        };
+        {
+            let mut last = self
+                .last_sweep
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if last.is_some_and(|last| last.elapsed() < self.settings.ttl) {
+                return Vec::new();
+            }
+            *last = Some(Instant::now());
+        }
+        liveness::dead_owners(dir)
     }
 
     fn held(&self) -> MutexGuard<'_, HashMap<String, Held>> {
@@ -178,10 +184,13 @@ impl LeaseBook {
         }
     }
 
-    /// This server stops (shutdown): every lease it still holds is lost to it, and servers of
-    /// this process may take them at once (see [`owner_is_gone`]).
+    /// This server stops (shutdown): every lease it still holds is lost to it, and other
+    /// servers may take them at once (see [`LeaseBook::owner_is_gone`]).
     pub(crate) fn retire(&self) {
         live_owners().remove(&self.settings.owner);
+        if let Some(alive) = &self.alive {
+            alive.release();
+        }
         for value in self.held().values_mut() {
             *value = Held::Lost { reported: true };
         }
@@ -288,6 +297,7 @@ mod tests {
         LeaseBook::new(LeaseSettings {
             owner: "me".to_owned(),
             ttl: Duration::from_secs(3),
+            owner_dir: None,
         })
     }
 

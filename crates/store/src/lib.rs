@@ -64,7 +64,8 @@
 //! tests (`paging_tests` the history paging suite, `thread_ops_tests` the same for archiving,
 //! compaction summaries and truncation, schema version 2), `idempotency` the idempotency keys
 //! (SQLite schema version 3), `lease` and `sqlite/lease` the writer leases (SQLite schema
-//! version 4; PostgreSQL's migrations are in `crates/store/migrations/postgres`).
+//! version 4; PostgreSQL's migrations are in `crates/store/migrations/postgres`), `liveness`
+//! whether a lease's owner is gone (its lock file under `TANDEM_HOME/lease-owners`).
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -77,6 +78,7 @@ mod codec;
 mod error;
 mod idempotency;
 mod lease;
+mod liveness;
 mod memory;
 mod paging;
 mod postgres;
@@ -103,6 +105,7 @@ mod thread_ops_tests;
 pub use error::StoreError;
 pub use idempotency::{IdempotencyRecord, KEY_MAX_AGE_SECS, KEYS_PER_SCOPE, SERVER_SCOPE};
 pub use lease::{DEFAULT_LEASE_TTL, LeaseRenewal, LeaseSettings};
+pub use liveness::OWNERS_DIR;
 pub use memory::InMemoryThreadStore;
 pub use paging::{
     ItemListQuery, ItemPosition, ItemStart, MAX_HISTORY_PAGE_LIMIT, StoredItem, apply_items_view,

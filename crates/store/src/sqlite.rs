@@ -258,7 +258,8 @@ impl SqliteThreadStore {
         let mut connection = Connection::open(&path).map_err(open_error)?;
         configure(&connection).map_err(open_error)?;
         migrate(&mut connection, &path)?;
-        match recover(&mut connection) {
+        let owners = tandem_home.join(super::liveness::OWNERS_DIR);
+        match recover(&mut connection, &owners) {
             Ok(0) => {}
             Ok(recovered) => tracing::warn!(
                 path = %path.display(),
@@ -424,8 +425,8 @@ fn commit_batch(connection: &Connection, path: &Path, batch: Vec<PendingWrite>) 
 /// Closes every turn a crash left `inProgress` (see [`super::recovery`]); returns how many.
 /// Reads first, so that a healthy (or read-only) store is not written to at all.
 /// Turns of a thread another process holds a live lease on are left alone: that process may be
-/// running them now (a home shared by several servers).
-fn recover(connection: &mut Connection) -> Result<usize, StoreError> {
+/// running them now (a home shared by several servers). `owners` holds the owners' lock files.
+fn recover(connection: &mut Connection, owners: &Path) -> Result<usize, StoreError> {
     let running: Vec<(String, String)> = connection
         .prepare(UNFINISHED_TURNS)?
         .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
@@ -445,7 +446,11 @@ fn recover(connection: &mut Connection) -> Result<usize, StoreError> {
     drop(live_owner);
     let unfinished: Vec<(String, String)> = candidates
         .into_iter()
-        .filter(|(_, _, owner)| owner.as_deref().is_none_or(super::lease::owner_is_gone))
+        .filter(|(_, _, owner)| {
+            owner
+                .as_deref()
+                .is_none_or(|owner| super::liveness::owner_is_gone(Some(owners), owner))
+        })
         .map(|(thread_id, turn_id, _)| (thread_id, turn_id))
         .collect();
     if unfinished.is_empty() {

@@ -1,7 +1,10 @@
 //! A throwaway PostgreSQL cluster for tests of the PostgreSQL thread store (issue 20): one
 //! cluster per test binary, started on first use with `initdb` and `pg_ctl` on a unix socket
 //! only (no TCP port, so test binaries never collide), `fsync` off (a test's data needs no
-//! durability), and a fresh database per test ([`PostgresCluster::create_database`]).
+//! durability), and a fresh database per test ([`PostgresCluster::create_database`]). A test
+//! that restarts the database under load starts a cluster of its own
+//! ([`PostgresCluster::private`], [`PostgresCluster::restart_fast`]), so the tests sharing the
+//! binary's cluster never see it go away.
 //!
 //! Where no PostgreSQL is installed, [`PostgresCluster::shared`] returns `None` after printing
 //! why, so the test can skip; with `TANDEM_REQUIRE_POSTGRES=1` (CI) it panics instead, so a
@@ -41,24 +44,75 @@ impl PostgresCluster {
     /// This test binary's cluster, started on first use; `None` (after printing why) where
     /// PostgreSQL is not installed or does not start, unless [`REQUIRE_ENV`] is `1`.
     pub fn shared() -> Option<&'static PostgresCluster> {
-        match SHARED.get_or_init(Self::start) {
+        match SHARED.get_or_init(|| Self::start(&format!("tandem-pg-{}", std::process::id()))) {
             Ok(cluster) => Some(cluster),
-            Err(reason) => {
-                if std::env::var(REQUIRE_ENV).is_ok_and(|value| value == "1") {
-                    panic!("{REQUIRE_ENV}=1 but PostgreSQL is not usable: {reason}");
-                }
-                eprintln!("skipped: PostgreSQL is not usable here: {reason} (set {BIN_ENV})");
-                None
-            }
+            Err(reason) => skip(reason),
         }
     }
 
-    fn start() -> Result<Self, String> {
+    /// A cluster of the caller's own, for a test that stops or restarts it (see
+    /// [`PostgresCluster::restart`]) and so must not share the binary's cluster with the
+    /// tests running beside it. Stopped and removed when dropped (or, should the test binary
+    /// die first, by the same watcher as the shared one). `None` as for
+    /// [`PostgresCluster::shared`].
+    pub fn private() -> Option<PostgresCluster> {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let name = format!(
+            "tandem-pg-{}-own-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        );
+        match Self::start(&name) {
+            Ok(cluster) => Some(cluster),
+            Err(reason) => skip(&reason),
+        }
+    }
+
+    /// Restarts the cluster with `pg_ctl restart -m fast`: every session is terminated, the
+    /// server checkpoints and stops, then starts again with the same options; returns once it
+    /// accepts connections again.
+    pub fn restart_fast(&self) -> Result<(), String> {
+        self.pg_ctl(&["-m", "fast", "restart"])
+    }
+
+    /// Stops the cluster with `pg_ctl stop -m fast` (sessions terminated, a checkpoint, then
+    /// the server exits); [`PostgresCluster::start_again`] brings it back.
+    pub fn stop_fast(&self) -> Result<(), String> {
+        self.pg_ctl(&["-m", "fast", "stop"])
+    }
+
+    /// Starts the cluster (stopped by [`PostgresCluster::stop_fast`], or not yet started) with
+    /// its options; returns once it accepts connections.
+    pub fn start_again(&self) -> Result<(), String> {
+        let options = self.options();
+        self.pg_ctl(&["-o", &options, "start"])
+    }
+
+    /// `pg_ctl -D DATA -l LOG -w ARGS`.
+    fn pg_ctl(&self, args: &[&str]) -> Result<(), String> {
+        let data = self.root.join("data");
+        let log = self.root.join("log");
+        let mut all = vec!["-D", path_str(&data), "-l", path_str(&log), "-w"];
+        all.extend_from_slice(args);
+        self.run("pg_ctl", &all)
+    }
+
+    /// The server's command-line options: a unix socket only, no durability (see the module
+    /// doc).
+    fn options(&self) -> String {
+        format!(
+            "-k {} -c listen_addresses= -p {PORT} -c fsync=off -c synchronous_commit=off \
+             -c full_page_writes=off -c max_connections=400",
+            path_str(&self.socket_dir())
+        )
+    }
+
+    fn start(name: &str) -> Result<Self, String> {
         let bin = find_bin().ok_or_else(|| {
             format!("no initdb found in ${BIN_ENV}, /usr/lib/postgresql/*/bin or PATH")
         })?;
         let run_as_postgres = is_root();
-        let root = std::env::temp_dir().join(format!("tandem-pg-{}", std::process::id()));
+        let root = std::env::temp_dir().join(name);
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(root.join("socket"))
             .map_err(|error| format!("cannot create {}: {error}", root.display()))?;
@@ -109,24 +163,7 @@ impl PostgresCluster {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|error| format!("cannot start the cluster's watcher: {error}"))?;
-        let options = format!(
-            "-k {} -c listen_addresses= -p {PORT} -c fsync=off -c synchronous_commit=off \
-             -c full_page_writes=off -c max_connections=400",
-            path_str(&cluster.socket_dir())
-        );
-        cluster.run(
-            "pg_ctl",
-            &[
-                "-D",
-                path_str(&data),
-                "-l",
-                path_str(&cluster.root.join("log")),
-                "-o",
-                &options,
-                "-w",
-                "start",
-            ],
-        )?;
+        cluster.start_again()?;
         Ok(cluster)
     }
 
@@ -222,6 +259,27 @@ impl PostgresCluster {
             ))
         }
     }
+}
+
+impl Drop for PostgresCluster {
+    fn drop(&mut self) {
+        // Only a private cluster is ever dropped (the shared one lives in a `static`).
+        let data = self.root.join("data");
+        let _ = self.run(
+            "pg_ctl",
+            &["-D", path_str(&data), "-m", "immediate", "stop"],
+        );
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// `None` after printing why PostgreSQL is not usable, or a panic under [`REQUIRE_ENV`].
+fn skip<T>(reason: &str) -> Option<T> {
+    if std::env::var(REQUIRE_ENV).is_ok_and(|value| value == "1") {
+        panic!("{REQUIRE_ENV}=1 but PostgreSQL is not usable: {reason}");
+    }
+    eprintln!("skipped: PostgreSQL is not usable here: {reason} (set {BIN_ENV})");
+    None
 }
 
 fn path_str(path: &Path) -> &str {

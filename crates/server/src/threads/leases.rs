@@ -57,6 +57,25 @@ impl ThreadService {
         }
     }
 
+    /// Gives back the lease of `thread`, just taken out of the loaded set by an archive or a
+    /// delete: now if no turn runs on it; else the turn needs the lease to record its end,
+    /// and [`ThreadService::release_if_unloaded`] gives it back after that.
+    pub(super) async fn release_unless_running(&self, thread: &LoadedThread) {
+        let running = thread.state().active.is_some();
+        if !running {
+            self.release_lease(thread).await;
+        }
+    }
+
+    /// Gives back the lease of `thread` once its turn recorded its end, if the thread was
+    /// unloaded meanwhile (archived or deleted) and not loaded again: otherwise this server
+    /// would renew a lease it has no use for, and no other server could write the thread.
+    pub(crate) async fn release_if_unloaded(&self, thread: &LoadedThread) {
+        if self.loaded(&thread.id).is_none() {
+            self.release_lease(thread).await;
+        }
+    }
+
     /// Releases every lease (shutdown, after every turn recorded its end).
     pub(crate) async fn release_all_leases(&self) {
         let threads: Vec<Arc<LoadedThread>> = lock(&self.loaded).values().cloned().collect();

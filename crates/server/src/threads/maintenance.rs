@@ -99,6 +99,7 @@ impl ThreadService {
                 active.cancel.cancel();
             }
             self.after_unload(thread).await;
+            self.release_unless_running(thread).await;
         }
         self.outgoing
             .send_response_and_wait(id, EmptyResponse {})

@@ -344,7 +344,8 @@ impl ThreadService {
         let config = self.config();
         self.durable
             .get_or_try_init(|| async move {
-                let leases = LeaseSettings::for_this_process(config.lease_ttl);
+                let leases = LeaseSettings::for_this_process(config.lease_ttl)
+                    .with_home(&config.tandem_home);
                 let store: Arc<dyn ThreadStore> = match &config.store_url {
                     Some(url) => Arc::new(PostgresThreadStore::connect(url, leases).await?),
                     None => Arc::new(

@@ -603,7 +603,11 @@ impl ThreadService {
             }
             self.after_unload(thread).await;
         }
-        if let Err(error) = store.delete_thread(&thread_id).await {
+        let deleted = store.delete_thread(&thread_id).await;
+        if let Some(thread) = &loaded {
+            self.release_unless_running(thread).await;
+        }
+        if let Err(error) = deleted {
             return self.outgoing.send_error(id, store_error(error)).await;
         }
         self.outgoing.send_response(id, EmptyResponse {}).await;

@@ -1,6 +1,7 @@
 //! The `turn/*` request handlers and the end-of-turn bookkeeping the turn task calls.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tandem_host::ConnectionRequestId;
 use tandem_protocol::{
@@ -16,6 +17,13 @@ use crate::store::{self, ThreadStore, ThreadUpdate};
 use super::idempotency::{self, Keyed};
 use super::turn_work::{self, StartedTurn, TurnWork};
 use super::{ActiveTurn, LoadedThread, SteerQueue, ThreadService, lock, now_secs, store_error};
+
+/// The first pause before writing a turn's end again (see
+/// [`ThreadService::store_turn_end`]); it doubles up to [`END_RETRY_MAX_PAUSE`].
+const END_RETRY_FIRST_PAUSE: Duration = Duration::from_millis(50);
+
+/// The longest pause between two attempts to write a turn's end.
+const END_RETRY_MAX_PAUSE: Duration = Duration::from_secs(1);
 
 impl ThreadService {
     // -----------------------------------------------------------------------------------------
@@ -418,7 +426,9 @@ impl ThreadService {
             updated_at: Some(now_secs()),
             ..ThreadUpdate::default()
         };
-        let mut result = store.finish_turn(&thread.id, turn, &update(status)).await;
+        let mut result = self
+            .store_turn_end(store, &thread.id, turn, &update(status))
+            .await;
         if let Err(error) = &result
             && error.is_storage_failure()
         {
@@ -432,7 +442,9 @@ impl ThreadService {
             // A transient failure (a lock held by another process) may let the failure
             // itself be recorded; if not, recovery closes the turn as interrupted on the
             // next start, which is no more "completed" than what the client was told.
-            result = store.finish_turn(&thread.id, turn, &update(status)).await;
+            result = self
+                .store_turn_end(store, &thread.id, turn, &update(status))
+                .await;
         }
         let mut state = thread.state();
         match result {
@@ -449,6 +461,40 @@ impl ThreadService {
         // Nothing reads between the two: thread requests queue behind this task.
         if let Some(active) = &state.active {
             lock(&active.snapshot).items = Vec::new();
+        }
+    }
+
+    /// Writes the end of `turn` (see [`ThreadStore::finish_turn`]), again while the database
+    /// cannot be reached (a PostgreSQL restart, lost connections), for at most the lease TTL:
+    /// the thread is still leased here and nobody else will close the turn, which would
+    /// otherwise read back `inProgress` for as long as this server keeps the thread. Past
+    /// the TTL, or once the server stops, the lease is gone anyway and whoever takes it next
+    /// closes the turn as interrupted.
+    async fn store_turn_end(
+        &self,
+        store: &dyn ThreadStore,
+        thread_id: &str,
+        turn: &Turn,
+        update: &ThreadUpdate,
+    ) -> Result<store::ThreadRecord, store::StoreError> {
+        let window = store
+            .lease_settings()
+            .map_or(store::DEFAULT_LEASE_TTL, |settings| settings.ttl);
+        let deadline = tokio::time::Instant::now() + window;
+        let mut pause = END_RETRY_FIRST_PAUSE;
+        loop {
+            match store.finish_turn(thread_id, turn, update).await {
+                Err(error)
+                    if error.is_lost_connection()
+                        && !self.is_stopping()
+                        && tokio::time::Instant::now() + pause < deadline =>
+                {
+                    tracing::warn!(thread = thread_id, turn = %turn.id, %error, "cannot store the turn's end yet; retrying");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(END_RETRY_MAX_PAUSE);
+                }
+                other => return other,
+            }
         }
     }
 

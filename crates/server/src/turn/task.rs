@@ -230,6 +230,7 @@ async fn run(
             )
             .await;
         service.finish_turn(&thread);
+        service.release_if_unloaded(&thread).await;
         active.ended.cancel();
     });
 }

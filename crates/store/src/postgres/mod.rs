@@ -4,9 +4,11 @@
 //! Choices, and why:
 //! - tokio-postgres behind a deadpool pool. Statements are prepared once per connection
 //!   (`prepare_cached`); a connection the database terminated is found closed when it comes
-//!   back from the pool and replaced, and a write whose connection was lost *before anything
-//!   was written* (at `BEGIN` or at the fence) is retried once on a fresh one, so a backend
-//!   restart or `pg_terminate_backend` costs no turn.
+//!   back from the pool and replaced. A transaction whose connection is lost before its
+//!   `COMMIT` (the database rolled it back) is run again from the start on fresh connections
+//!   while the database cannot be reached, for up to a third of the lease TTL (at most
+//!   10 s), so `pg_terminate_backend` or a restart of the database shorter than that costs
+//!   no turn; a commit whose answer is lost is not run again (it may have taken effect).
 //! - Schema migrations are the numbered SQL files in `crates/store/migrations/postgres`,
 //!   applied in order inside one transaction and recorded in `tandem_schema_migrations`;
 //!   servers starting together serialize on a transaction-scoped advisory lock (only the
@@ -27,11 +29,13 @@
 //! - Values are stored as in SQLite (JSON text of the protocol types, wire spellings), so the
 //!   decoding code is shared.
 //!
-//! Files: this one holds the connection, the pool, migrations, transactions and the lease;
+//! Files: this one holds the connection, the pool, migrations, transactions and the lease
+//! check every write starts with; `leases` taking, renewing and releasing leases;
 //! `statements` the queries of each store operation, `store_impl` the [`ThreadStore`]
 //! implementation.
 
 mod idempotency;
+mod leases;
 mod statements;
 mod store_impl;
 
@@ -42,12 +46,10 @@ use std::time::{Duration, Instant};
 use deadpool_postgres::{
     ClientWrapper, Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, TimeoutType,
 };
-use tandem_protocol::TurnError;
 use tokio_postgres::config::{Host, SslMode};
 
-use super::lease::{Fence, LeaseBook, LeaseRenewal, LeaseSettings, owner_is_gone};
-use super::{INTERRUPTED_BY_STOP, StoreError, close_unfinished_item};
-use crate::codec::{decode, encode};
+use super::StoreError;
+use super::lease::{Fence, LeaseBook, LeaseSettings};
 
 /// The migrations, in order: (version, file text). A database records the versions it has.
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -75,14 +77,26 @@ const POOL_SIZE: usize = 16;
 /// How long opening a connection or waiting for a free one may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The longest an operation goes on trying while the database cannot be reached (see
+/// [`Reconnect`]); a third of the lease TTL when that is shorter.
+const MAX_RECONNECT_WINDOW: Duration = Duration::from_secs(10);
+
+/// The first pause before trying again; it doubles up to [`MAX_RECONNECT_PAUSE`].
+const FIRST_RECONNECT_PAUSE: Duration = Duration::from_millis(20);
+
+/// The longest pause between two tries.
+const MAX_RECONNECT_PAUSE: Duration = Duration::from_millis(500);
+
 /// The compare-and-set every write transaction on a leased thread starts with.
 const FENCE: &str = "UPDATE thread_leases SET epoch = epoch \
      WHERE thread_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > now()";
 
-/// What a write on a thread this server does not lease checks: that no other server holds
-/// a live lease (`FOR SHARE` keeps a takeover from landing before this transaction ends).
+/// What a write on a thread this server does not lease checks: that no other live server
+/// holds a live lease. The row lock keeps a takeover from landing before this transaction
+/// ends; `FOR UPDATE` rather than `FOR SHARE` because a lease of a server that is gone is
+/// released in the same transaction, and two shared locks both upgrading would deadlock.
 const FOREIGN_LEASE: &str = "SELECT owner, (extract(epoch FROM expires_at) * 1000)::bigint \
-     FROM thread_leases WHERE thread_id = $1 AND owner <> $2 AND expires_at > now() FOR SHARE";
+     FROM thread_leases WHERE thread_id = $1 AND owner <> $2 AND expires_at > now() FOR UPDATE";
 
 /// A [`super::ThreadStore`] in a PostgreSQL database.
 #[derive(Clone)]
@@ -196,6 +210,7 @@ impl PostgresThreadStore {
             key_scopes: Arc::default(),
         };
         store.migrate().await?;
+        store.release_dead_owners().await;
         tracing::debug!(owner = %store.leases.settings.owner, "PostgreSQL thread store opened");
         Ok(store)
     }
@@ -262,38 +277,109 @@ impl PostgresThreadStore {
         })
     }
 
+    /// How long an operation goes on trying while the database cannot be reached: a third of
+    /// the lease TTL (one renewal period), at most [`MAX_RECONNECT_WINDOW`].
+    fn reconnect_window(&self) -> Duration {
+        self.leases
+            .settings
+            .renew_period()
+            .min(MAX_RECONNECT_WINDOW)
+    }
+
     /// Runs `body` in a write transaction ([`Self::write`]: on `thread_id`, the lease is
-    /// checked first), committed when `body` succeeds and rolled back when it fails.
+    /// checked first), committed when `body` succeeds and rolled back when it fails. A
+    /// transaction that loses its connection before the commit is run again from the start
+    /// (see [`Reconnect`]); a commit whose answer is lost is not, since it may have taken
+    /// effect.
     pub(super) async fn in_write<T>(
         &self,
         thread_id: Option<&str>,
-        body: impl AsyncFnOnce(&ClientWrapper) -> Result<T, StoreError>,
+        body: impl AsyncFnOnce(&ClientWrapper) -> Result<T, StoreError> + Clone,
     ) -> Result<T, StoreError> {
-        let tx = self.write(thread_id).await?;
-        let result = body(tx.db()).await;
-        tx.finish(result).await
+        let mut reconnect = Reconnect::new(self.reconnect_window());
+        loop {
+            let tx = self.write_once(thread_id, &mut reconnect).await?;
+            let Some(tx) = tx else { continue };
+            // A copy per try: the body only borrows what it captured.
+            let result = body.clone()(tx.db()).await;
+            match reconnect.pause_for(&result) {
+                Some(pause) => {
+                    drop(tx);
+                    tokio::time::sleep(pause).await;
+                }
+                None => return tx.finish(result).await,
+            }
+        }
     }
 
-    /// Runs `body` in a read transaction ([`Self::read`]: one snapshot).
+    /// Runs `body` in a read transaction ([`Self::read`]: one snapshot), again on a fresh
+    /// connection while the database cannot be reached (see [`Reconnect`]).
     pub(super) async fn in_read<T>(
         &self,
-        body: impl AsyncFnOnce(&ClientWrapper) -> Result<T, StoreError>,
+        body: impl AsyncFnOnce(&ClientWrapper) -> Result<T, StoreError> + Clone,
     ) -> Result<T, StoreError> {
-        let tx = self.read().await?;
-        let result = body(tx.db()).await;
-        tx.finish(result).await
+        let mut reconnect = Reconnect::new(self.reconnect_window());
+        loop {
+            let result = match self.read().await {
+                Ok(tx) => {
+                    let result = body.clone()(tx.db()).await;
+                    tx.finish(result).await
+                }
+                Err(error) => Err(error),
+            };
+            match reconnect.pause_for(&result) {
+                Some(pause) => tokio::time::sleep(pause).await,
+                None => return result,
+            }
+        }
+    }
+
+    /// Runs `body` on a pooled connection outside a transaction, again on a fresh one while
+    /// the database cannot be reached (see [`Reconnect`]). Only for a body that may run twice:
+    /// reads, and single statements that may be repeated (a lost answer leaves it unknown
+    /// whether the statement took effect).
+    pub(super) async fn on_connection<T>(
+        &self,
+        body: impl AsyncFnOnce(&ClientWrapper) -> Result<T, StoreError> + Clone,
+    ) -> Result<T, StoreError> {
+        let mut reconnect = Reconnect::new(self.reconnect_window());
+        loop {
+            let result = match self.client().await {
+                Ok(client) => body.clone()(&client).await,
+                Err(error) => Err(error),
+            };
+            match reconnect.pause_for(&result) {
+                Some(pause) => tokio::time::sleep(pause).await,
+                None => return result,
+            }
+        }
     }
 
     /// Opens a write transaction and, for a write on `thread_id`, checks the writer lease
-    /// first (see the module doc); a connection lost before anything was written is replaced
-    /// once.
+    /// first (see the module doc); while the database cannot be reached, tries again on fresh
+    /// connections (see [`Reconnect`]).
     pub(super) async fn write(&self, thread_id: Option<&str>) -> Result<Tx, StoreError> {
-        match self.try_write(thread_id).await {
-            Err(error) if error.is_lost_connection() => {
-                tracing::debug!(%error, "connection lost before a write; retrying on a new one");
-                self.try_write(thread_id).await
+        let mut reconnect = Reconnect::new(self.reconnect_window());
+        loop {
+            if let Some(tx) = self.write_once(thread_id, &mut reconnect).await? {
+                return Ok(tx);
             }
-            other => other,
+        }
+    }
+
+    /// One try of [`Self::write`]: `None` after the pause when it is worth another.
+    async fn write_once(
+        &self,
+        thread_id: Option<&str>,
+        reconnect: &mut Reconnect,
+    ) -> Result<Option<Tx>, StoreError> {
+        let result = self.try_write(thread_id).await;
+        match reconnect.pause_for(&result) {
+            Some(pause) => {
+                tokio::time::sleep(pause).await;
+                Ok(None)
+            }
+            None => result.map(Some),
         }
     }
 
@@ -328,6 +414,12 @@ impl PostgresThreadStore {
                 let statement = tx.db().prepare_cached(FOREIGN_LEASE).await?;
                 match tx.db().query_opt(&statement, &[&thread_id, owner]).await? {
                     None => Ok(()),
+                    Some(row) if self.leases.owner_is_gone(row.get(0)) => {
+                        let holder: String = row.get(0);
+                        leases::release_for_gone(tx.db(), &holder, Some(thread_id)).await?;
+                        tracing::info!(thread = thread_id, previous = %holder, "released the lease of a server that is gone");
+                        Ok(())
+                    }
                     Some(row) => Err(StoreError::LeaseHeld {
                         thread_id: thread_id.to_owned(),
                         owner: row.get(0),
@@ -366,233 +458,38 @@ impl PostgresThreadStore {
         self.release(&thread_id).await?;
         Ok((empty, fenced))
     }
-
-    /// See [`super::ThreadStore::acquire_lease`].
-    pub(super) async fn acquire(&self, thread_id: &str) -> Result<(), StoreError> {
-        let sent = Instant::now();
-        let tx = self.write(None).await?;
-        let result = self.acquire_in(&tx, thread_id).await;
-        let epoch = tx.finish(result).await?;
-        match epoch {
-            Acquired::Granted(epoch) => {
-                self.leases
-                    .granted(thread_id, epoch, self.leases.deadline_from(sent));
-                Ok(())
-            }
-            Acquired::Held {
-                owner,
-                expires_at_ms,
-            } => Err(StoreError::LeaseHeld {
-                thread_id: thread_id.to_owned(),
-                owner,
-                expires_at_ms,
-            }),
-        }
-    }
-
-    async fn acquire_in(&self, tx: &Tx, thread_id: &str) -> Result<Acquired, StoreError> {
-        let db = tx.db();
-        let owner = &self.leases.settings.owner;
-        let ttl = self.leases.settings.ttl_millis();
-        // Granted when there is no row, the row's lease ran out or was released, or it is
-        // this server's own; the epoch grows with every grant.
-        let granted = db
-            .prepare_cached(
-                "INSERT INTO thread_leases (thread_id, owner, epoch, expires_at) \
-                 VALUES ($1, $2, 1, now() + $3::bigint * interval '1 millisecond') \
-                 ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, \
-                 epoch = thread_leases.epoch + 1, expires_at = excluded.expires_at, \
-                 handoff_requested_by = NULL \
-                 WHERE thread_leases.expires_at <= now() OR thread_leases.owner = excluded.owner \
-                 RETURNING epoch",
-            )
-            .await?;
-        if let Some(row) = db.query_opt(&granted, &[&thread_id, owner, &ttl]).await? {
-            self.close_unfinished_turns(db, thread_id).await?;
-            return Ok(Acquired::Granted(row.get(0)));
-        }
-        // Held by a server on this machine that is gone (crashed): taken at once.
-        let holder: Option<String> = db
-            .query_opt(
-                "SELECT owner FROM thread_leases WHERE thread_id = $1",
-                &[&thread_id],
-            )
-            .await?
-            .map(|row| row.get(0));
-        if let Some(holder) = holder.filter(|holder| owner_is_gone(holder))
-            && let Some(row) = db
-                .query_opt(
-                    "UPDATE thread_leases SET owner = $2, epoch = epoch + 1, \
-                     expires_at = now() + $3::bigint * interval '1 millisecond', \
-                     handoff_requested_by = NULL WHERE thread_id = $1 AND owner = $4 \
-                     RETURNING epoch",
-                    &[&thread_id, owner, &ttl, &holder],
-                )
-                .await?
-        {
-            tracing::info!(thread = thread_id, previous = %holder, "took over the lease of a server that is gone");
-            self.close_unfinished_turns(db, thread_id).await?;
-            return Ok(Acquired::Granted(row.get(0)));
-        }
-        // Held elsewhere: ask the holder to hand the thread over once no turn runs on it.
-        let holder = db
-            .query_one(
-                "UPDATE thread_leases SET handoff_requested_by = $2 WHERE thread_id = $1 \
-                 RETURNING owner, (extract(epoch FROM expires_at) * 1000)::bigint",
-                &[&thread_id, owner],
-            )
-            .await?;
-        Ok(Acquired::Held {
-            owner: holder.get(0),
-            expires_at_ms: holder.get(1),
-        })
-    }
-
-    /// Closes the turns of `thread_id` a previous writer left `inProgress` (it died or lost
-    /// its lease mid-turn): nobody else can be running them once this server holds the lease.
-    async fn close_unfinished_turns(
-        &self,
-        db: &ClientWrapper,
-        thread_id: &str,
-    ) -> Result<(), StoreError> {
-        let unfinished: Vec<String> = db
-            .query(
-                "SELECT id FROM turns WHERE thread_id = $1 AND status = 'inProgress'",
-                &[&thread_id],
-            )
-            .await?
-            .iter()
-            .map(|row| row.get(0))
-            .collect();
-        if unfinished.is_empty() {
-            return Ok(());
-        }
-        let reason = encode(
-            &TurnError {
-                message: INTERRUPTED_BY_STOP.to_owned(),
-                additional_details: None,
-            },
-            "turn error",
-        )?;
-        for turn_id in &unfinished {
-            db.execute(
-                "UPDATE turns SET status = 'interrupted', error = $3 \
-                 WHERE thread_id = $1 AND id = $2",
-                &[&thread_id, turn_id, &reason],
-            )
-            .await?;
-            let items = db
-                .query(
-                    "SELECT idx, item FROM items WHERE thread_id = $1 AND turn_id = $2",
-                    &[&thread_id, turn_id],
-                )
-                .await?;
-            for row in items {
-                let index: i64 = row.get(0);
-                let text: String = row.get(1);
-                let mut item: tandem_protocol::ThreadItem = decode(&text, || {
-                    format!("item {index} of turn {turn_id} in thread {thread_id}")
-                })?;
-                if close_unfinished_item(&mut item) {
-                    db.execute(
-                        "UPDATE items SET item = $4 \
-                         WHERE thread_id = $1 AND turn_id = $2 AND idx = $3",
-                        &[&thread_id, turn_id, &index, &encode(&item, "item")?],
-                    )
-                    .await?;
-                }
-            }
-        }
-        tracing::warn!(
-            thread = thread_id,
-            turns = unfinished.len(),
-            "closed turns left running by the thread's previous writer as interrupted"
-        );
-        Ok(())
-    }
-
-    /// See [`super::ThreadStore::release_lease`].
-    pub(super) async fn release(&self, thread_id: &str) -> Result<(), StoreError> {
-        let Some(epoch) = self.leases.forget(thread_id) else {
-            return Ok(());
-        };
-        let client = self.client().await?;
-        // Expires it now rather than deleting it: the epoch must never go back.
-        client
-            .execute(
-                "UPDATE thread_leases SET expires_at = now(), handoff_requested_by = NULL \
-                 WHERE thread_id = $1 AND owner = $2 AND epoch = $3",
-                &[&thread_id, &self.leases.settings.owner, &epoch],
-            )
-            .await?;
-        Ok(())
-    }
-
-    /// See [`super::ThreadStore::renew_leases`].
-    pub(super) async fn renew(&self) -> Result<LeaseRenewal, StoreError> {
-        let asked = self.leases.live();
-        if asked.is_empty() {
-            return Ok(LeaseRenewal {
-                lost: self.leases.after_failed_renewal(),
-                handoff_requested: Vec::new(),
-            });
-        }
-        let sent = Instant::now();
-        let rows = match self.renew_round(&asked).await {
-            Err(error) if error.is_lost_connection() => self.renew_round(&asked).await,
-            other => other,
-        };
-        let rows = match rows {
-            Ok(rows) => rows,
-            // The caller asks for the leases that ran out meanwhile (`lost_leases`).
-            Err(error) => return Err(error),
-        };
-        let renewed: Vec<String> = rows.iter().map(|(id, _)| id.clone()).collect();
-        let handoff_requested = rows
-            .into_iter()
-            .filter_map(|(id, requested)| requested.then_some(id))
-            .collect();
-        Ok(LeaseRenewal {
-            lost: self.leases.after_renewal(sent, &asked, &renewed),
-            handoff_requested,
-        })
-    }
-
-    async fn renew_round(
-        &self,
-        asked: &[(String, i64)],
-    ) -> Result<Vec<(String, bool)>, StoreError> {
-        let client = self.client().await?;
-        let ids: Vec<&str> = asked.iter().map(|(id, _)| id.as_str()).collect();
-        let epochs: Vec<i64> = asked.iter().map(|(_, epoch)| *epoch).collect();
-        let statement = client
-            .prepare_cached(
-                "UPDATE thread_leases AS l SET expires_at = now() + $4::bigint * interval '1 millisecond' \
-                 FROM unnest($2::text[], $3::bigint[]) AS h (thread_id, epoch) \
-                 WHERE l.thread_id = h.thread_id AND l.epoch = h.epoch AND l.owner = $1 \
-                 AND l.expires_at > now() \
-                 RETURNING l.thread_id, l.handoff_requested_by IS NOT NULL",
-            )
-            .await?;
-        let rows = client
-            .query(
-                &statement,
-                &[
-                    &self.leases.settings.owner,
-                    &ids,
-                    &epochs,
-                    &self.leases.settings.ttl_millis(),
-                ],
-            )
-            .await?;
-        Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
-    }
 }
 
-/// What an acquiring transaction found.
-enum Acquired {
-    Granted(i64),
-    Held { owner: String, expires_at_ms: i64 },
+/// Trying an operation again while the database cannot be reached (a restart, terminated
+/// connections): after a pause that doubles from [`FIRST_RECONNECT_PAUSE`] up to
+/// [`MAX_RECONNECT_PAUSE`], until the window runs out. Only for attempts that failed before
+/// anything was committed: a transaction whose connection is lost before its `COMMIT` was
+/// sent is rolled back by the database, so trying it again cannot write anything twice.
+pub(super) struct Reconnect {
+    deadline: Instant,
+    pause: Duration,
+}
+
+impl Reconnect {
+    pub(super) fn new(window: Duration) -> Self {
+        Self {
+            deadline: Instant::now() + window,
+            pause: FIRST_RECONNECT_PAUSE,
+        }
+    }
+
+    /// How long to pause before trying again after `result`; `None`: do not try again (it
+    /// succeeded, failed otherwise, or the window ran out).
+    pub(super) fn pause_for<T>(&mut self, result: &Result<T, StoreError>) -> Option<Duration> {
+        let error = result.as_ref().err()?;
+        if !error.is_lost_connection() || Instant::now() + self.pause >= self.deadline {
+            return None;
+        }
+        tracing::debug!(%error, "the database cannot be reached; trying again");
+        let pause = self.pause;
+        self.pause = (pause * 2).min(MAX_RECONNECT_PAUSE);
+        Some(pause)
+    }
 }
 
 /// rustls with the system's root certificates and the aws-lc-rs provider reqwest uses too.

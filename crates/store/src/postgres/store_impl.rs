@@ -40,8 +40,8 @@ impl ThreadStore for PostgresThreadStore {
     }
 
     async fn get_thread(&self, thread_id: &str) -> Result<Option<ThreadRecord>, StoreError> {
-        let client = self.client().await?;
-        read_thread(&client, thread_id).await
+        self.on_connection(async |db| read_thread(db, thread_id).await)
+            .await
     }
 
     async fn get_thread_with_turns(
@@ -123,16 +123,18 @@ impl ThreadStore for PostgresThreadStore {
             " ORDER BY created_at {order}, id {order} LIMIT ${}",
             values.len()
         ));
-        let client = self.client().await?;
-        let statement = client.prepare_cached(&sql).await?;
         let params: Vec<&(dyn ToSql + Sync)> =
             values.iter().map(|value| value.as_ref() as _).collect();
-        let records = client
-            .query(&statement, &params)
-            .await?
-            .iter()
-            .map(thread_from_row)
-            .collect::<Result<Vec<_>, _>>()?;
+        let records = self
+            .on_connection(async |db| {
+                let statement = db.prepare_cached(&sql).await?;
+                db.query(&statement, &params)
+                    .await?
+                    .iter()
+                    .map(thread_from_row)
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .await?;
         Ok(Page::from_candidates(records, query.limit, thread_cursor))
     }
 

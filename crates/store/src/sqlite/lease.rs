@@ -4,6 +4,11 @@
 //! process sharing the file reads. Every write on a thread checks the epoch first, inside the
 //! group-commit transaction (`BEGIN IMMEDIATE`, which already serializes the processes), and
 //! a refused check rolls back that write's savepoint only.
+//!
+//! A lease whose owner is gone (`liveness`: its lock file in the home is free) is free: taking
+//! the lease, or a write on the thread by a server that does not lease it, releases it on the
+//! owner's behalf first, and opening the store releases every lease of the dead owners whose
+//! lock files it finds, then removes those files.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -13,7 +18,8 @@ use tandem_protocol::{ThreadItem, TurnError};
 
 use super::SqliteThreadStore;
 use crate::codec::{decode, encode};
-use crate::lease::{Fence, LeaseBook, LeaseRenewal, LeaseSettings, owner_is_gone};
+use crate::lease::{Fence, LeaseBook, LeaseRenewal, LeaseSettings};
+use crate::liveness::{self, OWNERS_DIR};
 use crate::{INTERRUPTED_BY_STOP, StoreError, close_unfinished_item};
 
 /// Schema version 4: the lease table (see the PostgreSQL migration
@@ -33,14 +39,40 @@ pub(super) const NOW_MS: &str = "CAST((julianday('now') - 2440587.5) * 86400000 
 
 impl SqliteThreadStore {
     /// Opens the store in `tandem_home` keeping writer leases with `settings`, so that several
-    /// server processes can share the home (see [`crate::ThreadStore::acquire_lease`]).
+    /// server processes can share the home (see [`crate::ThreadStore::acquire_lease`]). The
+    /// owner's lock file goes to the home's `lease-owners` directory, whatever
+    /// `settings.owner_dir` says: the servers sharing the home look there.
     pub async fn open_with_leases(
         tandem_home: impl Into<std::path::PathBuf>,
-        settings: LeaseSettings,
+        mut settings: LeaseSettings,
     ) -> Result<Self, StoreError> {
+        let tandem_home = tandem_home.into();
+        settings.owner_dir = Some(tandem_home.join(OWNERS_DIR));
         let mut store = Self::open(tandem_home).await?;
-        store.leases = Some(Arc::new(LeaseBook::new(settings)));
+        let leases = Arc::new(LeaseBook::new(settings));
+        store.leases = Some(Arc::clone(&leases));
+        store.release_dead_owners(&leases).await;
         Ok(store)
+    }
+
+    /// Releases every live lease of the dead owners whose lock files are in the home (on
+    /// open, then at most once a TTL while leases are renewed), then removes their files.
+    async fn release_dead_owners(&self, leases: &LeaseBook) {
+        let dead = leases.dead_owners_due();
+        if dead.is_empty() {
+            return;
+        }
+        let owners: Vec<String> = dead.iter().map(|dead| dead.owner.clone()).collect();
+        let released = self
+            .write(move |connection| {
+                let mut released = 0;
+                for owner in &owners {
+                    released += release_for_gone(connection, owner, None)?.len();
+                }
+                Ok(released)
+            })
+            .await;
+        liveness::after_release(dead, released);
     }
 
     /// [`SqliteThreadStore::write`] for a write on `thread_id`: checks the writer lease first
@@ -58,11 +90,11 @@ impl SqliteThreadStore {
             return self.write(operation).await;
         };
         let fence = leases.fence(&thread_id)?;
-        let owner = leases.settings.owner.clone();
         let checked = thread_id.clone();
+        let book = Arc::clone(&leases);
         let result = self
             .write(move |connection| {
-                check_fence(connection, &checked, &owner, fence)?;
+                check_fence(connection, &checked, &book, fence)?;
                 operation(connection)
             })
             .await;
@@ -78,10 +110,9 @@ impl SqliteThreadStore {
         };
         let sent = Instant::now();
         let id = thread_id.to_owned();
-        let owner = leases.settings.owner.clone();
-        let ttl = leases.settings.ttl_millis();
+        let book = Arc::clone(&leases);
         let acquired = self
-            .write(move |connection| acquire_in(connection, &id, &owner, ttl))
+            .write(move |connection| acquire_in(connection, &id, &book))
             .await?;
         match acquired {
             Ok(epoch) => {
@@ -122,6 +153,7 @@ impl SqliteThreadStore {
         let Some(leases) = self.leases.clone() else {
             return Ok(LeaseRenewal::default());
         };
+        self.release_dead_owners(&leases).await;
         let asked = leases.live();
         if asked.is_empty() {
             return Ok(LeaseRenewal {
@@ -185,9 +217,10 @@ impl SqliteThreadStore {
 fn check_fence(
     connection: &Connection,
     thread_id: &str,
-    owner: &str,
+    leases: &LeaseBook,
     fence: Fence,
 ) -> Result<(), StoreError> {
+    let owner = leases.settings.owner.as_str();
     match fence {
         Fence::Epoch(epoch) => {
             let held = connection
@@ -211,6 +244,11 @@ fn check_fence(
                 .optional()?;
             match foreign {
                 None => Ok(()),
+                Some((holder, _)) if leases.owner_is_gone(&holder) => {
+                    release_for_gone(connection, &holder, Some(thread_id))?;
+                    tracing::info!(thread = thread_id, previous = %holder, "released the lease of a server that is gone");
+                    Ok(())
+                }
                 Some((owner, expires_at_ms)) => Err(StoreError::LeaseHeld {
                     thread_id: thread_id.to_owned(),
                     owner,
@@ -226,9 +264,10 @@ fn check_fence(
 fn acquire_in(
     connection: &Connection,
     thread_id: &str,
-    owner: &str,
-    ttl: i64,
+    leases: &LeaseBook,
 ) -> Result<Result<i64, (String, i64)>, StoreError> {
+    let owner = leases.settings.owner.as_str();
+    let ttl = leases.settings.ttl_millis();
     let holder: Option<(String, i64, bool)> = connection
         .query_row(
             &format!(
@@ -241,7 +280,7 @@ fn acquire_in(
         .optional()?;
     if let Some((holder, expires_at, true)) = &holder
         && holder != owner
-        && !owner_is_gone(holder)
+        && !leases.owner_is_gone(holder)
     {
         connection.execute(
             "UPDATE thread_leases SET handoff_requested_by = ?2 WHERE thread_id = ?1",
@@ -263,6 +302,29 @@ fn acquire_in(
     )?;
     close_unfinished_turns(connection, thread_id)?;
     Ok(Ok(epoch))
+}
+
+/// Releases, on behalf of `owner`, who is gone, its live leases (of `thread_id` only, or all
+/// of them), raising each epoch so that nothing the owner may still send is accepted, and
+/// closes the turns it left running. Returns the threads released.
+fn release_for_gone(
+    connection: &Connection,
+    owner: &str,
+    thread_id: Option<&str>,
+) -> Result<Vec<String>, StoreError> {
+    let released: Vec<String> = connection
+        .prepare_cached(&format!(
+            "UPDATE thread_leases SET epoch = epoch + 1, expires_at = {NOW_MS}, \
+             handoff_requested_by = NULL \
+             WHERE owner = ?1 AND (?2 IS NULL OR thread_id = ?2) AND expires_at > {NOW_MS} \
+             RETURNING thread_id"
+        ))?
+        .query_map(params![owner, thread_id], |row| row.get(0))?
+        .collect::<Result<_, _>>()?;
+    for thread_id in &released {
+        close_unfinished_turns(connection, thread_id)?;
+    }
+    Ok(released)
 }
 
 /// Closes the turns of `thread_id` its previous writer left `inProgress`.
