@@ -79,7 +79,8 @@ pub(crate) struct AppServerArgs {
     /// Websocket authentication.
     #[arg(long, value_enum, value_name = "MODE")]
     ws_auth: Option<WsAuth>,
-    /// File holding the capability token (with --ws-auth capability-token).
+    /// File holding the capability token (with --ws-auth capability-token); it must be
+    /// private to its owner (`chmod 600`), else it is refused.
     #[arg(long, value_name = "PATH", conflicts_with = "ws_token_sha256")]
     ws_token_file: Option<PathBuf>,
     /// Hex SHA-256 digest of the capability token (with --ws-auth capability-token).
@@ -288,9 +289,8 @@ fn websocket_auth(args: &AppServerArgs) -> Result<Option<BearerToken>, String> {
         None => Ok(None),
         Some(WsAuth::CapabilityToken) => {
             if let Some(path) = &args.ws_token_file {
-                let text = std::fs::read_to_string(path).map_err(|error| {
-                    format!("cannot read --ws-token-file {}: {error}", path.display())
-                })?;
+                let text = tandem_client::read_token_file(path)
+                    .map_err(|error| format!("--ws-token-file: {error}"))?;
                 BearerToken::from_token(&text)
                     .map(Some)
                     .map_err(|error| format!("--ws-token-file {}: {error}", path.display()))
