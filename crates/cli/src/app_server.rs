@@ -45,9 +45,11 @@ Shutdown:
 
 Slow clients:
   Each connection's writer queue holds at most --ws-writer-queue messages (websocket) and
-  --writer-queue-bytes bytes. Over stdio a full queue holds the server back; a websocket
-  connection whose queue stays full for --ws-slow-grace-secs, or that owes a second queue's
-  worth, is closed with code 1008. Nothing is dropped while a connection lives.
+  --writer-queue-bytes bytes. Over stdio a full queue holds the server back. A websocket
+  connection keeps what does not fit in a backlog for as long as its client reads; it is
+  closed with code 1008 when its client takes no bytes for --ws-slow-grace-secs, or at once
+  when the backlog outgrows 7 more queues (in bytes, 7 x the larger of --writer-queue-bytes
+  and --max-message-bytes). Nothing is dropped while a connection lives.
 
 Reconnecting clients:
   Every notification to a thread's subscribers carries a cursor. The newest
@@ -77,7 +79,8 @@ pub(crate) struct AppServerArgs {
     /// Websocket authentication.
     #[arg(long, value_enum, value_name = "MODE")]
     ws_auth: Option<WsAuth>,
-    /// File holding the capability token (with --ws-auth capability-token).
+    /// File holding the capability token (with --ws-auth capability-token); it must be
+    /// private to its owner (`chmod 600`), else it is refused.
     #[arg(long, value_name = "PATH", conflicts_with = "ws_token_sha256")]
     ws_token_file: Option<PathBuf>,
     /// Hex SHA-256 digest of the capability token (with --ws-auth capability-token).
@@ -92,7 +95,8 @@ pub(crate) struct AppServerArgs {
     /// Messages queued for one websocket connection's writer.
     #[arg(long, value_name = "N", default_value_t = websocket::DEFAULT_WRITER_QUEUE_CAPACITY)]
     ws_writer_queue: usize,
-    /// Seconds a websocket connection's writer queue may stay full before it is closed.
+    /// Seconds a websocket client may take no bytes, while it is sent something, before its
+    /// connection is closed.
     #[arg(long, value_name = "SECS", default_value_t = websocket::DEFAULT_SLOW_CONNECTION_GRACE.as_secs_f64())]
     ws_slow_grace_secs: f64,
     /// Bytes (encoded) queued for one connection's writer (stdio or websocket) before the queue
@@ -217,6 +221,7 @@ pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
         .unwrap_or(std::time::Duration::MAX),
         ..TransportHostOptions::default()
     };
+    crate::allocator::return_large_buffers_when_freed();
     let host = TransportHost::start(
         move |outgoing| Arc::new(TandemServer::new(outgoing, options)) as Arc<dyn MessageProcessor>,
         host_options,
@@ -284,9 +289,8 @@ fn websocket_auth(args: &AppServerArgs) -> Result<Option<BearerToken>, String> {
         None => Ok(None),
         Some(WsAuth::CapabilityToken) => {
             if let Some(path) = &args.ws_token_file {
-                let text = std::fs::read_to_string(path).map_err(|error| {
-                    format!("cannot read --ws-token-file {}: {error}", path.display())
-                })?;
+                let text = tandem_client::read_token_file(path)
+                    .map_err(|error| format!("--ws-token-file: {error}"))?;
                 BearerToken::from_token(&text)
                     .map(Some)
                     .map_err(|error| format!("--ws-token-file {}: {error}", path.display()))

@@ -4,6 +4,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod allocator;
 mod app_server;
 mod chat;
 mod exec;

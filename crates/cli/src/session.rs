@@ -77,9 +77,9 @@ pub(crate) enum SessionError {
     /// `--spawn` could not be split into words.
     #[error("--spawn: {0}")]
     SpawnCommand(String),
-    /// `--token-file` could not be read.
+    /// `--token-file` could not be read, or others may read it.
     #[error("--token-file: {0}")]
-    TokenFile(io::Error),
+    TokenFile(tandem_client::TokenFileError),
     /// The client failed.
     #[error(transparent)]
     Client(#[from] ClientError),

@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::os::unix::fs::PermissionsExt as _;
 use std::process::{Output, Stdio};
 use std::time::Instant;
 
@@ -159,6 +160,41 @@ async fn usage_errors_exit_2_with_a_message() {
     let output = run(&args).await;
     assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
     assert!(text(&output.stderr).contains("cannot be used with"));
+}
+
+/// Issue 27, point 4: a `--ws-token-file` that users other than its owner may read is refused
+/// (exit 2) with a message naming the file, its mode and the fix, as ssh refuses such a key;
+/// a private one (0600) serves (here over stdio, until stdin's end).
+#[tokio::test]
+async fn a_ws_token_file_others_may_read_is_refused() {
+    let dir = fresh_home("token_modes");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    for mode in [0o600, 0o640, 0o644, 0o666] {
+        let file = dir.join(format!("token-{mode:o}"));
+        std::fs::write(&file, "s3cret\n").expect("token file");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        let path = file.to_str().expect("utf-8 path");
+        let output = run(&[
+            "app-server",
+            "--ws-auth",
+            "capability-token",
+            "--ws-token-file",
+            path,
+        ])
+        .await;
+        let stderr = text(&output.stderr);
+        if mode == 0o600 {
+            assert_eq!(output.status.code(), Some(0), "0600: {stderr}");
+            continue;
+        }
+        assert_eq!(output.status.code(), Some(2), "{mode:o}: {stderr}");
+        for needed in [
+            format!("--ws-token-file: the token file {path} has mode 0{mode:o}"),
+            format!("chmod 600 {path}"),
+        ] {
+            assert!(stderr.contains(&needed), "{needed:?} missing: {stderr}");
+        }
+    }
 }
 
 /// `config/read` of a server started with `args`.

@@ -1,7 +1,8 @@
 //! Issue 27, point 3: a server killed with `kill -9` leaves no lock behind. A server restarted
 //! on the same `TANDEM_HOME` (and, on PostgreSQL, the same database) writes every thread the
 //! dead one leased at once, through every write path, with a lease TTL far longer than the
-//! test; the dead server's lock file is cleaned up.
+//! test; the dead server's lock file is cleaned up. Nor does a live server keep the lease of a
+//! thread it archived.
 //!
 //! The PostgreSQL case skips (saying why) where PostgreSQL is not installed, unless
 //! `TANDEM_REQUIRE_POSTGRES=1` (CI), which makes that a failure.
@@ -314,4 +315,74 @@ async fn after_kill_9_every_write_path_works_at_once_on_postgres() {
         &["-c".to_owned(), format!("store.url={url}")],
     )
     .await;
+}
+
+/// A server that archives a thread gives its lease back (once the turn it interrupted recorded
+/// its end), so another server sharing the home unarchives it at once. Before, the archiving
+/// server went on renewing the lease of the thread it had unloaded for as long as it lived.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_archived_thread_is_free_for_another_server_at_once() {
+    let home = fresh_home("archive-releases");
+    let (_a, mut alice) = launch("archive-releases-a", &home, &[]).await;
+    let (b, mut bob) = launch("archive-releases-b", &home, &[]).await;
+    let (idle, _) = thread_with_a_turn(&mut alice, "idle").await;
+    let (busy, _) = thread_with_a_turn(&mut alice, "busy").await;
+    ok(
+        &mut alice,
+        "busy-turn",
+        "turn/start",
+        json!({"threadId": busy, "input": [{"type": "text", "text": "/sleep 600000"}]}),
+    )
+    .await;
+    within(
+        PROMPT,
+        "the busy turn to start",
+        alice.notification("turn/started", |params| params["threadId"] == busy),
+    )
+    .await;
+    for thread_id in [&idle, &busy] {
+        ok(
+            &mut alice,
+            &format!("archive-{thread_id}"),
+            "thread/archive",
+            json!({"threadId": thread_id}),
+        )
+        .await;
+    }
+    // The idle thread at once; the busy one as soon as its interrupted turn is stored (the
+    // lease goes right after), far sooner than the TTL.
+    let unarchive = json!({"threadId": idle});
+    let answer = call(&mut bob, "unarchive-idle", "thread/unarchive", unarchive).await;
+    assert!(answer.get("result").is_some(), "{answer}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let params = json!({"threadId": busy});
+        let id = format!("unarchive-busy-{tries}");
+        let answer = call(&mut bob, &id, "thread/unarchive", params).await;
+        if answer.get("result").is_some() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{answer}\nB's stderr:\n{}",
+            b.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for thread_id in [&idle, &busy] {
+        let read = ok(
+            &mut bob,
+            &format!("resume-{thread_id}"),
+            "thread/resume",
+            json!({"threadId": thread_id}),
+        )
+        .await;
+        let turns = read["thread"]["turns"].as_array().expect("turns");
+        assert!(
+            turns.iter().all(|turn| turn["status"] != "inProgress"),
+            "{read}"
+        );
+    }
 }

@@ -1,34 +1,45 @@
-//! Issue 13, point 6(b): a websocket client that stops reading cannot pin the server's memory.
-//! Its writer queue is bounded in bytes (`--writer-queue-bytes`, default 64 MiB) as well as in
-//! messages, so three `turn/start`s with 8 MB inputs (each turn echoes its input in about five
-//! messages) fill it long before 32 768 messages would; the connection is closed once it has
-//! been stalled for the grace period, holding no more than its bound, and the server's
-//! resident memory stays under a limit the whole time.
+//! Issue 27, point 2 (after issue 13, point 6(b)): a websocket client that reads nothing is
+//! closed within its grace period, whatever it is owed, and what it was owed is freed.
+//!
+//! The client is a raw socket that does the upgrade and then never reads. It starts three
+//! turns with 8 MB inputs (each turn re-emits its input six times: about 150 MB owed), with
+//! the default byte limits (`--writer-queue-bytes`, `--max-message-bytes`). The server's
+//! writer blocks inside one large socket write with its queue under its limits, and is closed
+//! once its socket has accepted nothing for the grace. The test reads when that last happened
+//! from the kernel (`/proc/net/tcp`: what the server's socket holds unacknowledged plus what the
+//! client's holds unread only grows while the server's writes go through).
+//!
+//! Then the server's resident size must come back to within [`RSS_TOLERANCE`] of where it was
+//! before the turns, once the thread is unloaded: with glibc's default policy it stayed 170 MiB
+//! above, all of it freed memory (see `crates/cli/src/allocator.rs`).
 
 mod common;
 
 use std::time::{Duration, Instant};
 
-use common::client::{self, Client};
+use common::PROMPT;
+use common::raw_ws::{RawWs, tcp_queues};
 use common::server::Launch;
-use common::{PROMPT, within};
-use futures::SinkExt as _;
 use serde_json::json;
-use tokio_tungstenite::tungstenite::Message;
 
-/// `--ws-slow-grace-secs`.
-const GRACE: Duration = Duration::from_secs(2);
-/// `--writer-queue-bytes`: a quarter of the default, so the second turn already overflows it
-/// and the test stays short. (With the default 64 MiB all three turns are processed before
-/// the stall; an unoptimized build then peaks at about 330 MB, most of it the turns' own
-/// copies of their inputs, which issue 13 point 6(c) bounds.)
-const QUEUE_BYTES: u64 = 16 * 1024 * 1024;
+/// `--ws-slow-grace-secs`, shorter than the default 10 s to keep the test short, yet long
+/// enough that the server has read all three inputs when it gives up (an unoptimized build
+/// decodes an 8 MB `turn/start` in about a second, and the socket goes once its reader is
+/// done with the frame in hand); the byte limits are the defaults.
+const GRACE: Duration = Duration::from_secs(5);
+/// How late after the grace the socket may be closed: the issue's bound. The grace counts while
+/// the server's writer waits on the socket, so the time it spent encoding the message it then
+/// could not write comes on top (up to a second for 8 MB in an unoptimized build); the close
+/// itself takes tens of milliseconds (no close frame is waited for: the peer's socket is full).
+const CLOSE_SLACK: Duration = Duration::from_secs(2);
 /// Bytes of each turn's input.
-const INPUT_BYTES: usize = 8 * 1024 * 1024;
+const INPUT_BYTES: usize = 8 * 1000 * 1000;
 const TURNS: usize = 3;
-/// The server's resident memory must stay under this (without the bound: ~400 MB, and the
-/// connection is never closed).
-const RSS_LIMIT_BYTES: u64 = 300 * 1024 * 1024;
+/// How far above its resident size before the turns the server may stay once the connection
+/// is closed and the thread unloaded: what the server allocates once and keeps (the
+/// runtime's, SQLite's and the allocator's own structures) is already in the baseline, so
+/// this is small against the ~150 MB the connection was owed.
+const RSS_TOLERANCE: u64 = 24 * 1024 * 1024;
 
 /// The resident set of `pid`, from `/proc/PID/status`.
 fn resident_bytes(pid: u32) -> Option<u64> {
@@ -38,96 +49,160 @@ fn resident_bytes(pid: u32) -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// What the kernel says about the connection while the test runs.
+#[derive(Debug, Default)]
+struct Watched {
+    /// When the bytes the server's socket accepted last grew.
+    last_progress: Option<Instant>,
+    /// When the server's socket stopped being `ESTABLISHED` (the server closed it).
+    closed: Option<Instant>,
+    /// The server's resident size at its highest.
+    peak_rss: u64,
+}
+
+/// Samples, every 10 ms until the server closes the connection, the bytes its socket accepted
+/// since the client last read (its unacknowledged bytes plus the client's unread ones) and
+/// the server's resident size.
+fn watch(pid: u32, client: u16, server: u16) -> tokio::task::JoinHandle<Watched> {
+    tokio::spawn(async move {
+        let mut watched = Watched::default();
+        let mut accepted = None;
+        loop {
+            if let Some(rss) = resident_bytes(pid) {
+                watched.peak_rss = watched.peak_rss.max(rss);
+            }
+            let (Some(ours), Some(theirs)) =
+                (tcp_queues(client, server), tcp_queues(server, client))
+            else {
+                watched.closed = Some(Instant::now());
+                return watched;
+            };
+            if !theirs.established {
+                watched.closed = Some(Instant::now());
+                return watched;
+            }
+            let now = ours.rx + theirs.tx;
+            if accepted != Some(now) {
+                accepted = Some(now);
+                watched.last_progress = Some(Instant::now());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_that_never_reads_8_mb_turns_is_closed_and_memory_stays_bounded() {
+async fn a_client_that_reads_nothing_is_closed_within_its_grace_and_its_memory_is_freed() {
     let (server, address) = Launch::new("slow_consumer_bytes")
         .args(["app-server", "--listen", "ws://127.0.0.1:0"])
         .args(["--ws-slow-grace-secs", &GRACE.as_secs_f64().to_string()])
-        .args(["--writer-queue-bytes", &QUEUE_BYTES.to_string()])
+        // Unloaded soon after its last subscriber is gone, so that what the thread itself
+        // keeps (its turns) is freed too and the baseline is comparable.
+        .args(["-c", "thread_unload_delay_secs=1"])
         .websocket()
         .await;
-    let mut client = Client::Ws(client::connect(address, &[]).await.expect("connect"));
-    client.initialize(false).await;
-    let started = client
-        .ok(1, "thread/start", json!({"approvalPolicy": "never"}))
-        .await;
-    let thread_id = started["thread"]["id"]
+    let mut client = RawWs::connect(address).await;
+    let init = json!({"clientInfo": {"name": "slow", "version": "1"}});
+    client
+        .send(&json!({"id": 0, "method": "initialize", "params": init}))
+        .await
+        .expect("send initialize");
+    client.answer(&json!(0)).await;
+    client
+        .send(&json!({"method": "initialized"}))
+        .await
+        .expect("send initialized");
+    let params = json!({"approvalPolicy": "never"});
+    client
+        .send(&json!({"id": 1, "method": "thread/start", "params": params}))
+        .await
+        .expect("send thread/start");
+    let started = client.answer(&json!(1)).await;
+    let thread_id = started["result"]["thread"]["id"]
         .as_str()
-        .expect("thread id")
+        .unwrap_or_else(|| panic!("thread/start answered {started}"))
         .to_owned();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let baseline = resident_bytes(server.pid).expect("the server's resident size");
 
-    // Sampled from here to the end: the peak is what matters.
-    let pid = server.pid;
-    let sampling = tokio::spawn(async move {
-        let mut peak = 0;
-        loop {
-            match resident_bytes(pid) {
-                Some(rss) => peak = peak.max(rss),
-                None => return peak,
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    });
-
-    let began = Instant::now();
+    let watching = watch(server.pid, client.local_port(), address.port());
     let text = "x".repeat(INPUT_BYTES);
-    let mut socket = client.into_ws().into_socket();
     for n in 0..TURNS {
-        let request = client::request(
-            10 + n,
-            "turn/start",
-            json!({"threadId": thread_id, "input": [{"type": "text", "text": text}]}),
-        );
-        // Sent, never read: the answers and every notification pile up for this connection.
-        // The server may close it before the last one is sent: that is the behaviour wanted.
-        let sending = socket.send(Message::text(request.to_string()));
-        if let Err(error) = within(PROMPT, "sending a turn/start", sending).await {
+        let input = json!([{"type": "text", "text": text}]);
+        let request = json!({
+            "id": 10 + n,
+            "method": "turn/start",
+            "params": {"threadId": thread_id, "input": input},
+        });
+        // The server may close the connection before the last one is sent: that is the
+        // behaviour wanted.
+        if let Err(error) =
+            common::within(PROMPT, "sending a turn/start", client.send(&request)).await
+        {
             eprintln!("turn/start {n} not sent: {error}");
             break;
         }
     }
-    let sent = began.elapsed();
+    drop(text);
 
-    // Each turn is processed after it arrives, and the stall (the grace period's start) comes
-    // once the socket buffers and the queue's bytes are full; an unoptimized build on a busy
-    // machine takes a while for 24 MB of turns, hence the generous deadline. Without the byte
-    // bound the connection is never closed at all.
-    let (closed_at, line) = server
-        .wait_for_stderr_until(GRACE + 4 * PROMPT, "the connection closed", |line| {
+    // An unoptimized build takes seconds per 8 MB turn; without the fix the connection is
+    // never closed at all.
+    let watched = common::within(4 * PROMPT, "the server closing the connection", watching)
+        .await
+        .expect("watching");
+    let closed = watched.closed.expect("closed");
+    let last_progress = watched.last_progress.expect("the server wrote something");
+    let (_, line) = server
+        .wait_for_stderr("the close's log line", |line| {
             line.contains("closing connection")
         })
         .await;
+    eprintln!(
+        "closed {:?} after the server's socket last accepted a byte: {line}",
+        closed - last_progress
+    );
     assert!(
-        line.contains("writer queue"),
+        closed - last_progress >= GRACE - Duration::from_millis(100),
+        "closed {:?} after the last progress, before the grace of {GRACE:?}",
+        closed - last_progress
+    );
+    assert!(
+        closed - last_progress <= GRACE + CLOSE_SLACK,
+        "closed {:?} after the last progress (grace {GRACE:?})",
+        closed - last_progress
+    );
+    assert!(
+        line.contains("no bytes"),
         "closed for another reason: {line}"
     );
+    // The server really let go: what the kernel still held is delivered, then the end.
+    let drained = common::within(PROMPT, "the end of the stream", client.drain_to_end()).await;
+    eprintln!("{drained} bytes were in flight");
+
+    // The thread unloads a second after its last subscriber left; then nothing of the turns
+    // or of what the connection was owed is kept.
+    let deadline = Instant::now() + PROMPT;
+    let mut settled = u64::MAX;
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        settled = resident_bytes(server.pid).expect("the server's resident size");
+        if settled <= baseline + RSS_TOLERANCE {
+            break;
+        }
+    }
+    let mib = |bytes: u64| bytes / (1024 * 1024);
     eprintln!(
-        "sent in {sent:?}, closed {:?} after the first turn/start: {line}",
-        closed_at - began
+        "resident: {} MiB before the turns, {} MiB at the peak, {} MiB after the close",
+        mib(baseline),
+        mib(watched.peak_rss),
+        mib(settled)
     );
-    // What it held for the connection when it gave up: at most the queue's bytes plus a
-    // backlog under as many again (a larger backlog closes at once), give or take a message.
-    let queued_bytes: u64 = line
-        .split_once("queued_bytes=")
-        .and_then(|(_, rest)| rest.split_whitespace().next()?.parse().ok())
-        .unwrap_or_else(|| panic!("no queued_bytes in {line}"));
-    let one_message = 2 * INPUT_BYTES as u64;
     assert!(
-        queued_bytes <= 2 * QUEUE_BYTES + one_message,
-        "{queued_bytes} bytes were held for the connection"
+        settled <= baseline + RSS_TOLERANCE,
+        "the server stayed at {} MiB resident after the close ({} MiB before the turns)",
+        mib(settled),
+        mib(baseline)
     );
-    // Let whatever the close frees be freed, and whatever a late spike would add show.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let peak_now = resident_bytes(pid).unwrap_or(0);
-    drop(socket);
     let exited = server.terminate().await;
-    let peak = sampling.await.expect("sampling").max(peak_now);
-    eprintln!("peak resident memory: {} MiB", peak / (1024 * 1024));
-    assert!(
-        peak < RSS_LIMIT_BYTES,
-        "the server peaked at {} MiB resident (limit {} MiB)",
-        peak / (1024 * 1024),
-        RSS_LIMIT_BYTES / (1024 * 1024)
-    );
     exited.assert_no_panic();
 }

@@ -6,6 +6,7 @@
 mod common;
 
 use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -17,11 +18,12 @@ use tokio_tungstenite::tungstenite;
 
 const TOKEN: &str = "correct horse battery staple";
 
-/// Writes `TOKEN` to a file the way a user would (`echo TOKEN > FILE`).
+/// Writes `TOKEN` to a file the way a user would (`echo TOKEN > FILE; chmod 600 FILE`).
 fn token_file(test: &str) -> PathBuf {
     let path = fresh_home(test).with_extension("token");
     std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
     std::fs::write(&path, format!("{TOKEN}\n")).expect("write the token file");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod 600");
     path
 }
 

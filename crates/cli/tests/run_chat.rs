@@ -4,6 +4,7 @@
 //! spawned over stdio (`--spawn`) or listening on a websocket (`--connect`).
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -385,8 +386,10 @@ fn run_connects_with_a_token_file() {
     let home = home();
     std::fs::create_dir_all(&home).expect("home");
     let (token, wrong) = (home.join("token"), home.join("wrong-token"));
-    std::fs::write(&token, "conformance-token\n").expect("token written");
-    std::fs::write(&wrong, "not-the-token\n").expect("token written");
+    for (file, contents) in [(&token, "conformance-token\n"), (&wrong, "not-the-token\n")] {
+        std::fs::write(file, contents).expect("token written");
+        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    }
     let token_flag = token.display().to_string();
     let server = WebSocketServer::start(
         &home,
@@ -431,6 +434,41 @@ fn run_connects_with_a_token_file() {
             stderr.contains("401") && stderr.contains(reason),
             "{stderr}"
         );
+    }
+}
+
+/// Issue 27, point 4, client side: `run` and `chat` refuse a `--token-file` that users other
+/// than its owner may read, before connecting, naming the file, its mode and the fix (the
+/// private file is accepted in [`run_connects_with_a_token_file`]).
+#[test]
+fn a_token_file_others_may_read_is_refused_by_run_and_chat() {
+    let home = home();
+    std::fs::create_dir_all(&home).expect("home");
+    for mode in [0o640, 0o644, 0o666] {
+        let file = home.join(format!("token-{mode:o}"));
+        std::fs::write(&file, "conformance-token\n").expect("token written");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        let path = file.display().to_string();
+        for subcommand in [&["run", "hello"][..], &["chat"]] {
+            let mut command = tandem(&home);
+            command
+                .arg(subcommand[0])
+                .args(["--connect", "ws://127.0.0.1:9", "--token-file", &path])
+                .args(&subcommand[1..]);
+            let output = run_with(command, Some(""));
+            let stderr = text(&output.stderr);
+            assert_eq!(
+                output.status.code(),
+                Some(1),
+                "{subcommand:?} {mode:o}: {stderr}"
+            );
+            for needed in [
+                format!("--token-file: the token file {path} has mode 0{mode:o}"),
+                format!("chmod 600 {path}"),
+            ] {
+                assert!(stderr.contains(&needed), "{needed:?} missing: {stderr}");
+            }
+        }
     }
 }
 

@@ -75,6 +75,7 @@ mod process;
 mod router;
 mod server_request;
 mod subscription;
+mod token_file;
 mod turn;
 
 pub use backend::child::{ChildCommand, ChildStderr, DEFAULT_MAX_LINE_BYTES};
@@ -97,4 +98,5 @@ pub use server_request::{
 pub use subscription::{
     Event, Overflow, Subscription, SubscriptionError, SubscriptionFilter, SubscriptionOptions,
 };
+pub use token_file::{TokenFileError, read_token_file};
 pub use turn::{TurnEvent, TurnHandle};

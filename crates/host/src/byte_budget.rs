@@ -4,7 +4,8 @@
 //! producer) charges each message's encoded size (estimated, see [`crate::json_size`]) here
 //! before it enters the queue, and the connection's writer releases it when it takes the
 //! message off; the router treats a queue over its byte limit exactly like a queue full of
-//! messages (waits on stdio, stalls and eventually closes a websocket connection).
+//! messages (waits on stdio; on a websocket connection what does not fit waits in the
+//! router's backlog).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -22,6 +23,9 @@ pub(crate) struct ByteBudget {
     queued: AtomicUsize,
     /// Signalled whenever the writer releases bytes; the router is the only waiter.
     released: Notify,
+    /// Messages and bytes the router holds back for the connection (its backlog), for the
+    /// writer's log line when it gives up on the peer.
+    backlog: (AtomicUsize, AtomicUsize),
 }
 
 impl ByteBudget {
@@ -31,12 +35,8 @@ impl ByteBudget {
             limit: limit.max(1),
             queued: AtomicUsize::new(0),
             released: Notify::new(),
+            backlog: (AtomicUsize::new(0), AtomicUsize::new(0)),
         }
-    }
-
-    /// The limit in bytes.
-    pub(crate) fn limit(&self) -> usize {
-        self.limit
     }
 
     /// Bytes charged and not yet released.
@@ -59,6 +59,20 @@ impl ByteBudget {
             // and this await is not missed.
             self.released.notified().await;
         }
+    }
+
+    /// Records what the router's backlog for the connection holds.
+    pub(crate) fn set_backlog(&self, messages: usize, bytes: usize) {
+        self.backlog.0.store(messages, Ordering::Relaxed);
+        self.backlog.1.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Messages and bytes in the router's backlog for the connection.
+    pub(crate) fn backlog(&self) -> (usize, usize) {
+        (
+            self.backlog.0.load(Ordering::Relaxed),
+            self.backlog.1.load(Ordering::Relaxed),
+        )
     }
 
     /// Charges `bytes` for a message entering the queue.

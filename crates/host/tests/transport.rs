@@ -546,7 +546,7 @@ async fn a_connection_that_never_reads_delays_nobody_and_loses_nothing() {
     within(LIMIT, "shutdown", host.shutdown()).await;
 }
 
-/// A connection whose writer queue stays full for the grace period is closed; reading it then
+/// A connection whose peer takes no bytes for the grace period is closed; reading it then
 /// drains what its socket buffered and ends.
 #[tokio::test]
 async fn a_connection_that_never_reads_is_closed_after_the_grace_period() {
@@ -562,8 +562,8 @@ async fn a_connection_that_never_reads_is_closed_after_the_grace_period() {
     let flood = json!({"count": 100_000, "bytes": 256 * 1024, "pace_ms": 20});
     let mut slow = stalled_reader(address, flood).await;
     // Reading earlier would let the writer make progress and restart the grace period. At
-    // 12.8 MB/s the socket buffers fill within a second, the queue of 64 within 1.3 s more,
-    // and the grace period is 1 s: by 5 s the server has given up.
+    // 12.8 MB/s the socket buffers fill within a second, and the grace period (counted from
+    // the last byte the socket took) is 1 s: by 5 s the server has given up.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let received = within(
         Duration::from_secs(30),
@@ -581,5 +581,74 @@ async fn a_connection_that_never_reads_is_closed_after_the_grace_period() {
     )
     .await;
     assert!(received < 100_000, "the connection was never closed");
+    within(LIMIT, "shutdown", host.shutdown()).await;
+}
+
+/// Issue 27, point 1, on a real socket: a burst five times the writer queue's bytes (as one
+/// turn re-emits its input) reaches a client that reads, whole and in order; only a backlog
+/// past its ceiling (seven queues) would close it.
+#[tokio::test]
+async fn a_burst_past_the_queue_s_bytes_reaches_a_client_that_reads() {
+    const MIB: usize = 1024 * 1024;
+    let sent = Arc::new(AtomicUsize::new(0));
+    let host = TransportHost::start(
+        flooding_processor(sent).factory(),
+        TransportHostOptions {
+            writer_queue_bytes: MIB,
+            ..TransportHostOptions::default()
+        },
+    );
+    let options = WebSocketOptions {
+        max_message_bytes: MIB,
+        ..WebSocketOptions::default()
+    };
+    let (listener, address) = websocket::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .expect("bind");
+    tokio::spawn(websocket::serve(host.clone(), listener, options));
+    let flood = json!({"count": 6, "bytes": 900_000});
+    let mut client = stalled_reader(address, flood).await;
+    for n in 0..6 {
+        let tick = next_json(&mut client).await;
+        assert_eq!(tick["params"]["n"], n, "a tick lost or reordered");
+    }
+    within(LIMIT, "shutdown", host.shutdown()).await;
+}
+
+/// Issue 27, point 2, on a real socket: the writer is inside one 12 MiB write with its queue
+/// under every limit (default options) and the peer reads nothing; the connection is closed
+/// once its socket has taken nothing for the grace period. Reading afterwards gets what the
+/// kernel buffered, then the end: the message never arrives whole.
+#[tokio::test]
+async fn a_peer_that_takes_nothing_of_one_large_write_is_closed_after_the_grace() {
+    let grace = Duration::from_secs(1);
+    let options = WebSocketOptions {
+        slow_connection_grace: grace,
+        ..WebSocketOptions::default()
+    };
+    let sent = Arc::new(AtomicUsize::new(0));
+    let (host, address) = start_websocket(flooding_processor(sent), options).await;
+    // Under the client's 16 MiB frame limit, far over what loopback socket buffers hold.
+    let flood = json!({"count": 1, "bytes": 12 * 1024 * 1024});
+    let mut slow = stalled_reader(address, flood).await;
+    // The grace, and time to fill the socket.
+    tokio::time::sleep(grace + Duration::from_millis(2500)).await;
+    let ended = within(LIMIT, "the stalled connection to end", async {
+        loop {
+            match slow.next().await {
+                Some(Ok(Message::Text(text))) => return Err(format!("{} bytes", text.len())),
+                Some(Ok(Message::Close(_))) | None => return Ok(()),
+                Some(Err(tokio_tungstenite::tungstenite::Error::Capacity(error))) => {
+                    return Err(format!("the client refused the frame: {error}"));
+                }
+                // The server dropped the socket without a close frame, as it does for a peer
+                // that cannot take one.
+                Some(Err(_)) => return Ok(()),
+                Some(Ok(_)) => {}
+            }
+        }
+    })
+    .await;
+    assert_eq!(ended, Ok(()), "the message arrived: never closed");
     within(LIMIT, "shutdown", host.shutdown()).await;
 }

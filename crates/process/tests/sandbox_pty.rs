@@ -43,7 +43,7 @@ impl ProcessEventSink for Collect {
 
 #[tokio::test]
 async fn a_pty_child_runs_under_the_sandbox() {
-    let support = SandboxSupport::probe_now(false);
+    let support = SandboxSupport::probe_now(false, None);
     if !support.can_enforce() {
         assert!(
             std::env::var("TANDEM_REQUIRE_SANDBOX").as_deref() != Ok("1"),

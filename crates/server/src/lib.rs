@@ -74,7 +74,7 @@ pub use catalog::{DEFAULT_MODEL, MODEL_PROVIDER};
 pub use config::{ConfigError, ConfigWarning, ServerConfig, ServerConfigBuilder};
 pub use helper::{HelperProgram, run_if_helper};
 pub use options::{DEFAULT_PROCESS_DETACH_GRACE, ServerOptions, ServerOptionsError};
-pub use sandbox::{ResolvedSandbox, SandboxError, SandboxSupport, Sandboxing};
+pub use sandbox::{ReadOnlySubpaths, ResolvedSandbox, SandboxError, SandboxSupport, Sandboxing};
 pub use server::TandemServer;
 
 /// Tandem's own version: `tandemVersion` of the `initialize` result, inside `userAgent`, and

@@ -142,19 +142,20 @@ impl ServerOptions {
     }
 
     /// Uses `support` instead of probing this machine for the command sandbox: e.g.
-    /// [`SandboxSupport::probe_now`]`(true)` to see how commands are refused without Landlock.
+    /// [`SandboxSupport::probe_now`]`(true, None)` to see how commands are refused without Landlock.
     pub fn with_sandbox_support(mut self, support: SandboxSupport) -> Self {
         self.sandbox_support = Some(support);
         self
     }
 
     /// The sandboxing of a server built from these options: its support, applied by its
-    /// helper program.
+    /// helper program, keeping its home read-only for commands.
     pub fn sandboxing(&self) -> Sandboxing {
-        match &self.sandbox_support {
+        let sandboxing = match &self.sandbox_support {
             Some(support) => Sandboxing::with_support(self.helper_program.clone(), support.clone()),
             None => Sandboxing::new(self.helper_program.clone()),
-        }
+        };
+        sandboxing.protecting_home(&self.config.tandem_home)
     }
 
     /// Keeps a closed connection's processes for `grace` (see

@@ -5,6 +5,7 @@
 //! These live here rather than in tandem-client because the mock is a binary of this package,
 //! and only this package's tests can name it (`CARGO_BIN_EXE_*`).
 
+use std::os::unix::fs::PermissionsExt as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -361,7 +362,7 @@ async fn websocket_bearer_tokens() {
         );
         assert!(!error.was_sent() && error.is_retry_safe());
     }
-    let token_file = tempfile_with("s3cret\n");
+    let token_file = token_file_with("s3cret\n");
     let target = WebSocketTarget::new(server.url())
         .token_file(token_file.path())
         .expect("token file");
@@ -376,13 +377,15 @@ async fn websocket_bearer_tokens() {
     client.close().await;
 }
 
-fn tempfile_with(contents: &str) -> TempFile {
+/// A token file holding `contents`, private to its owner as a token file must be.
+fn token_file_with(contents: &str) -> TempFile {
     let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "token-{}-{}",
         std::process::id(),
         contents.len()
     ));
     std::fs::write(&path, contents).expect("write token");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod 600");
     TempFile(path)
 }
 

@@ -12,6 +12,8 @@
 pub(crate) mod bad_input;
 pub(crate) mod client;
 pub(crate) mod http;
+pub(crate) mod raw_ws;
+pub(crate) mod sandbox;
 pub(crate) mod server;
 
 use std::time::Duration;

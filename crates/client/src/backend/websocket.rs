@@ -15,6 +15,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use super::link::{FrameSink, FrameSource, Link, LinkControl};
+use crate::token_file::{TokenFileError, read_token_file};
 
 /// Default [`WebSocketTarget::max_message_bytes`]: the server's own default.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
@@ -66,16 +67,10 @@ impl WebSocketTarget {
         self
     }
 
-    /// Reads the bearer token from `path` (surrounding whitespace trimmed).
-    pub fn token_file(self, path: impl AsRef<Path>) -> std::io::Result<Self> {
-        let path = path.as_ref();
-        let token = std::fs::read_to_string(path).map_err(|error| {
-            std::io::Error::new(
-                error.kind(),
-                format!("cannot read the token file {}: {error}", path.display()),
-            )
-        })?;
-        Ok(self.token(token.trim()))
+    /// Reads the bearer token from `path` (surrounding whitespace trimmed). A file that
+    /// users other than its owner may access is refused ([`crate::read_token_file`]).
+    pub fn token_file(self, path: impl AsRef<Path>) -> Result<Self, TokenFileError> {
+        Ok(self.token(read_token_file(path)?))
     }
 
     /// The largest message accepted from the server. Default 64 MiB.

@@ -12,6 +12,10 @@
 //! When the host shuts down, the writer keeps writing only while something is owed: a message
 //! queued, or a request read and not yet answered. An idle connection closes at once; a busy
 //! one gets at most [`SHUTDOWN_DRAIN`].
+//!
+//! A websocket writer also watches its peer ([`StallWatch`]): while it waits on a write, a peer
+//! that takes no bytes for the grace period gets the connection closed (1008), and the writer's
+//! queue, with everything owed in it, is dropped.
 
 use std::io;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -31,12 +35,17 @@ use crate::dispatch::ProcessorMessage;
 use crate::outgoing::{Envelope, LaneReply, OutgoingMessage, PendingServerRequests, WriterMessage};
 use crate::processor::ConnectionId;
 
+use super::progress::{self, WriteProgress};
+
 /// Why a connection is being closed by the server; websocket transports turn it into a close
 /// frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CloseReason {
-    /// The writer queue stayed full (or overflowed): the peer does not read.
+    /// What the peer is owed outgrew its ceiling: it reads, if at all, too slowly.
     SlowConsumer,
+    /// The peer took no bytes for the grace period: it does not read. Its socket is full, so
+    /// a close frame is not waited for.
+    Stalled,
     /// The peer sent a message over the size limit (websocket).
     #[cfg_attr(not(feature = "websocket"), allow(dead_code))]
     MessageTooBig,
@@ -55,7 +64,11 @@ impl CloseReason {
     pub(crate) fn close_frame(self) -> (u16, &'static str) {
         match self {
             // 1008: policy violation; the peer must read what it is sent.
-            Self::SlowConsumer => (1008, "connection too slow: writer queue stayed full"),
+            Self::SlowConsumer => (1008, "connection too slow: it fell too far behind"),
+            Self::Stalled => (
+                1008,
+                "connection too slow: it took nothing for the grace period",
+            ),
             Self::MessageTooBig => (1009, "message too big"),
             // 1007: RFC 6455 requires failing the connection; the code says why.
             Self::InvalidPayload => (1007, "text message is not UTF-8"),
@@ -250,6 +263,20 @@ pub(crate) struct Outbound {
     pub(crate) stop: CancellationToken,
     /// The host's epoch: a stream notification's cursor comes as its number only.
     pub(crate) epoch: Arc<str>,
+    /// Closes a connection whose peer stops taking bytes (websocket); `None` writes for as
+    /// long as the peer takes (stdio: the producers wait instead).
+    pub(crate) stall: Option<StallWatch>,
+}
+
+/// How a writer tells a peer that reads slowly from one that reads nothing.
+#[derive(Debug, Clone)]
+pub(crate) struct StallWatch {
+    /// How long the peer may take no bytes while the writer waits on it.
+    pub(crate) grace: Duration,
+    /// Advanced by the transport as its socket accepts bytes. Not by the writer's completed
+    /// writes: a write can complete into the websocket layer's buffer while the socket takes
+    /// nothing, and a trickle of small messages would then put the close off again and again.
+    pub(crate) progress: Arc<WriteProgress>,
 }
 
 /// The longest a writer keeps writing what is owed once the host shuts down (nothing owed: no
@@ -276,13 +303,16 @@ impl Outbound {
         !(self.answers.is_empty() && self.replies.is_empty() && self.writer.is_empty())
     }
 
-    /// Runs a write on the sink unless the connection is asked to close or the host's
-    /// shutdown drain runs out first: a peer that stopped reading must not keep a close, or
-    /// shutdown, waiting forever. `None`: the sink was closed and the writer must stop.
+    /// Runs a write on the sink unless the connection is asked to close, its peer takes no
+    /// bytes for the grace period, or the host's shutdown drain runs out first: a peer that
+    /// stopped reading must not keep the connection's memory, a close, or shutdown, waiting
+    /// forever. `writing` is the size of what is being written, for the log. `None`: the sink
+    /// was closed and the writer must stop.
     async fn write_or_close<S: FrameSink>(
         &self,
         sink: &mut S,
         drain_until: &mut Option<tokio::time::Instant>,
+        writing: usize,
         write: impl AsyncFnOnce(&mut S) -> io::Result<()>,
     ) -> Option<io::Result<()>> {
         let closing = tokio::select! {
@@ -295,9 +325,35 @@ impl Outbound {
                 tokio::time::sleep_until(until).await;
             } => CloseReason::ShuttingDown,
             written = write(&mut *sink) => return Some(written),
+            () = async {
+                match &self.stall {
+                    Some(stall) => progress::stalled(&stall.progress, stall.grace).await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                self.stalled(writing);
+                CloseReason::Stalled
+            }
         };
         sink.close(closing).await;
         None
+    }
+
+    /// Gives up on a peer that took no bytes for the grace period: the reader stops too, and
+    /// what is owed (the queue, and the router's backlog once it sees the queue gone) is
+    /// dropped. The log line counts it all, beside the message being written.
+    fn stalled(&self, writing: usize) {
+        let grace = self.stall.as_ref().map(|stall| stall.grace);
+        let (backlog, backlog_bytes) = self.budget.backlog();
+        tracing::warn!(
+            id = %self.id,
+            queued = self.writer.len() + backlog,
+            queued_bytes = self.budget.queued() + backlog_bytes,
+            writing,
+            "closing {}: its peer took no bytes for the grace period ({grace:?})",
+            self.id
+        );
+        self.close.close(CloseReason::Stalled);
     }
 
     /// Writes until every queue is closed, the connection is asked to close, or the host stops
@@ -318,7 +374,9 @@ impl Outbound {
             if unflushed && !self.has_queued() {
                 unflushed = false;
                 match self
-                    .write_or_close(&mut sink, &mut drain_until, async |sink| sink.flush().await)
+                    .write_or_close(&mut sink, &mut drain_until, 0, async |sink| {
+                        sink.flush().await
+                    })
                     .await
                 {
                     None => return,
@@ -432,8 +490,9 @@ impl Outbound {
                 self.in_flight.answered(id);
             }
             super::trace::outbound(self.id, &frame);
+            let writing = frame.len();
             let Some(written) = self
-                .write_or_close(&mut sink, &mut drain_until, async |sink| {
+                .write_or_close(&mut sink, &mut drain_until, writing, async |sink| {
                     sink.send(&mut frame).await
                 })
                 .await
@@ -509,232 +568,5 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-    use tokio::time::Instant;
-
-    /// What a test writer did: the frames it wrote and how it was closed.
-    #[derive(Default)]
-    struct Written {
-        /// What reached the peer: sent, then flushed.
-        frames: Vec<String>,
-        /// Sent, not yet flushed.
-        buffered: Vec<String>,
-        flushes: usize,
-        closed: Option<CloseReason>,
-    }
-
-    /// A sink that records, or (`stuck`) never finishes a write: a peer that stopped reading.
-    struct TestSink {
-        written: Arc<Mutex<Written>>,
-        stuck: bool,
-    }
-
-    #[async_trait]
-    impl FrameSink for TestSink {
-        async fn send(&mut self, frame: &mut Vec<u8>) -> io::Result<()> {
-            if self.stuck {
-                std::future::pending::<()>().await;
-            }
-            let text = String::from_utf8(std::mem::take(frame)).expect("JSON is UTF-8");
-            self.written.lock().unwrap().buffered.push(text);
-            Ok(())
-        }
-
-        async fn flush(&mut self) -> io::Result<()> {
-            let mut written = self.written.lock().unwrap();
-            let buffered = std::mem::take(&mut written.buffered);
-            written.frames.extend(buffered);
-            written.flushes += 1;
-            Ok(())
-        }
-
-        async fn close(&mut self, reason: CloseReason) {
-            self.written.lock().unwrap().closed = Some(reason);
-        }
-    }
-
-    /// The producer ends of one writer's queues, kept open for the whole test.
-    struct Queues {
-        _answers: mpsc::Sender<JSONRPCError>,
-        _replies: mpsc::Sender<LaneReply>,
-        writer: mpsc::Sender<WriterMessage>,
-        budget: Arc<ByteBudget>,
-        in_flight: Arc<InFlight>,
-        stop: CancellationToken,
-        written: Arc<Mutex<Written>>,
-        task: tokio::task::JoinHandle<()>,
-    }
-
-    fn start(stuck: bool) -> Queues {
-        let (answers_tx, answers) = mpsc::channel(8);
-        let (replies_tx, replies) = mpsc::channel(8);
-        let (writer_tx, writer) = mpsc::channel(8);
-        let budget = Arc::new(ByteBudget::new(1024));
-        let in_flight = Arc::new(InFlight::default());
-        let stop = CancellationToken::new();
-        let written = Arc::new(Mutex::new(Written::default()));
-        let outbound = Outbound {
-            id: ConnectionId(1),
-            answers,
-            replies,
-            writer,
-            budget: budget.clone(),
-            in_flight: in_flight.clone(),
-            close: Arc::new(CloseSignal::default()),
-            stop: stop.clone(),
-            epoch: "e".into(),
-        };
-        let sink = TestSink {
-            written: written.clone(),
-            stuck,
-        };
-        Queues {
-            _answers: answers_tx,
-            _replies: replies_tx,
-            writer: writer_tx,
-            budget,
-            in_flight,
-            stop,
-            written,
-            task: tokio::spawn(outbound.run(sink)),
-        }
-    }
-
-    fn response(n: i64, queued_bytes: usize) -> WriterMessage {
-        Box::new(Envelope {
-            message: OutgoingMessage::Response {
-                id: RequestId::Integer(n),
-                result: json!({"n": n}),
-            },
-            ack: None,
-            queued_bytes,
-            cursor: None,
-            replayed: false,
-        })
-    }
-
-    /// Stops the host and waits for the writer to close; returns how long that took on the
-    /// (paused) clock.
-    async fn stop_and_wait(queues: &mut Queues) -> Duration {
-        let since = Instant::now();
-        queues.stop.cancel();
-        tokio::time::timeout(Duration::from_secs(5), &mut queues.task)
-            .await
-            .expect("the writer closes within the drain bound")
-            .unwrap();
-        since.elapsed()
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn an_idle_connection_closes_at_once_on_shutdown() {
-        let mut queues = start(false);
-        let took = stop_and_wait(&mut queues).await;
-        // With the clock paused, any wait on a timer would have advanced it.
-        assert_eq!(took, Duration::ZERO, "no fixed drain when nothing is owed");
-        assert_eq!(
-            queues.written.lock().unwrap().closed,
-            Some(CloseReason::ShuttingDown)
-        );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn what_is_queued_is_written_before_the_close() {
-        let mut queues = start(false);
-        for n in 0..3 {
-            queues.writer.send(response(n, 100)).await.unwrap();
-            queues.budget.charge(100);
-        }
-        let took = stop_and_wait(&mut queues).await;
-        assert_eq!(took, Duration::ZERO);
-        let written = queues.written.lock().unwrap();
-        assert_eq!(written.frames.len(), 3, "{:?}", written.frames);
-        assert!(
-            written.frames[2].contains(r#""id":2"#),
-            "{}",
-            written.frames[2]
-        );
-        assert_eq!(written.closed, Some(CloseReason::ShuttingDown));
-        assert_eq!(queues.budget.queued(), 0, "every byte charged was released");
-    }
-
-    /// Waits until the sink has had `frames` frames flushed.
-    async fn flushed(queues: &Queues, frames: usize) {
-        tokio::time::timeout(Duration::from_secs(5), async {
-            while queues.written.lock().unwrap().frames.len() < frames {
-                tokio::task::yield_now().await;
-            }
-        })
-        .await
-        .expect("the writer flushes what it sent before it waits");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_burst_is_flushed_once_and_nothing_is_held_while_the_writer_waits() {
-        let queues = start(false);
-        // Queued before the writer first runs: one burst.
-        for n in 0..5 {
-            queues.writer.try_send(response(n, 0)).unwrap();
-        }
-        flushed(&queues, 5).await;
-        assert_eq!(queues.written.lock().unwrap().flushes, 1);
-        // A lone message after the writer went idle leaves at once.
-        queues.writer.send(response(5, 0)).await.unwrap();
-        flushed(&queues, 6).await;
-        let written = queues.written.lock().unwrap();
-        assert_eq!(written.flushes, 2);
-        assert!(written.buffered.is_empty());
-        assert!(
-            written.frames[5].contains(r#""id":5"#),
-            "{}",
-            written.frames[5]
-        );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn an_answer_still_owed_is_waited_for_within_the_bound() {
-        let mut queues = start(false);
-        lock(&queues.in_flight).insert(RequestId::Integer(7), CancellationToken::new());
-        let writer = queues.writer.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            writer.send(response(7, 0)).await.unwrap();
-        });
-        let took = stop_and_wait(&mut queues).await;
-        assert_eq!(
-            took,
-            Duration::from_millis(100),
-            "closed once the answer was written"
-        );
-        let written = queues.written.lock().unwrap();
-        assert_eq!(written.frames.len(), 1);
-        assert!(written.frames[0].contains(r#""id":7"#));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn an_answer_that_never_comes_is_given_up_after_the_drain() {
-        let mut queues = start(false);
-        lock(&queues.in_flight).insert(RequestId::Integer(7), CancellationToken::new());
-        let took = stop_and_wait(&mut queues).await;
-        assert_eq!(took, SHUTDOWN_DRAIN);
-        assert_eq!(
-            queues.written.lock().unwrap().closed,
-            Some(CloseReason::ShuttingDown)
-        );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_peer_that_does_not_read_is_abandoned_after_the_drain() {
-        let mut queues = start(true);
-        queues.writer.send(response(1, 0)).await.unwrap();
-        // Let the writer take the message and block on the stuck sink.
-        tokio::task::yield_now().await;
-        let took = stop_and_wait(&mut queues).await;
-        assert_eq!(took, SHUTDOWN_DRAIN);
-        assert_eq!(
-            queues.written.lock().unwrap().closed,
-            Some(CloseReason::ShuttingDown)
-        );
-    }
-}
+#[path = "connection_tests.rs"]
+mod tests;

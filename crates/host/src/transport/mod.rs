@@ -43,9 +43,10 @@ use crate::in_process::{DEFAULT_IN_PROCESS_CHANNEL_CAPACITY, DEFAULT_SHUTDOWN_ST
 use crate::outgoing::{OutgoingMessageSender, PendingServerRequests, RouterInput};
 use crate::processor::{ConnectionId, MessageProcessor};
 use crate::replay::ReplayWindowLimits;
-use crate::router::{OutboundRouter, WriterFlow};
+use crate::router::{BacklogCeiling, OutboundRouter, WriterFlow};
 
 pub(crate) mod connection;
+pub(crate) mod progress;
 pub mod stdio;
 mod trace;
 #[cfg(feature = "websocket")]
@@ -53,7 +54,8 @@ pub mod websocket;
 
 pub use trace::WIRE_TRACE_TARGET;
 
-use connection::{CloseSignal, Inbound, Outbound};
+use connection::{CloseSignal, Inbound, Outbound, StallWatch};
+use progress::WriteProgress;
 
 /// How a [`TransportHost`] is set up. Every field has the protocol default.
 #[derive(Debug, Clone)]
@@ -136,9 +138,15 @@ pub(crate) struct OpenedConnection {
 pub(crate) enum WriterPolicy {
     /// Wait for room (a single connection: backpressure reaches the producers).
     Backpressure,
-    /// Never wait; close the connection after `grace` without progress (websocket).
+    /// Never wait: keep a backlog up to its ceiling (set by the largest message the transport
+    /// accepts, `max_message_bytes`), and close the connection once its peer takes no bytes
+    /// for `grace` (as `progress` counts them) while something is owed (websocket).
     #[cfg_attr(not(feature = "websocket"), allow(dead_code))]
-    CloseWhenStalled { grace: Duration },
+    CloseWhenStalled {
+        grace: Duration,
+        max_message_bytes: usize,
+        progress: Arc<WriteProgress>,
+    },
 }
 
 impl TransportHost {
@@ -205,12 +213,24 @@ impl TransportHost {
         let (answers_tx, answers) = mpsc::channel(capacity);
         let close = Arc::new(CloseSignal::default());
         let budget = Arc::new(ByteBudget::new(self.options.writer_queue_bytes));
-        let flow = match policy {
-            WriterPolicy::Backpressure => WriterFlow::Backpressure,
-            WriterPolicy::CloseWhenStalled { grace } => WriterFlow::CloseWhenStalled {
+        let (flow, stall) = match policy {
+            WriterPolicy::Backpressure => (WriterFlow::Backpressure, None),
+            WriterPolicy::CloseWhenStalled {
                 grace,
-                close: close.clone(),
-            },
+                max_message_bytes,
+                progress,
+            } => {
+                let ceiling = BacklogCeiling::new(
+                    writer_queue_capacity,
+                    self.options.writer_queue_bytes,
+                    max_message_bytes,
+                );
+                let flow = WriterFlow::Backlog {
+                    ceiling,
+                    close: close.clone(),
+                };
+                (flow, Some(StallWatch { grace, progress }))
+            }
         };
 
         self.outgoing.add_reply_lane(id, reply_tx);
@@ -257,6 +277,7 @@ impl TransportHost {
                 close: close.clone(),
                 stop: self.stop.clone(),
                 epoch: self.epoch.clone(),
+                stall,
             },
             close,
         })

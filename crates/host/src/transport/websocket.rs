@@ -9,10 +9,13 @@
 //!   one-line reason.
 //! - A message over the size limit closes that connection with code 1009, a text message that
 //!   is not UTF-8 with 1007 (RFC 6455 requires failing the connection).
-//! - Every connection has its own writer queue, bounded in messages and in bytes; one that
-//!   stays full for the grace period closes that connection (code 1008, and a log line naming
-//!   it). No other connection waits for it (the outbound router never waits on a websocket
-//!   writer).
+//! - Every connection has its own writer queue, bounded in messages and in bytes, and a backlog
+//!   behind it for bursts, up to a ceiling (the router's `BacklogCeiling`). A peer that takes no
+//!   bytes for the grace period while it is owed something, or a backlog past its ceiling,
+//!   closes that connection (code 1008, and a log line naming it). No other connection waits
+//!   for it (the outbound router never waits on a websocket writer). What a peer takes is
+//!   counted at its socket (`CountingIo`): a writer inside one large write is not stalled
+//!   while the peer reads it.
 //! - Every accepted socket has `TCP_NODELAY`: each frame is one complete message, and Nagle's
 //!   algorithm would hold a notification behind the reply before it until the peer's delayed
 //!   ACK.
@@ -25,18 +28,20 @@ use std::time::Duration;
 use async_trait::async_trait;
 use axum::Router;
 use axum::body::Body;
+use axum::extract::connect_info::Connected;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
-use axum::extract::{FromRequestParts, Request, State};
+use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::serve::ListenerExt as _;
+use axum::serve::{IncomingStream, Listener};
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt as _, StreamExt as _};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
 use super::connection::{CloseReason, FrameSink, Inbound};
+use super::progress::{CountingIo, WriteProgress};
 use super::{TransportHost, WriterPolicy};
 
 /// Default [`WebSocketOptions::max_message_bytes`]: 64 MiB.
@@ -58,8 +63,8 @@ pub struct WebSocketOptions {
     pub max_message_bytes: usize,
     /// Messages queued for one connection's writer. Default 32 768.
     pub writer_queue_capacity: usize,
-    /// How long a connection's writer queue may stay full before the connection is closed.
-    /// Default 10 s.
+    /// How long a connection's peer may take no bytes, while something is owed to it, before
+    /// the connection is closed. Default 10 s.
     pub slow_connection_grace: Duration,
 }
 
@@ -148,17 +153,47 @@ pub async fn serve(
 ) -> io::Result<()> {
     let stop = host.stopping();
     let shared = Arc::new(Shared { host, options });
-    let app = Router::new().fallback(route).with_state(shared);
-    // Without TCP_NODELAY a reply followed by a notification meets Nagle's algorithm against
-    // the peer's delayed ACK: the second frame waits ~40 ms.
-    let listener = listener.tap_io(|socket| {
+    let app = Router::new()
+        .fallback(route)
+        .with_state(shared)
+        .into_make_service_with_connect_info::<PeerProgress>();
+    axum::serve(CountingListener(listener), app)
+        .with_graceful_shutdown(async move { stop.cancelled().await })
+        .await
+}
+
+/// Accepts TCP connections whose writes are counted, so that each connection's writer knows
+/// when its peer last took bytes.
+struct CountingListener(TcpListener);
+
+impl Listener for CountingListener {
+    type Io = CountingIo<TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        let (socket, address) = Listener::accept(&mut self.0).await;
+        // Without TCP_NODELAY a reply followed by a notification meets Nagle's algorithm
+        // against the peer's delayed ACK: the second frame waits ~40 ms.
         if let Err(error) = socket.set_nodelay(true) {
             tracing::warn!(%error, "cannot set TCP_NODELAY on an accepted socket");
         }
-    });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { stop.cancelled().await })
-        .await
+        let progress = Arc::new(WriteProgress::default());
+        (CountingIo::new(socket, progress), address)
+    }
+
+    fn local_addr(&self) -> io::Result<Self::Addr> {
+        self.0.local_addr()
+    }
+}
+
+/// The write progress of the socket a request came on, handed to its upgrade.
+#[derive(Clone)]
+struct PeerProgress(Arc<WriteProgress>);
+
+impl Connected<IncomingStream<'_, CountingListener>> for PeerProgress {
+    fn connect_info(stream: IncomingStream<'_, CountingListener>) -> Self {
+        Self(Arc::clone(stream.io().progress()))
+    }
 }
 
 /// Binds `address` and reports the bound address (port 0 picks a free port).
@@ -189,13 +224,24 @@ async fn route(State(shared): State<Arc<Shared>>, request: Request) -> Response 
         Ok(upgrade) => upgrade,
         Err(rejection) => return rejection.into_response(),
     };
+    // `serve` counts every socket it accepts; without a count a reading peer would look
+    // stalled.
+    let Some(ConnectInfo(PeerProgress(progress))) =
+        parts.extensions.get::<ConnectInfo<PeerProgress>>().cloned()
+    else {
+        tracing::error!("a websocket upgrade on a socket whose writes are not counted; refused");
+        return refuse(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "this socket was not accepted by tandem_host::transport::websocket::serve",
+        );
+    };
     let limit = shared.options.max_message_bytes;
     upgrade
         .max_message_size(limit)
         .max_frame_size(limit)
         .on_upgrade(move |socket| async move {
             let host = shared.host.clone();
-            let connection = host.spawn_connection_task(connection(shared, socket));
+            let connection = host.spawn_connection_task(connection(shared, socket, progress));
             let _ = connection.await;
         })
 }
@@ -226,9 +272,11 @@ fn refuse(status: StatusCode, reason: &str) -> Response {
 }
 
 /// One upgraded socket, from its first frame to its close.
-async fn connection(shared: Arc<Shared>, socket: WebSocket) {
+async fn connection(shared: Arc<Shared>, socket: WebSocket, progress: Arc<WriteProgress>) {
     let policy = WriterPolicy::CloseWhenStalled {
         grace: shared.options.slow_connection_grace,
+        max_message_bytes: shared.options.max_message_bytes,
+        progress,
     };
     let opened = match shared
         .host
@@ -349,7 +397,13 @@ impl FrameSink for SocketSink {
             reason: Utf8Bytes::from_static(text),
         };
         // A peer that stopped reading cannot take a close frame either; the socket goes anyway.
-        let _ = tokio::time::timeout(CLOSE_FRAME_TIMEOUT, async {
+        // One that took nothing for its grace period has a full socket: the frame is tried once,
+        // not waited for, so that the socket and what it holds go at once.
+        let limit = match reason {
+            CloseReason::Stalled => Duration::ZERO,
+            _ => CLOSE_FRAME_TIMEOUT,
+        };
+        let _ = tokio::time::timeout(limit, async {
             let _ = self.sink.send(Message::Close(Some(frame))).await;
             let _ = self.sink.close().await;
         })

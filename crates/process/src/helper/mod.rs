@@ -13,7 +13,8 @@
 //!
 //! Subcommands: `watchdog` (see [`watchdog`]) kills everything the server started once the
 //! server is gone, however it died; `sandbox` (see [`sandbox`]) restricts itself and then
-//! executes an agent's command in its place, so that only the command is sandboxed. Without a
+//! executes an agent's command in its place, so that only the command is sandboxed;
+//! `sandbox-probe` tells the server whether the sandbox can use a mount namespace here. Without a
 //! helper program, commands under a restricting sandbox policy are refused. An embedder that names no helper program gets no
 //! watchdog: its children are still killed on every orderly shutdown, but not when its
 //! process is killed with `SIGKILL` (see docs/reliability.md, "What dies with the server").
@@ -21,6 +22,7 @@
 use std::ffi::{OsStr, OsString};
 use std::io::Write as _;
 
+pub(crate) mod read_only;
 pub mod sandbox;
 pub mod watchdog;
 
@@ -53,6 +55,7 @@ fn run_helper(args: Vec<OsString>) -> i32 {
     match subcommand.to_str() {
         Some(watchdog::SUBCOMMAND) => watchdog::main(rest),
         Some(sandbox::SUBCOMMAND) => sandbox::main(rest),
+        Some(read_only::PROBE_SUBCOMMAND) => read_only::probe_main(rest),
         _ => {
             report(format_args!(
                 "tandem helper: unknown subcommand {} (expected: {})",
@@ -72,4 +75,8 @@ pub(crate) fn report(message: std::fmt::Arguments<'_>) {
 }
 
 /// Every subcommand [`run_if_helper`] knows.
-const SUBCOMMANDS: &[&str] = &[watchdog::SUBCOMMAND, sandbox::SUBCOMMAND];
+const SUBCOMMANDS: &[&str] = &[
+    watchdog::SUBCOMMAND,
+    sandbox::SUBCOMMAND,
+    read_only::PROBE_SUBCOMMAND,
+];

@@ -3,7 +3,9 @@
 //! command and everything it starts inherit the restrictions and the server keeps none.
 //!
 //! `PROGRAM __tandem-helper sandbox SPEC_JSON COMMAND ARGS...`, where `SPEC_JSON` is a
-//! [`SandboxSpec`]. The watchdog's guarantees are untouched: the server registers the
+//! [`SandboxSpec`]. The paths that stay read-only beneath the writable roots (`.git`, the
+//! server's home) are kept so first (`read_only`): by a mount namespace, which must
+//! be set up before Landlock forbids mounting, or by leaving them out of Landlock's grants. The watchdog's guarantees are untouched: the server registers the
 //! helper's group or session before it runs anything, and `exec` keeps both and the marker.
 //!
 //! Fail closed: if any restriction cannot be applied in full, the helper prints why on stderr
@@ -12,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt as _;
+use std::path::PathBuf;
 
 use landlock::{
     ABI, Access as _, AccessFs, CompatLevel, Compatible as _, Ruleset, RulesetAttr as _,
@@ -22,7 +25,7 @@ use seccompiler::{
     SeccompRule, TargetArch,
 };
 
-use super::report;
+use super::{read_only, report};
 use crate::sandbox::SandboxSpec;
 
 /// The subcommand name after [`super::HELPER_ARG`].
@@ -54,7 +57,17 @@ pub(crate) fn main(args: &[OsString]) -> i32 {
             return super::HELPER_USAGE_EXIT_CODE;
         }
     };
-    if let Err(error) = restrict_files(&spec) {
+    let excluded = match read_only::keep_read_only(&spec, REPORT_PREFIX) {
+        Ok(excluded) => excluded,
+        Err(error) => {
+            report(format_args!(
+                "{REPORT_PREFIX} could not keep .git read-only, so the command was not run: \
+                 {error}"
+            ));
+            return SANDBOX_FAILED_EXIT_CODE;
+        }
+    };
+    if let Err(error) = restrict_files(&spec, &excluded) {
         report(format_args!(
             "{REPORT_PREFIX} could not restrict file access, so the command was not run: \
              {error}"
@@ -81,11 +94,12 @@ pub(crate) fn main(args: &[OsString]) -> i32 {
     }
 }
 
-/// Landlock: read and execute everywhere, write only beneath the spec's roots (and the
-/// [`ALWAYS_WRITABLE`] devices). Every right of the kernel's ABI is handled, so a right the
-/// rules do not grant is denied; no grant is silently dropped, and a ruleset the kernel does
-/// not enforce at all is an error.
-fn restrict_files(spec: &SandboxSpec) -> Result<(), String> {
+/// Landlock: read and execute everywhere, write only beneath the spec's roots except
+/// `excluded` (see [`read_only::writable_grants`]), and the [`ALWAYS_WRITABLE`] devices.
+/// Every right of the kernel's ABI is handled, so a right the rules do not grant is denied;
+/// no grant is silently dropped, and a ruleset the kernel does not enforce at all is an error.
+fn restrict_files(spec: &SandboxSpec, excluded: &[PathBuf]) -> Result<(), String> {
+    let writable = read_only::writable_grants(&spec.writable, excluded)?;
     let abi = ABI::V6;
     let status = Ruleset::default()
         // Best effort over the ABI: an older kernel handles fewer rights, which the server
@@ -95,7 +109,7 @@ fn restrict_files(spec: &SandboxSpec) -> Result<(), String> {
         .and_then(|ruleset| ruleset.create())
         .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi))))
         .and_then(|ruleset| {
-            ruleset.add_rules(path_beneath_rules(&spec.writable, AccessFs::from_all(abi)))
+            ruleset.add_rules(path_beneath_rules(&writable, AccessFs::from_all(abi)))
         })
         .and_then(|ruleset| {
             let devices = ALWAYS_WRITABLE
@@ -117,8 +131,10 @@ fn restrict_files(spec: &SandboxSpec) -> Result<(), String> {
 }
 
 /// seccomp: `EPERM` for what no sandboxed command needs (tracing or reading other processes,
-/// `io_uring`, whose operations escape the filter) and, without network, for every socket
-/// that is not `AF_UNIX`. Installing it also sets `no_new_privs`.
+/// `io_uring`, whose operations escape the filter; joining another namespace or changing
+/// mounts, which would undo the read-only mounts of `.git` for a command running as root)
+/// and, without network, for every socket that is not `AF_UNIX`. Installing it also sets
+/// `no_new_privs`.
 fn restrict_syscalls(network: bool) -> Result<(), String> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for call in [
@@ -128,6 +144,20 @@ fn restrict_syscalls(network: bool) -> Result<(), String> {
         libc::SYS_io_uring_setup,
         libc::SYS_io_uring_enter,
         libc::SYS_io_uring_register,
+        // Landlock already denies mount, umount and pivot_root to a sandboxed process, but not
+        // setns (back into the server's mount namespace, where `.git` is writable) nor the new
+        // mount API (mount_setattr would clear the read-only flag).
+        libc::SYS_setns,
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_pivot_root,
+        libc::SYS_mount_setattr,
+        libc::SYS_open_tree,
+        libc::SYS_move_mount,
+        libc::SYS_fsopen,
+        libc::SYS_fsconfig,
+        libc::SYS_fsmount,
+        libc::SYS_fspick,
     ] {
         // An empty rule list matches every call of the syscall.
         rules.insert(call, Vec::new());

@@ -11,6 +11,9 @@
 //! Fail closed: a policy that restricts anything needs Landlock, seccomp and a helper program;
 //! without one of them [`Sandboxing::resolve`] refuses with an error that says what to change,
 //! and the command does not run.
+//!
+//! Beneath the writable roots, the top-level `.git` of each root and the server's home stay
+//! read-only (`protected`); [`ReadOnlySubpaths`] says how this machine enforces that.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -20,9 +23,41 @@ use tandem_protocol::SandboxPolicy;
 
 use crate::program::HelperProgram;
 
+mod protected;
+
 /// The environment variable that makes the probe report Landlock as missing, whatever the
 /// kernel supports: a test knob for the refusal path (`1` turns it on).
 pub const FORCE_NO_LANDLOCK_ENV: &str = "TANDEM_SANDBOX_FORCE_NO_LANDLOCK";
+
+/// The environment variable that makes the probe report mount namespaces as unusable, as
+/// where user namespaces are blocked: `.git` is then kept read-only by Landlock alone
+/// ([`ReadOnlySubpaths::LandlockPerEntry`]). A knob to see (and test) that path (`1` turns it
+/// on).
+pub const FORCE_NO_MOUNT_NAMESPACE_ENV: &str = "TANDEM_SANDBOX_FORCE_NO_MOUNT_NAMESPACE";
+
+/// How the paths that stay read-only beneath a writable root (its top-level `.git`, the
+/// server's home) are kept read-only, as the probe found it (docs/security.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ReadOnlySubpaths {
+    /// The command runs in a mount namespace of its own, in which each of them is bind-mounted
+    /// read-only (over a user namespace when the server is unprivileged), as bubblewrap does.
+    MountNamespace,
+    /// Landlock grants write access to each entry of such a root except them, since it
+    /// cannot take a subdirectory back out of a granted tree: in that root (and in each
+    /// directory between it and a protected path) no entry can be created, removed or renamed.
+    LandlockPerEntry,
+}
+
+impl ReadOnlySubpaths {
+    /// Its name on the wire (`config/read`'s `sandbox_support.readOnlySubpaths`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::MountNamespace => "mountNamespace",
+            Self::LandlockPerEntry => "landlockPerEntry",
+        }
+    }
+}
 
 /// The lowest Landlock ABI at which a policy is enforced in full: ABI 3 adds the control of
 /// `truncate`, without which a read-only file could still be emptied.
@@ -41,37 +76,87 @@ pub struct SandboxSupport {
     pub landlock_unavailable: Option<String>,
     /// Whether seccomp filters are available.
     pub seccomp: bool,
+    /// How `.git` and the home are kept read-only beneath writable roots; `None` where
+    /// Landlock is missing, so that neither way can be enforced.
+    pub read_only_subpaths: Option<ReadOnlySubpaths>,
+    /// Why the command cannot get a mount namespace of its own, when it cannot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mount_namespace_unavailable: Option<String>,
 }
 
 impl SandboxSupport {
     /// The support of this machine, probed on the first call (and logged); later calls
-    /// return the same answer.
-    pub fn probe() -> &'static SandboxSupport {
-        static PROBED: OnceLock<SandboxSupport> = OnceLock::new();
-        PROBED.get_or_init(|| {
-            let support = Self::probe_now(
-                std::env::var(FORCE_NO_LANDLOCK_ENV).is_ok_and(|value| value == "1"),
-            );
-            match (&support.landlock_abi, support.seccomp) {
-                (Some(abi), true) => tracing::info!(
-                    kernel = %support.kernel, landlock_abi = abi, seccomp = true,
-                    "command sandbox available"
-                ),
-                _ => tracing::warn!(
-                    kernel = %support.kernel,
-                    landlock_abi = ?support.landlock_abi,
-                    landlock = support.landlock_unavailable.as_deref().unwrap_or("available"),
-                    seccomp = support.seccomp,
-                    "command sandbox unavailable: commands under read-only or workspace-write \
-                     policies will be refused (docs/security.md)"
-                ),
-            }
-            support
-        })
+    /// return the same answer. Whether a mount namespace works is tried in a process of
+    /// `helper`, the program that will apply the sandbox (the server's own process must not
+    /// change namespaces); without a helper it is reported as untried.
+    pub fn probe(helper: Option<&HelperProgram>) -> SandboxSupport {
+        static KERNEL: OnceLock<SandboxSupport> = OnceLock::new();
+        static NAMESPACE: OnceLock<Result<(), String>> = OnceLock::new();
+        let forced = |name: &str| std::env::var(name).is_ok_and(|value| value == "1");
+        let kernel = KERNEL.get_or_init(|| Self::probe_kernel(forced(FORCE_NO_LANDLOCK_ENV)));
+        let namespace = if forced(FORCE_NO_MOUNT_NAMESPACE_ENV) {
+            Err(format!("forced off by {FORCE_NO_MOUNT_NAMESPACE_ENV}=1"))
+        } else if let Some(helper) = helper {
+            NAMESPACE
+                .get_or_init(|| crate::helper::read_only::probe_mount_namespace(helper))
+                .clone()
+        } else {
+            Err("not tried: the server has no helper program".to_owned())
+        };
+        let support = kernel.clone().with_mount_namespace(namespace);
+        static LOGGED: std::sync::Once = std::sync::Once::new();
+        LOGGED.call_once(|| Self::log(&support));
+        support
     }
 
-    /// Probes now, without the cache; `force_no_landlock` reports Landlock as missing.
-    pub fn probe_now(force_no_landlock: bool) -> SandboxSupport {
+    /// Logs what was found, once per process.
+    fn log(support: &SandboxSupport) {
+        match (&support.landlock_abi, support.seccomp) {
+            (Some(abi), true) => tracing::info!(
+                kernel = %support.kernel, landlock_abi = abi, seccomp = true,
+                read_only_subpaths = support.read_only_subpaths.map_or("none", ReadOnlySubpaths::as_str),
+                mount_namespace = support.mount_namespace_unavailable.as_deref()
+                    .unwrap_or("available"),
+                "command sandbox available"
+            ),
+            _ => tracing::warn!(
+                kernel = %support.kernel,
+                landlock_abi = ?support.landlock_abi,
+                landlock = support.landlock_unavailable.as_deref().unwrap_or("available"),
+                seccomp = support.seccomp,
+                "command sandbox unavailable: commands under read-only or workspace-write \
+                 policies will be refused (docs/security.md)"
+            ),
+        }
+    }
+
+    /// Probes now, without the cache: `force_no_landlock` reports Landlock as missing, and
+    /// the mount namespace is tried in a process of `helper` (reported as untried without
+    /// one).
+    pub fn probe_now(force_no_landlock: bool, helper: Option<&HelperProgram>) -> SandboxSupport {
+        let namespace = match helper {
+            Some(helper) => crate::helper::read_only::probe_mount_namespace(helper),
+            None => Err("not tried: no helper program was given".to_owned()),
+        };
+        Self::probe_kernel(force_no_landlock).with_mount_namespace(namespace)
+    }
+
+    /// This support with the mount namespace found usable (`Ok`) or not, and why: decides
+    /// [`SandboxSupport::read_only_subpaths`] (Landlock per entry without the namespace).
+    pub fn with_mount_namespace(mut self, found: Result<(), String>) -> Self {
+        self.mount_namespace_unavailable = found.err();
+        self.read_only_subpaths = self.landlock_abi.map(|_| {
+            if self.mount_namespace_unavailable.is_none() {
+                ReadOnlySubpaths::MountNamespace
+            } else {
+                ReadOnlySubpaths::LandlockPerEntry
+            }
+        });
+        self
+    }
+
+    /// Landlock and seccomp; no read-only subpaths until [`Self::with_mount_namespace`].
+    fn probe_kernel(force_no_landlock: bool) -> SandboxSupport {
         let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .map(|release| release.trim().to_owned())
             .unwrap_or_else(|_| "unknown".to_owned());
@@ -96,12 +181,15 @@ impl SandboxSupport {
             landlock_abi,
             landlock_unavailable,
             seccomp: seccomp_available(),
+            read_only_subpaths: None,
+            mount_namespace_unavailable: None,
         }
     }
 
-    /// Whether restricting policies can be enforced (fully or partially) here.
+    /// Whether restricting policies can be enforced (fully or partially) here, including
+    /// keeping `.git` read-only beneath writable roots.
     pub fn can_enforce(&self) -> bool {
-        self.landlock_abi.is_some() && self.seccomp
+        self.landlock_abi.is_some() && self.seccomp && self.read_only_subpaths.is_some()
     }
 }
 
@@ -150,8 +238,16 @@ fn seccomp_available() -> bool {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SandboxSpec {
-    /// Directories (and files) writable beneath; everything else is read-only.
+    /// Directories (and files) writable beneath, canonical; everything else is read-only.
     pub writable: Vec<PathBuf>,
+    /// Paths beneath `writable` that stay read-only: each root's top-level `.git` (and the git
+    /// directory a `.git` file or link names), the server's home. Writable roots at or beneath
+    /// one of them stay writable.
+    #[serde(default)]
+    pub read_only: Vec<PathBuf>,
+    /// How `read_only` is enforced; `None` when there is nothing to keep read-only.
+    #[serde(default)]
+    pub read_only_by: Option<ReadOnlySubpaths>,
     /// Whether the command may open sockets other than `AF_UNIX`.
     pub network: bool,
 }
@@ -180,13 +276,13 @@ impl ResolvedSandbox {
 /// Why a command's sandbox policy cannot be enforced; the command is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SandboxError {
-    /// Landlock or seccomp is missing.
+    /// Landlock or seccomp is missing, or neither way of keeping `.git` read-only works.
     #[error(
         "sandbox policy {policy} cannot be enforced on this machine (kernel {kernel}, Landlock \
-         ABI {abi}, seccomp {seccomp}): the command was not run. Run Tandem on Linux 5.13 or \
-         later with Landlock enabled (add `landlock` to the kernel's `lsm=` boot parameter) \
-         and seccomp, or ask for the `danger-full-access` sandbox to run commands without \
-         one (docs/security.md)"
+         ABI {abi}, seccomp {seccomp}, read-only .git by {read_only}): the command was not run. \
+         Run Tandem on Linux 5.13 or later with Landlock enabled (add `landlock` to the \
+         kernel's `lsm=` boot parameter) and seccomp, or ask for the `danger-full-access` \
+         sandbox to run commands without one (docs/security.md)"
     )]
     Unsupported {
         /// The policy asked for.
@@ -197,6 +293,8 @@ pub enum SandboxError {
         abi: String,
         /// `available` or `unavailable`.
         seccomp: &'static str,
+        /// How `.git` is kept read-only, or `none`.
+        read_only: &'static str,
     },
     /// The embedder named no helper program, which the sandbox needs to restrict only the
     /// child.
@@ -215,22 +313,36 @@ pub enum SandboxError {
     RelativeRoot(String),
 }
 
-/// The sandbox of one server: the machine's support and the helper that applies it.
+/// The sandbox of one server: the machine's support, the helper that applies it and the
+/// server's home, which commands must not write.
 #[derive(Debug, Clone)]
 pub struct Sandboxing {
     helper: Option<HelperProgram>,
     support: SandboxSupport,
+    home: Option<PathBuf>,
 }
 
 impl Sandboxing {
     /// Sandboxing with this process's probed support, applied by `helper`.
     pub fn new(helper: Option<HelperProgram>) -> Self {
-        Self::with_support(helper, SandboxSupport::probe().clone())
+        let support = SandboxSupport::probe(helper.as_ref());
+        Self::with_support(helper, support)
     }
 
     /// Sandboxing with the given support, e.g. one probed with Landlock forced off.
     pub fn with_support(helper: Option<HelperProgram>, support: SandboxSupport) -> Self {
-        Self { helper, support }
+        Self {
+            helper,
+            support,
+            home: None,
+        }
+    }
+
+    /// Keeps `home` (the server's home: its configuration and thread store) read-only for
+    /// commands where it lies beneath one of their writable roots.
+    pub fn protecting_home(mut self, home: impl Into<PathBuf>) -> Self {
+        self.home = Some(home.into());
+        self
     }
 
     /// What this machine offers.
@@ -252,6 +364,8 @@ impl Sandboxing {
             }
             SandboxPolicy::ReadOnly { network_access } => SandboxSpec {
                 writable: Vec::new(),
+                read_only: Vec::new(),
+                read_only_by: None,
                 network: *network_access,
             },
             SandboxPolicy::WorkspaceWrite {
@@ -278,12 +392,22 @@ impl Sandboxing {
                     writable.push(tmpdir);
                 }
                 // Landlock rules name open files: a root that does not exist cannot be one,
-                // and nothing can be written beneath it anyway.
-                writable.retain(|root| root.exists());
+                // and nothing can be written beneath it anyway. Canonical, so that what stays
+                // read-only beneath a root is found whatever links lead to it.
+                let mut writable: Vec<PathBuf> = writable
+                    .iter()
+                    .filter_map(|root| std::fs::canonicalize(root).ok())
+                    .collect();
                 writable.sort();
                 writable.dedup();
+                let read_only = protected::read_only_subpaths(&writable, self.home.as_deref());
                 SandboxSpec {
+                    read_only_by: self
+                        .support
+                        .read_only_subpaths
+                        .filter(|_| !read_only.is_empty()),
                     writable,
+                    read_only,
                     network: *network_access,
                 }
             }
@@ -306,6 +430,10 @@ impl Sandboxing {
                 } else {
                     "unavailable"
                 },
+                read_only: self
+                    .support
+                    .read_only_subpaths
+                    .map_or("none", ReadOnlySubpaths::as_str),
             });
         }
         let Some(helper) = self.helper.clone() else {

@@ -12,6 +12,8 @@ fn supported() -> SandboxSupport {
         landlock_abi: Some(6),
         landlock_unavailable: None,
         seccomp: true,
+        read_only_subpaths: Some(ReadOnlySubpaths::MountNamespace),
+        mount_namespace_unavailable: None,
     }
 }
 
@@ -64,7 +66,7 @@ fn read_only_writes_nowhere_and_workspace_write_opens_cwd_tmp_and_roots() {
 
 #[test]
 fn unrestricted_policies_need_no_sandbox_even_without_support() {
-    let none = SandboxSupport::probe_now(true);
+    let none = SandboxSupport::probe_now(true, None);
     let sandboxing = Sandboxing::with_support(None, none);
     for policy in [
         SandboxPolicy::DangerFullAccess,
@@ -126,7 +128,7 @@ fn an_old_landlock_abi_is_reported_as_partial() {
 
 #[test]
 fn the_forced_probe_reports_no_landlock_and_why() {
-    let forced = SandboxSupport::probe_now(true);
+    let forced = SandboxSupport::probe_now(true, None);
     assert_eq!(forced.landlock_abi, None);
     assert!(
         forced
@@ -136,4 +138,73 @@ fn the_forced_probe_reports_no_landlock_and_why() {
         "{forced:?}"
     );
     assert!(!forced.can_enforce());
+}
+
+#[test]
+fn workspace_write_keeps_the_top_level_git_and_the_home_read_only() {
+    let base = tempfile::tempdir().expect("temp dir");
+    let root = std::fs::canonicalize(base.path()).expect("canonical");
+    let home = root.join("tandem-home");
+    std::fs::create_dir_all(root.join(".git/hooks")).expect(".git");
+    std::fs::create_dir_all(&home).expect("home");
+    let policy = SandboxPolicy::WorkspaceWrite {
+        writable_roots: Vec::new(),
+        network_access: false,
+        exclude_tmpdir_env_var: true,
+        exclude_slash_tmp: true,
+    };
+    for way in [
+        ReadOnlySubpaths::MountNamespace,
+        ReadOnlySubpaths::LandlockPerEntry,
+    ] {
+        assert_eq!(serde_json::to_value(way).ok(), Some(way.as_str().into()));
+    }
+    let mut per_entry = supported().with_mount_namespace(Err("blocked".to_owned()));
+    assert_eq!(
+        per_entry.read_only_subpaths,
+        Some(ReadOnlySubpaths::LandlockPerEntry)
+    );
+    for (support, by) in [
+        (supported(), ReadOnlySubpaths::MountNamespace),
+        (per_entry.clone(), ReadOnlySubpaths::LandlockPerEntry),
+    ] {
+        let resolved = Sandboxing::with_support(helper(), support)
+            .protecting_home(&home)
+            .resolve(&policy, &root)
+            .expect("enforceable")
+            .expect("restricting");
+        let spec = resolved.spec();
+        assert_eq!(spec.writable, vec![root.clone()]);
+        assert_eq!(spec.read_only, vec![root.join(".git"), home.clone()]);
+        assert_eq!(spec.read_only_by, Some(by));
+    }
+
+    // Nothing to keep: no way named, and read-only policies open nothing to begin with.
+    let plain = root.join("plain");
+    std::fs::create_dir_all(&plain).expect("plain");
+    let sandboxing = Sandboxing::with_support(helper(), supported()).protecting_home(&home);
+    let resolved = sandboxing
+        .resolve(&policy, &plain)
+        .expect("enforceable")
+        .expect("restricting");
+    assert_eq!(resolved.spec().read_only, Vec::<PathBuf>::new());
+    assert_eq!(resolved.spec().read_only_by, None);
+    let read_only = sandboxing
+        .resolve(&SandboxPolicy::default(), &root)
+        .expect("enforceable")
+        .expect("restricting");
+    assert_eq!(read_only.spec().read_only, Vec::<PathBuf>::new());
+
+    // Without Landlock neither way holds: refused, saying so.
+    per_entry.landlock_abi = None;
+    per_entry.landlock_unavailable = Some("forced off".to_owned());
+    let per_entry = per_entry.with_mount_namespace(Ok(()));
+    assert_eq!(per_entry.read_only_subpaths, None);
+    let error = Sandboxing::with_support(helper(), per_entry)
+        .resolve(&policy, &root)
+        .expect_err("refused");
+    assert!(
+        error.to_string().contains("read-only .git by none"),
+        "{error}"
+    );
 }
