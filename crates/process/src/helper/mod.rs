@@ -55,7 +55,7 @@ fn run_helper(args: Vec<OsString>) -> i32 {
     match subcommand.to_str() {
         Some(watchdog::SUBCOMMAND) => watchdog::main(rest),
         Some(sandbox::SUBCOMMAND) => sandbox::main(rest),
-        Some(read_only::PROBE_SUBCOMMAND) => read_only::probe_main(rest),
+        Some(crate::sandbox::PROBE_SUBCOMMAND) => read_only::probe_main(rest),
         _ => {
             report(format_args!(
                 "tandem helper: unknown subcommand {} (expected: {})",
@@ -78,5 +78,5 @@ pub(crate) fn report(message: std::fmt::Arguments<'_>) {
 const SUBCOMMANDS: &[&str] = &[
     watchdog::SUBCOMMAND,
     sandbox::SUBCOMMAND,
-    read_only::PROBE_SUBCOMMAND,
+    crate::sandbox::PROBE_SUBCOMMAND,
 ];

@@ -16,7 +16,6 @@
 use std::ffi::OsString;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use nix::errno::Errno;
 use nix::mount::{MsFlags, mount};
@@ -24,42 +23,11 @@ use nix::sched::{CloneFlags, unshare};
 use nix::sys::statvfs::{FsFlags, statvfs};
 use nix::unistd::{getegid, geteuid};
 
-use super::{HelperProgram, report};
-use crate::sandbox::{ReadOnlySubpaths, SandboxSpec};
-
-/// The subcommand that tries a mount namespace with a read-only bind mount and exits 0 when
-/// it works (1 with the reason on stderr when it does not).
-pub(crate) const PROBE_SUBCOMMAND: &str = "sandbox-probe";
+use super::report;
+use crate::sandbox::{PROBE_SUBCOMMAND, ReadOnlySubpaths, SandboxSpec};
 
 /// `ST_RELATIME` of `statvfs`, which the libc crate leaves out on some targets (musl).
 const ST_RELATIME: FsFlags = FsFlags::from_bits_retain(0x1000);
-
-/// Whether a mount namespace with a read-only bind mount works here, tried in a process of
-/// `helper`; `Err` says why not.
-pub(crate) fn probe_mount_namespace(helper: &HelperProgram) -> Result<(), String> {
-    let temp = std::env::temp_dir();
-    let target = if temp.is_dir() {
-        temp
-    } else {
-        PathBuf::from("/")
-    };
-    let output = helper
-        .command(PROBE_SUBCOMMAND, [target])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .map_err(|error| format!("cannot run the helper {}: {error}", helper.path().display()))?;
-    if output.status.success() {
-        return Ok(());
-    }
-    let said = String::from_utf8_lossy(&output.stderr).trim().to_owned();
-    Err(if said.is_empty() {
-        format!("the probe ended with {}", output.status)
-    } else {
-        said
-    })
-}
 
 /// The probe's `main`: `sandbox-probe DIR`.
 pub(crate) fn probe_main(args: &[OsString]) -> i32 {

@@ -25,6 +25,8 @@ use crate::program::HelperProgram;
 
 mod protected;
 
+pub(crate) use protected::PROBE_SUBCOMMAND;
+
 /// The environment variable that makes the probe report Landlock as missing, whatever the
 /// kernel supports: a test knob for the refusal path (`1` turns it on).
 pub const FORCE_NO_LANDLOCK_ENV: &str = "TANDEM_SANDBOX_FORCE_NO_LANDLOCK";
@@ -98,7 +100,7 @@ impl SandboxSupport {
             Err(format!("forced off by {FORCE_NO_MOUNT_NAMESPACE_ENV}=1"))
         } else if let Some(helper) = helper {
             NAMESPACE
-                .get_or_init(|| crate::helper::read_only::probe_mount_namespace(helper))
+                .get_or_init(|| protected::probe_mount_namespace(helper))
                 .clone()
         } else {
             Err("not tried: the server has no helper program".to_owned())
@@ -135,7 +137,7 @@ impl SandboxSupport {
     /// one).
     pub fn probe_now(force_no_landlock: bool, helper: Option<&HelperProgram>) -> SandboxSupport {
         let namespace = match helper {
-            Some(helper) => crate::helper::read_only::probe_mount_namespace(helper),
+            Some(helper) => protected::probe_mount_namespace(helper),
             None => Err("not tried: no helper program was given".to_owned()),
         };
         Self::probe_kernel(force_no_landlock).with_mount_namespace(namespace)

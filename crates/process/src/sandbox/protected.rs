@@ -4,10 +4,45 @@
 //!
 //! A command that could write there would plant a hook (or `core.fsmonitor`, `core.pager`)
 //! that git runs later outside any sandbox, or rewrite the server's configuration and thread
-//! store. This module only names the paths; the `sandbox` helper has the kernel enforce them
+//! store. This module only names the paths, and probes (in a process of the helper program)
+//! whether a mount namespace can keep them; the `sandbox` helper has the kernel enforce them
 //! ([`crate::helper::read_only`]).
 
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use crate::program::HelperProgram;
+
+/// The subcommand that tries a mount namespace with a read-only bind mount and exits 0 when
+/// it works (1 with the reason on stderr when it does not).
+pub(crate) const PROBE_SUBCOMMAND: &str = "sandbox-probe";
+
+/// Whether a mount namespace with a read-only bind mount works here, tried in a process of
+/// `helper`; `Err` says why not.
+pub(crate) fn probe_mount_namespace(helper: &HelperProgram) -> Result<(), String> {
+    let temp = std::env::temp_dir();
+    let target = if temp.is_dir() {
+        temp
+    } else {
+        PathBuf::from("/")
+    };
+    let output = helper
+        .command(PROBE_SUBCOMMAND, [target])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|error| format!("cannot run the helper {}: {error}", helper.path().display()))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let said = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+    Err(if said.is_empty() {
+        format!("the probe ended with {}", output.status)
+    } else {
+        said
+    })
+}
 
 /// The paths to keep read-only beneath `writable` (canonical roots): each root's `.git`
 /// (directory, file or symlink) with the git directory it points to, and `home`. Only paths
