@@ -13,11 +13,12 @@ use tandem_protocol::{
 };
 use tokio::sync::{mpsc, oneshot};
 
-use crate::byte_budget::ByteBudget;
-use crate::delivery::{DeliveryAck, NotificationFilter};
+use crate::delivery::DeliveryAck;
+pub(crate) use crate::message::{Envelope, LaneReply, Target, WriterMessage};
+pub use crate::message::{OutgoingMessage, RequestResult};
 use crate::processor::{ConnectionId, ConnectionRequestId};
-use crate::replay::{ReplayWindowStats, StreamAttachment, StreamCursor};
-use crate::router::WriterFlow;
+use crate::replay::{ReplayWindowStats, StreamAttachment};
+use crate::router::RouterInput;
 
 mod server_requests;
 
@@ -26,123 +27,8 @@ pub use server_requests::{
     DEFAULT_UNANSWERED_REQUEST_TIMEOUT, PendingServerRequest, is_unanswered,
 };
 
-/// The result a client (or the host, on its behalf) gives to a request.
-pub type RequestResult = Result<Value, JSONRPCErrorError>;
-
 /// Message text of the -32603 that resolves everything still pending at shutdown.
 pub(crate) const SHUTTING_DOWN: &str = "in-process runtime is shutting down";
-
-/// One message for one connection, as the router hands it to that connection's writer.
-#[derive(Debug, Clone, PartialEq)]
-pub enum OutgoingMessage {
-    /// A successful reply.
-    Response {
-        /// The request answered.
-        id: RequestId,
-        /// Its result.
-        result: Value,
-    },
-    /// An error reply.
-    Error {
-        /// The request answered.
-        id: RequestId,
-        /// What went wrong.
-        error: JSONRPCErrorError,
-    },
-    /// A server notification.
-    Notification(ServerNotification),
-    /// A server request the client must answer.
-    Request(ServerRequest),
-}
-
-/// A message plus the producer's optional wish to hear when it was delivered.
-#[derive(Debug)]
-pub(crate) struct Envelope {
-    pub(crate) message: OutgoingMessage,
-    pub(crate) ack: Option<DeliveryAck>,
-    /// What the router charged the connection's byte budget for it (0: no budget); the writer
-    /// releases it when it takes the message.
-    pub(crate) queued_bytes: usize,
-    /// The notification's place in its stream, stamped by the router (stream messages only).
-    pub(crate) cursor: Option<StreamCursor>,
-    /// Written by a replay: the in-process runtime parks it rather than dropping it, since the
-    /// consumer asked for exactly these events.
-    pub(crate) replayed: bool,
-}
-
-/// What the router and the writer queues carry. Boxed once at the producer: an envelope is a
-/// few hundred bytes and would otherwise be copied at every hop and into every future that
-/// holds it on the way.
-pub(crate) type WriterMessage = Box<Envelope>;
-
-/// Who a routed message is for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Target {
-    Connection(ConnectionId),
-    /// Every initialized connection.
-    Broadcast,
-    /// A notification of a stream: numbered, kept for replay, and sent to the connections
-    /// attached to the stream plus `also` (see [`crate::replay`]).
-    Stream {
-        stream: Arc<str>,
-        also: Option<ConnectionId>,
-    },
-}
-
-/// What travels on the outgoing queue to the router. Connection bookkeeping shares the queue
-/// with messages so that, for example, a filter installed at `initialize` applies exactly to
-/// the notifications emitted after the `initialize` reply.
-#[derive(Debug)]
-pub(crate) enum RouterInput {
-    Message {
-        target: Target,
-        message: WriterMessage,
-    },
-    /// A transport accepted a connection; everything routed to it goes to `writer`.
-    ConnectionOpened {
-        connection: ConnectionId,
-        writer: mpsc::Sender<WriterMessage>,
-        flow: WriterFlow,
-        /// The byte bound of `writer`, if it has one (wire connections).
-        budget: Option<Arc<ByteBudget>>,
-    },
-    ConnectionInitialized {
-        connection: ConnectionId,
-        filter: NotificationFilter,
-    },
-    ConnectionClosed(ConnectionId),
-    /// Attach a connection to a stream, replaying what followed `after` first.
-    AttachStream {
-        stream: Arc<str>,
-        connection: ConnectionId,
-        after: Option<EventCursor>,
-        reply: oneshot::Sender<StreamAttachment>,
-    },
-    DetachStream {
-        stream: Arc<str>,
-        connection: ConnectionId,
-    },
-    /// Detach a connection from every stream, then write a reply to `marker` to it: whatever
-    /// its writer takes after that reply was routed after the detach (the in-process host's
-    /// consumer replacement, [`crate::InProcessClientHandle::reattach_events`]).
-    DetachAllStreams {
-        connection: ConnectionId,
-        marker: RequestId,
-    },
-    CloseStream(Arc<str>),
-    StreamStats {
-        stream: Arc<str>,
-        reply: oneshot::Sender<Option<ReplayWindowStats>>,
-    },
-}
-
-/// A reply on the reply lane: straight to the connection's runtime, past queued events.
-#[derive(Debug)]
-pub(crate) struct LaneReply {
-    pub(crate) id: RequestId,
-    pub(crate) result: RequestResult,
-    pub(crate) ack: Option<DeliveryAck>,
-}
 
 /// attach19: a notification queued by [`OutgoingMessageSender::queue_stream_notification`].
 #[derive(Debug)]

@@ -16,12 +16,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::delivery::{DeliveryAck, DeliveryPolicy};
 use crate::dispatch::ProcessorMessage;
-use crate::outgoing::RouterInput;
 use crate::outgoing::{
     Envelope, LaneReply, OutgoingMessage, OutgoingMessageSender, PendingServerRequests,
     RequestResult, SHUTTING_DOWN, WriterMessage,
 };
 use crate::processor::ConnectionId;
+use crate::router::RouterInput;
 
 use super::*;
 
