@@ -7,8 +7,8 @@ use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use tandem_protocol::{
-    ErrorNotification, ServerNotification, ThreadItem, ThreadStatus, Turn, TurnInterruptParams,
-    TurnStatus, TurnSteerParams, TurnSteerResponse, UserInput,
+    ErrorNotification, ServerNotification, SharedText, ThreadItem, ThreadStatus, Turn,
+    TurnInterruptParams, TurnStatus, TurnSteerParams, TurnSteerResponse, UserInput,
 };
 use tokio::sync::Notify;
 
@@ -29,15 +29,15 @@ pub enum TurnEvent {
     AgentText {
         /// The `agentMessage` item.
         item_id: String,
-        /// Text to append.
-        delta: String,
+        /// Text to append (in-process, the server's own text, shared).
+        delta: SharedText,
     },
     /// A piece of a command's output (`item/commandExecution/outputDelta`).
     CommandOutput {
         /// The `commandExecution` item.
         item_id: String,
         /// Output to append.
-        delta: String,
+        delta: SharedText,
     },
     /// `item/started`.
     ItemStarted(ThreadItem),
@@ -403,7 +403,7 @@ impl TurnHandle {
     /// Adds one text input to this turn.
     pub async fn steer_text(
         &self,
-        text: impl Into<String>,
+        text: impl Into<SharedText>,
     ) -> Result<TurnSteerResponse, ClientError> {
         self.steer(vec![UserInput::text(text)]).await
     }

@@ -38,7 +38,7 @@ pub(crate) fn user_message() -> ThreadItem {
 pub(crate) fn agent_message() -> ThreadItem {
     ThreadItem::AgentMessage {
         id: s("item-2"),
-        text: s("Running ls."),
+        text: s("Running ls.").into(),
     }
 }
 
@@ -53,7 +53,7 @@ pub(crate) fn command_execution() -> ThreadItem {
         }],
         process_id: Some(s("4242")),
         exit_code: Some(0),
-        aggregated_output: Some(s("total 0\n")),
+        aggregated_output: Some(s("total 0\n").into()),
         duration_ms: Some(12),
     }
 }
@@ -82,7 +82,7 @@ pub(crate) fn dynamic_tool_call() -> ThreadItem {
         arguments: json!({"query": "tandem", "limit": 3}),
         status: DynamicToolCallStatus::Completed,
         content_items: Some(vec![DynamicToolCallOutputContentItem::InputText {
-            text: s("found 3"),
+            text: s("found 3").into(),
         }]),
         success: Some(true),
         duration_ms: Some(40),
@@ -505,7 +505,7 @@ pub(crate) fn turn_start_params() -> TurnStartParams {
             UserInput::text("hello"),
             UserInput::text("and more"),
             UserInput::Image {
-                url: s("data:image/png;base64,iVBORw0KGgo="),
+                url: s("data:image/png;base64,iVBORw0KGgo=").into(),
                 detail: Some(ImageDetail::Low),
             },
             UserInput::LocalImage {
@@ -609,8 +609,12 @@ pub(crate) fn tool_call_params() -> ToolCallParams {
 pub(crate) fn tool_call_response() -> ToolCallResponse {
     ToolCallResponse {
         content_items: vec![
-            DynamicToolCallOutputContentItem::InputText { text: s("found 3") },
-            DynamicToolCallOutputContentItem::InputText { text: s("done") },
+            DynamicToolCallOutputContentItem::InputText {
+                text: s("found 3").into(),
+            },
+            DynamicToolCallOutputContentItem::InputText {
+                text: s("done").into(),
+            },
         ],
         success: true,
     }
@@ -1189,7 +1193,7 @@ pub(crate) fn agent_message_delta() -> ServerNotification {
         thread_id: s(THREAD_ID),
         turn_id: s(TURN_ID),
         item_id: s("item-2"),
-        delta: s("Running "),
+        delta: s("Running ").into(),
     })
 }
 
@@ -1198,7 +1202,7 @@ pub(crate) fn command_output_delta() -> ServerNotification {
         thread_id: s(THREAD_ID),
         turn_id: s(TURN_ID),
         item_id: s("item-3"),
-        delta: s("total 0\n"),
+        delta: s("total 0\n").into(),
     })
 }
 

@@ -672,7 +672,7 @@ impl RawThread {
             dynamic_tools: decode(&self.dynamic_tools, || what("dynamic tools"))?,
             config: decode(&self.config, || what("config"))?,
             name: self.name,
-            preview: self.preview,
+            preview: self.preview.into(),
             ephemeral: self.ephemeral,
             created_at: self.created_at,
             updated_at: self.updated_at,
@@ -840,7 +840,7 @@ fn upsert_thread(connection: &Connection, record: &ThreadRecord) -> Result<(), S
     connection.prepare_cached(&sql)?.execute(params![
         record.id,
         record.name,
-        record.preview,
+        record.preview.as_str(),
         record.ephemeral,
         record.created_at,
         record.updated_at,
@@ -890,14 +890,34 @@ fn insert_turn(
     )?;
     for (index, item) in turn.items.iter().enumerate() {
         let index = i64::try_from(index).expect("a turn holds fewer than i64::MAX items");
-        statement.execute(params![
+        write_item(
+            &mut statement,
             thread_id,
-            turn.id,
+            &turn.id,
             index,
-            encode_exact(item, "item")?
-        ])?;
+            encode_exact(item, "item")?,
+        )?;
     }
     Ok(())
+}
+
+/// Runs `statement` (an insert of one `items` row: thread, turn, index, JSON) for `item`, its
+/// JSON encoding. SQLite copies a bound text, so the encoding is dropped as soon as it is
+/// bound, before the statement builds its row: a large item (a turn's whole input) is then
+/// held twice while it is written, not three times.
+fn write_item(
+    statement: &mut rusqlite::Statement<'_>,
+    thread_id: &str,
+    turn_id: &str,
+    index: i64,
+    item: String,
+) -> rusqlite::Result<usize> {
+    statement.raw_bind_parameter(1, thread_id)?;
+    statement.raw_bind_parameter(2, turn_id)?;
+    statement.raw_bind_parameter(3, index)?;
+    statement.raw_bind_parameter(4, item.as_str())?;
+    drop(item);
+    statement.raw_execute()
 }
 
 /// The thread's turns past `anchor` (a `seq`, inclusive or not) in `direction`, at most
@@ -1185,12 +1205,11 @@ impl ThreadStore for SqliteThreadStore {
                      after item {count}; this is a bug in the caller"
                 )));
             }
-            connection
-                .prepare_cached(
-                    "INSERT INTO items (thread_id, turn_id, idx, item) VALUES (?1, ?2, ?3, ?4) \
-                     ON CONFLICT (thread_id, turn_id, idx) DO UPDATE SET item = excluded.item",
-                )?
-                .execute(params![thread_id, turn_id, index, item])?;
+            let mut statement = connection.prepare_cached(
+                "INSERT INTO items (thread_id, turn_id, idx, item) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (thread_id, turn_id, idx) DO UPDATE SET item = excluded.item",
+            )?;
+            write_item(&mut statement, &thread_id, &turn_id, index, item)?;
             Ok(())
         })
         .await

@@ -31,9 +31,9 @@ use tandem_protocol::{
     AgentMessageDeltaNotification, ApprovalPolicy, DynamicToolCallOutputContentItem,
     DynamicToolCallStatus, DynamicToolSpec, ErrorNotification, ItemCompletedNotification,
     ItemStartedNotification, JSONRPCErrorError, RequestId, ServerNotification,
-    ServerRequestResolvedNotification, ThreadActiveFlag, ThreadItem, ThreadStatus, ToolCallParams,
-    ToolCallResponse, ToolRequestUserInputParams, ToolRequestUserInputResponse, TurnError,
-    UserInput, UserInputQuestion,
+    ServerRequestResolvedNotification, SharedText, ThreadActiveFlag, ThreadItem, ThreadStatus,
+    ToolCallParams, ToolCallResponse, ToolRequestUserInputParams, ToolRequestUserInputResponse,
+    TurnError, UserInput, UserInputQuestion,
 };
 
 use crate::agent::AgentError;
@@ -95,8 +95,8 @@ pub enum CommandOutcome {
     Ran {
         /// The exit code, if it exited.
         exit_code: Option<i32>,
-        /// Its combined stdout and stderr (lossy UTF-8).
-        output: String,
+        /// Its combined stdout and stderr (lossy UTF-8), shared with the item that reports it.
+        output: SharedText,
     },
 }
 
@@ -401,12 +401,25 @@ impl TurnDriver {
     }
 
     /// Streams an agent message, in several `item/agentMessage/delta` chunks (one per word).
-    pub async fn agent_message(&mut self, text: &str) -> Result<(), AgentError> {
-        let mut message = self.begin_agent_message().await?;
+    /// The text is allocated once: each delta is a slice of it, and the completed item holds
+    /// it whole (pass a `String` to hand its buffer over).
+    pub async fn agent_message(&mut self, text: impl Into<SharedText>) -> Result<(), AgentError> {
+        let text = text.into();
+        let message = self.begin_agent_message().await?;
+        let mut start = 0;
         for chunk in text.split_inclusive(' ') {
-            self.push_delta(&mut message, chunk).await;
+            let end = start + chunk.len();
+            let delta = text
+                .slice(start..end)
+                .expect("a chunk ends on a char boundary");
+            start = end;
+            self.send_delta(&message.id, delta).await;
         }
-        self.complete_agent_message(message).await;
+        self.item_completed(ThreadItem::AgentMessage {
+            id: message.id,
+            text,
+        })
+        .await;
         Ok(())
     }
 
@@ -423,7 +436,7 @@ impl TurnDriver {
         };
         self.item_started(&ThreadItem::AgentMessage {
             id: message.id.clone(),
-            text: String::new(),
+            text: SharedText::default(),
         })
         .await;
         Ok(message)
@@ -448,12 +461,16 @@ impl TurnDriver {
 
     async fn push_delta(&self, message: &mut StreamingMessage, delta: &str) {
         message.text.push_str(delta);
+        self.send_delta(&message.id, SharedText::from(delta)).await;
+    }
+
+    async fn send_delta(&self, item_id: &str, delta: SharedText) {
         self.notify(ServerNotification::AgentMessageDelta(
             AgentMessageDeltaNotification {
                 thread_id: self.thread.id.clone(),
                 turn_id: self.turn_id.clone(),
-                item_id: message.id.clone(),
-                delta: delta.to_owned(),
+                item_id: item_id.to_owned(),
+                delta,
             },
         ))
         .await;
@@ -464,7 +481,7 @@ impl TurnDriver {
     pub async fn complete_agent_message(&mut self, message: StreamingMessage) {
         self.item_completed(ThreadItem::AgentMessage {
             id: message.id,
-            text: message.text,
+            text: message.text.into(),
         })
         .await;
     }
@@ -682,7 +699,9 @@ impl TurnDriver {
 
 fn failed_tool(message: String) -> ToolOutcome {
     ToolOutcome {
-        content_items: vec![DynamicToolCallOutputContentItem::InputText { text: message }],
+        content_items: vec![DynamicToolCallOutputContentItem::InputText {
+            text: message.into(),
+        }],
         success: false,
     }
 }

@@ -8,8 +8,8 @@ use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
 use tandem_protocol::{
-    EmptyResponse, ErrorNotification, ServerNotification, ThreadItem, ThreadStatus, Turn,
-    TurnCompletedNotification, TurnError, TurnItemsView, TurnStartedNotification, TurnStatus,
+    EmptyResponse, ErrorNotification, ServerNotification, SharedText, ThreadItem, ThreadStatus,
+    Turn, TurnCompletedNotification, TurnError, TurnItemsView, TurnStartedNotification, TurnStatus,
     UserInput,
 };
 
@@ -248,8 +248,8 @@ async fn run(
     });
 }
 
-/// The thread's preview: its first user text.
-pub(crate) fn preview_of(input: &[UserInput]) -> String {
+/// The thread's preview: its first user text (shared with the input, not copied).
+pub(crate) fn preview_of(input: &[UserInput]) -> SharedText {
     input
         .iter()
         .find_map(|input| match input {

@@ -123,7 +123,7 @@ async fn upsert_thread(db: &ClientWrapper, record: &ThreadRecord) -> Result<(), 
         &[
             &record.id,
             &record.name,
-            &record.preview,
+            &record.preview.as_str(),
             &record.ephemeral,
             &record.created_at,
             &record.updated_at,
