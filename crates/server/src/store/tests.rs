@@ -75,7 +75,7 @@ fn record(id: &str, created_at: i64) -> ThreadRecord {
     ThreadRecord {
         id: id.to_owned(),
         name: None,
-        preview: String::new(),
+        preview: String::new().into(),
         ephemeral: false,
         created_at,
         updated_at: created_at,
@@ -99,7 +99,7 @@ fn rich_record(id: &str) -> ThreadRecord {
     config.insert("thread_unload_delay_secs".to_owned(), json!(5));
     ThreadRecord {
         name: Some("refactor the parser".to_owned()),
-        preview: "please refactor".to_owned(),
+        preview: "please refactor".to_owned().into(),
         ephemeral: true,
         updated_at: 1_700_000_100,
         status: ThreadStatus::SystemError,
@@ -133,7 +133,7 @@ fn turn(n: u32) -> Turn {
             },
             ThreadItem::AgentMessage {
                 id: format!("agent-{n}"),
-                text: format!("answer {n} with \"quotes\", newline\nand unicode \u{1F600}"),
+                text: format!("answer {n} with \"quotes\", newline\nand unicode \u{1F600}").into(),
             },
             ThreadItem::CommandExecution {
                 id: format!("cmd-{n}"),
@@ -145,7 +145,7 @@ fn turn(n: u32) -> Turn {
                 }],
                 process_id: None,
                 exit_code: Some(-1),
-                aggregated_output: Some("out".to_owned()),
+                aggregated_output: Some("out".to_owned().into()),
                 duration_ms: None,
             },
             ThreadItem::DynamicToolCall {
@@ -155,7 +155,7 @@ fn turn(n: u32) -> Turn {
                 arguments: json!({"q": n, "nested": [1, {"a": null}]}),
                 status: DynamicToolCallStatus::Completed,
                 content_items: Some(vec![DynamicToolCallOutputContentItem::InputText {
-                    text: "found".to_owned(),
+                    text: "found".to_owned().into(),
                 }]),
                 success: Some(true),
                 duration_ms: Some(12),
@@ -344,7 +344,7 @@ async fn update_changes_only_the_given_members(fixture: &Fixture) {
 
     let update = ThreadUpdate {
         name: Some(Some("named".to_owned())),
-        preview: Some("first words".to_owned()),
+        preview: Some("first words".to_owned().into()),
         updated_at: Some(20),
         status: Some(ThreadStatus::SystemError),
         model: Some(None),
@@ -357,7 +357,7 @@ async fn update_changes_only_the_given_members(fixture: &Fixture) {
         .expect("update");
     let mut expected = original.clone();
     expected.name = Some("named".to_owned());
-    expected.preview = "first words".to_owned();
+    expected.preview = "first words".to_owned().into();
     expected.updated_at = 20;
     expected.status = ThreadStatus::SystemError;
     expected.model = None;
@@ -404,7 +404,7 @@ async fn committed_turns_round_trip_with_their_items(fixture: &Fixture) {
             &turn(1),
             &ThreadUpdate {
                 updated_at: Some(101),
-                preview: Some("request 1".to_owned()),
+                preview: Some("request 1".to_owned().into()),
                 ..ThreadUpdate::default()
             },
         )
@@ -1133,7 +1133,7 @@ fn crash_turn(n: u32) -> Turn {
         let chunk = format!("turn {n} chunk {index}|");
         turn.items.push(ThreadItem::AgentMessage {
             id: format!("bulk-{n}-{index}"),
-            text: chunk.repeat(16 * 1024 / chunk.len()),
+            text: chunk.repeat(16 * 1024 / chunk.len()).into(),
         });
     }
     turn
@@ -1143,7 +1143,7 @@ fn crash_turn(n: u32) -> Turn {
 fn crash_update(n: u32) -> ThreadUpdate {
     ThreadUpdate {
         updated_at: Some(i64::from(n)),
-        preview: Some(format!("after turn {n}")),
+        preview: Some(format!("after turn {n}").into()),
         ..ThreadUpdate::default()
     }
 }

@@ -183,7 +183,7 @@ mod tests {
         assert_eq!(
             parts[0],
             UserPart::Image {
-                url: format!("data:image/png;base64,{encoded}"),
+                url: format!("data:image/png;base64,{encoded}").into(),
                 detail: Some(ImageDetail::High)
             }
         );
