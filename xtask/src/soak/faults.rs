@@ -126,11 +126,15 @@ impl Phase {
                 )
             }
             Err(survivors) => {
+                let listed: Vec<String> = survivors
+                    .iter()
+                    .map(|(pid, what)| format!("pid {pid} `{what}`"))
+                    .collect();
                 self.shared.violations.add(format!(
                     "{} process(es) outlived their killed server by more than {:?}: {}",
                     survivors.len(),
                     servers::ORPHAN_BOUND,
-                    survivors.join("; ")
+                    listed.join("; ")
                 ));
                 format!("{} survivor(s)", survivors.len())
             }
