@@ -15,8 +15,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 use tandem_protocol::{
-    DynamicToolCallOutputContentItem, DynamicToolSpec, ThreadItem, TokenUsageBreakdown, Turn,
-    UserInput,
+    DynamicToolCallOutputContentItem, DynamicToolSpec, SharedText, ThreadItem, TokenUsageBreakdown,
+    Turn, UserInput,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -73,8 +73,8 @@ pub enum CommandOutcome {
     Ran {
         /// The exit code, if it exited.
         exit_code: Option<i32>,
-        /// Its combined stdout and stderr (lossy UTF-8).
-        output: String,
+        /// Its combined stdout and stderr (lossy UTF-8), shared with the item that reports it.
+        output: SharedText,
     },
 }
 
@@ -130,7 +130,7 @@ pub trait TurnRuntime: Any + Send + Sync {
     /// be stored (the turn then fails).
     async fn item_completed(&mut self, item: ThreadItem);
     /// Sends `delta` of agent message `item_id` (`item/agentMessage/delta`).
-    async fn agent_message_delta(&self, item_id: &str, delta: &str);
+    async fn agent_message_delta(&self, item_id: &str, delta: SharedText);
     /// Announces a failure that will be retried (`error` with `willRetry: true`).
     async fn report_retry(&self, message: &str, additional_details: Option<String>);
     /// Adds one request's token usage to the thread's total (`thread/tokenUsage/updated`).
@@ -260,12 +260,26 @@ impl TurnDriver {
     }
 
     /// Streams an agent message, in several `item/agentMessage/delta` chunks (one per word).
-    pub async fn agent_message(&mut self, text: &str) -> Result<(), AgentError> {
-        let mut message = self.begin_agent_message().await?;
+    /// The text is allocated once: each delta is a slice of it, and the completed item holds
+    /// it whole (pass a `String` to hand its buffer over).
+    pub async fn agent_message(&mut self, text: impl Into<SharedText>) -> Result<(), AgentError> {
+        let text = text.into();
+        let message = self.begin_agent_message().await?;
+        let mut start = 0;
         for chunk in text.split_inclusive(' ') {
-            self.push_delta(&mut message, chunk).await;
+            let end = start + chunk.len();
+            let delta = text
+                .slice(start..end)
+                .expect("a chunk ends on a char boundary");
+            start = end;
+            self.runtime.agent_message_delta(&message.id, delta).await;
         }
-        self.complete_agent_message(message).await;
+        self.runtime
+            .item_completed(ThreadItem::AgentMessage {
+                id: message.id,
+                text,
+            })
+            .await;
         Ok(())
     }
 
@@ -283,7 +297,7 @@ impl TurnDriver {
         self.runtime
             .item_started(&ThreadItem::AgentMessage {
                 id: message.id.clone(),
-                text: String::new(),
+                text: SharedText::default(),
             })
             .await;
         Ok(message)
@@ -308,7 +322,9 @@ impl TurnDriver {
 
     async fn push_delta(&self, message: &mut StreamingMessage, delta: &str) {
         message.text.push_str(delta);
-        self.runtime.agent_message_delta(&message.id, delta).await;
+        self.runtime
+            .agent_message_delta(&message.id, SharedText::from(delta))
+            .await;
     }
 
     /// Completes `message` with the text streamed into it (`item/completed`). Works after an
@@ -317,7 +333,7 @@ impl TurnDriver {
         self.runtime
             .item_completed(ThreadItem::AgentMessage {
                 id: message.id,
-                text: message.text,
+                text: message.text.into(),
             })
             .await;
     }

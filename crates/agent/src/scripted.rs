@@ -44,7 +44,7 @@ impl Agent for ScriptedAgent {
                     Step::Line(line) => run_line(line, history, driver).await?,
                     Step::Image(what) => {
                         driver
-                            .agent_message(&format!("Received an image: {what}"))
+                            .agent_message(format!("Received an image: {what}"))
                             .await?;
                     }
                 }
@@ -148,7 +148,7 @@ async fn run_line(line: &str, history: &[Turn], driver: &mut TurnDriver) -> Resu
                 "failed"
             };
             driver
-                .agent_message(&format!("tool {name} {verdict}: {}", text.join("\n")))
+                .agent_message(format!("tool {name} {verdict}: {}", text.join("\n")))
                 .await
         }
         "/sh" => {
@@ -163,7 +163,7 @@ async fn run_line(line: &str, history: &[Turn], driver: &mut TurnDriver) -> Resu
         "/ask" => {
             let answers = driver.ask_user(rest).await?;
             driver
-                .agent_message(&format!("you answered: {}", answers.join(", ")))
+                .agent_message(format!("you answered: {}", answers.join(", ")))
                 .await
         }
         "/sleep" => {
@@ -177,14 +177,14 @@ async fn run_line(line: &str, history: &[Turn], driver: &mut TurnDriver) -> Resu
             let listed = serde_json::to_string(&texts).map_err(|error| {
                 AgentError::Failed(format!("/history: cannot encode the history: {error}"))
             })?;
-            driver.agent_message(&format!("history: {listed}")).await
+            driver.agent_message(format!("history: {listed}")).await
         }
         "/fail" => Err(AgentError::Failed(if rest.is_empty() {
             "the scripted agent was told to fail".into()
         } else {
             rest.to_owned()
         })),
-        _ => driver.agent_message(&format!("You said: \"{line}\"")).await,
+        _ => driver.agent_message(format!("You said: \"{line}\"")).await,
     }
 }
 

@@ -98,7 +98,7 @@ mod tests {
                 },
                 ThreadItem::AgentMessage {
                     id: format!("{id}-a"),
-                    text: agent.to_owned(),
+                    text: agent.to_owned().into(),
                 },
             ],
         )

@@ -350,7 +350,7 @@ impl Chat {
                     } else {
                         " "
                     };
-                    let title = thread.name.unwrap_or(thread.preview);
+                    let title = thread.name.as_deref().unwrap_or(&thread.preview);
                     self.output
                         .line(&format!("{marker} {}  {}", thread.id, title.trim()));
                 }

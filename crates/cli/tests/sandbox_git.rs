@@ -114,12 +114,6 @@ impl Layout {
                 false,
             ),
             (
-                "git-rename",
-                format!("mv {root}/.git {root}/git-{tag}"),
-                false,
-                false,
-            ),
-            (
                 "git-file",
                 format!("echo 'gitdir: {outside}' > {worktree}/.git"),
                 false,
@@ -216,6 +210,13 @@ impl Layout {
         } else {
             eprintln!("no python3: the mount_setattr attempt is left out");
         }
+        // Last: were it allowed, the attempts on `.git` after it would fail for want of it.
+        cases.push((
+            "git-rename",
+            format!("mv {root}/.git {root}/git-{tag}"),
+            false,
+            false,
+        ));
         cases
     }
 

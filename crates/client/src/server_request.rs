@@ -17,8 +17,8 @@ use serde_json::Value;
 use tandem_protocol::{
     CommandExecutionApprovalDecision, CommandExecutionRequestApprovalParams,
     CommandExecutionRequestApprovalResponse, JSONRPCErrorError, RequestId, ServerRequest,
-    ToolCallParams, ToolCallResponse, ToolRequestUserInputParams, ToolRequestUserInputResponse,
-    UserInputQuestion,
+    SharedText, ToolCallParams, ToolCallResponse, ToolRequestUserInputParams,
+    ToolRequestUserInputResponse, UserInputQuestion,
 };
 
 use crate::error::ClientError;
@@ -285,7 +285,7 @@ impl ToolCallRequest {
     }
 
     /// Fails the call; `message` tells the model why. The turn goes on.
-    pub async fn fail(self, message: impl Into<String>) -> Result<(), ClientError> {
+    pub async fn fail(self, message: impl Into<SharedText>) -> Result<(), ClientError> {
         self.reply(ToolCallResponse::failure(message)).await
     }
 }

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use tandem_protocol::EmptyResponse;
 use tandem_protocol::{
-    ErrorNotification, ServerNotification, ThreadItem, ThreadStatus, Turn, TurnInterruptParams,
-    TurnStatus, TurnSteerParams, TurnSteerResponse, UserInput,
+    ErrorNotification, ServerNotification, SharedText, ThreadItem, ThreadStatus, Turn,
+    TurnInterruptParams, TurnStatus, TurnSteerParams, TurnSteerResponse, UserInput,
 };
 use tokio::sync::Notify;
 
@@ -30,15 +30,15 @@ pub enum TurnEvent {
     AgentText {
         /// The `agentMessage` item.
         item_id: String,
-        /// Text to append.
-        delta: String,
+        /// Text to append (in-process, the server's own text, shared).
+        delta: SharedText,
     },
     /// A piece of a command's output (`item/commandExecution/outputDelta`).
     CommandOutput {
         /// The `commandExecution` item.
         item_id: String,
         /// Output to append.
-        delta: String,
+        delta: SharedText,
     },
     /// `item/started`.
     ItemStarted(ThreadItem),
@@ -430,7 +430,7 @@ impl TurnHandle {
     /// Adds one text input to this turn.
     pub async fn steer_text(
         &self,
-        text: impl Into<String>,
+        text: impl Into<SharedText>,
     ) -> Result<TurnSteerResponse, ClientError> {
         self.steer(vec![UserInput::text(text)]).await
     }

@@ -210,7 +210,7 @@ impl TextDelta {
                     thread_id,
                     turn_id,
                     item_id,
-                    delta,
+                    delta: delta.into(),
                 })
             }
             TextDelta::CommandOutput => ServerNotification::CommandExecutionOutputDelta(
@@ -218,7 +218,7 @@ impl TextDelta {
                     thread_id,
                     turn_id,
                     item_id,
-                    delta,
+                    delta: delta.into(),
                 },
             ),
         }

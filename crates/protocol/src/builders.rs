@@ -25,6 +25,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
+use crate::SharedText;
 use crate::types::*;
 
 impl InitializeParams {
@@ -352,7 +353,7 @@ impl TurnStartParams {
     }
 
     /// A turn on `thread_id` whose input is one text.
-    pub fn text(thread_id: impl Into<String>, text: impl Into<String>) -> Self {
+    pub fn text(thread_id: impl Into<String>, text: impl Into<SharedText>) -> Self {
         Self::new(thread_id, vec![UserInput::text(text)])
     }
 
@@ -581,7 +582,7 @@ impl CommandExecutionRequestApprovalResponse {
 
 impl ToolCallResponse {
     /// A successful call whose output for the model is `text`.
-    pub fn text(text: impl Into<String>) -> Self {
+    pub fn text(text: impl Into<SharedText>) -> Self {
         Self {
             content_items: vec![DynamicToolCallOutputContentItem::InputText { text: text.into() }],
             success: true,
@@ -589,7 +590,7 @@ impl ToolCallResponse {
     }
 
     /// A failed call; `message` tells the model why.
-    pub fn failure(message: impl Into<String>) -> Self {
+    pub fn failure(message: impl Into<SharedText>) -> Self {
         Self {
             content_items: vec![DynamicToolCallOutputContentItem::InputText {
                 text: message.into(),

@@ -48,6 +48,7 @@ pub mod jsonrpc;
 pub mod messages;
 #[cfg(feature = "schema")]
 pub mod schema;
+pub mod shared_text;
 pub mod types;
 pub mod wire;
 
@@ -63,4 +64,5 @@ pub use jsonrpc::{
     JSONRPCResponse, RequestId,
 };
 pub use messages::*;
+pub use shared_text::SharedText;
 pub use types::*;

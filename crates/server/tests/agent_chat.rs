@@ -63,7 +63,7 @@ fn commands(turn: &tandem_protocol::Turn) -> Vec<(String, CommandExecutionStatus
             } => Some((
                 command.clone(),
                 *status,
-                aggregated_output.clone().unwrap_or_default(),
+                aggregated_output.clone().unwrap_or_default().into_string(),
             )),
             _ => None,
         })
@@ -74,7 +74,7 @@ fn agent_texts(turn: &tandem_protocol::Turn) -> Vec<String> {
     turn.items
         .iter()
         .filter_map(|item| match item {
-            ThreadItem::AgentMessage { text, .. } => Some(text.clone()),
+            ThreadItem::AgentMessage { text, .. } => Some(text.to_string()),
             _ => None,
         })
         .collect()
@@ -686,7 +686,7 @@ async fn shell_calls_honour_workdir_and_timeout() {
             } => Some((
                 cwd.clone(),
                 *exit_code,
-                aggregated_output.clone().unwrap_or_default(),
+                aggregated_output.clone().unwrap_or_default().into_string(),
             )),
             _ => None,
         })

@@ -55,7 +55,7 @@ async fn one_turn(
 
 fn last_agent_text(record: &TurnRecord) -> Option<String> {
     record.turn.items.iter().rev().find_map(|item| match item {
-        ThreadItem::AgentMessage { text, .. } => Some(text.clone()),
+        ThreadItem::AgentMessage { text, .. } => Some(text.to_string()),
         _ => None,
     })
 }

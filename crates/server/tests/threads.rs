@@ -856,7 +856,7 @@ impl tandem_server::Agent for ParkingAgent {
             tandem_protocol::UserInput::Text { text, .. } => Some(text.clone()),
             _ => None,
         }) {
-            driver.agent_message(&format!("got {text}")).await?;
+            driver.agent_message(format!("got {text}")).await?;
         }
         let _ = self.parked.send(());
         self.release.acquire().await.expect("open").forget();

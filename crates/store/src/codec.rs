@@ -103,7 +103,7 @@ impl RawThread {
             dynamic_tools: decode(&self.dynamic_tools, || what("dynamic tools"))?,
             config: decode(&self.config, || what("config"))?,
             name: self.name,
-            preview: self.preview,
+            preview: self.preview.into(),
             ephemeral: self.ephemeral,
             created_at: self.created_at,
             updated_at: self.updated_at,

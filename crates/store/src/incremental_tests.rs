@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tandem_protocol::{
     ApprovalPolicy, CommandAction, CommandExecutionStatus, DynamicToolCallStatus, SessionSource,
-    ThreadItem, ThreadStatus, Turn, TurnError, TurnItemsView, TurnStatus, UserInput,
+    SharedText, ThreadItem, ThreadStatus, Turn, TurnError, TurnItemsView, TurnStatus, UserInput,
 };
 
 use super::*;
@@ -15,7 +15,7 @@ fn record(id: &str) -> ThreadRecord {
     ThreadRecord {
         id: id.to_owned(),
         name: None,
-        preview: String::new(),
+        preview: String::new().into(),
         ephemeral: false,
         created_at: 1_700_000_000,
         updated_at: 1_700_000_000,
@@ -52,7 +52,7 @@ fn command(status: CommandExecutionStatus, output: Option<&str>) -> ThreadItem {
         }],
         process_id: None,
         exit_code: output.map(|_| 0),
-        aggregated_output: output.map(str::to_owned),
+        aggregated_output: output.map(SharedText::from),
         duration_ms: None,
     }
 }
@@ -102,7 +102,7 @@ async fn a_turn_is_written_as_it_happens(store: Arc<dyn ThreadStore>) {
             &thread.id,
             &started(&turn_id, 1),
             &ThreadUpdate {
-                preview: Some("request 1".to_owned()),
+                preview: Some("request 1".to_owned().into()),
                 ..ThreadUpdate::default()
             },
         )
@@ -127,7 +127,7 @@ async fn a_turn_is_written_as_it_happens(store: Arc<dyn ThreadStore>) {
         .expect("put completed");
     let message = ThreadItem::AgentMessage {
         id: "agent".to_owned(),
-        text: "done".to_owned(),
+        text: "done".to_owned().into(),
     };
     store
         .put_item(&thread.id, &turn_id, 2, &message)
@@ -219,7 +219,7 @@ async fn concurrent_turn_writes_each_land(store: Arc<dyn ThreadStore>) {
             assert!(matches!(refused, Err(StoreError::TurnNotFound { .. })));
             let message = ThreadItem::AgentMessage {
                 id: format!("agent-{n}"),
-                text: format!("answer {n}"),
+                text: format!("answer {n}").into(),
             };
             store
                 .put_item(&thread.id, &turn_id, 1, &message)

@@ -151,7 +151,7 @@ fn record(id: &str) -> ThreadRecord {
     ThreadRecord {
         id: id.to_owned(),
         name: None,
-        preview: String::new(),
+        preview: String::new().into(),
         ephemeral: false,
         created_at: 1_700_000_000,
         updated_at: 1_700_000_000,
@@ -291,7 +291,7 @@ async fn a_write_after_a_takeover_is_refused_and_leaves_nothing(pair: Pair) {
     // The paused server wakes up and goes on with its turn: refused by the database.
     let item = ThreadItem::AgentMessage {
         id: "late".to_owned(),
-        text: "written after losing the lease".to_owned(),
+        text: "written after losing the lease".to_owned().into(),
     };
     let refused = pair.first.put_item(&id, &turn_id, 1, &item).await;
     assert!(

@@ -70,8 +70,8 @@
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use tandem_protocol::{
-    ApprovalPolicy, DynamicToolSpec, SessionSource, SortDirection, Thread, ThreadAttachment,
-    ThreadAttachmentAddResponse, ThreadItem, ThreadStatus, Turn, TurnItemsView,
+    ApprovalPolicy, DynamicToolSpec, SessionSource, SharedText, SortDirection, Thread,
+    ThreadAttachment, ThreadAttachmentAddResponse, ThreadItem, ThreadStatus, Turn, TurnItemsView,
 };
 
 mod codec;
@@ -146,8 +146,8 @@ pub struct ThreadRecord {
     pub id: String,
     /// The thread's name, if set.
     pub name: Option<String>,
-    /// The first user text; may be empty.
-    pub preview: String,
+    /// The first user text; may be empty. Shared with the turn's input it came from.
+    pub preview: SharedText,
     /// Whether the thread is ephemeral (held only by an in-memory store).
     pub ephemeral: bool,
     /// Creation time, unix seconds.
@@ -225,7 +225,7 @@ pub struct ThreadUpdate {
     /// New name (`Some(None)` removes it).
     pub name: Option<Option<String>>,
     /// New preview.
-    pub preview: Option<String>,
+    pub preview: Option<SharedText>,
     /// New update time, unix seconds.
     pub updated_at: Option<i64>,
     /// New last status.

@@ -15,7 +15,7 @@ fn record(id: &str) -> ThreadRecord {
     ThreadRecord {
         id: id.to_owned(),
         name: None,
-        preview: String::new(),
+        preview: String::new().into(),
         ephemeral: false,
         created_at: 1_700_000_000,
         updated_at: 1_700_000_000,
@@ -46,7 +46,7 @@ fn turn(n: usize) -> Turn {
         for k in 0..n % 4 {
             items.push(ThreadItem::AgentMessage {
                 id: format!("agent-{n}-{k}"),
-                text: format!("answer {n}.{k}"),
+                text: format!("answer {n}.{k}").into(),
             });
         }
     }

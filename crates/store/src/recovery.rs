@@ -49,7 +49,7 @@ pub fn close_unfinished_item(item: &mut ThreadItem) -> bool {
             *status = DynamicToolCallStatus::Failed;
             *success = Some(false);
             *content_items = Some(vec![DynamicToolCallOutputContentItem::InputText {
-                text: format!("interrupted, no output: {INTERRUPTED_BY_STOP}"),
+                text: format!("interrupted, no output: {INTERRUPTED_BY_STOP}").into(),
             }]);
             true
         }

@@ -145,7 +145,7 @@ fn crash_turn(n: u32) -> Turn {
         let chunk = format!("turn {n} chunk {index}|");
         turn.items.push(ThreadItem::AgentMessage {
             id: format!("bulk-{n}-{index}"),
-            text: chunk.repeat(16 * 1024 / chunk.len()),
+            text: chunk.repeat(16 * 1024 / chunk.len()).into(),
         });
     }
     turn
@@ -155,7 +155,7 @@ fn crash_turn(n: u32) -> Turn {
 fn crash_update(n: u32) -> ThreadUpdate {
     ThreadUpdate {
         updated_at: Some(i64::from(n)),
-        preview: Some(format!("after turn {n}")),
+        preview: Some(format!("after turn {n}").into()),
         ..ThreadUpdate::default()
     }
 }

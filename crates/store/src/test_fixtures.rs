@@ -68,7 +68,7 @@ pub(super) fn record(id: &str, created_at: i64) -> ThreadRecord {
     ThreadRecord {
         id: id.to_owned(),
         name: None,
-        preview: String::new(),
+        preview: String::new().into(),
         ephemeral: false,
         created_at,
         updated_at: created_at,
@@ -92,7 +92,7 @@ pub(super) fn rich_record(id: &str) -> ThreadRecord {
     config.insert("thread_unload_delay_secs".to_owned(), json!(5));
     ThreadRecord {
         name: Some("refactor the parser".to_owned()),
-        preview: "please refactor".to_owned(),
+        preview: "please refactor".to_owned().into(),
         ephemeral: true,
         updated_at: 1_700_000_100,
         status: ThreadStatus::SystemError,
@@ -126,7 +126,7 @@ pub(super) fn turn(n: u32) -> Turn {
             },
             ThreadItem::AgentMessage {
                 id: format!("agent-{n}"),
-                text: format!("answer {n} with \"quotes\", newline\nand unicode \u{1F600}"),
+                text: format!("answer {n} with \"quotes\", newline\nand unicode \u{1F600}").into(),
             },
             ThreadItem::CommandExecution {
                 id: format!("cmd-{n}"),
@@ -138,7 +138,7 @@ pub(super) fn turn(n: u32) -> Turn {
                 }],
                 process_id: None,
                 exit_code: Some(-1),
-                aggregated_output: Some("out".to_owned()),
+                aggregated_output: Some("out".to_owned().into()),
                 duration_ms: None,
             },
             ThreadItem::DynamicToolCall {
@@ -148,7 +148,7 @@ pub(super) fn turn(n: u32) -> Turn {
                 arguments: json!({"q": n, "nested": [1, {"a": null}]}),
                 status: DynamicToolCallStatus::Completed,
                 content_items: Some(vec![DynamicToolCallOutputContentItem::InputText {
-                    text: "found".to_owned(),
+                    text: "found".to_owned().into(),
                 }]),
                 success: Some(true),
                 duration_ms: Some(12),

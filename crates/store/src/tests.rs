@@ -128,7 +128,7 @@ async fn update_changes_only_the_given_members(fixture: &Fixture) {
 
     let update = ThreadUpdate {
         name: Some(Some("named".to_owned())),
-        preview: Some("first words".to_owned()),
+        preview: Some("first words".to_owned().into()),
         updated_at: Some(20),
         status: Some(ThreadStatus::SystemError),
         model: Some(None),
@@ -141,7 +141,7 @@ async fn update_changes_only_the_given_members(fixture: &Fixture) {
         .expect("update");
     let mut expected = original.clone();
     expected.name = Some("named".to_owned());
-    expected.preview = "first words".to_owned();
+    expected.preview = "first words".to_owned().into();
     expected.updated_at = 20;
     expected.status = ThreadStatus::SystemError;
     expected.model = None;
@@ -188,7 +188,7 @@ async fn committed_turns_round_trip_with_their_items(fixture: &Fixture) {
             &turn(1),
             &ThreadUpdate {
                 updated_at: Some(101),
-                preview: Some("request 1".to_owned()),
+                preview: Some("request 1".to_owned().into()),
                 ..ThreadUpdate::default()
             },
         )

@@ -76,8 +76,8 @@ impl From<&Thread> for ThreadSummary {
             id: thread.id.clone(),
             title: thread
                 .name
-                .clone()
-                .unwrap_or_else(|| thread.preview.clone())
+                .as_deref()
+                .unwrap_or(&thread.preview)
                 .trim()
                 .to_owned(),
             updated_at: thread.updated_at,

@@ -126,11 +126,15 @@ impl Phase {
                 )
             }
             Err(survivors) => {
+                let listed: Vec<String> = survivors
+                    .iter()
+                    .map(|(pid, what)| format!("pid {pid} `{what}`"))
+                    .collect();
                 self.shared.violations.add(format!(
                     "{} process(es) outlived their killed server by more than {:?}: {}",
                     survivors.len(),
                     servers::ORPHAN_BOUND,
-                    survivors.join("; ")
+                    listed.join("; ")
                 ));
                 format!("{} survivor(s)", survivors.len())
             }
@@ -255,7 +259,7 @@ impl Phase {
     ) -> Result<Turn, String> {
         self.shared.counters.request();
         let mut handle = client
-            .start_turn(TurnStartParams::text(thread, &input))
+            .start_turn(TurnStartParams::text(thread, input.as_str()))
             .await
             .map_err(|e| e.to_string())?;
         let id = handle.id().to_owned();

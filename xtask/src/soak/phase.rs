@@ -547,10 +547,10 @@ impl Phase {
                 break;
             }
             if Instant::now() > deadline {
-                for process in left {
+                for (pid, what) in servers::reap(left) {
                     self.shared.violations.add(format!(
-                        "still running {ORPHAN_BOUND:?} after every server of the phase ended: \
-                         {process}"
+                        "still running {ORPHAN_BOUND:?} after every server of the phase ended \
+                         (killed now): pid {pid} {what}"
                     ));
                 }
                 break;

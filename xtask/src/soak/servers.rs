@@ -221,22 +221,26 @@ pub(crate) fn children_of(pid: u32) -> Vec<Stat> {
         .collect()
 }
 
+/// A process that outlived its server: its pid and a description for the report.
+pub(crate) type Survivor = (u32, String);
+
 /// Waits until no process carries the life marker `mark` and none of `children` (the dead
 /// server's children at the kill, its watchdog among them) is alive, for at most
-/// [`ORPHAN_BOUND`]. `Ok(how long it took)`, or the survivors' descriptions.
-pub(crate) async fn wait_orphans(mark: &str, children: &[Stat]) -> Result<Duration, Vec<String>> {
+/// [`ORPHAN_BOUND`]. `Ok(how long it took)`, or the survivors, which are then killed so that
+/// the run goes on clean.
+pub(crate) async fn wait_orphans(mark: &str, children: &[Stat]) -> Result<Duration, Vec<Survivor>> {
     let began = Instant::now();
     loop {
-        let mut survivors: Vec<String> = procfs::marked(mark)
+        let mut survivors: Vec<Survivor> = procfs::marked(mark)
             .into_iter()
             .filter(|marked| marked.life == mark)
-            .map(|marked| format!("pid {} `{}`", marked.stat.pid, marked.cmdline))
+            .map(|marked| (marked.stat.pid, marked.cmdline))
             .collect();
         survivors.extend(
             children
                 .iter()
                 .filter(|child| procfs::alive(child.pid, child.start))
-                .map(|child| format!("pid {} `{}`", child.pid, procfs::cmdline(child.pid))),
+                .map(|child| (child.pid, procfs::cmdline(child.pid))),
         );
         survivors.sort();
         survivors.dedup();
@@ -244,21 +248,28 @@ pub(crate) async fn wait_orphans(mark: &str, children: &[Stat]) -> Result<Durati
             return Ok(began.elapsed());
         }
         if began.elapsed() > ORPHAN_BOUND {
-            return Err(survivors);
+            return Err(reap(survivors));
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
-/// Every live process whose marker starts with `prefix` (what outlived the whole run).
-pub(crate) fn leftovers(prefix: &str) -> Vec<String> {
+/// Every live process whose marker starts with `prefix` (what outlived the whole run); they
+/// are killed once listed.
+pub(crate) fn leftovers(prefix: &str) -> Vec<Survivor> {
     procfs::marked(prefix)
         .into_iter()
         .map(|marked| {
-            format!(
-                "pid {} ({}) `{}`",
-                marked.stat.pid, marked.life, marked.cmdline
-            )
+            let what = format!("({}) `{}`", marked.life, marked.cmdline);
+            (marked.stat.pid, what)
         })
         .collect()
+}
+
+/// SIGKILLs the survivors (they belong to this run) and returns them.
+pub(crate) fn reap(survivors: Vec<Survivor>) -> Vec<Survivor> {
+    for (pid, _) in &survivors {
+        signal_kill(*pid);
+    }
+    survivors
 }

@@ -206,10 +206,9 @@ impl Watcher {
                 outcome = self.one_turn(&mut conn, &thread, &mut stream, input) => outcome,
                 _ = stop.changed() => break,
             };
-            let Err(Lost(reason)) = outcome else {
+            if outcome.is_ok() {
                 continue;
-            };
-            tracing_reconnect(&self.name, &reason);
+            }
             match self
                 .resume(&url, &thread, &stream, &log, life, &mut stop)
                 .await
@@ -416,12 +415,6 @@ impl Watcher {
             }
             return Some((conn, new_stream, now_life));
         }
-    }
-}
-
-fn tracing_reconnect(name: &str, reason: &str) {
-    if std::env::var_os("TANDEM_SOAK_VERBOSE").is_some() {
-        eprintln!("soak: watcher {name}: connection lost ({reason}); resuming");
     }
 }
 

@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use base64::Engine as _;
-use tandem_protocol::{ImageDetail, UserInput};
+use tandem_protocol::{ImageDetail, SharedText, UserInput};
 
 /// The largest local image file sent to a model, in bytes: OpenAI's own per-image limit.
 /// The file is read into memory and grows by a third as base64, so this bounds what one
@@ -20,11 +20,11 @@ pub(crate) const MAX_LOCAL_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
 /// One part of a user message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum UserPart {
-    /// Text.
-    Text(String),
+    /// Text (the user's own, shared with the turn, unless several were joined).
+    Text(SharedText),
     /// An image as a `data:` URL, ready to send.
     Image {
-        url: String,
+        url: SharedText,
         detail: Option<ImageDetail>,
     },
     /// An image file not read yet ([`resolve_local_images`] turns it into one of the above).
@@ -42,8 +42,7 @@ pub(crate) fn user_parts(input: &[UserInput]) -> Vec<UserPart> {
         match input {
             UserInput::Text { text } => match parts.last_mut() {
                 Some(UserPart::Text(previous)) => {
-                    previous.push('\n');
-                    previous.push_str(text);
+                    *previous = format!("{previous}\n{text}").into();
                 }
                 _ => parts.push(UserPart::Text(text.clone())),
             },
@@ -70,14 +69,14 @@ pub(crate) async fn resolve_local_images(parts: &mut [UserPart]) {
         };
         *part = match read_as_data_url(Path::new(path.as_str())).await {
             Ok(url) => UserPart::Image {
-                url,
+                url: url.into(),
                 detail: *detail,
             },
             Err(reason) => {
                 tracing::warn!(%path, %reason, "local image not sent to the model");
-                UserPart::Text(format!(
-                    "[the image file {path} could not be attached: {reason}]"
-                ))
+                UserPart::Text(
+                    format!("[the image file {path} could not be attached: {reason}]").into(),
+                )
             }
         };
     }
@@ -184,7 +183,7 @@ mod tests {
         assert_eq!(
             parts[0],
             UserPart::Image {
-                url: format!("data:image/png;base64,{encoded}"),
+                url: format!("data:image/png;base64,{encoded}").into(),
                 detail: Some(ImageDetail::High)
             }
         );

@@ -419,7 +419,7 @@ impl OpenAiCompatibleAgent {
         let model = self.model_of(driver)?;
         let mut entries = transcript::replay_history(history);
         entries.push(Entry::User(vec![UserPart::Text(
-            transcript::COMPACT_PROMPT.to_owned(),
+            transcript::COMPACT_PROMPT.into(),
         )]));
         let conversation = Conversation {
             instructions: transcript::COMPACT_INSTRUCTIONS.to_owned(),

@@ -27,6 +27,7 @@ use tokio::io::AsyncWriteExt as _;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 /// Decoded messages waiting for the measurement loop; the reader blocks beyond this.
@@ -257,12 +258,18 @@ impl WireClient {
                 detail: server.stderr_tail(),
             })?;
         let url = format!("ws://{address}");
-        let (socket, _) = tokio_tungstenite::connect_async(url.as_str())
-            .await
-            .map_err(|error| WireError::Connect {
-                url: url.clone(),
-                detail: error.to_string(),
-            })?;
+        // Any size: the memory figure's messages carry a turn's whole input (tens of MiB, in
+        // one frame), past tungstenite's default 16 MiB frame limit.
+        let config = WebSocketConfig::default()
+            .max_message_size(None)
+            .max_frame_size(None);
+        let (socket, _) =
+            tokio_tungstenite::connect_async_with_config(url.as_str(), Some(config), false)
+                .await
+                .map_err(|error| WireError::Connect {
+                    url: url.clone(),
+                    detail: error.to_string(),
+                })?;
         if let MaybeTlsStream::Plain(stream) = socket.get_ref() {
             // Small frames must leave at once, as on a pipe.
             let _ = stream.set_nodelay(true);
@@ -315,6 +322,11 @@ impl WireClient {
     pub(crate) fn next_request_id(&mut self) -> i64 {
         self.next_id += 1;
         self.next_id
+    }
+
+    /// The server child's process id (its memory is read from `/proc/PID`).
+    pub(crate) fn server_pid(&self) -> u32 {
+        self.server.child.id()
     }
 
     /// The server's home: an absolute directory, the `cwd` of the processes it spawns.

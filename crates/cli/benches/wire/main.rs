@@ -23,19 +23,26 @@
 //! and transports with nothing behind them, over stdio and websocket; every Tandem wire figure
 //! is also shown as a ratio to its floor.
 //!
+//! Memory (see [`memory`], `--memory`, issue 27): the growth of the server's peak resident
+//! size for one turn of a text input of N bytes (8, 16 and 48 MiB, and three turns of 8 MiB),
+//! over websocket and stdio, against the bound 4 N + 32 MiB. With `--memory` only this figure is measured, once
+//! per run, and every run is reported.
+//!
 //! Without `--bench` (as under `cargo test --benches`) the sizes shrink and one round runs, so
-//! it finishes in a second or two.
+//! it finishes in a second or two; the memory figure then runs once at 1 MiB.
 
 use std::process::ExitCode;
 
 mod client;
 mod figures;
 mod floor;
+mod memory;
 
 use client::WireClient;
 use figures::{Figures, IN_FLIGHT, Sizes, measure_in_process, measure_wire};
+use memory::{MemoryCase, MemoryFigure};
 
-const MIB: u64 = 1024 * 1024;
+pub(crate) const MIB: u64 = 1024 * 1024;
 /// Measured rounds in a full run; the median is reported.
 const RUNS: usize = 5;
 
@@ -86,6 +93,10 @@ struct Row {
 
 struct Options {
     full: bool,
+    /// Measure the memory figure only.
+    memory: bool,
+    /// The `tandem` binary to measure instead of this package's (e.g. an older build).
+    tandem: Option<String>,
     /// Measure only the targets whose label contains this (for profiling one of them).
     only: Option<String>,
     runs: usize,
@@ -94,7 +105,9 @@ struct Options {
 }
 
 fn usage() -> &'static str {
-    "usage: wire [--bench] [--runs N] [--output-mib N] [--only TEXT] [--server 'CMD ARGS...']...\n  \
+    "usage: wire [--bench] [--memory] [--tandem PATH] [--runs N] [--output-mib N] [--only TEXT] [--server 'CMD ARGS...']...\n  \
+     --memory  measure only the server's memory growth for one large turn (issue 27)\n  \
+     --tandem  the tandem binary to measure instead of this package's (e.g. an older build)\n  \
      --server  another app-server command line, served on stdin/stdout (repeatable; split on \
      whitespace)\n  \
      --only    measure only the targets whose label contains TEXT, e.g. `tandem stdio`\n  \
@@ -105,6 +118,8 @@ fn usage() -> &'static str {
 fn parse_options() -> Result<Options, String> {
     let mut options = Options {
         full: false,
+        memory: false,
+        tandem: None,
         only: None,
         runs: 0,
         output_bytes: None,
@@ -118,6 +133,8 @@ fn parse_options() -> Result<Options, String> {
         };
         match arg.as_str() {
             "--bench" => options.full = true,
+            "--memory" => options.memory = true,
+            "--tandem" => options.tandem = Some(value("--tandem")?),
             "--server" => {
                 let argv: Vec<String> = value("--server")?
                     .split_whitespace()
@@ -151,7 +168,11 @@ fn parse_options() -> Result<Options, String> {
         }
     }
     if options.runs == 0 {
-        options.runs = if options.full { RUNS } else { 1 };
+        options.runs = if options.full && !options.memory {
+            RUNS
+        } else {
+            1
+        };
     }
     Ok(options)
 }
@@ -179,7 +200,10 @@ fn main() -> ExitCode {
     if let Some(bytes) = options.output_bytes {
         sizes.output_bytes = bytes;
     }
-    let tandem = env!("CARGO_BIN_EXE_tandem").to_owned();
+    let tandem = options
+        .tandem
+        .clone()
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_tandem").to_owned());
     let tandem_at = |listen: &str| {
         vec![
             tandem.clone(),
@@ -227,6 +251,16 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .expect("tokio runtime");
+    let memory_cases = memory::memory_cases(options.full);
+    if options.memory {
+        return match measure_memory(&runtime, &tandem, &memory_cases, options.runs) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("wire bench: memory: {error}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     // A warm-up round first (page cache, binaries, allocator), unless this is the quick mode.
     let rounds = options.runs + usize::from(options.full);
     for round in 0..rounds {
@@ -271,7 +305,67 @@ fn main() -> ExitCode {
         }
     }
     report(&rows, &options, sizes);
+    // The quick mode exercises the memory figure too, so that `cargo test --benches` runs it.
+    if !options.full
+        && options.only.is_none()
+        && let Err(error) = measure_memory(&runtime, &tandem, &memory_cases, options.runs)
+    {
+        eprintln!("wire bench: memory: {error}");
+        return ExitCode::FAILURE;
+    }
     ExitCode::SUCCESS
+}
+
+/// Runs every memory case `runs` times, each on a fresh server, and prints every run.
+fn measure_memory(
+    runtime: &tokio::runtime::Runtime,
+    tandem: &str,
+    cases: &[MemoryCase],
+    runs: usize,
+) -> Result<(), String> {
+    println!(
+        "memory: growth of the server's peak RSS (VmHWM - VmRSS before) for turns of one text \
+         input of N bytes, read at once by the client; --writer-queue-bytes {} MiB",
+        memory::WRITER_QUEUE_BYTES / MIB
+    );
+    println!(
+        "{:<5} {:<24} {:>10} {:>10} {:>10} {:>10} {:>9} {:>18}",
+        "run", "turns x N", "baseline", "peak", "after", "growth", "growth/N", "bound 4N + 32 MiB"
+    );
+    for run in 1..=runs {
+        for &case in cases {
+            let argv = memory::server_argv(tandem, case);
+            let figure: MemoryFigure = runtime
+                .block_on(runtime.spawn(async move { memory::measure_memory(&argv, case).await }))
+                .expect("a measurement does not panic")
+                .map_err(|error| format!("{}: {error}", case.label()))?;
+            let growth = figure.growth();
+            let bound = case.bound().map_or_else(
+                || "-".to_owned(),
+                |bound| {
+                    format!(
+                        "{:.1} MiB {}",
+                        mib(bound),
+                        if growth <= bound { "met" } else { "MISSED" }
+                    )
+                },
+            );
+            println!(
+                "{run:<5} {:<24} {:>6.1} MiB {:>6.1} MiB {:>6.1} MiB {:>6.1} MiB {:>9.2} {bound:>18}",
+                case.label(),
+                mib(figure.baseline),
+                mib(figure.peak),
+                mib(figure.after),
+                mib(growth),
+                growth as f64 / case.input_bytes as f64,
+            );
+        }
+    }
+    Ok(())
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / MIB as f64
 }
 
 const IN_PROCESS: &str = "tandem in-process";

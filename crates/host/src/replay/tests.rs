@@ -21,7 +21,7 @@ fn texts(replay: &[(StreamCursor, ServerNotification)]) -> Vec<String> {
     replay
         .iter()
         .map(|(_, note)| match note {
-            ServerNotification::AgentMessageDelta(delta) => delta.delta.clone(),
+            ServerNotification::AgentMessageDelta(delta) => delta.delta.to_string(),
             other => panic!("unexpected {other:?}"),
         })
         .collect()
@@ -225,7 +225,7 @@ fn text_and_other_events_replay_exactly_across_evictions_and_wrap_around() {
                 thread_id: "t".into(),
                 turn_id: format!("turn-{}", n / 40),
                 item_id: format!("item-{}", n / 9),
-                delta: format!("d{n}{}", "w".repeat((n % 7) as usize * 30)),
+                delta: format!("d{n}{}", "w".repeat((n % 7) as usize * 30)).into(),
             }),
         };
         let cursor = record(&mut windows, "t", &note);

@@ -14,7 +14,7 @@
 //!   bytes for the grace period while it is owed something, or a backlog past its ceiling,
 //!   closes that connection (code 1008, and a log line naming it). No other connection waits
 //!   for it (the outbound router never waits on a websocket writer). What a peer takes is
-//!   counted at its socket (`CountingIo`): a writer inside one large write is not stalled
+//!   counted at its socket (`transport::progress`): a writer inside one large write is not stalled
 //!   while the peer reads it.
 //! - Every accepted socket has `TCP_NODELAY`: each frame is one complete message, and Nagle's
 //!   algorithm would hold a notification behind the reply before it until the peer's delayed

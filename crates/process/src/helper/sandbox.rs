@@ -4,9 +4,12 @@
 //!
 //! `PROGRAM __tandem-helper sandbox SPEC_JSON COMMAND ARGS...`, where `SPEC_JSON` is a
 //! [`SandboxSpec`]. The paths that stay read-only beneath the writable roots (`.git`, the
-//! server's home) are kept so first (`read_only`): by a mount namespace, which must
-//! be set up before Landlock forbids mounting, or by leaving them out of Landlock's grants. The watchdog's guarantees are untouched: the server registers the
-//! helper's group or session before it runs anything, and `exec` keeps both and the marker.
+//! server's home) are kept so first (the `read_only` helper module): by a mount namespace,
+//! which must be set up before Landlock forbids mounting, or by leaving them out of
+//! Landlock's grants.
+//! The watchdog's guarantees are untouched: the server registers the helper's group or
+//! session before it runs anything, and `exec` keeps both and the marker (neither a user nor
+//! a mount namespace changes the pid, group or session).
 //!
 //! Fail closed: if any restriction cannot be applied in full, the helper prints why on stderr
 //! and exits with [`SANDBOX_FAILED_EXIT_CODE`] without running the command.

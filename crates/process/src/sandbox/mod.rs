@@ -13,7 +13,7 @@
 //! and the command does not run.
 //!
 //! Beneath the writable roots, the top-level `.git` of each root and the server's home stay
-//! read-only (`protected`); [`ReadOnlySubpaths`] says how this machine enforces that.
+//! read-only (the `protected` module); [`ReadOnlySubpaths`] says how this machine enforces that.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -94,6 +94,7 @@ impl SandboxSupport {
     pub fn probe(helper: Option<&HelperProgram>) -> SandboxSupport {
         static KERNEL: OnceLock<SandboxSupport> = OnceLock::new();
         static NAMESPACE: OnceLock<Result<(), String>> = OnceLock::new();
+        static LOGGED: std::sync::Once = std::sync::Once::new();
         let forced = |name: &str| std::env::var(name).is_ok_and(|value| value == "1");
         let kernel = KERNEL.get_or_init(|| Self::probe_kernel(forced(FORCE_NO_LANDLOCK_ENV)));
         let namespace = if forced(FORCE_NO_MOUNT_NAMESPACE_ENV) {
@@ -106,19 +107,23 @@ impl SandboxSupport {
             Err("not tried: the server has no helper program".to_owned())
         };
         let support = kernel.clone().with_mount_namespace(namespace);
-        static LOGGED: std::sync::Once = std::sync::Once::new();
         LOGGED.call_once(|| Self::log(&support));
         support
     }
 
     /// Logs what was found, once per process.
     fn log(support: &SandboxSupport) {
+        let read_only = support
+            .read_only_subpaths
+            .map_or("none", ReadOnlySubpaths::as_str);
+        let namespace = support
+            .mount_namespace_unavailable
+            .as_deref()
+            .unwrap_or("available");
         match (&support.landlock_abi, support.seccomp) {
             (Some(abi), true) => tracing::info!(
                 kernel = %support.kernel, landlock_abi = abi, seccomp = true,
-                read_only_subpaths = support.read_only_subpaths.map_or("none", ReadOnlySubpaths::as_str),
-                mount_namespace = support.mount_namespace_unavailable.as_deref()
-                    .unwrap_or("available"),
+                read_only_subpaths = read_only, mount_namespace = namespace,
                 "command sandbox available"
             ),
             _ => tracing::warn!(

@@ -11,7 +11,7 @@ use serde::ser::SerializeMap as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::{JSONRPCErrorError, RequestId};
+use crate::{JSONRPCErrorError, RequestId, SharedText};
 
 /// Serde helpers for three-state fields (`T | null` with a default): omitted is `None`,
 /// `null` is `Some(None)`, a value is `Some(Some(v))`.

@@ -144,7 +144,7 @@ pub struct AgentMessageDeltaNotification {
     /// The `agentMessage` item.
     pub item_id: String,
     /// Text to append.
-    pub delta: String,
+    pub delta: SharedText,
 }
 
 /// `item/commandExecution/outputDelta` params.
@@ -159,7 +159,7 @@ pub struct CommandExecutionOutputDeltaNotification {
     /// The `commandExecution` item.
     pub item_id: String,
     /// Output to append.
-    pub delta: String,
+    pub delta: SharedText,
 }
 
 /// `serverRequest/resolved` params: a server request was answered or cancelled.

@@ -280,7 +280,7 @@ pub struct Thread {
     /// The thread's name, if set.
     pub name: Option<String>,
     /// The first user text; may be empty.
-    pub preview: String,
+    pub preview: SharedText,
     /// Whether the thread is discarded instead of persisted.
     pub ephemeral: bool,
     /// Creation time, unix seconds.
@@ -408,7 +408,7 @@ pub enum DynamicToolCallOutputContentItem {
     /// Text returned to the model.
     InputText {
         /// The text.
-        text: String,
+        text: SharedText,
     },
 }
 
@@ -448,7 +448,7 @@ pub enum ThreadItem {
         /// Item id.
         id: String,
         /// The message text.
-        text: String,
+        text: SharedText,
     },
     /// A command the agent ran (or wanted to run).
     CommandExecution {
@@ -467,7 +467,7 @@ pub enum ThreadItem {
         /// Exit code, once exited.
         exit_code: Option<i32>,
         /// Combined output, once available.
-        aggregated_output: Option<String>,
+        aggregated_output: Option<SharedText>,
         /// Run time in milliseconds, once finished.
         duration_ms: Option<i64>,
     },
@@ -600,12 +600,12 @@ pub enum UserInput {
     /// `{type: "text", text, text_elements: []}`.
     Text {
         /// The text.
-        text: String,
+        text: SharedText,
     },
     /// `{type: "image", url, detail}`: an image inline, as a `data:` URL.
     Image {
         /// The `data:` URL.
-        url: String,
+        url: SharedText,
         /// How closely to look; `null` leaves it to the model.
         detail: Option<ImageDetail>,
     },
@@ -639,7 +639,7 @@ const USER_INPUT_TYPES: &[&str] = &[
 
 impl UserInput {
     /// A `text` input.
-    pub fn text(text: impl Into<String>) -> Self {
+    pub fn text(text: impl Into<SharedText>) -> Self {
         Self::Text { text: text.into() }
     }
 
@@ -715,7 +715,7 @@ impl<'de> Deserialize<'de> for UserInput {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         #[derive(Deserialize)]
         struct Text {
-            text: String,
+            text: SharedText,
         }
 
         let mut fields = Map::<String, Value>::deserialize(deserializer)?;
@@ -730,7 +730,7 @@ impl<'de> Deserialize<'de> for UserInput {
         };
         #[derive(Deserialize)]
         struct Image {
-            url: String,
+            url: SharedText,
             #[serde(default)]
             detail: Option<ImageDetail>,
         }

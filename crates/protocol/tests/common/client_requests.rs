@@ -313,7 +313,7 @@ pub(crate) fn turn_start_params() -> TurnStartParams {
             UserInput::text("hello"),
             UserInput::text("and more"),
             UserInput::Image {
-                url: s("data:image/png;base64,iVBORw0KGgo="),
+                url: s("data:image/png;base64,iVBORw0KGgo=").into(),
                 detail: Some(ImageDetail::Low),
             },
             UserInput::LocalImage {

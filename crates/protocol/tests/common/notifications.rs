@@ -100,7 +100,7 @@ pub(crate) fn agent_message_delta() -> ServerNotification {
         thread_id: s(THREAD_ID),
         turn_id: s(TURN_ID),
         item_id: s("item-2"),
-        delta: s("Running "),
+        delta: s("Running ").into(),
     })
 }
 
@@ -109,7 +109,7 @@ pub(crate) fn command_output_delta() -> ServerNotification {
         thread_id: s(THREAD_ID),
         turn_id: s(TURN_ID),
         item_id: s("item-3"),
-        delta: s("total 0\n"),
+        delta: s("total 0\n").into(),
     })
 }
 

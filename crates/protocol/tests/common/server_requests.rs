@@ -24,8 +24,12 @@ pub(crate) fn tool_call_params() -> ToolCallParams {
 pub(crate) fn tool_call_response() -> ToolCallResponse {
     ToolCallResponse {
         content_items: vec![
-            DynamicToolCallOutputContentItem::InputText { text: s("found 3") },
-            DynamicToolCallOutputContentItem::InputText { text: s("done") },
+            DynamicToolCallOutputContentItem::InputText {
+                text: s("found 3").into(),
+            },
+            DynamicToolCallOutputContentItem::InputText {
+                text: s("done").into(),
+            },
         ],
         success: true,
     }

@@ -18,7 +18,7 @@ pub(crate) fn user_message() -> ThreadItem {
 pub(crate) fn agent_message() -> ThreadItem {
     ThreadItem::AgentMessage {
         id: s("item-2"),
-        text: s("Running ls."),
+        text: s("Running ls.").into(),
     }
 }
 
@@ -33,7 +33,7 @@ pub(crate) fn command_execution() -> ThreadItem {
         }],
         process_id: Some(s("4242")),
         exit_code: Some(0),
-        aggregated_output: Some(s("total 0\n")),
+        aggregated_output: Some(s("total 0\n").into()),
         duration_ms: Some(12),
     }
 }
@@ -62,7 +62,7 @@ pub(crate) fn dynamic_tool_call() -> ThreadItem {
         arguments: json!({"query": "tandem", "limit": 3}),
         status: DynamicToolCallStatus::Completed,
         content_items: Some(vec![DynamicToolCallOutputContentItem::InputText {
-            text: s("found 3"),
+            text: s("found 3").into(),
         }]),
         success: Some(true),
         duration_ms: Some(40),
@@ -121,7 +121,7 @@ pub(crate) fn thread() -> Thread {
         id: s(THREAD_ID),
         session_id: s(THREAD_ID),
         name: Some(s("Refactor")),
-        preview: s("list the files"),
+        preview: s("list the files").into(),
         ephemeral: false,
         created_at: 1_750_000_000,
         updated_at: 1_750_000_005,
@@ -144,7 +144,7 @@ pub(crate) fn forked_thread() -> Thread {
         id: s(FORK_ID),
         session_id: s(FORK_ID),
         name: None,
-        preview: s(""),
+        preview: s("").into(),
         ephemeral: true,
         created_at: 1_750_000_100,
         updated_at: 1_750_000_100,

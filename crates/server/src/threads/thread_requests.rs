@@ -132,7 +132,7 @@ impl ThreadService {
         let mut record = ThreadRecord {
             id: thread_id,
             name: None,
-            preview: String::new(),
+            preview: Default::default(),
             ephemeral,
             created_at: now,
             updated_at: now,

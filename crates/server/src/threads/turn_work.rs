@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use tandem_protocol::{ThreadItem, Turn, UserInput};
+use tandem_protocol::{SharedText, ThreadItem, Turn, UserInput};
 
 use crate::store::ThreadStore;
 
@@ -38,8 +38,8 @@ pub(crate) enum TurnWork {
     Compaction,
 }
 
-/// The thread's preview: its first user text.
-pub(crate) fn preview_of(input: &[UserInput]) -> String {
+/// The thread's preview: its first user text (shared with the input, not copied).
+pub(crate) fn preview_of(input: &[UserInput]) -> SharedText {
     input
         .iter()
         .find_map(|input| match input {

@@ -13,8 +13,8 @@ use tandem_protocol::{
     ApprovalPolicy, CommandAction, CommandExecutionApprovalDecision,
     CommandExecutionOutputDeltaNotification, CommandExecutionRequestApprovalParams,
     CommandExecutionRequestApprovalResponse, CommandExecutionStatus, ProcessExitedNotification,
-    ProcessOutputDeltaNotification, ProcessSpawnParams, ServerNotification, ThreadActiveFlag,
-    ThreadItem,
+    ProcessOutputDeltaNotification, ProcessSpawnParams, ServerNotification, SharedText,
+    ThreadActiveFlag, ThreadItem,
 };
 use tokio::sync::oneshot;
 
@@ -89,7 +89,7 @@ impl TurnRun {
                     // a client resuming later sees why the command never ran.
                     let unanswered = match &answer {
                         Ok(Err(error)) if tandem_host::is_unanswered(error) => {
-                            Some(error.message.clone())
+                            Some(SharedText::from(error.message.as_str()))
                         }
                         _ => None,
                     };
@@ -122,7 +122,7 @@ impl TurnRun {
         {
             Ok(sandbox) => sandbox,
             Err(error) => {
-                let message = error.to_string();
+                let message = SharedText::from(error.to_string());
                 tracing::warn!(thread = %self.thread.id, %message, "command refused");
                 self.item_completed(item(
                     CommandExecutionStatus::Failed,
@@ -174,6 +174,7 @@ impl TurnRun {
             Some(0) => CommandExecutionStatus::Completed,
             _ => CommandExecutionStatus::Failed,
         };
+        let output = SharedText::from(output);
         self.item_completed(item(
             status,
             process_id,
@@ -370,7 +371,7 @@ impl ProcessEventSink for CommandSink {
                 thread_id: self.thread.id.clone(),
                 turn_id: self.turn_id.clone(),
                 item_id: self.item_id.clone(),
-                delta: String::from_utf8_lossy(&bytes).into_owned(),
+                delta: String::from_utf8_lossy(&bytes).into_owned().into(),
             },
         );
         self.thread.notify(&self.outgoing, note, None).await;

@@ -31,9 +31,9 @@ use tandem_protocol::{
     AgentMessageDeltaNotification, ApprovalPolicy, DynamicToolCallOutputContentItem,
     DynamicToolCallStatus, DynamicToolSpec, ErrorNotification, ItemCompletedNotification,
     ItemStartedNotification, JSONRPCErrorError, RequestId, ServerNotification,
-    ServerRequestResolvedNotification, ThreadActiveFlag, ThreadItem, ThreadStatus, ToolCallParams,
-    ToolCallResponse, ToolRequestUserInputParams, ToolRequestUserInputResponse, TurnError,
-    UserInput, UserInputQuestion,
+    ServerRequestResolvedNotification, SharedText, ThreadActiveFlag, ThreadItem, ThreadStatus,
+    ToolCallParams, ToolCallResponse, ToolRequestUserInputParams, ToolRequestUserInputResponse,
+    TurnError, UserInput, UserInputQuestion,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -466,7 +466,9 @@ impl TurnRun {
 
 fn failed_tool(message: String) -> ToolOutcome {
     ToolOutcome {
-        content_items: vec![DynamicToolCallOutputContentItem::InputText { text: message }],
+        content_items: vec![DynamicToolCallOutputContentItem::InputText {
+            text: message.into(),
+        }],
         success: false,
     }
 }
@@ -520,13 +522,13 @@ impl TurnRuntime for TurnRun {
         TurnRun::item_completed(self, item).await;
     }
 
-    async fn agent_message_delta(&self, item_id: &str, delta: &str) {
+    async fn agent_message_delta(&self, item_id: &str, delta: SharedText) {
         self.notify(ServerNotification::AgentMessageDelta(
             AgentMessageDeltaNotification {
                 thread_id: self.thread.id.clone(),
                 turn_id: self.turn_id.clone(),
                 item_id: item_id.to_owned(),
-                delta: delta.to_owned(),
+                delta,
             },
         ))
         .await;

@@ -123,7 +123,7 @@ pub(super) async fn upsert_thread(
         &[
             &record.id,
             &record.name,
-            &record.preview,
+            &record.preview.as_str(),
             &record.ephemeral,
             &record.created_at,
             &record.updated_at,

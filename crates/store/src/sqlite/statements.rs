@@ -58,7 +58,7 @@ pub(super) fn upsert_thread(
     connection.prepare_cached(&sql)?.execute(params![
         record.id,
         record.name,
-        record.preview,
+        record.preview.as_str(),
         record.ephemeral,
         record.created_at,
         record.updated_at,
@@ -108,14 +108,34 @@ pub(super) fn insert_turn(
     )?;
     for (index, item) in turn.items.iter().enumerate() {
         let index = i64::try_from(index).expect("a turn holds fewer than i64::MAX items");
-        statement.execute(params![
+        write_item(
+            &mut statement,
             thread_id,
-            turn.id,
+            &turn.id,
             index,
-            encode_exact(item, "item")?
-        ])?;
+            encode_exact(item, "item")?,
+        )?;
     }
     Ok(())
+}
+
+/// Runs `statement` (an insert of one `items` row: thread, turn, index, JSON) for `item`, its
+/// JSON encoding. SQLite copies a bound text, so the encoding is dropped as soon as it is
+/// bound, before the statement builds its row: a large item (a turn's whole input) is then
+/// held twice while it is written, not three times.
+pub(super) fn write_item(
+    statement: &mut rusqlite::Statement<'_>,
+    thread_id: &str,
+    turn_id: &str,
+    index: i64,
+    item: String,
+) -> rusqlite::Result<usize> {
+    statement.raw_bind_parameter(1, thread_id)?;
+    statement.raw_bind_parameter(2, turn_id)?;
+    statement.raw_bind_parameter(3, index)?;
+    statement.raw_bind_parameter(4, item.as_str())?;
+    drop(item);
+    statement.raw_execute()
 }
 
 /// The thread's turns past `anchor` (a `seq`, inclusive or not) in `direction`, at most

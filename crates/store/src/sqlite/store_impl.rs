@@ -203,12 +203,11 @@ impl ThreadStore for SqliteThreadStore {
                      after item {count}; this is a bug in the caller"
                 )));
             }
-            connection
-                .prepare_cached(
-                    "INSERT INTO items (thread_id, turn_id, idx, item) VALUES (?1, ?2, ?3, ?4) \
-                     ON CONFLICT (thread_id, turn_id, idx) DO UPDATE SET item = excluded.item",
-                )?
-                .execute(params![thread_id, turn_id, index, item])?;
+            let mut statement = connection.prepare_cached(
+                "INSERT INTO items (thread_id, turn_id, idx, item) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (thread_id, turn_id, idx) DO UPDATE SET item = excluded.item",
+            )?;
+            write_item(&mut statement, &thread_id, &turn_id, index, item)?;
             Ok(())
         })
         .await
