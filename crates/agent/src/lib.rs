@@ -29,7 +29,7 @@
 //!         driver: &mut TurnDriver,
 //!     ) -> Result<(), AgentError> {
 //!         match driver.run_command("ls", CommandOptions::default()).await? {
-//!             CommandOutcome::Ran { output, .. } => driver.agent_message(&output).await,
+//!             CommandOutcome::Ran { output, .. } => driver.agent_message(output).await,
 //!             CommandOutcome::Declined => driver.agent_message("Not listing, then.").await,
 //!         }
 //!     }

@@ -25,7 +25,7 @@
 //! let thread = ThreadRecord {
 //!     id: new_id(),
 //!     name: None,
-//!     preview: "hello".to_owned(),
+//!     preview: "hello".into(),
 //!     ephemeral: true,
 //!     created_at: 1_700_000_000,
 //!     updated_at: 1_700_000_000,
