@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use serde::Deserialize as _;
 use serde_json::Value;
 use tandem_host::MessageProcessor;
@@ -15,8 +16,10 @@ use tandem_host::OutgoingMessageSender;
 use tandem_host::in_process::{InProcessStartArgs, ProcessorFactory};
 use tandem_protocol::client_methods::{ProcessAttach, ProcessSpawn, TurnStart};
 use tandem_protocol::{
-    ClientRequest, InitializeResponse, JSONRPCErrorError, JSONRPCRequest, ProcessAttachParams,
-    ProcessSpawnParams, RequestId, RequestMethod, TurnStartParams,
+    ClientRequest, EmptyResponse, InitializeResponse, JSONRPCErrorError, JSONRPCRequest,
+    ProcessAttachParams, ProcessKillParams, ProcessResizePtyParams, ProcessSpawnParams,
+    ProcessWriteStdinParams, RequestId, RequestMethod, TurnInterruptParams, TurnStartParams,
+    TurnSteerParams, TurnSteerResponse,
 };
 #[cfg(feature = "in-process-server")]
 use tandem_server::{ServerOptions, TandemServer};
@@ -32,10 +35,11 @@ use crate::connection::{ConnectionState, ReconnectStats};
 use crate::core::{ParkedTurn, Shared};
 use crate::error::ClientError;
 use crate::options::{ClientOptions, RequestOptions};
-use crate::process::{AttachedProcess, ProcessHandle, ProcessShared};
+use crate::process::{AttachedProcess, ProcessCalls, ProcessHandle, ProcessShared};
 use crate::router::{Entry, Filter};
+use crate::server_request::ServerRequestHandler;
 use crate::subscription::{Overflow, Subscription, SubscriptionFilter, SubscriptionOptions};
-use crate::turn::{TurnHandle, TurnShared};
+use crate::turn::{TurnCalls, TurnHandle, TurnSetup, TurnShared};
 
 /// The first backoff of [`ClientOptions::retry_overloaded`]; it doubles on every retry.
 const FIRST_BACKOFF: Duration = Duration::from_millis(10);
@@ -116,14 +120,6 @@ where
             other => return other,
         }
     }
-}
-
-/// What [`Client::start_turn`] prepares before sending `turn/start`.
-#[derive(Debug)]
-pub(crate) struct TurnSetup {
-    pub(crate) thread_id: String,
-    pub(crate) subscription: Subscription,
-    pub(crate) shared: Arc<TurnShared>,
 }
 
 /// An async client of a Tandem server: in-process, a spawned child over stdio, or a
@@ -339,7 +335,7 @@ impl Client {
             id,
             rx,
             end,
-            shared: Arc::downgrade(self.shared()),
+            shared: Arc::downgrade(self.shared()) as std::sync::Weak<crate::core::Shared>,
             ended: false,
         }
     }
@@ -528,7 +524,11 @@ impl Client {
             subscription,
             shared: turn_shared,
         };
-        Ok(TurnHandle::new(self.clone(), setup, response.turn))
+        Ok(TurnHandle::new(
+            Arc::new(self.clone()),
+            setup,
+            response.turn,
+        ))
     }
 
     /// `process/spawn` (experimental), returning a [`ProcessHandle`] subscribed before the
@@ -566,7 +566,7 @@ impl Client {
             .and_then(|init| init.process_session);
         crate::core::lock(&self.shared().processes).spawned(&handle, session);
         Ok(ProcessHandle::new(
-            self.clone(),
+            Arc::new(self.clone()),
             handle,
             subscription,
             process_shared,
@@ -614,7 +614,55 @@ impl Client {
         Ok(AttachedProcess {
             screen: response.screen,
             cursor: response.cursor,
-            process: ProcessHandle::new(self.clone(), handle, subscription, process_shared),
+            process: ProcessHandle::new(
+                Arc::new(self.clone()),
+                handle,
+                subscription,
+                process_shared,
+            ),
         })
+    }
+}
+
+impl TurnCalls for Client {
+    fn steer_turn(
+        &self,
+        params: TurnSteerParams,
+    ) -> BoxFuture<'_, Result<TurnSteerResponse, ClientError>> {
+        Box::pin(Client::steer_turn(self, params))
+    }
+
+    fn interrupt_turn(
+        &self,
+        params: TurnInterruptParams,
+    ) -> BoxFuture<'_, Result<EmptyResponse, ClientError>> {
+        Box::pin(Client::interrupt_turn(self, params))
+    }
+
+    fn server_request_handler(&self) -> Arc<dyn ServerRequestHandler> {
+        self.options().handler.clone()
+    }
+}
+
+impl ProcessCalls for Client {
+    fn write_stdin(
+        &self,
+        params: ProcessWriteStdinParams,
+    ) -> BoxFuture<'_, Result<EmptyResponse, ClientError>> {
+        Box::pin(Client::write_stdin(self, params))
+    }
+
+    fn resize_pty(
+        &self,
+        params: ProcessResizePtyParams,
+    ) -> BoxFuture<'_, Result<EmptyResponse, ClientError>> {
+        Box::pin(Client::resize_pty(self, params))
+    }
+
+    fn kill_process(
+        &self,
+        params: ProcessKillParams,
+    ) -> BoxFuture<'_, Result<EmptyResponse, ClientError>> {
+        Box::pin(Client::kill_process(self, params))
     }
 }

@@ -28,8 +28,10 @@ use crate::follow::{Followed, RequestFacts, ResumeAnswer};
 use crate::options::ClientOptions;
 use crate::process::ProcessFollows;
 use crate::router::{Entry, Filter, Registry};
-use crate::server_request::{Responder, ServerRequestEvent, dispatch, fallback_answer};
-use crate::subscription::Subscription;
+use crate::server_request::{
+    AnswerServerRequests, Responder, ServerRequestEvent, dispatch, fallback_answer,
+};
+use crate::subscription::{Subscription, Unsubscribe};
 use crate::turn::TurnShared;
 
 /// How many failed `start_turn` streams with a `clientUserMessageId` wait for their retry.
@@ -230,7 +232,7 @@ impl Shared {
             None => {
                 let responder = Responder {
                     id,
-                    shared: Arc::downgrade(self),
+                    shared: Arc::downgrade(self) as std::sync::Weak<Shared>,
                     fallback: Some(fallback_answer(request)),
                 };
                 Some(ServerRequestEvent::new(request.clone(), responder))
@@ -514,5 +516,21 @@ impl Dispatch for Shared {
             lock(&self.followed).stats.reconnects += 1;
         }
         self.set_state(state);
+    }
+}
+
+impl AnswerServerRequests for Shared {
+    fn answer(
+        &self,
+        id: RequestId,
+        result: Result<Value, JSONRPCErrorError>,
+    ) -> futures::future::BoxFuture<'_, Result<(), ClientError>> {
+        Box::pin(self.answer_server_request(id, result))
+    }
+}
+
+impl Unsubscribe for Shared {
+    fn unsubscribe(&self, id: u64) {
+        Shared::unsubscribe(self, id);
     }
 }

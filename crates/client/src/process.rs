@@ -6,13 +6,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use futures::future::BoxFuture;
+use tandem_protocol::EmptyResponse;
 use tandem_protocol::{
     EventCursor, ProcessExitedNotification, ProcessKillParams, ProcessOutputStream,
     ProcessResizePtyParams, ProcessScreenResponse, ProcessWriteStdinParams, ServerNotification,
 };
 use tokio::sync::Notify;
 
-use crate::client::Client;
 use crate::error::ClientError;
 use crate::subscription::{Event, Subscription, SubscriptionError};
 
@@ -36,7 +37,7 @@ pub enum ProcessEvent {
     Gap,
 }
 
-/// attach19: a process another connection runs, watched with [`Client::attach_process`].
+/// attach19: a process another connection runs, watched with [`crate::Client::attach_process`].
 #[derive(Debug)]
 pub struct AttachedProcess {
     /// The screen when the attachment was made: draw it first.
@@ -210,18 +211,39 @@ impl ProcessShared {
     }
 }
 
-/// A process started by [`Client::spawn_process`]. Its output arrives as
+/// What a [`ProcessHandle`] asks of the client it came from: stdin, resize and kill.
+/// Implemented by [`crate::Client`]; a trait here, so that this module never reaches into the
+/// client.
+pub(crate) trait ProcessCalls: Send + Sync + std::fmt::Debug {
+    /// `process/writeStdin`.
+    fn write_stdin(
+        &self,
+        params: ProcessWriteStdinParams,
+    ) -> BoxFuture<'_, Result<EmptyResponse, ClientError>>;
+    /// `process/resizePty`.
+    fn resize_pty(
+        &self,
+        params: ProcessResizePtyParams,
+    ) -> BoxFuture<'_, Result<EmptyResponse, ClientError>>;
+    /// `process/kill`.
+    fn kill_process(
+        &self,
+        params: ProcessKillParams,
+    ) -> BoxFuture<'_, Result<EmptyResponse, ClientError>>;
+}
+
+/// A process started by [`crate::Client::spawn_process`]. Its output arrives as
 /// [`ProcessEvent::Output`] when spawned with streaming
 /// ([`tandem_protocol::ProcessSpawnParams::streaming`]); otherwise the captured text is in
 /// the exit notification.
 ///
 /// The output queue follows the client's overflow rules: every byte arrives, or
 /// [`Self::next_event`] ends with [`SubscriptionError::Overflowed`] naming how many deltas
-/// were lost; it is never silently short. Use [`Client::spawn_process_with`] and a lossless
+/// were lost; it is never silently short. Use [`crate::Client::spawn_process_with`] and a lossless
 /// subscription to make the process wait for the reader instead.
 #[derive(Debug)]
 pub struct ProcessHandle {
-    client: Client,
+    client: Arc<dyn ProcessCalls>,
     handle: String,
     subscription: Subscription,
     shared: Arc<ProcessShared>,
@@ -230,7 +252,7 @@ pub struct ProcessHandle {
 
 impl ProcessHandle {
     pub(crate) fn new(
-        client: Client,
+        client: Arc<dyn ProcessCalls>,
         handle: String,
         subscription: Subscription,
         shared: Arc<ProcessShared>,

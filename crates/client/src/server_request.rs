@@ -11,6 +11,7 @@ use std::fmt;
 use std::sync::Weak;
 
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 use serde::Serialize;
 use serde_json::Value;
 use tandem_protocol::{
@@ -20,7 +21,6 @@ use tandem_protocol::{
     ToolRequestUserInputResponse, UserInputQuestion,
 };
 
-use crate::core::Shared;
 use crate::error::ClientError;
 
 /// A server request, typed, with the means to answer it.
@@ -81,10 +81,21 @@ impl ServerRequestEvent {
     }
 }
 
+/// Where the answers to server requests go: the client's core, which owns the pending requests
+/// and the connection. A trait here, so that this module never reaches into the core.
+pub(crate) trait AnswerServerRequests: Send + Sync {
+    /// Answers pending server request `id` with `result`.
+    fn answer(
+        &self,
+        id: RequestId,
+        result: Result<Value, JSONRPCErrorError>,
+    ) -> BoxFuture<'_, Result<(), ClientError>>;
+}
+
 /// Sends the one answer of one server request, or its least-privilege fallback when dropped.
 pub(crate) struct Responder {
     pub(crate) id: RequestId,
-    pub(crate) shared: Weak<Shared>,
+    pub(crate) shared: Weak<dyn AnswerServerRequests>,
     /// What to answer if nobody does.
     pub(crate) fallback: Option<Result<Value, JSONRPCErrorError>>,
 }
@@ -106,7 +117,7 @@ impl Responder {
             .ok_or_else(|| ClientError::ServerRequestNotPending {
                 id: self.id.clone(),
             })?;
-        shared.answer_server_request(self.id.clone(), result).await
+        shared.answer(self.id.clone(), result).await
     }
 
     async fn reply<T: Serialize>(self, result: &T) -> Result<(), ClientError> {
@@ -129,7 +140,7 @@ impl Drop for Responder {
         tracing::debug!(%id, "server request dropped unanswered; sending the least-privilege answer");
         runtime.spawn(async move {
             // Already answered or resolved by the server: nothing to do.
-            let _ = shared.answer_server_request(id, fallback).await;
+            let _ = shared.answer(id, fallback).await;
         });
     }
 }

@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex, Weak};
 use tandem_protocol::{ServerNotification, ServerRequest};
 use tokio::sync::mpsc;
 
-use crate::core::Shared;
 use crate::server_request::ServerRequestEvent;
 
 /// Which events a subscription receives.
@@ -174,13 +173,20 @@ pub(crate) enum Item {
 /// events queued before it.
 pub(crate) type EndSlot = Arc<Mutex<Option<SubscriptionError>>>;
 
+/// What a dropped [`Subscription`] tells: the client's core, which routes events to it. A
+/// trait here, so that this module never reaches into the core.
+pub(crate) trait Unsubscribe: Send + Sync {
+    /// Stops routing events to subscription `id`.
+    fn unsubscribe(&self, id: u64);
+}
+
 /// A stream of events. Dropping it unsubscribes.
 #[derive(Debug)]
 pub struct Subscription {
     pub(crate) id: u64,
     pub(crate) rx: mpsc::Receiver<Item>,
     pub(crate) end: EndSlot,
-    pub(crate) shared: Weak<Shared>,
+    pub(crate) shared: Weak<dyn Unsubscribe>,
     pub(crate) ended: bool,
 }
 

@@ -6,17 +6,18 @@
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
+use futures::future::BoxFuture;
+use tandem_protocol::EmptyResponse;
 use tandem_protocol::{
     ErrorNotification, ServerNotification, SharedText, ThreadItem, ThreadStatus, Turn,
     TurnInterruptParams, TurnStatus, TurnSteerParams, TurnSteerResponse, UserInput,
 };
 use tokio::sync::Notify;
 
-use crate::client::{Client, TurnSetup};
 use crate::error::ClientError;
 use crate::server_request::{
-    ApprovalRequest, OtherServerRequest, ServerRequestEvent, ToolCallRequest, UserInputRequest,
-    dispatch,
+    ApprovalRequest, OtherServerRequest, ServerRequestEvent, ServerRequestHandler, ToolCallRequest,
+    UserInputRequest, dispatch,
 };
 use crate::subscription::{Event, Item, Subscription, SubscriptionError};
 
@@ -232,7 +233,33 @@ impl TurnShared {
     }
 }
 
-/// A running turn, returned by [`Client::start_turn`].
+/// What a [`TurnHandle`] asks of the client it came from: `turn/steer`, `turn/interrupt`, and
+/// the handler for the server requests it meets. Implemented by [`crate::Client`]; a trait
+/// here, so that this module never reaches into the client.
+pub(crate) trait TurnCalls: Send + Sync + std::fmt::Debug {
+    /// `turn/steer`.
+    fn steer_turn(
+        &self,
+        params: TurnSteerParams,
+    ) -> BoxFuture<'_, Result<TurnSteerResponse, ClientError>>;
+    /// `turn/interrupt`.
+    fn interrupt_turn(
+        &self,
+        params: TurnInterruptParams,
+    ) -> BoxFuture<'_, Result<EmptyResponse, ClientError>>;
+    /// The client's [`ServerRequestHandler`].
+    fn server_request_handler(&self) -> Arc<dyn ServerRequestHandler>;
+}
+
+/// What [`Client::start_turn`] prepares before sending `turn/start`.
+#[derive(Debug)]
+pub(crate) struct TurnSetup {
+    pub(crate) thread_id: String,
+    pub(crate) subscription: Subscription,
+    pub(crate) shared: Arc<TurnShared>,
+}
+
+/// A running turn, returned by [`crate::Client::start_turn`].
 ///
 /// The handle takes its turn's server requests: they arrive as [`TurnEvent::Approval`],
 /// [`TurnEvent::Question`] and [`TurnEvent::ToolCall`] for the caller to answer.
@@ -242,7 +269,7 @@ impl TurnShared {
 /// turn never waits for a reader that is not there.
 #[derive(Debug)]
 pub struct TurnHandle {
-    client: Client,
+    client: Arc<dyn TurnCalls>,
     thread_id: String,
     turn: Turn,
     subscription: Subscription,
@@ -255,7 +282,7 @@ pub struct TurnHandle {
 }
 
 impl TurnHandle {
-    pub(crate) fn new(client: Client, setup: TurnSetup, turn: Turn) -> Self {
+    pub(crate) fn new(client: Arc<dyn TurnCalls>, setup: TurnSetup, turn: Turn) -> Self {
         setup.shared.set_turn_id(&turn.id);
         Self {
             client,
@@ -421,7 +448,7 @@ impl TurnHandle {
     /// deltas were skipped on the way. Server requests met on the way go to the client's
     /// [`crate::ServerRequestHandler`], each on a task of its own.
     pub async fn wait_completed(mut self) -> Result<Turn, ClientError> {
-        let handler = self.client.options().handler.clone();
+        let handler = self.client.server_request_handler();
         while !self.finished {
             match self.next_event().await {
                 Some(Ok(TurnEvent::Completed(turn))) => return Ok(turn),

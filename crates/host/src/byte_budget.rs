@@ -14,7 +14,6 @@ use tandem_protocol::{ServerNotification, ServerRequest, bytes_base64};
 use tokio::sync::Notify;
 
 use crate::json_size;
-use crate::outgoing::OutgoingMessage;
 
 /// Bytes queued for one connection's writer, against a limit.
 #[derive(Debug)]
@@ -94,27 +93,14 @@ impl ByteBudget {
     }
 }
 
-/// The size of `message` as the writer will encode it, give or take the envelope (id, method,
-/// timestamp) and escapes: its payload measured by [`crate::json_size`], in time that does not
-/// grow with the length of its strings.
-pub(crate) fn encoded_size(message: &OutgoingMessage) -> usize {
-    let payload = match message {
-        OutgoingMessage::Response { result, .. } => json_size::estimate(result),
-        OutgoingMessage::Error { error, .. } => json_size::estimate(error),
-        OutgoingMessage::Notification(notification) => notification_payload_size(notification),
-        OutgoingMessage::Request(request) => json_size::estimate(&RequestParams(request)),
-    };
-    // One that cannot be serialized is answered with a small error by the writer instead.
-    payload.unwrap_or(0) + ENVELOPE_BYTES
-}
-
-/// The size of `notification` as the writer will encode it, measured like [`encoded_size`]:
+/// The size of `notification` as the writer will encode it, measured like
+/// [`encoded_size`](crate::message::encoded_size):
 /// what a replay window charges for keeping it.
 pub(crate) fn notification_size(notification: &ServerNotification) -> usize {
     notification_payload_size(notification).unwrap_or(0) + ENVELOPE_BYTES
 }
 
-fn notification_payload_size(notification: &ServerNotification) -> Option<usize> {
+pub(crate) fn notification_payload_size(notification: &ServerNotification) -> Option<usize> {
     match notification {
         // Process output, the bulk of what a wire carries, is measured from its length: the
         // generic estimate would base64-encode every delta once more just to count it.
@@ -133,7 +119,7 @@ fn notification_payload_size(notification: &ServerNotification) -> Option<usize>
 }
 
 /// What the JSON-RPC envelope (id, method, timestamp) adds to the payload, roughly.
-const ENVELOPE_BYTES: usize = 64;
+pub(crate) const ENVELOPE_BYTES: usize = 64;
 
 /// The member names, punctuation and values of a `process/outputDelta`'s params besides its id
 /// and its base64: `{"processHandle":"","stream":"stdout","deltaBase64":"","capReached":false}`.
@@ -152,7 +138,7 @@ impl Serialize for NotificationParams<'_> {
 }
 
 /// A server request's `params`, as the wire encodes them.
-struct RequestParams<'a>(&'a ServerRequest);
+pub(crate) struct RequestParams<'a>(pub(crate) &'a ServerRequest);
 
 impl Serialize for RequestParams<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -163,6 +149,7 @@ impl Serialize for RequestParams<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::{OutgoingMessage, encoded_size};
     use serde_json::json;
     use std::sync::Arc;
     use std::time::Duration;

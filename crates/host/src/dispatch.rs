@@ -10,10 +10,11 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::delivery::NotificationFilter;
-use crate::outgoing::{OutgoingMessageSender, RouterInput};
+use crate::outgoing::OutgoingMessageSender;
 use crate::processor::{
     ConnectionId, ConnectionRequestId, ConnectionSessionState, MessageProcessor, RequestContext,
 };
+use crate::router::RouterInput;
 
 /// What a transport hands the processor task.
 #[derive(Debug)]

@@ -71,10 +71,12 @@
 //! ```
 
 mod byte_budget;
+mod close;
 mod delivery;
 mod dispatch;
 pub mod in_process;
 mod json_size;
+mod message;
 mod outgoing;
 mod processor;
 mod replay;

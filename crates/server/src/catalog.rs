@@ -13,7 +13,23 @@ use tandem_protocol::{
 };
 
 use crate::config::ServerConfig;
-use crate::threads::{DEFAULT_MODEL, MODEL_PROVIDER, default_model_of};
+
+/// The model reported for threads that name none while no model provider is configured: the
+/// scripted agent has no model.
+pub const DEFAULT_MODEL: &str = "scripted";
+
+/// The model provider reported for threads created while no model provider is configured.
+pub const MODEL_PROVIDER: &str = "tandem";
+
+/// The model of threads that chose none under `config`: its `model`, else (with no provider
+/// configured) [`DEFAULT_MODEL`].
+pub(crate) fn default_model_of(config: &ServerConfig) -> Option<String> {
+    match (&config.model, &config.model_provider) {
+        (Some(model), _) => Some(model.clone()),
+        (None, None) => Some(DEFAULT_MODEL.to_owned()),
+        (None, Some(_)) => None,
+    }
+}
 
 /// The reasoning effort reported for every model: Tandem sends none to the provider.
 const REASONING_EFFORT: &str = "none";

@@ -36,10 +36,8 @@ use process_session::ProcessSession;
 /// The server name reported in `serverInfo` and `userAgent`.
 pub const SERVER_NAME: &str = "tandem";
 
-/// Tandem's own version: `tandemVersion` of the `initialize` result, inside `userAgent`, and
-/// threads' `cliVersion`. `serverInfo.version` is the protocol revision instead
-/// ([`tandem_protocol::UPSTREAM_PROTOCOL_VERSION`]).
-pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
+/// Tandem's own version (defined at the crate root, which every module may use).
+pub use crate::SERVER_VERSION;
 
 /// The reference Tandem server: processes (docs/protocol.md section 8), threads and turns
 /// (sections 4 to 7 and 9) and `config/read`. Every protocol method is implemented.
@@ -120,6 +118,7 @@ impl TandemServer {
             options.store.clone(),
             Arc::clone(&options.agent),
             options.sandboxing(),
+            crate::turn::spawn,
         ));
         Self {
             outgoing,

@@ -51,7 +51,7 @@ impl PostgresCluster {
     }
 
     /// A cluster of the caller's own, for a test that stops or restarts it (see
-    /// [`PostgresCluster::restart`]) and so must not share the binary's cluster with the
+    /// [`PostgresCluster::restart_fast`]) and so must not share the binary's cluster with the
     /// tests running beside it. Stopped and removed when dropped (or, should the test binary
     /// die first, by the same watcher as the shared one). `None` as for
     /// [`PostgresCluster::shared`].

@@ -259,7 +259,7 @@ impl Phase {
     ) -> Result<Turn, String> {
         self.shared.counters.request();
         let mut handle = client
-            .start_turn(TurnStartParams::text(thread, &input))
+            .start_turn(TurnStartParams::text(thread, input.as_str()))
             .await
             .map_err(|e| e.to_string())?;
         let id = handle.id().to_owned();

@@ -273,7 +273,7 @@ impl Worker {
             TurnKind::Sleep => format!("/sleep 250\nslept {marker}"),
             TurnKind::Fail => format!("/fail planned {marker}"),
         };
-        let mut params = TurnStartParams::text(&thread, &input);
+        let mut params = TurnStartParams::text(&thread, input.as_str());
         let keyed = self.coin(0.5);
         if keyed {
             params = params.client_user_message_id(format!("{marker}-key"));

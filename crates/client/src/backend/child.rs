@@ -12,8 +12,6 @@ use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use super::link::{FrameSink, FrameSource, Link, LinkControl};
-
 /// Default [`ChildCommand::max_line_bytes`]: the server's own default line limit.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 
@@ -124,7 +122,9 @@ impl ChildCommand {
         &self.args
     }
 
-    pub(crate) async fn spawn(&self) -> Result<Link, String> {
+    /// Starts the child: its stdin, its stdout and the handle that ends it (the link layer
+    /// wraps them into a `Link`).
+    pub(crate) async fn spawn(&self) -> Result<(ChildSink, ChildSource, ChildLink), String> {
         let mut command = Command::new(&self.program);
         command
             .args(&self.args)
@@ -154,19 +154,19 @@ impl ChildCommand {
         };
         let pid = child.id();
         tracing::debug!(program = %self.program.display(), ?pid, "started the server child");
-        Ok(Link {
-            sink: FrameSink::Child(ChildSink {
+        Ok((
+            ChildSink {
                 stdin: BufWriter::new(stdin),
-            }),
-            source: FrameSource::Child(ChildSource {
+            },
+            ChildSource {
                 stdout: BufReader::with_capacity(64 * 1024, stdout),
                 max_line_bytes: self.max_line_bytes,
-            }),
-            control: LinkControl::Child(Box::new(ChildLink {
+            },
+            ChildLink {
                 pid,
                 child: tokio::sync::Mutex::new(Some(child)),
-            })),
-        })
+            },
+        ))
     }
 }
 

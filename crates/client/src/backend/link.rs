@@ -94,8 +94,22 @@ impl Connector {
     /// Opens a new link: starts the child, or connects the websocket.
     pub(crate) async fn open(&self) -> Result<Link, String> {
         match self {
-            Self::Child(command) => command.spawn().await,
-            Self::WebSocket(target) => target.connect().await,
+            Self::Child(command) => {
+                let (sink, source, control) = command.spawn().await?;
+                Ok(Link {
+                    sink: FrameSink::Child(sink),
+                    source: FrameSource::Child(source),
+                    control: LinkControl::Child(Box::new(control)),
+                })
+            }
+            Self::WebSocket(target) => {
+                let (sink, source) = target.connect().await?;
+                Ok(Link {
+                    sink: FrameSink::WebSocket(sink),
+                    source: FrameSource::WebSocket(source),
+                    control: LinkControl::WebSocket(WebSocketLink),
+                })
+            }
         }
     }
 }

@@ -14,7 +14,6 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-use super::link::{FrameSink, FrameSource, Link, LinkControl};
 use crate::token_file::{TokenFileError, read_token_file};
 
 /// Default [`WebSocketTarget::max_message_bytes`]: the server's own default.
@@ -84,7 +83,8 @@ impl WebSocketTarget {
         &self.url
     }
 
-    pub(crate) async fn connect(&self) -> Result<Link, String> {
+    /// Connects: the socket's two halves (the link layer wraps them into a `Link`).
+    pub(crate) async fn connect(&self) -> Result<(WebSocketSink, WebSocketSource), String> {
         let mut request = self
             .url
             .as_str()
@@ -105,11 +105,7 @@ impl WebSocketTarget {
                 .await
                 .map_err(|error| describe_connect_error(&self.url, error))?;
         let (sink, source) = stream.split();
-        Ok(Link {
-            sink: FrameSink::WebSocket(WebSocketSink { sink }),
-            source: FrameSource::WebSocket(WebSocketSource { source }),
-            control: LinkControl::WebSocket(WebSocketLink),
-        })
+        Ok((WebSocketSink { sink }, WebSocketSource { source }))
     }
 }
 

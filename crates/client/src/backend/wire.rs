@@ -5,7 +5,7 @@
 //!
 //! When a connection ends, every pending request fails as disconnected, `sent` telling whether
 //! its frame had been written. With reconnect on ([`crate::ReconnectPolicy`]), the reader that
-//! saw the end hands over to [`super::supervise`], which comes back with backoff; requests
+//! saw the end hands over to `reconnect`, which comes back with backoff; requests
 //! made meanwhile wait for it. Whoever opens the next connection after an unexpected end
 //! resumes the client's threads on it before any other request goes out.
 
@@ -14,19 +14,22 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use tandem_protocol::wire::{
     ClientMessage, DecodeError, ServerMessage, decode_server_message, encode_client_message,
     encode_raw_request,
 };
 use tandem_protocol::{
-    ClientNotification, ClientRequest, EmptyParams, InitializeParams, InitializeResponse, RequestId,
+    ClientNotification, ClientRequest, EmptyParams, InitializeParams, InitializeResponse,
+    ProcessResumeParams, RequestId, ThreadResumeParams,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::link::{Connector, FrameSink, FrameSource, LinkControl, OutFrame};
-use super::{Dispatch, Failure, Incoming, OutgoingRequest, Reply, supervise};
+use super::supervise::{self, ResumeLink};
+use super::{Dispatch, Failure, Incoming, OutgoingRequest, Reply};
 use crate::connection::{ConnectionState, ReconnectPolicy};
 
 /// What a wire backend needs to know, copied out of the client's options.
@@ -665,7 +668,7 @@ async fn run_reader<D: Dispatch>(
     }
     dispatch.connection_lost(generation, &reason, reconnecting);
     if reconnecting {
-        tokio::spawn(supervise::reconnect(inner, dispatch, reason));
+        tokio::spawn(reconnect(inner, dispatch, reason));
     } else {
         dispatch.state_changed(ConnectionState::Disconnected { reason });
     }
@@ -684,4 +687,120 @@ pub(crate) async fn shutdown_connection(connection: &Connection, step: Duration)
             tracing::warn!("a connection task did not stop in time");
         }
     }
+}
+
+/// Comes back after the connection ended with `reason`: attempts with exponential backoff
+/// ([`crate::ReconnectPolicy`]) under the backend's `connecting` lock, so that requests made
+/// meanwhile wait for the new connection instead of racing it; each new connection resumes the
+/// client's threads (`supervise`), and each step is reported. Gives up after the policy's
+/// attempts, ending everything that waited.
+///
+/// Boxed with its type named: a connection's reader starts this, and this opens connections
+/// whose readers start it again, a cycle the compiler can only check through a named type.
+pub(crate) fn reconnect<D: Dispatch>(
+    inner: Arc<WireInner>,
+    dispatch: Arc<D>,
+    reason: String,
+) -> futures::future::BoxFuture<'static, ()> {
+    Box::pin(reconnect_now(inner, dispatch, reason))
+}
+
+async fn reconnect_now<D: Dispatch>(inner: Arc<WireInner>, dispatch: Arc<D>, reason: String) {
+    let _connecting = inner.connecting.lock().await;
+    if inner.live().is_some() {
+        // A request came first and opened (and resumed on) a new connection.
+        return;
+    }
+    let policy = inner.config.reconnect;
+    let mut reason = reason;
+    for attempt in 1..=policy.max_attempts {
+        if inner.closed.load(Ordering::Acquire) {
+            return;
+        }
+        dispatch.state_changed(ConnectionState::Reconnecting {
+            attempt,
+            reason: reason.clone(),
+        });
+        tokio::select! {
+            _ = inner.stop.cancelled() => return,
+            () = tokio::time::sleep(policy.backoff(attempt)) => {}
+        }
+        match inner.open_locked(&dispatch).await {
+            Ok(connection) => {
+                if !connection.alive() {
+                    // Lost again while resuming: that connection's reader comes back again.
+                    return;
+                }
+                let reconnects = inner.reconnects.fetch_add(1, Ordering::AcqRel) + 1;
+                tracing::info!(
+                    generation = connection.generation,
+                    reconnects,
+                    "reconnected to the server"
+                );
+                dispatch.state_changed(ConnectionState::Reconnected {
+                    generation: connection.generation,
+                    reconnects,
+                });
+                return;
+            }
+            Err(Failure::Closed) => return,
+            Err(failure) => {
+                reason = failure.reason();
+                tracing::debug!(attempt, %reason, "reconnect attempt failed");
+            }
+        }
+    }
+    tracing::warn!(%reason, attempts = policy.max_attempts, "giving up reconnecting to the server");
+    // What followed the threads ends now; a later connection starts afresh.
+    inner.needs_resume.store(false, Ordering::Release);
+    dispatch.connection_lost(inner.generation(), &reason, false);
+    dispatch.state_changed(ConnectionState::Disconnected { reason });
+}
+
+impl ResumeLink for Connection {
+    fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    fn resume_thread(
+        &self,
+        id: RequestId,
+        params: ThreadResumeParams,
+    ) -> BoxFuture<'_, Result<Reply, Failure>> {
+        let routed = Routed::Thread(params.thread_id.clone());
+        let request = ClientRequest::ThreadResume {
+            request_id: id,
+            params,
+        };
+        Box::pin(send_routed(self, request, routed))
+    }
+
+    fn resume_process(
+        &self,
+        id: RequestId,
+        params: ProcessResumeParams,
+    ) -> BoxFuture<'_, Result<Reply, Failure>> {
+        let routed = Routed::Process(params.process_handle.clone());
+        let request = ClientRequest::ProcessResume {
+            request_id: id,
+            params,
+        };
+        Box::pin(send_routed(self, request, routed))
+    }
+}
+
+/// Sends a resume whose answer is routed to `routed`'s followers and waits for it.
+async fn send_routed(
+    connection: &Connection,
+    request: ClientRequest,
+    routed: Routed,
+) -> Result<Reply, Failure> {
+    let written = AtomicBool::new(false);
+    send_request(
+        connection,
+        OutgoingRequest::Typed(request),
+        &written,
+        Some(routed),
+    )
+    .await
 }

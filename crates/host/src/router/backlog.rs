@@ -8,10 +8,10 @@ use std::collections::VecDeque;
 use tokio::sync::mpsc;
 
 use super::{Connection, OutboundRouter, WriterFlow};
-use crate::byte_budget::encoded_size;
-use crate::outgoing::WriterMessage;
+use crate::close::CloseReason;
+use crate::message::WriterMessage;
+use crate::message::encoded_size;
 use crate::processor::ConnectionId;
-use crate::transport::connection::CloseReason;
 
 /// How much a connection's backlog (what did not fit its writer queue) may hold before the
 /// connection is closed at once. A single message never counts as over: one larger than the

@@ -29,15 +29,18 @@ use std::sync::Arc;
 
 use futures::StreamExt as _;
 use futures::stream::FuturesUnordered;
-use tokio::sync::mpsc;
+use tandem_protocol::{EventCursor, RequestId};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::byte_budget::{ByteBudget, encoded_size};
+use crate::byte_budget::ByteBudget;
+use crate::close::CloseSignal;
 use crate::delivery::NotificationFilter;
-use crate::outgoing::{Envelope, OutgoingMessage, RouterInput, Target, WriterMessage};
+use crate::message::{Envelope, OutgoingMessage, Target, WriterMessage, encoded_size};
 use crate::processor::ConnectionId;
-use crate::replay::{Attach, ReplayWindowLimits, ReplayWindows, StreamAttachment, StreamCursor};
-use crate::transport::connection::CloseSignal;
+use crate::replay::{
+    Attach, ReplayWindowLimits, ReplayWindowStats, ReplayWindows, StreamAttachment, StreamCursor,
+};
 
 mod backlog;
 #[cfg(test)]
@@ -56,6 +59,53 @@ pub(crate) enum WriterFlow {
     Backlog {
         ceiling: BacklogCeiling,
         close: Arc<CloseSignal>,
+    },
+}
+
+/// What travels on the outgoing queue to the router. Connection bookkeeping shares the queue
+/// with messages so that, for example, a filter installed at `initialize` applies exactly to
+/// the notifications emitted after the `initialize` reply.
+#[derive(Debug)]
+pub(crate) enum RouterInput {
+    Message {
+        target: Target,
+        message: WriterMessage,
+    },
+    /// A transport accepted a connection; everything routed to it goes to `writer`.
+    ConnectionOpened {
+        connection: ConnectionId,
+        writer: mpsc::Sender<WriterMessage>,
+        flow: WriterFlow,
+        /// The byte bound of `writer`, if it has one (wire connections).
+        budget: Option<Arc<ByteBudget>>,
+    },
+    ConnectionInitialized {
+        connection: ConnectionId,
+        filter: NotificationFilter,
+    },
+    ConnectionClosed(ConnectionId),
+    /// Attach a connection to a stream, replaying what followed `after` first.
+    AttachStream {
+        stream: Arc<str>,
+        connection: ConnectionId,
+        after: Option<EventCursor>,
+        reply: oneshot::Sender<StreamAttachment>,
+    },
+    DetachStream {
+        stream: Arc<str>,
+        connection: ConnectionId,
+    },
+    /// Detach a connection from every stream, then write a reply to `marker` to it: whatever
+    /// its writer takes after that reply was routed after the detach (the in-process host's
+    /// consumer replacement, [`crate::InProcessClientHandle::reattach_events`]).
+    DetachAllStreams {
+        connection: ConnectionId,
+        marker: RequestId,
+    },
+    CloseStream(Arc<str>),
+    StreamStats {
+        stream: Arc<str>,
+        reply: oneshot::Sender<Option<ReplayWindowStats>>,
     },
 }
 

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use super::*;
+use crate::close::CloseReason;
 use crate::delivery::DeliveryAck;
-use crate::transport::connection::CloseReason;
 use serde_json::{Value, json};
 use tandem_protocol::RequestId;
 

@@ -3,8 +3,9 @@
 //! front of it, whose backlog goes with the connection).
 
 use super::*;
-use crate::outgoing::{RouterInput, Target};
+use crate::message::Target;
 use crate::replay::ReplayWindowLimits;
+use crate::router::RouterInput;
 use crate::router::{BacklogCeiling, OutboundRouter, WriterFlow};
 use serde_json::json;
 use tokio::time::Instant;

@@ -40,9 +40,10 @@ use tokio_util::task::TaskTracker;
 use crate::byte_budget::ByteBudget;
 use crate::dispatch::{Dispatcher, ProcessorMessage};
 use crate::in_process::{DEFAULT_IN_PROCESS_CHANNEL_CAPACITY, DEFAULT_SHUTDOWN_STAGE_TIMEOUT};
-use crate::outgoing::{OutgoingMessageSender, PendingServerRequests, RouterInput};
+use crate::outgoing::{OutgoingMessageSender, PendingServerRequests};
 use crate::processor::{ConnectionId, MessageProcessor};
 use crate::replay::ReplayWindowLimits;
+use crate::router::RouterInput;
 use crate::router::{BacklogCeiling, OutboundRouter, WriterFlow};
 
 pub(crate) mod connection;

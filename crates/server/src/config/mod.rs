@@ -9,9 +9,10 @@
 //! builder, else the `TANDEM_HOME` environment variable, else the platform data directory
 //! joined with `tandem`.
 //!
-//! Files: `layers` merges the layers and remembers origins, `providers` holds the model
-//! provider settings, `validate` finds unknown keys and provider settings that would fail the
-//! first request ([`ConfigWarning`]), `tests` the tests.
+//! Files: `layers` merges the layers and remembers origins, `validate` finds unknown keys and
+//! provider settings that would fail the first request ([`ConfigWarning`]), `tests` the tests.
+//! The model provider settings are parsed by tandem-agent (`tandem_agent::providers`), whose
+//! errors are reported here against the layer that set the key.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -23,7 +24,6 @@ use serde_json::{Value, json};
 use tandem_protocol::ConfigReadResponse;
 
 mod layers;
-mod providers;
 pub(crate) mod sandbox;
 mod store;
 mod validate;
@@ -34,12 +34,13 @@ pub(crate) mod write;
 pub use toml;
 
 use layers::{Layered, Origin};
-pub use providers::{
+pub use sandbox::{SANDBOX_MODE_KEY, SANDBOX_WORKSPACE_WRITE_KEY};
+pub use store::STORE_KEY;
+use tandem_agent::providers;
+pub use tandem_agent::providers::{
     DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_STREAM_MAX_RETRIES, MAX_STREAM_MAX_RETRIES,
     MODEL_PROVIDER_KEY, MODEL_PROVIDERS_KEY, ModelProviderConfig, WireApi,
 };
-pub use sandbox::{SANDBOX_MODE_KEY, SANDBOX_WORKSPACE_WRITE_KEY};
-pub use store::STORE_KEY;
 pub use validate::ConfigWarning;
 
 /// The environment variable naming the server's home directory.
@@ -676,7 +677,15 @@ impl Settings {
                 });
             }
         };
-        let (model_provider, model_providers) = providers::parse_providers(layered, complete)?;
+        let (model_provider, model_providers) =
+            providers::parse_providers(&layered.table, complete).map_err(|error| {
+                ConfigError::InvalidValue {
+                    origin: layered.origin_of(&error.origin_key).to_string(),
+                    key: error.key,
+                    value: error.value,
+                    reason: error.reason,
+                }
+            })?;
         let mode = table.get(SANDBOX_MODE_KEY).map(toml_to_json);
         let workspace_write = table.get(SANDBOX_WORKSPACE_WRITE_KEY).map(toml_to_json);
         let sandbox = sandbox::policy_from_keys(|key| match key {

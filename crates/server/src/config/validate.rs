@@ -13,9 +13,9 @@
 use std::fmt;
 
 use super::layers::Origin;
-use super::providers::PROVIDER_KEYS;
 use super::sandbox::{SANDBOX_WORKSPACE_WRITE_KEY, WORKSPACE_WRITE_KEYS};
 use super::{KNOWN_KEYS, MODEL_PROVIDERS_KEY, PROFILES_KEY, ServerConfig};
+use tandem_agent::providers::PROVIDER_KEYS;
 
 /// Something a loaded configuration gets wrong that does not stop it from loading.
 #[derive(Debug, Clone, PartialEq, Eq)]

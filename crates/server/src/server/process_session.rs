@@ -160,7 +160,7 @@ impl ProcessSession {
 
     /// attach19: the emulated screen of running PTY process `handle`.
     pub(crate) fn screen_of(&self, handle: &str) -> Result<Arc<PtyScreen>, JSONRPCErrorError> {
-        Ok(self.manager.screen_of(handle)?)
+        self.manager.screen_of(handle)
     }
 
     /// Every stream of the session.

@@ -17,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::process::ProcessManager;
 use crate::store::{self, ThreadRecord, ThreadStore, ThreadUpdate};
-use crate::turn;
 
+use super::turn_work::{StartedTurn, TurnWork};
 use super::{
     ActiveTurn, LoadedThread, SteerQueue, ThreadService, lock, not_found, now_secs, store_error,
 };
@@ -218,12 +218,12 @@ impl ThreadService {
             .send_response_and_wait(id, EmptyResponse {})
             .await;
         turn.items_view = TurnItemsView::NotLoaded;
-        let started = turn::StartedTurn {
+        let started = StartedTurn {
             turn,
-            work: turn::TurnWork::Compaction,
+            work: TurnWork::Compaction,
             store,
         };
-        turn::spawn(Arc::clone(self), thread, active, started);
+        (self.run_turn)(Arc::clone(self), thread, active, started);
     }
 
     /// Cuts the stored history of `thread_id` before `turn_id` and brings a loaded thread's

@@ -26,6 +26,9 @@ mod lifecycle;
 mod maintenance;
 mod thread_requests;
 mod turn_requests;
+mod turn_work;
+
+pub(crate) use turn_work::{StartedTurn, TurnRunner, TurnWork};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
@@ -41,19 +44,13 @@ use tokio::sync::{OnceCell, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Agent;
+use crate::catalog::{MODEL_PROVIDER, default_model_of};
 use crate::config::ServerConfig;
 use crate::process::ProcessManager;
 use crate::store::{
     Compaction, InMemoryThreadStore, LeaseSettings, PostgresThreadStore, SqliteThreadStore,
     StoreError, ThreadRecord, ThreadStore,
 };
-
-/// The model reported for threads that name none while no model provider is configured: the
-/// scripted agent has no model.
-pub const DEFAULT_MODEL: &str = "scripted";
-
-/// The model provider reported for threads created while no model provider is configured.
-pub const MODEL_PROVIDER: &str = "tandem";
 
 /// Unix seconds now.
 pub(crate) fn now_secs() -> i64 {
@@ -272,16 +269,6 @@ impl LoadedThread {
     }
 }
 
-/// The model of threads that chose none under `config`: its `model`, else (with no provider
-/// configured) [`DEFAULT_MODEL`].
-pub(crate) fn default_model_of(config: &ServerConfig) -> Option<String> {
-    match (&config.model, &config.model_provider) {
-        (Some(model), _) => Some(model.clone()),
-        (None, None) => Some(DEFAULT_MODEL.to_owned()),
-        (None, Some(_)) => None,
-    }
-}
-
 /// Per-thread-id FIFO of handler tasks.
 #[derive(Default)]
 struct Sequencer {
@@ -304,6 +291,8 @@ pub(crate) struct ThreadService {
     pub(crate) agent: Arc<dyn Agent>,
     /// Enforces the threads' sandbox policies on their commands.
     pub(crate) sandboxing: crate::sandbox::Sandboxing,
+    /// Runs a started turn (the turn module's `spawn`, handed down by the server).
+    run_turn: TurnRunner,
     loaded: Mutex<BTreeMap<String, Arc<LoadedThread>>>,
     sequencer: Mutex<Sequencer>,
     /// Set when the host shuts down: no new turn starts from then on, so every running turn
@@ -320,6 +309,7 @@ impl ThreadService {
         store: Option<Arc<dyn ThreadStore>>,
         agent: Arc<dyn Agent>,
         sandboxing: crate::sandbox::Sandboxing,
+        run_turn: TurnRunner,
     ) -> Self {
         let durable = OnceCell::new_with(store);
         Self {
@@ -330,6 +320,7 @@ impl ThreadService {
             ephemeral: Arc::new(InMemoryThreadStore::new()),
             agent,
             sandboxing,
+            run_turn,
             loaded: Mutex::new(BTreeMap::new()),
             sequencer: Mutex::new(Sequencer::default()),
             stopping: std::sync::atomic::AtomicBool::new(false),
@@ -405,7 +396,7 @@ impl ThreadService {
     }
 
     /// The model of threads that chose none: the config's `model`, else (with no provider
-    /// configured) [`DEFAULT_MODEL`].
+    /// configured) [`DEFAULT_MODEL`](crate::catalog::DEFAULT_MODEL).
     pub(crate) fn default_model(&self) -> Option<String> {
         default_model_of(&self.config())
     }

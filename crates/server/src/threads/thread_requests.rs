@@ -13,7 +13,7 @@ use tandem_protocol::{
     TurnItemsView, TurnStatus,
 };
 
-use crate::server::SERVER_VERSION;
+use crate::SERVER_VERSION;
 use crate::store::{self, ThreadListQuery, ThreadRecord, ThreadUpdate, TurnListQuery};
 
 use super::idempotency::{self, Keyed};

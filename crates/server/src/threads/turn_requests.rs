@@ -13,9 +13,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::process::ProcessManager;
 use crate::store::{self, ThreadStore, ThreadUpdate};
-use crate::turn;
 
 use super::idempotency::{self, Keyed};
+use super::turn_work::{self, StartedTurn, TurnWork};
 use super::{ActiveTurn, LoadedThread, SteerQueue, ThreadService, lock, now_secs, store_error};
 
 /// The first pause before writing a turn's end again (see
@@ -153,7 +153,7 @@ impl ThreadService {
                 crate::config::sandbox::set_thread_policy(&mut config, policy.as_ref());
                 config
             }),
-            preview: first_turn.then(|| turn::preview_of(&params.input)),
+            preview: first_turn.then(|| turn_work::preview_of(&params.input)),
             updated_at: Some(now),
             ..ThreadUpdate::default()
         };
@@ -239,15 +239,15 @@ impl ThreadService {
         self.outgoing
             .send_response(id, TurnStartResponse { turn: turn.clone() })
             .await;
-        let started = turn::StartedTurn {
+        let started = StartedTurn {
             turn,
-            work: turn::TurnWork::Input {
+            work: TurnWork::Input {
                 user_message,
                 input: params.input,
             },
             store,
         };
-        turn::spawn(Arc::clone(self), thread, active, started);
+        (self.run_turn)(Arc::clone(self), thread, active, started);
         None
     }
 

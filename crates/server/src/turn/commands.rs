@@ -1,4 +1,4 @@
-//! [`TurnDriver::run_command`]: the approval request, the process run through the
+//! [`TurnRun::run_command`], what the agent's `TurnDriver::run_command` runs: the approval request, the process run through the
 //! [`ProcessManager`](crate::process::ProcessManager) (own process group, killed on interrupt) and its output turned into
 //! `item/commandExecution/outputDelta`.
 
@@ -23,21 +23,20 @@ use crate::process::ProcessEventSink;
 use crate::store;
 use crate::threads::{LoadedThread, now_millis};
 
-use super::{CommandOptions, CommandOutcome, TurnDriver, elapsed_ms};
+use crate::agent::{CommandOptions, CommandOutcome};
 
-impl TurnDriver {
+use super::{TurnRun, elapsed_ms};
+
+impl TurnRun {
     /// Runs `command` with `sh -c`, in the thread's cwd unless `options` names another
     /// directory, asking for approval first unless the approval policy is `never`; streams its
     /// output as `item/commandExecution/outputDelta`. A timeout in `options` kills it (exit
     /// code 124).
-    pub async fn run_command(
+    pub(super) async fn run_command(
         &mut self,
         command: &str,
         options: CommandOptions,
     ) -> Result<CommandOutcome, AgentError> {
-        if self.is_interrupted() {
-            return Err(AgentError::Interrupted);
-        }
         let id = store::new_id();
         let started_at_ms = now_millis();
         let cwd = match &options.workdir {

@@ -1,5 +1,6 @@
-//! One running turn: the task that runs the [`crate::agent::Agent`] and the [`TurnDriver`]
-//! through which the agent acts. The driver owns every ordering rule of docs/protocol.md section 6
+//! One running turn: the task that runs the [`crate::agent::Agent`], and [`TurnRun`], the
+//! turn's [`TurnRuntime`] behind the [`TurnDriver`] through which the agent acts. The runtime
+//! owns every ordering rule of docs/protocol.md section 6
 //! for a turn (status before `turn/started`, flags around approvals and questions, items
 //! around their server requests, `serverRequest/resolved` after the answer) and every
 //! interruption rule (pending requests resolved first, then the `turn/interrupt` reply, then
@@ -9,7 +10,7 @@
 //! kill on interrupt), with its output turned into `item/commandExecution/outputDelta`.
 
 //!
-//! Files: this one holds the driver and its messages, tools and questions; `commands` its
+//! Files: this one holds the runtime and its items, tools and questions; `commands` its
 //! commands (approval, process, output); `task` the task that runs a turn from start to
 //! `turn/completed`; `compaction` the compaction turn of `thread/compact/start`.
 
@@ -17,11 +18,10 @@ mod commands;
 mod compaction;
 mod task;
 
-pub use compaction::summarize_transcript;
-pub(crate) use task::{StartedTurn, TurnWork, preview_of, spawn};
+pub(crate) use task::spawn;
 
-use std::sync::{Arc, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, MutexGuard, PoisonError};
+use std::time::Instant;
 
 use serde_json::Value;
 use tandem_host::{OutgoingMessageSender, PendingServerRequest, RequestResult};
@@ -35,8 +35,11 @@ use tandem_protocol::{
     ToolCallParams, ToolCallResponse, ToolRequestUserInputParams, ToolRequestUserInputResponse,
     TurnError, UserInput, UserInputQuestion,
 };
+use tokio_util::sync::CancellationToken;
 
-use crate::agent::AgentError;
+use crate::agent::{
+    AgentError, CommandOptions, CommandOutcome, ToolOutcome, TurnDriver, TurnRuntime,
+};
 use crate::process::ProcessManager;
 use crate::store::{self, StoreError, ThreadStore};
 use crate::threads::{ActiveTurn, LoadedThread, now_millis};
@@ -44,83 +47,10 @@ use crate::threads::{ActiveTurn, LoadedThread, now_millis};
 /// Text of the error that resolves a server request cancelled by a turn transition.
 const CANCELLED_BY_TURN: &str = "the turn that sent this request has ended";
 
-/// What a dynamic tool call returned.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolOutcome {
-    /// The client's output (empty when the call failed).
-    pub content_items: Vec<DynamicToolCallOutputContentItem>,
-    /// Whether the call succeeded; an error reply from the client counts as a failure.
-    pub success: bool,
-}
-
-/// How [`TurnDriver::run_command`] runs a command, beyond the command text.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CommandOptions {
-    /// The working directory; a relative path is taken relative to the thread's cwd.
-    /// `None` runs in the thread's cwd.
-    pub workdir: Option<String>,
-    /// Kill the command's process group after this long (it then reports exit code 124).
-    /// `None` lets it run until it exits or the turn is interrupted.
-    pub timeout: Option<Duration>,
-}
-
-/// An agent message being streamed: begun by [`TurnDriver::begin_agent_message`], fed by
-/// [`TurnDriver::agent_message_delta`] and finished by
-/// [`TurnDriver::complete_agent_message`].
-#[derive(Debug)]
-#[must_use = "an agent message must be completed, or its item never completes"]
-pub struct StreamingMessage {
-    id: String,
-    text: String,
-}
-
-impl StreamingMessage {
-    /// The id of the message's `agentMessage` item.
-    pub fn item_id(&self) -> &str {
-        &self.id
-    }
-
-    /// The text streamed so far.
-    pub fn text(&self) -> &str {
-        &self.text
-    }
-}
-
-/// What became of a command the agent asked to run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CommandOutcome {
-    /// The user declined it; it did not run.
-    Declined,
-    /// It ran (or failed to start, with exit code `None`).
-    Ran {
-        /// The exit code, if it exited.
-        exit_code: Option<i32>,
-        /// Its combined stdout and stderr (lossy UTF-8), shared with the item that reports it.
-        output: SharedText,
-    },
-}
-
-/// The items of a running turn, as [`TurnDriver::items`] returns them: a guard on the turn's
-/// snapshot that reads as a slice.
-pub struct TurnItems<'a>(std::sync::MutexGuard<'a, tandem_protocol::Turn>);
-
-impl std::ops::Deref for TurnItems<'_> {
-    type Target = [ThreadItem];
-
-    fn deref(&self) -> &[ThreadItem] {
-        &self.0.items
-    }
-}
-
-impl std::fmt::Debug for TurnItems<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.0.items.iter()).finish()
-    }
-}
-
-/// The agent's handle on its turn. Every method that waits returns
-/// [`AgentError::Interrupted`] as soon as the turn is interrupted.
-pub struct TurnDriver {
+/// The server's side of a running turn: what the agent's [`TurnDriver`] does through
+/// [`TurnRuntime`]. Every method that waits returns [`AgentError::Interrupted`] as soon as the
+/// turn is interrupted.
+pub(crate) struct TurnRun {
     thread: Arc<LoadedThread>,
     active: Arc<ActiveTurn>,
     outgoing: OutgoingMessageSender,
@@ -145,86 +75,28 @@ pub struct TurnDriver {
     store_failure: Option<String>,
 }
 
-impl std::fmt::Debug for TurnDriver {
+impl std::fmt::Debug for TurnRun {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TurnDriver")
+        f.debug_struct("TurnRun")
             .field("thread", &self.thread.id)
             .field("turn", &self.turn_id)
             .finish_non_exhaustive()
     }
 }
 
-impl TurnDriver {
-    /// The thread's id.
-    pub fn thread_id(&self) -> &str {
-        &self.thread.id
+impl TurnRun {
+    /// The server's driver of `run`, taken back between agent calls.
+    pub(crate) fn of(driver: &mut TurnDriver) -> &mut Self {
+        driver
+            .runtime_mut::<Self>()
+            .expect("the server builds every driver over a TurnRun")
     }
 
-    /// The turn's id.
-    pub fn turn_id(&self) -> &str {
-        &self.turn_id
-    }
-
-    /// The thread's working directory.
-    pub fn cwd(&self) -> &str {
-        &self.cwd
-    }
-
-    /// The dynamic tools the client registered at `thread/start`.
-    pub fn tools(&self) -> &[DynamicToolSpec] {
-        &self.tools
-    }
-
-    /// Whether a dynamic tool named `name` was registered.
-    pub fn has_tool(&self, name: &str) -> bool {
-        self.tools.iter().any(|tool| tool.name == name)
-    }
-
-    /// The model this turn uses: `turn/start`'s, else the thread's, else the server's
-    /// `model`; `None` when none of them names one.
-    pub fn model(&self) -> Option<&str> {
-        self.model.as_deref()
-    }
-
-    /// The items of this turn completed so far, oldest first: the user's input (and input
-    /// steered in since), messages, commands and tool calls.
-    ///
-    /// The items live once, in the running turn's snapshot that `thread/read` shows, so the
-    /// returned guard holds its lock: use it and drop it, never across an `await`.
-    pub fn items(&self) -> TurnItems<'_> {
-        TurnItems(
-            self.active
-                .snapshot
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        )
-    }
-
-    /// Whether the turn was interrupted. Agents that wait on something the driver does not
-    /// know (a model's stream) check it between steps, or wait through
-    /// [`TurnDriver::or_interrupted`].
-    pub fn is_interrupted(&self) -> bool {
+    fn is_interrupted(&self) -> bool {
         self.active.cancel.is_cancelled()
     }
 
-    /// Awaits `work` unless the turn is interrupted first, in which case `work` is dropped at
-    /// once (an HTTP request in it is abandoned and its connection closed) and
-    /// [`AgentError::Interrupted`] is returned.
-    pub async fn or_interrupted<F: std::future::Future>(
-        &self,
-        work: F,
-    ) -> Result<F::Output, AgentError> {
-        tokio::select! {
-            biased;
-            () = self.active.cancel.cancelled() => Err(AgentError::Interrupted),
-            output = work => Ok(output),
-        }
-    }
-
-    /// Tells the turn's subscribers that something failed and will be retried: an `error`
-    /// notification with `willRetry: true` (for example `Reconnecting... 2/5`). A failure that
-    /// ends the turn is reported by returning [`AgentError::Failed`] instead.
-    pub async fn report_retry(&self, message: &str, additional_details: Option<String>) {
+    async fn report_retry(&self, message: &str, additional_details: Option<String>) {
         self.notify(ServerNotification::Error(ErrorNotification {
             thread_id: self.thread.id.clone(),
             turn_id: self.turn_id.clone(),
@@ -237,9 +109,7 @@ impl TurnDriver {
         .await;
     }
 
-    /// Adds `last` (one model request's usage, as its stream reported it) to the thread's
-    /// total and tells the subscribers: `thread/tokenUsage/updated`.
-    pub async fn report_token_usage(&self, last: tandem_protocol::TokenUsageBreakdown) {
+    async fn report_token_usage(&self, last: tandem_protocol::TokenUsageBreakdown) {
         let total = {
             let mut total = self
                 .thread
@@ -355,7 +225,7 @@ impl TurnDriver {
     }
 
     /// Reports the user's input, which `turn/start` stored as item 0 before it answered.
-    async fn stored_user_message(&mut self, item: ThreadItem) {
+    pub(crate) async fn stored_user_message(&mut self, item: ThreadItem) {
         self.next_index = self.next_index.max(1);
         self.notify(ServerNotification::ItemStarted(ItemStartedNotification {
             thread_id: self.thread.id.clone(),
@@ -390,7 +260,11 @@ impl TurnDriver {
         }
     }
 
-    async fn user_message(&mut self, content: Vec<UserInput>, client_id: Option<String>) {
+    pub(crate) async fn user_message(
+        &mut self,
+        content: Vec<UserInput>,
+        client_id: Option<String>,
+    ) {
         let item = ThreadItem::UserMessage {
             id: store::new_id(),
             content,
@@ -400,106 +274,7 @@ impl TurnDriver {
         self.item_completed(item).await;
     }
 
-    /// Streams an agent message, in several `item/agentMessage/delta` chunks (one per word).
-    /// The text is allocated once: each delta is a slice of it, and the completed item holds
-    /// it whole (pass a `String` to hand its buffer over).
-    pub async fn agent_message(&mut self, text: impl Into<SharedText>) -> Result<(), AgentError> {
-        let text = text.into();
-        let message = self.begin_agent_message().await?;
-        let mut start = 0;
-        for chunk in text.split_inclusive(' ') {
-            let end = start + chunk.len();
-            let delta = text
-                .slice(start..end)
-                .expect("a chunk ends on a char boundary");
-            start = end;
-            self.send_delta(&message.id, delta).await;
-        }
-        self.item_completed(ThreadItem::AgentMessage {
-            id: message.id,
-            text,
-        })
-        .await;
-        Ok(())
-    }
-
-    /// Starts an agent message whose text arrives piece by piece (`item/started` with empty
-    /// text); feed it with [`TurnDriver::agent_message_delta`] and finish it with
-    /// [`TurnDriver::complete_agent_message`].
-    pub async fn begin_agent_message(&mut self) -> Result<StreamingMessage, AgentError> {
-        if self.is_interrupted() {
-            return Err(AgentError::Interrupted);
-        }
-        let message = StreamingMessage {
-            id: store::new_id(),
-            text: String::new(),
-        };
-        self.item_started(&ThreadItem::AgentMessage {
-            id: message.id.clone(),
-            text: SharedText::default(),
-        })
-        .await;
-        Ok(message)
-    }
-
-    /// Sends `delta` of `message` to the subscribers at once (`item/agentMessage/delta`).
-    /// Fails with [`AgentError::Interrupted`], sending nothing, once the turn is interrupted;
-    /// the message should still be completed with what it has.
-    pub async fn agent_message_delta(
-        &mut self,
-        message: &mut StreamingMessage,
-        delta: &str,
-    ) -> Result<(), AgentError> {
-        if self.is_interrupted() {
-            return Err(AgentError::Interrupted);
-        }
-        if !delta.is_empty() {
-            self.push_delta(message, delta).await;
-        }
-        Ok(())
-    }
-
-    async fn push_delta(&self, message: &mut StreamingMessage, delta: &str) {
-        message.text.push_str(delta);
-        self.send_delta(&message.id, SharedText::from(delta)).await;
-    }
-
-    async fn send_delta(&self, item_id: &str, delta: SharedText) {
-        self.notify(ServerNotification::AgentMessageDelta(
-            AgentMessageDeltaNotification {
-                thread_id: self.thread.id.clone(),
-                turn_id: self.turn_id.clone(),
-                item_id: item_id.to_owned(),
-                delta,
-            },
-        ))
-        .await;
-    }
-
-    /// Completes `message` with the text streamed into it (`item/completed`). Works after an
-    /// interruption too, so a message cut short still completes with what the client saw.
-    pub async fn complete_agent_message(&mut self, message: StreamingMessage) {
-        self.item_completed(ThreadItem::AgentMessage {
-            id: message.id,
-            text: message.text.into(),
-        })
-        .await;
-    }
-
-    /// Waits for `duration`, or until the turn is interrupted.
-    pub async fn sleep(&mut self, duration: Duration) -> Result<(), AgentError> {
-        tokio::select! {
-            () = self.active.cancel.cancelled() => Err(AgentError::Interrupted),
-            () = tokio::time::sleep(duration) => Ok(()),
-        }
-    }
-
-    /// Input steered into the turn since the last call (each recorded as a `userMessage`
-    /// item); empty when there is none.
-    pub async fn take_steered_input(&mut self) -> Result<Vec<UserInput>, AgentError> {
-        if self.is_interrupted() {
-            return Err(AgentError::Interrupted);
-        }
+    async fn take_steered_input(&mut self) -> Vec<UserInput> {
         let steered: Vec<_> = std::mem::take(
             &mut self
                 .active
@@ -513,7 +288,7 @@ impl TurnDriver {
             self.user_message(content.clone(), client_id).await;
             input.extend(content);
         }
-        Ok(input)
+        input
     }
 
     /// Sends a server request to every connection subscribed to the thread (docs/protocol.md,
@@ -585,16 +360,12 @@ impl TurnDriver {
         self.thread.set_status(&self.outgoing, status).await;
     }
 
-    /// Calls the client's dynamic tool `tool` (`item/tool/call`) and returns its output.
-    pub async fn call_tool(
+    async fn call_tool(
         &mut self,
         namespace: Option<String>,
         tool: &str,
         arguments: Value,
     ) -> Result<ToolOutcome, AgentError> {
-        if self.is_interrupted() {
-            return Err(AgentError::Interrupted);
-        }
         let id = store::new_id();
         let started = Instant::now();
         let item = |status, content_items, success, duration_ms| ThreadItem::DynamicToolCall {
@@ -651,11 +422,7 @@ impl TurnDriver {
         answer.map(|_| outcome)
     }
 
-    /// Asks the user `question` (`item/tool/requestUserInput`) and returns their answers.
-    pub async fn ask_user(&mut self, question: &str) -> Result<Vec<String>, AgentError> {
-        if self.is_interrupted() {
-            return Err(AgentError::Interrupted);
-        }
+    async fn ask_user(&mut self, question: &str) -> Result<Vec<String>, AgentError> {
         let params = ToolRequestUserInputParams {
             thread_id: self.thread.id.clone(),
             turn_id: self.turn_id.clone(),
@@ -708,4 +475,95 @@ fn failed_tool(message: String) -> ToolOutcome {
 
 fn elapsed_ms(started: Instant) -> i64 {
     i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX)
+}
+
+#[async_trait::async_trait]
+impl TurnRuntime for TurnRun {
+    fn thread_id(&self) -> &str {
+        &self.thread.id
+    }
+
+    fn turn_id(&self) -> &str {
+        &self.turn_id
+    }
+
+    fn cwd(&self) -> &str {
+        &self.cwd
+    }
+
+    fn tools(&self) -> &[DynamicToolSpec] {
+        &self.tools
+    }
+
+    fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
+    fn snapshot(&self) -> MutexGuard<'_, tandem_protocol::Turn> {
+        self.active
+            .snapshot
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn interruption(&self) -> &CancellationToken {
+        &self.active.cancel
+    }
+
+    fn new_item_id(&self) -> String {
+        store::new_id()
+    }
+
+    async fn item_started(&mut self, item: &ThreadItem) {
+        TurnRun::item_started(self, item).await;
+    }
+
+    async fn item_completed(&mut self, item: ThreadItem) {
+        TurnRun::item_completed(self, item).await;
+    }
+
+    async fn agent_message_delta(&self, item_id: &str, delta: SharedText) {
+        self.notify(ServerNotification::AgentMessageDelta(
+            AgentMessageDeltaNotification {
+                thread_id: self.thread.id.clone(),
+                turn_id: self.turn_id.clone(),
+                item_id: item_id.to_owned(),
+                delta,
+            },
+        ))
+        .await;
+    }
+
+    async fn report_retry(&self, message: &str, additional_details: Option<String>) {
+        TurnRun::report_retry(self, message, additional_details).await;
+    }
+
+    async fn report_token_usage(&self, last: tandem_protocol::TokenUsageBreakdown) {
+        TurnRun::report_token_usage(self, last).await;
+    }
+
+    async fn take_steered_input(&mut self) -> Vec<UserInput> {
+        TurnRun::take_steered_input(self).await
+    }
+
+    async fn run_command(
+        &mut self,
+        command: &str,
+        options: CommandOptions,
+    ) -> Result<CommandOutcome, AgentError> {
+        TurnRun::run_command(self, command, options).await
+    }
+
+    async fn call_tool(
+        &mut self,
+        namespace: Option<String>,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<ToolOutcome, AgentError> {
+        TurnRun::call_tool(self, namespace, tool, arguments).await
+    }
+
+    async fn ask_user(&mut self, question: &str) -> Result<Vec<String>, AgentError> {
+        TurnRun::ask_user(self, question).await
+    }
 }

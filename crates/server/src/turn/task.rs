@@ -8,40 +8,17 @@ use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
 use tandem_protocol::{
-    EmptyResponse, ErrorNotification, ServerNotification, SharedText, ThreadItem, ThreadStatus,
-    Turn, TurnCompletedNotification, TurnError, TurnItemsView, TurnStartedNotification, TurnStatus,
-    UserInput,
+    EmptyResponse, ErrorNotification, ServerNotification, ThreadStatus, Turn,
+    TurnCompletedNotification, TurnError, TurnItemsView, TurnStartedNotification, TurnStatus,
 };
 
 use crate::agent::AgentError;
-use crate::store::{self, ThreadStore};
-use crate::threads::{ActiveTurn, LoadedThread, ThreadService, now_secs};
+use crate::store;
+use crate::threads::{ActiveTurn, LoadedThread, StartedTurn, ThreadService, TurnWork, now_secs};
 
-use super::{TurnDriver, elapsed_ms};
+use crate::agent::TurnDriver;
 
-/// What `turn/start` (or `thread/compact/start`) stored before it answered, and what the
-/// task needs of it.
-pub(crate) struct StartedTurn {
-    /// The turn as `turn/start` reported it (no items).
-    pub(crate) turn: Turn,
-    /// What the turn does.
-    pub(crate) work: TurnWork,
-    /// The store that holds the thread.
-    pub(crate) store: Arc<dyn ThreadStore>,
-}
-
-/// What a turn does.
-pub(crate) enum TurnWork {
-    /// Runs the agent on the user's input.
-    Input {
-        /// The user's input as stored: item 0 of the turn.
-        user_message: ThreadItem,
-        /// The input for the agent.
-        input: Vec<UserInput>,
-    },
-    /// Summarizes the history (`thread/compact/start`); takes no input.
-    Compaction,
-}
+use super::{TurnRun, compaction, elapsed_ms};
 
 /// Starts the task that runs `started` on `thread`.
 pub(crate) fn spawn(
@@ -91,7 +68,7 @@ async fn run(
             None,
         )
         .await;
-    let mut driver = TurnDriver {
+    let mut run = TurnRun {
         thread: Arc::clone(&thread),
         active: Arc::clone(&active),
         outgoing: outgoing.clone(),
@@ -109,16 +86,23 @@ async fn run(
         store_failure: None,
     };
     let agent = Arc::clone(&service.agent);
-    let mut result = match work {
+    let result = match work {
         TurnWork::Input {
             user_message,
             input,
         } => {
-            driver.stored_user_message(user_message).await;
-            agent.run_turn(&history, input, &mut driver).await
+            run.stored_user_message(user_message).await;
+            let mut driver = TurnDriver::new(run);
+            let result = agent.run_turn(&history, input, &mut driver).await;
+            (driver, result)
         }
-        TurnWork::Compaction => driver.compact(agent.as_ref(), &history).await,
+        TurnWork::Compaction => {
+            let mut driver = TurnDriver::new(run);
+            let result = compaction::compact(&mut driver, agent.as_ref(), &history).await;
+            (driver, result)
+        }
     };
+    let (mut driver, mut result) = result;
     // Input steered after the agent last looked still belongs to this turn: hand it to the
     // agent again until none is left, then refuse more, atomically with that last look.
     // (A compaction's queue is closed from the start, so this ends at once.)
@@ -136,7 +120,9 @@ async fn run(
         };
         let mut input = Vec::new();
         for (content, client_id) in leftover {
-            driver.user_message(content.clone(), client_id).await;
+            TurnRun::of(&mut driver)
+                .user_message(content.clone(), client_id)
+                .await;
             input.extend(content);
         }
         result = agent.run_turn(&history, input, &mut driver).await;
@@ -146,12 +132,13 @@ async fn run(
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .closed = true;
-    if let Some(failure) = driver.take_store_failure() {
+    let run = TurnRun::of(&mut driver);
+    if let Some(failure) = run.take_store_failure() {
         result = Err(AgentError::Failed(failure));
     } else if active.cancel.is_cancelled() {
         result = Err(AgentError::Interrupted);
     }
-    driver.processes.kill_all().await;
+    run.processes.kill_all().await;
 
     let (status, error, thread_status) = match &result {
         Ok(()) => (TurnStatus::Completed, None, ThreadStatus::Idle),
@@ -246,15 +233,4 @@ async fn run(
         service.release_if_unloaded(&thread).await;
         active.ended.cancel();
     });
-}
-
-/// The thread's preview: its first user text (shared with the input, not copied).
-pub(crate) fn preview_of(input: &[UserInput]) -> SharedText {
-    input
-        .iter()
-        .find_map(|input| match input {
-            UserInput::Text { text } => Some(text.clone()),
-            _ => None,
-        })
-        .unwrap_or_default()
 }

@@ -4,6 +4,8 @@
 //! `/attach` (attach19).
 
 use super::*;
+use crate::state::TurnState;
+use tandem_protocol::TurnStatus;
 
 /// Starts a turn (and first the thread, on a new chat) and follows it.
 pub(super) async fn start_turn(tui: Tui, thread: Option<String>, text: String) {

@@ -1,0 +1,479 @@
+//! [`OpenAiCompatibleAgent`]: turns driven by any OpenAI-compatible endpoint (OpenAI itself,
+//! Ollama, llama.cpp's `llama-server`, vLLM, LM Studio), streamed over Chat Completions or the
+//! Responses API, with the tools `shell`, `ask_user` and the thread's dynamic tools.
+//!
+//! Each model request is rebuilt from the conversation as it stands (the thread's history,
+//! this turn's items, then what the live turn added), so a request is only ever resent when
+//! nothing ran since it was built: tools run after the answer that asked for them has fully
+//! arrived. Retries are decided here, in the agent loop, so that each one is announced to the
+//! client (`error` with `willRetry: true`) and can be interrupted.
+//!
+//! Files: `chat` and `responses` hold the two wires, `tool_calls` the assembly of streamed
+//! calls, `transcript` the conversation, `images` the image input, `tools` the tools, `retry`
+//! the retry policy.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use tandem_protocol::{TokenUsageBreakdown, Turn, UserInput};
+
+use crate::providers::{ModelProviderConfig, WireApi};
+use crate::{Agent, AgentError, StreamingMessage, TurnDriver};
+
+mod chat;
+mod images;
+mod responses;
+mod retry;
+mod tool_calls;
+mod tools;
+mod transcript;
+mod usage;
+
+use images::UserPart;
+use retry::{AttemptError, RequestContext};
+use tool_calls::ToolCall;
+use transcript::{Conversation, Entry};
+
+/// Why an [`OpenAiCompatibleAgent`] could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentBuildError {
+    /// The HTTP client could not be set up (its TLS backend failed to initialize).
+    #[error("cannot set up the HTTP client for model provider {provider}: {source}")]
+    HttpClient {
+        /// The provider's id.
+        provider: String,
+        /// The client's error.
+        #[source]
+        source: reqwest::Error,
+    },
+}
+
+/// An [`Agent`] backed by an OpenAI-compatible HTTP endpoint, configured by one
+/// `[model_providers.<name>]` entry. The model is the turn's ([`TurnDriver::model`]).
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use tandem_agent::{Agent, ModelProviderConfig, OpenAiCompatibleAgent};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let provider = ModelProviderConfig::new("llama", "http://127.0.0.1:8080/v1");
+/// let agent: Arc<dyn Agent> = Arc::new(OpenAiCompatibleAgent::new(provider)?);
+/// // tandem-server runs it: `ServerOptions::from_env()?.with_agent(agent)`.
+/// # let _ = agent;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct OpenAiCompatibleAgent {
+    provider: ModelProviderConfig,
+    client: reqwest::Client,
+}
+
+/// Where the text of an answer goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TextSink {
+    /// Streamed to the client as an agent message as it arrives (a turn's answer).
+    Client,
+    /// Only collected into [`Reply::text`] (a compaction summary, which the driver reports as
+    /// its own item).
+    Collected,
+}
+
+/// One complete answer of the model.
+#[derive(Debug)]
+struct Reply {
+    text: String,
+    calls: Vec<ToolCall>,
+    /// What the request cost, if the stream said.
+    usage: Option<TokenUsageBreakdown>,
+}
+
+/// What one server-sent event contributed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Decoded {
+    /// Nothing the turn shows (lifecycle, usage, reasoning, a tool-call fragment).
+    Nothing,
+    /// Answer text, to stream to the client now.
+    Text(String),
+    /// The answer is complete.
+    Done,
+}
+
+/// Turns the events of one streamed answer into text and tool calls; one per wire.
+pub(crate) trait StreamDecoder: Send {
+    /// Decodes the event named `event` (empty when the line was absent) with `data`.
+    fn decode(&mut self, event: &str, data: &str) -> Result<Decoded, AttemptError>;
+    /// The token usage the stream reported, if it did.
+    fn usage(&self) -> Option<TokenUsageBreakdown>;
+    /// The tool calls the answer asked for, in order.
+    fn finish(self: Box<Self>) -> Vec<ToolCall>;
+}
+
+impl OpenAiCompatibleAgent {
+    /// An agent for `provider`; the API key is read from its `env_key` variable at each
+    /// request.
+    pub fn new(provider: ModelProviderConfig) -> Result<Self, AgentBuildError> {
+        let mut headers = HeaderMap::new();
+        for (name, value) in &provider.http_headers {
+            // Validated at config load; a hand-built config with a bad header skips it.
+            match (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                (Ok(name), Ok(value)) => {
+                    headers.insert(name, value);
+                }
+                _ => tracing::warn!(header = %name, "skipping an invalid provider header"),
+            }
+        }
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("tandem/", env!("CARGO_PKG_VERSION")))
+            .default_headers(headers)
+            .build()
+            .map_err(|source| AgentBuildError::HttpClient {
+                provider: provider.id.clone(),
+                source,
+            })?;
+        Ok(Self { provider, client })
+    }
+
+    /// The provider this agent talks to.
+    pub fn provider(&self) -> &ModelProviderConfig {
+        &self.provider
+    }
+
+    fn endpoint(&self) -> String {
+        match self.provider.wire_api {
+            WireApi::Chat => format!("{}/chat/completions", self.provider.base_url),
+            WireApi::Responses => format!("{}/responses", self.provider.base_url),
+        }
+    }
+
+    /// One model request, retried as the provider's settings allow.
+    async fn request(
+        &self,
+        model: &str,
+        conversation: &Conversation,
+        sink: TextSink,
+        driver: &mut TurnDriver,
+    ) -> Result<Reply, AgentError> {
+        let body = match self.provider.wire_api {
+            WireApi::Chat => chat::request_body(model, conversation),
+            WireApi::Responses => responses::request_body(model, conversation),
+        };
+        let body = Bytes::from(body.to_string());
+        let max = self.provider.stream_max_retries;
+        let mut retries = 0;
+        loop {
+            match self.attempt(model, body.clone(), sink, driver).await {
+                Ok(reply) => return Ok(reply),
+                Err(AttemptError::Interrupted) => return Err(AgentError::Interrupted),
+                Err(AttemptError::Fatal(message)) => return Err(AgentError::Failed(message)),
+                Err(AttemptError::Retryable {
+                    message,
+                    retry_after,
+                }) => {
+                    if retries >= max {
+                        return Err(AgentError::Failed(format!(
+                            "{message}; gave up after {max} retries (stream_max_retries of \
+                             provider {})",
+                            self.provider.id
+                        )));
+                    }
+                    retries += 1;
+                    let wait = retry_after.unwrap_or_else(|| retry::backoff(retries));
+                    tracing::info!(
+                        provider = %self.provider.id, retry = retries, ?wait, %message,
+                        "model request failed; retrying"
+                    );
+                    driver
+                        .report_retry(&format!("Reconnecting... {retries}/{max}"), Some(message))
+                        .await;
+                    driver.or_interrupted(tokio::time::sleep(wait)).await?;
+                }
+            }
+        }
+    }
+
+    /// One attempt: send, check the status, stream the answer's text to the client as it
+    /// arrives, and collect its tool calls. Interruption drops the request (and with it the
+    /// connection) at once.
+    async fn attempt(
+        &self,
+        model: &str,
+        body: Bytes,
+        sink: TextSink,
+        driver: &mut TurnDriver,
+    ) -> Result<Reply, AttemptError> {
+        let url = self.endpoint();
+        let key = self
+            .provider
+            .env_key
+            .as_deref()
+            .and_then(|name| std::env::var(name).ok())
+            .filter(|key| !key.is_empty());
+        let mut request = self
+            .client
+            .post(&url)
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream")
+            .body(body);
+        if let Some(key) = &key {
+            request = request.bearer_auth(key);
+        }
+        let idle = self.provider.stream_idle_timeout;
+        let sent = driver
+            .or_interrupted(tokio::time::timeout(idle, request.send()))
+            .await
+            .map_err(|_| AttemptError::Interrupted)?;
+        let response = match sent {
+            Err(_) => {
+                return Err(AttemptError::retryable(format!(
+                    "no response from {url} within {}",
+                    describe(idle)
+                )));
+            }
+            Ok(Err(error)) => return Err(send_error(&url, &error)),
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let headers = response.headers().clone();
+            let text = driver
+                .or_interrupted(tokio::time::timeout(idle, response.text()))
+                .await
+                .map_err(|_| AttemptError::Interrupted)?
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            let context = RequestContext {
+                provider: &self.provider.id,
+                model,
+                url: &url,
+                env_key: self.provider.env_key.as_deref(),
+                key_present: key.is_some(),
+            };
+            return Err(retry::classify_status(status, &headers, &text, &context));
+        }
+
+        let mut events = response.bytes_stream().eventsource();
+        let mut decoder: Box<dyn StreamDecoder> = match self.provider.wire_api {
+            WireApi::Chat => Box::<chat::ChatDecoder>::default(),
+            WireApi::Responses => Box::<responses::ResponsesDecoder>::default(),
+        };
+        let mut message: Option<StreamingMessage> = None;
+        let mut collected = String::new();
+        let outcome = loop {
+            let next = match driver
+                .or_interrupted(tokio::time::timeout(idle, events.next()))
+                .await
+            {
+                Ok(next) => next,
+                Err(_) => break Err(AttemptError::Interrupted),
+            };
+            let event = match next {
+                Err(_) => {
+                    break Err(AttemptError::retryable(format!(
+                        "the stream stalled: no event for {}",
+                        describe(idle)
+                    )));
+                }
+                Ok(None) => {
+                    break Err(AttemptError::retryable(
+                        "the stream ended before the answer was complete",
+                    ));
+                }
+                Ok(Some(Err(error))) => {
+                    break Err(AttemptError::retryable(format!(
+                        "the stream broke: {}",
+                        error_chain(&error)
+                    )));
+                }
+                Ok(Some(Ok(event))) => event,
+            };
+            match decoder.decode(&event.event, &event.data) {
+                Err(error) => break Err(error),
+                Ok(Decoded::Done) => break Ok(()),
+                Ok(Decoded::Nothing) => {}
+                Ok(Decoded::Text(text)) if sink == TextSink::Collected => {
+                    collected.push_str(&text);
+                }
+                Ok(Decoded::Text(text)) => {
+                    let streaming = match &mut message {
+                        Some(streaming) => streaming,
+                        None => match driver.begin_agent_message().await {
+                            Ok(started) => message.insert(started),
+                            Err(_) => break Err(AttemptError::Interrupted),
+                        },
+                    };
+                    if driver.agent_message_delta(streaming, &text).await.is_err() {
+                        break Err(AttemptError::Interrupted);
+                    }
+                }
+            }
+        };
+        // The connection goes first: an interrupted turn must not keep it open while the
+        // message item completes.
+        drop(events);
+        let text = match &message {
+            Some(message) => message.text().to_owned(),
+            None => collected,
+        };
+        if let Some(message) = message {
+            driver.complete_agent_message(message).await;
+        }
+        outcome?;
+        Ok(Reply {
+            text,
+            usage: decoder.usage(),
+            calls: decoder.finish(),
+        })
+    }
+}
+
+#[async_trait]
+impl Agent for OpenAiCompatibleAgent {
+    async fn run_turn(
+        &self,
+        history: &[Turn],
+        _input: Vec<UserInput>,
+        driver: &mut TurnDriver,
+    ) -> Result<(), AgentError> {
+        let model = self.model_of(driver)?;
+        // The input is already this turn's first item (and, when the turn hands over input
+        // that arrived late, so is everything the turn did before).
+        let mut entries = transcript::replay_history(history);
+        transcript::replay_items(&driver.items(), &mut entries);
+        let mut conversation = Conversation {
+            instructions: transcript::instructions(driver.cwd()),
+            entries,
+            tools: transcript::function_tools(driver.tools()),
+        };
+        loop {
+            let steered = driver.take_steered_input().await?;
+            if !steered.is_empty() {
+                conversation.entries.push(transcript::user_entry(&steered));
+            }
+            conversation.resolve_local_images().await;
+            let reply = self
+                .request(&model, &conversation, TextSink::Client, driver)
+                .await?;
+            if let Some(usage) = reply.usage {
+                driver.report_token_usage(usage).await;
+            }
+            let calls = reply.calls.clone();
+            conversation.entries.push(Entry::Assistant {
+                text: reply.text,
+                calls: reply.calls,
+            });
+            if calls.is_empty() {
+                let steered = driver.take_steered_input().await?;
+                if steered.is_empty() {
+                    return Ok(());
+                }
+                conversation.entries.push(transcript::user_entry(&steered));
+                continue;
+            }
+            for call in &calls {
+                let output = tools::run(call, driver).await?;
+                conversation.entries.push(Entry::ToolResult {
+                    call_id: call.id.clone(),
+                    output,
+                });
+            }
+        }
+    }
+
+    async fn compact(
+        &self,
+        history: &[Turn],
+        driver: &mut TurnDriver,
+    ) -> Result<String, AgentError> {
+        self.summarize(history, driver).await
+    }
+}
+
+impl OpenAiCompatibleAgent {
+    /// The model of `driver`'s turn, or the error that says how to choose one.
+    fn model_of(&self, driver: &TurnDriver) -> Result<String, AgentError> {
+        driver.model().map(str::to_owned).ok_or_else(|| {
+            AgentError::Failed(format!(
+                "no model selected for provider {id}: set model in config.toml, pass \
+                 -c model=NAME, or give thread/start or turn/start a model",
+                id = self.provider.id
+            ))
+        })
+    }
+
+    /// Asks the model for a summary of `history` (no tools offered, nothing streamed to the
+    /// client): the compaction of `thread/compact/start`.
+    async fn summarize(
+        &self,
+        history: &[Turn],
+        driver: &mut TurnDriver,
+    ) -> Result<String, AgentError> {
+        let model = self.model_of(driver)?;
+        let mut entries = transcript::replay_history(history);
+        entries.push(Entry::User(vec![UserPart::Text(
+            transcript::COMPACT_PROMPT.into(),
+        )]));
+        let conversation = Conversation {
+            instructions: transcript::COMPACT_INSTRUCTIONS.to_owned(),
+            entries,
+            tools: Vec::new(),
+        };
+        let reply = self
+            .request(&model, &conversation, TextSink::Collected, driver)
+            .await?;
+        let summary = reply.text.trim();
+        if summary.is_empty() {
+            return Err(AgentError::Failed(format!(
+                "model {model} of provider {} returned an empty summary; compact again or \
+                 choose another model",
+                self.provider.id
+            )));
+        }
+        Ok(summary.to_owned())
+    }
+}
+
+fn describe(duration: Duration) -> String {
+    if duration.subsec_millis() == 0 {
+        format!("{} s", duration.as_secs())
+    } else {
+        format!("{} ms", duration.as_millis())
+    }
+}
+
+/// An error and its sources, joined: reqwest's own message rarely says what failed.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// A request that got no response: retried (connect errors, resets), unless the request
+/// itself could not be built.
+fn send_error(url: &str, error: &reqwest::Error) -> AttemptError {
+    if error.is_builder() {
+        return AttemptError::Fatal(format!(
+            "cannot build a request for {url}: {}; check the provider's base_url",
+            error_chain(error)
+        ));
+    }
+    let what = if error.is_connect() {
+        "cannot connect to"
+    } else {
+        "no response from"
+    };
+    AttemptError::retryable(format!("{what} {url}: {}", error_chain(error)))
+}

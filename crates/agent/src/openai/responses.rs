@@ -1,0 +1,329 @@
+//! The Responses wire (`wire_api = "responses"`): the request body of
+//! `POST {base_url}/responses` with `stream: true`, and the `response.*` events that stream
+//! back. Text arrives as `response.output_text.delta`; a function call is announced by
+//! `response.output_item.added`, fed by `response.function_call_arguments.delta` and settled
+//! by `response.output_item.done`; the end is `response.completed`.
+
+use serde_json::{Value, json};
+
+use super::images::UserPart;
+use super::retry::{ApiError, AttemptError};
+use super::tool_calls::ToolCall;
+use super::transcript::{Conversation, Entry};
+use super::{Decoded, StreamDecoder};
+
+/// The request body. Nothing is stored server-side (`store: false`): the whole conversation
+/// is sent each time, as with Chat Completions.
+pub(crate) fn request_body(model: &str, conversation: &Conversation) -> Value {
+    let mut input = Vec::new();
+    for entry in &conversation.entries {
+        match entry {
+            Entry::User(parts) => input.push(json!({
+                "type": "message",
+                "role": "user",
+                "content": user_content(parts),
+            })),
+            Entry::Assistant { text, calls } => {
+                if !text.is_empty() {
+                    input.push(json!({
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": text}],
+                    }));
+                }
+                for call in calls {
+                    input.push(json!({
+                        "type": "function_call",
+                        "call_id": call.id,
+                        "name": call.name,
+                        "arguments": call.arguments,
+                    }));
+                }
+            }
+            Entry::ToolResult { call_id, output } => input.push(json!({
+                "type": "function_call_output",
+                "call_id": call_id,
+                "output": output,
+            })),
+        }
+    }
+    let tools: Vec<Value> = conversation
+        .tools
+        .iter()
+        .map(|tool| {
+            json!({
+                "type": "function",
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.parameters,
+            })
+        })
+        .collect();
+    let offers_tools = !tools.is_empty();
+    let mut body = json!({
+        "model": model,
+        "instructions": conversation.instructions,
+        "input": input,
+        "tools": tools,
+        "tool_choice": "auto",
+        "stream": true,
+        "store": false,
+    });
+    // A request without tools (a compaction) leaves both members out: `tool_choice` needs
+    // tools to choose from.
+    if !offers_tools && let Some(members) = body.as_object_mut() {
+        members.remove("tools");
+        members.remove("tool_choice");
+    }
+    body
+}
+
+/// A user message's `content` parts: `input_text` and `input_image` (whose `detail` the API
+/// requires: `auto` unless the input chose one).
+fn user_content(parts: &[UserPart]) -> Vec<Value> {
+    if parts.is_empty() {
+        return vec![json!({"type": "input_text", "text": ""})];
+    }
+    parts
+        .iter()
+        .map(|part| match part {
+            UserPart::Text(text) => json!({"type": "input_text", "text": text}),
+            UserPart::Image { url, detail } => json!({
+                "type": "input_image",
+                "image_url": url,
+                "detail": detail.map_or("auto", |detail| detail.as_str()),
+            }),
+            // Resolved before any request is built; a path is never sent.
+            UserPart::LocalImage { path, .. } => {
+                json!({"type": "input_text", "text": format!("[image file {path} not read]")})
+            }
+        })
+        .collect()
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    /// The output item's id, which argument deltas refer to.
+    item_id: Option<String>,
+    output_index: Option<u64>,
+    call_id: Option<String>,
+    name: Option<String>,
+    arguments: String,
+}
+
+/// Decodes one streamed response.
+#[derive(Debug, Default)]
+pub(crate) struct ResponsesDecoder {
+    calls: Vec<PartialCall>,
+    usage: Option<tandem_protocol::TokenUsageBreakdown>,
+}
+
+fn text_of<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
+    value.get(key).and_then(Value::as_str)
+}
+
+impl ResponsesDecoder {
+    /// The call an event refers to, by item id, else output index; created if new.
+    fn call_for(&mut self, item_id: Option<&str>, output_index: Option<u64>) -> &mut PartialCall {
+        let found = self
+            .calls
+            .iter()
+            .position(|call| match (item_id, &call.item_id) {
+                (Some(id), Some(existing)) => id == existing,
+                _ => output_index.is_some() && call.output_index == output_index,
+            });
+        let position = found.unwrap_or_else(|| {
+            self.calls.push(PartialCall {
+                item_id: item_id.map(str::to_owned),
+                output_index,
+                ..PartialCall::default()
+            });
+            self.calls.len() - 1
+        });
+        &mut self.calls[position]
+    }
+
+    /// Takes the settled fields of a `function_call` output item.
+    fn function_item(&mut self, item: &Value, output_index: Option<u64>, done: bool) {
+        if text_of(item, "type") != Some("function_call") {
+            return;
+        }
+        let call = self.call_for(text_of(item, "id"), output_index);
+        if let Some(call_id) = text_of(item, "call_id").filter(|id| !id.is_empty()) {
+            call.call_id = Some(call_id.to_owned());
+        }
+        if let Some(name) = text_of(item, "name").filter(|name| !name.is_empty()) {
+            call.name = Some(name.to_owned());
+        }
+        if let Some(arguments) = text_of(item, "arguments")
+            && (done || call.arguments.is_empty())
+        {
+            call.arguments = arguments.to_owned();
+        }
+    }
+}
+
+fn failure(value: &Value) -> String {
+    let error = value
+        .get("response")
+        .and_then(ApiError::from_value)
+        .or_else(|| ApiError::from_value(value))
+        // A bare `error` event carries message and code at the top level.
+        .or_else(|| ApiError::from_value(&json!({ "error": value })))
+        .unwrap_or_default();
+    error.stream_failure()
+}
+
+impl StreamDecoder for ResponsesDecoder {
+    fn decode(&mut self, event: &str, data: &str) -> Result<Decoded, AttemptError> {
+        let value: Value = match serde_json::from_str(data.trim()) {
+            Ok(value) => value,
+            Err(error) => {
+                tracing::debug!(%error, data, "skipping an event that is not JSON");
+                return Ok(Decoded::Nothing);
+            }
+        };
+        // Servers put the kind in `type`, in the SSE `event:` line, or both.
+        let kind = text_of(&value, "type")
+            .map(str::to_owned)
+            .unwrap_or_else(|| event.to_owned());
+        let output_index = value.get("output_index").and_then(Value::as_u64);
+        match kind.as_str() {
+            "response.output_text.delta" => Ok(match text_of(&value, "delta") {
+                Some(delta) if !delta.is_empty() => Decoded::Text(delta.to_owned()),
+                _ => Decoded::Nothing,
+            }),
+            "response.output_item.added" | "response.output_item.done" => {
+                if let Some(item) = value.get("item") {
+                    self.function_item(item, output_index, kind.ends_with(".done"));
+                }
+                Ok(Decoded::Nothing)
+            }
+            "response.function_call_arguments.delta" => {
+                if let Some(delta) = text_of(&value, "delta") {
+                    let call = self.call_for(text_of(&value, "item_id"), output_index);
+                    call.arguments.push_str(delta);
+                }
+                Ok(Decoded::Nothing)
+            }
+            "response.function_call_arguments.done" => {
+                if let Some(arguments) = text_of(&value, "arguments") {
+                    let call = self.call_for(text_of(&value, "item_id"), output_index);
+                    call.arguments = arguments.to_owned();
+                }
+                Ok(Decoded::Nothing)
+            }
+            "response.completed" => {
+                self.usage = value
+                    .pointer("/response/usage")
+                    .and_then(super::usage::from_responses);
+                Ok(Decoded::Done)
+            }
+            "response.failed" | "error" => Err(AttemptError::Fatal(failure(&value))),
+            "response.incomplete" => {
+                let reason = value
+                    .pointer("/response/incomplete_details/reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no reason given");
+                Err(AttemptError::Fatal(format!(
+                    "the model stopped before finishing its answer ({reason})"
+                )))
+            }
+            other => {
+                // Reasoning, content-part and lifecycle events carry nothing a turn needs.
+                tracing::trace!(event = other, "ignoring a Responses event");
+                Ok(Decoded::Nothing)
+            }
+        }
+    }
+
+    fn usage(&self) -> Option<tandem_protocol::TokenUsageBreakdown> {
+        self.usage
+    }
+
+    fn finish(self: Box<Self>) -> Vec<ToolCall> {
+        self.calls
+            .into_iter()
+            .enumerate()
+            .map(|(position, call)| ToolCall {
+                id: call
+                    .call_id
+                    .or(call.item_id)
+                    .unwrap_or_else(|| format!("call_{position}")),
+                name: call.name.unwrap_or_default(),
+                arguments: call.arguments,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_without_tools_leaves_tools_and_tool_choice_out() {
+        use crate::openai::transcript::{Conversation, Entry};
+        let mut conversation = Conversation {
+            instructions: "summarize".into(),
+            entries: vec![Entry::User(vec![crate::openai::images::UserPart::Text(
+                "hi".into(),
+            )])],
+            tools: Vec::new(),
+        };
+        let body = request_body("m", &conversation);
+        assert!(body.get("tools").is_none(), "{body}");
+        assert!(body.get("tool_choice").is_none(), "{body}");
+        conversation.tools = crate::openai::transcript::function_tools(&[]);
+        let body = request_body("m", &conversation);
+        assert!(
+            body["tools"]
+                .as_array()
+                .is_some_and(|tools| !tools.is_empty())
+        );
+        assert_eq!(body["tool_choice"], "auto");
+    }
+
+    #[test]
+    fn a_function_call_is_assembled_from_its_events() {
+        let mut decoder = ResponsesDecoder::default();
+        let events = [
+            r#"{"type":"response.created","response":{}}"#,
+            r#"{"type":"response.output_text.delta","delta":"Running"}"#,
+            r#"{"type":"response.output_item.added","output_index":1,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"shell","arguments":""}}"#,
+            r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":1,"delta":"{\"command\":"}"#,
+            r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":1,"delta":"\"ls\"}"}"#,
+            r#"{"type":"response.output_item.done","output_index":1,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"shell","arguments":"{\"command\":\"ls\"}"}}"#,
+            r#"{"type":"response.completed","response":{"usage":{}}}"#,
+        ];
+        let decoded: Vec<Decoded> = events
+            .iter()
+            .map(|data| decoder.decode("", data).expect("decodes"))
+            .collect();
+        assert_eq!(decoded[1], Decoded::Text("Running".into()));
+        assert_eq!(decoded[6], Decoded::Done);
+        let calls = Box::new(decoder).finish();
+        assert_eq!(
+            calls,
+            vec![ToolCall {
+                id: "call_1".into(),
+                name: "shell".into(),
+                arguments: "{\"command\":\"ls\"}".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn failures_are_final_and_carry_the_message() {
+        let mut decoder = ResponsesDecoder::default();
+        let failed = r#"{"type":"response.failed","response":{"error":{"code":"server_error","message":"broke"}}}"#;
+        assert!(matches!(
+            decoder.decode("", failed),
+            Err(AttemptError::Fatal(message)) if message.contains("broke")
+        ));
+        assert!(matches!(
+            decoder.decode("error", r#"{"code":"x","message":"bad"}"#),
+            Err(AttemptError::Fatal(message)) if message.contains("bad")
+        ));
+    }
+}
