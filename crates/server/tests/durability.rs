@@ -119,11 +119,13 @@ async fn shutdown(mut handle: InProcessClientHandle) {
 // ---------------------------------------------------------------------------------------------
 
 /// An in-memory store whose `fail_at`-th write (counting from 1) fails as a full disk would;
-/// every other write goes through.
+/// every other write goes through. Its first `unreachable_ends` turn ends fail as a database
+/// that cannot be reached would (a PostgreSQL restart).
 struct FailingStore {
     inner: InMemoryThreadStore,
     writes: AtomicUsize,
     fail_at: usize,
+    unreachable_ends: AtomicUsize,
 }
 
 impl FailingStore {
@@ -132,6 +134,7 @@ impl FailingStore {
             inner: InMemoryThreadStore::new(),
             writes: AtomicUsize::new(0),
             fail_at,
+            unreachable_ends: AtomicUsize::new(0),
         }
     }
 
@@ -212,6 +215,16 @@ impl ThreadStore for FailingStore {
         update: &ThreadUpdate,
     ) -> Result<ThreadRecord, StoreError> {
         self.write()?;
+        let unreachable =
+            self.unreachable_ends
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
+                    left.checked_sub(1)
+                });
+        if unreachable.is_ok() {
+            return Err(StoreError::PostgresPool(
+                "injected: the database system is starting up".to_owned(),
+            ));
+        }
         self.inner.finish_turn(thread_id, turn, update).await
     }
     async fn list_turns(
@@ -434,6 +447,36 @@ async fn a_store_failing_on_any_write_never_reports_unstored_work() {
     }
     assert!(failed_turns > 0, "some failure hit a running turn");
     println!("{total} writes per session; each failed once; {failed_turns} turns ended failed");
+}
+
+/// A turn whose end the database cannot take for a while (a PostgreSQL restart): the server
+/// writes the end again until it is taken, so the client is told what is stored. Before, both
+/// attempts failed at once: the client was told `failed` while the store kept the turn
+/// `inProgress`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_end_the_database_cannot_take_yet_is_stored_once_it_can() {
+    let store = Arc::new(FailingStore::new(usize::MAX));
+    store.unreachable_ends.store(3, Ordering::SeqCst);
+    let seen = session(Arc::clone(&store)).await;
+    assert!(seen.refusals.is_empty(), "{:?}", seen.refusals);
+    assert_eq!(store.unreachable_ends.load(Ordering::SeqCst), 0);
+    let thread_id = seen.thread_id.expect("thread");
+    let (_, stored) = store
+        .inner
+        .get_thread_with_turns(&thread_id)
+        .await
+        .unwrap()
+        .expect("stored");
+    assert_eq!(stored.len(), TURNS.len());
+    for ((turn_id, notes), stored) in seen.turns.iter().zip(&stored) {
+        let Some(ServerNotification::TurnCompleted(end)) = notes.last() else {
+            unreachable!()
+        };
+        assert_eq!(&stored.id, turn_id);
+        assert_eq!(end.turn.status, TurnStatus::Completed, "{end:?}");
+        assert_eq!(stored.status, TurnStatus::Completed, "{stored:?}");
+        assert_eq!(stored.items, end.turn.items);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
