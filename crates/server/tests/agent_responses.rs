@@ -212,7 +212,10 @@ async fn a_responses_function_call_runs_shell_and_its_output_goes_back() {
                 command,
                 aggregated_output,
                 ..
-            } => Some((command.clone(), aggregated_output.as_deref().map(str::to_owned))),
+            } => Some((
+                command.clone(),
+                aggregated_output.as_deref().map(str::to_owned),
+            )),
             _ => None,
         })
         .collect();

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use tandem_protocol::{
-    ApprovalPolicy, CommandAction, CommandExecutionStatus, DynamicToolCallStatus, SessionSource, SharedText,
-    ThreadItem, ThreadStatus, Turn, TurnError, TurnItemsView, TurnStatus, UserInput,
+    ApprovalPolicy, CommandAction, CommandExecutionStatus, DynamicToolCallStatus, SessionSource,
+    SharedText, ThreadItem, ThreadStatus, Turn, TurnError, TurnItemsView, TurnStatus, UserInput,
 };
 
 use super::*;
