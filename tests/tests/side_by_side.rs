@@ -126,10 +126,7 @@ async fn a_turn_and_a_client_process_share_one_connection() {
         } => Some((aggregated_output.clone(), *exit_code)),
         _ => None,
     });
-    assert_eq!(
-        command_output,
-        Some((Some("from-turn\n".to_owned()), Some(0)))
-    );
+    assert_eq!(command_output, Some((Some("from-turn\n".into()), Some(0))));
     let quoted = turn.items.iter().any(|item| {
         matches!(item, ThreadItem::AgentMessage { text, .. } if text.contains("hello there"))
     });

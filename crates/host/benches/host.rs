@@ -333,7 +333,7 @@ fn delta(n: u64) -> ServerNotification {
         thread_id: BENCH_THREAD.to_owned(),
         turn_id: "019ad6a4-0001-7000-8000-000000000001".to_owned(),
         item_id: "msg-0001".to_owned(),
-        delta: format!("word {n} "),
+        delta: format!("word {n} ").into(),
     })
 }
 

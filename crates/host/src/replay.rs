@@ -590,7 +590,7 @@ mod tests {
         replay
             .iter()
             .map(|(_, note)| match note {
-                ServerNotification::AgentMessageDelta(delta) => delta.delta.clone(),
+                ServerNotification::AgentMessageDelta(delta) => delta.delta.to_string(),
                 other => panic!("unexpected {other:?}"),
             })
             .collect()
@@ -794,7 +794,7 @@ mod tests {
                     thread_id: "t".into(),
                     turn_id: format!("turn-{}", n / 40),
                     item_id: format!("item-{}", n / 9),
-                    delta: format!("d{n}{}", "w".repeat((n % 7) as usize * 30)),
+                    delta: format!("d{n}{}", "w".repeat((n % 7) as usize * 30)).into(),
                 }),
             };
             let cursor = record(&mut windows, "t", &note);

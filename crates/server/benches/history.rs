@@ -142,7 +142,7 @@ fn record(id: String, created_at: i64) -> ThreadRecord {
     ThreadRecord {
         id,
         name: None,
-        preview: "hello".to_owned(),
+        preview: "hello".to_owned().into(),
         ephemeral: false,
         created_at,
         updated_at: created_at,
@@ -172,7 +172,7 @@ fn turn(n: usize) -> Turn {
             },
             ThreadItem::AgentMessage {
                 id: new_id(),
-                text: format!("You said: \"request number {n}\""),
+                text: format!("You said: \"request number {n}\"").into(),
             },
         ],
         items_view: TurnItemsView::Full,

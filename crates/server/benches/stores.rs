@@ -215,7 +215,7 @@ fn record(id: &str) -> ThreadRecord {
     ThreadRecord {
         id: id.to_owned(),
         name: None,
-        preview: String::new(),
+        preview: Default::default(),
         ephemeral: false,
         created_at: 1,
         updated_at: 1,

@@ -284,7 +284,7 @@ fn a_markdown_answer_is_rendered() {
     for delta in answer.as_bytes().chunks(7) {
         state.apply_turn_event(TurnEvent::AgentText {
             item_id: "a1".into(),
-            delta: String::from_utf8(delta.to_vec()).expect("ascii"),
+            delta: String::from_utf8(delta.to_vec()).expect("ascii").into(),
         });
         // Drawn mid-stream, as the app does.
         draw(&state, 40, 24);
