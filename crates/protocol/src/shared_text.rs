@@ -291,6 +291,51 @@ mod tests {
     }
 
     #[test]
+    fn a_notification_cloned_or_encoded_for_two_connections_copies_no_text() {
+        use crate::wire::{ServerMessage, encode_server_message};
+        use crate::{ItemCompletedNotification, ServerNotification, ThreadItem};
+        let text = SharedText::from("y".repeat(1 << 20));
+        let note = ServerNotification::ItemCompleted(ItemCompletedNotification {
+            thread_id: "t".into(),
+            turn_id: "u".into(),
+            item: ThreadItem::AgentMessage {
+                id: "i".into(),
+                text: text.clone(),
+            },
+            completed_at_ms: 0,
+        });
+        let copy = note.clone();
+        let ServerNotification::ItemCompleted(ItemCompletedNotification {
+            item: ThreadItem::AgentMessage { text: copied, .. },
+            ..
+        }) = &copy
+        else {
+            panic!("the clone is the same notification")
+        };
+        assert!(
+            SharedText::ptr_eq(copied, &text),
+            "the clone shares the text"
+        );
+        assert_eq!(
+            text.holders(),
+            3,
+            "the original, the notification and its clone"
+        );
+        let messages = [note, copy].map(|notification| ServerMessage::Notification {
+            notification,
+            emitted_at_ms: None,
+            cursor: None,
+        });
+        let mut frames = [Vec::new(), Vec::new()];
+        for (frame, message) in frames.iter_mut().zip(&messages) {
+            encode_server_message(message, frame).unwrap();
+            assert_eq!(text.holders(), 3, "encoding takes no copy of the value");
+        }
+        assert_eq!(frames[0], frames[1]);
+        assert!(frames[0].len() > 1 << 20);
+    }
+
+    #[test]
     fn it_is_a_json_string_both_ways() {
         let shared = SharedText::from("a \"quoted\" line\n");
         let json = serde_json::to_string(&shared).unwrap();

@@ -10,8 +10,9 @@
 //! the system at once, so the resident size follows the server's live copies rather than
 //! glibc's retention heuristics (with the default, dynamic threshold, buffers of a few MiB are
 //! kept in the heap after they are freed, and what is kept varies from run to run by several
-//! times N). The bounds: peak growth under 10.5 N (measured 9.1-9.2 N; 11.1-11.2 N before
-//! a turn's items were kept once), growth after unload under 2 N (measured 0 to 1.1 N).
+//! times N). The bounds: peak growth under 6 N (measured 5.1 N since issue 27 shares the
+//! payloads; 9.1-9.2 N before, 11.1-11.2 N before a turn's items were kept once), growth after
+//! unload under 2 N (measured 0 to 1.1 N).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -28,6 +29,10 @@ use tokio::time::timeout;
 
 /// The input size: large against the process's own few megabytes.
 const INPUT_BYTES: usize = 16 * 1024 * 1024;
+
+/// The bound on the peak growth, in multiples of the input: measured 5.1 N with the payloads
+/// shared (issue 27), 9.1-9.2 N before.
+const PEAK_GROWTH_AT_MOST: f64 = 6.0;
 
 const PROMPT: Duration = Duration::from_secs(120);
 
@@ -172,8 +177,8 @@ async fn measure_a_large_turn() {
         after >> 20
     );
     assert!(
-        peak_growth < 10.5,
-        "peak grew by {peak_growth:.1} times the input"
+        peak_growth < PEAK_GROWTH_AT_MOST,
+        "peak grew by {peak_growth:.1} times the input (at most {PEAK_GROWTH_AT_MOST})"
     );
     assert!(kept < 2.0, "{kept:.1} times the input kept after unload");
     handle.shutdown().await.expect("shutdown");

@@ -36,7 +36,7 @@ fn thread(id: &str) -> ThreadRecord {
     ThreadRecord {
         id: id.to_owned(),
         name: None,
-        preview: String::new().into(),
+        preview: Default::default(),
         ephemeral: false,
         created_at: 1,
         updated_at: 1,

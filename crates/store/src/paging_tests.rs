@@ -15,7 +15,7 @@ fn record(id: &str) -> ThreadRecord {
     ThreadRecord {
         id: id.to_owned(),
         name: None,
-        preview: String::new().into(),
+        preview: Default::default(),
         ephemeral: false,
         created_at: 1_700_000_000,
         updated_at: 1_700_000_000,

@@ -27,7 +27,7 @@ fn record(id: &str, created_at: i64) -> ThreadRecord {
     ThreadRecord {
         id: id.to_owned(),
         name: None,
-        preview: String::new().into(),
+        preview: Default::default(),
         ephemeral: false,
         created_at,
         updated_at: created_at,
