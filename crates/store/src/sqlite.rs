@@ -465,31 +465,43 @@ fn recover(connection: &mut Connection, owners: &Path) -> Result<usize, StoreErr
     )?;
     let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
     for (thread_id, turn_id) in &unfinished {
-        transaction.execute(
-            "UPDATE turns SET status = 'interrupted', error = ?3 \
-             WHERE thread_id = ?1 AND id = ?2",
-            params![thread_id, turn_id, reason],
-        )?;
-        let items: Vec<(i64, String)> = transaction
-            .prepare("SELECT idx, item FROM items WHERE thread_id = ?1 AND turn_id = ?2")?
-            .query_map(params![thread_id, turn_id], |row| {
-                Ok((row.get(0)?, row.get(1)?))
-            })?
-            .collect::<Result<_, _>>()?;
-        for (index, item) in items {
-            let mut item: ThreadItem = decode(&item, || {
-                format!("item {index} of turn {turn_id} in thread {thread_id}")
-            })?;
-            if close_unfinished_item(&mut item) {
-                transaction.execute(
-                    "UPDATE items SET item = ?4 WHERE thread_id = ?1 AND turn_id = ?2 AND idx = ?3",
-                    params![thread_id, turn_id, index, encode(&item, "item")?],
-                )?;
-            }
-        }
+        interrupt_turn(&transaction, thread_id, turn_id, &reason)?;
     }
     transaction.commit()?;
     Ok(unfinished.len())
+}
+
+/// Marks one turn `interrupted` with `reason` (an encoded [`TurnError`]) and closes the items it
+/// left started: the one rule for a turn whose writer stopped, used by recovery on open and by
+/// the release of a dead owner's lease.
+pub(super) fn interrupt_turn(
+    connection: &Connection,
+    thread_id: &str,
+    turn_id: &str,
+    reason: &str,
+) -> Result<(), StoreError> {
+    connection.execute(
+        "UPDATE turns SET status = 'interrupted', error = ?3 WHERE thread_id = ?1 AND id = ?2",
+        params![thread_id, turn_id, reason],
+    )?;
+    let items: Vec<(i64, String)> = connection
+        .prepare_cached("SELECT idx, item FROM items WHERE thread_id = ?1 AND turn_id = ?2")?
+        .query_map(params![thread_id, turn_id], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })?
+        .collect::<Result<_, _>>()?;
+    for (index, item) in items {
+        let mut item: ThreadItem = decode(&item, || {
+            format!("item {index} of turn {turn_id} in thread {thread_id}")
+        })?;
+        if close_unfinished_item(&mut item) {
+            connection.execute(
+                "UPDATE items SET item = ?4 WHERE thread_id = ?1 AND turn_id = ?2 AND idx = ?3",
+                params![thread_id, turn_id, index, encode(&item, "item")?],
+            )?;
+        }
+    }
+    Ok(())
 }
 
 fn configure(connection: &Connection) -> rusqlite::Result<()> {

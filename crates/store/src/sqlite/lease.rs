@@ -14,13 +14,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rusqlite::{Connection, OptionalExtension, params};
-use tandem_protocol::{ThreadItem, TurnError};
+use tandem_protocol::TurnError;
 
 use super::SqliteThreadStore;
-use crate::codec::{decode, encode};
+use crate::codec::encode;
 use crate::lease::{Fence, LeaseBook, LeaseRenewal, LeaseSettings};
 use crate::liveness::{self, OWNERS_DIR};
-use crate::{INTERRUPTED_BY_STOP, StoreError, close_unfinished_item};
+use crate::{INTERRUPTED_BY_STOP, StoreError};
 
 /// Schema version 4: the lease table (see the PostgreSQL migration
 /// `0002_writer_leases.sql`, whose columns these are; `expires_at` in unix milliseconds).
@@ -344,27 +344,7 @@ fn close_unfinished_turns(connection: &Connection, thread_id: &str) -> Result<()
         "turn error",
     )?;
     for turn_id in &unfinished {
-        connection.execute(
-            "UPDATE turns SET status = 'interrupted', error = ?3 WHERE thread_id = ?1 AND id = ?2",
-            params![thread_id, turn_id, reason],
-        )?;
-        let items: Vec<(i64, String)> = connection
-            .prepare_cached("SELECT idx, item FROM items WHERE thread_id = ?1 AND turn_id = ?2")?
-            .query_map(params![thread_id, turn_id], |row| {
-                Ok((row.get(0)?, row.get(1)?))
-            })?
-            .collect::<Result<_, _>>()?;
-        for (index, item) in items {
-            let mut item: ThreadItem = decode(&item, || {
-                format!("item {index} of turn {turn_id} in thread {thread_id}")
-            })?;
-            if close_unfinished_item(&mut item) {
-                connection.execute(
-                    "UPDATE items SET item = ?4 WHERE thread_id = ?1 AND turn_id = ?2 AND idx = ?3",
-                    params![thread_id, turn_id, index, encode(&item, "item")?],
-                )?;
-            }
-        }
+        super::interrupt_turn(connection, thread_id, turn_id, &reason)?;
     }
     tracing::warn!(
         thread = thread_id,
