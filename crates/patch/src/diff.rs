@@ -172,7 +172,7 @@ fn line_ops(old: &[&str], new: &[&str]) -> Vec<DiffOp> {
     let old_middle = old.len() - prefix - suffix;
     let new_middle = new.len() - prefix - suffix;
     if old_middle + new_middle <= MAX_DIFFED_LINES {
-        return capture_diff_slices(Algorithm::Myers, old, new);
+        return renumbered(capture_diff_slices(Algorithm::Myers, old, new));
     }
     let mut ops = Vec::with_capacity(4);
     if prefix > 0 {
@@ -208,6 +208,48 @@ fn line_ops(old: &[&str], new: &[&str]) -> Vec<DiffOp> {
         });
     }
     ops
+}
+
+/// `ops` with each op's indices recomputed from the lengths of the ops before it.
+///
+/// `similar` 2.7's Myers can give a `Delete` a `new_index` past where the new side stands (a
+/// delete at the start followed by an equal run that starts at new index 0 came back as
+/// `Delete { new_index: 1 }`), and the hunk headers are computed from those indices. The ops'
+/// order and lengths are right, so walking them gives every index back.
+fn renumbered(ops: Vec<DiffOp>) -> Vec<DiffOp> {
+    let (mut old_index, mut new_index) = (0, 0);
+    ops.into_iter()
+        .map(|op| {
+            let (tag, old, new) = op.as_tag_tuple();
+            let (old_len, new_len) = (old.len(), new.len());
+            let op = match tag {
+                DiffTag::Equal => DiffOp::Equal {
+                    old_index,
+                    new_index,
+                    len: old_len,
+                },
+                DiffTag::Delete => DiffOp::Delete {
+                    old_index,
+                    old_len,
+                    new_index,
+                },
+                DiffTag::Insert => DiffOp::Insert {
+                    old_index,
+                    new_index,
+                    new_len,
+                },
+                DiffTag::Replace => DiffOp::Replace {
+                    old_index,
+                    old_len,
+                    new_index,
+                    new_len,
+                },
+            };
+            old_index += old_len;
+            new_index += new_len;
+            op
+        })
+        .collect()
 }
 
 /// A hunk header's range as `diff -u` writes it: `start,len` counted from 1, `start` alone when

@@ -101,3 +101,15 @@ fn a_huge_rewrite_is_one_replaced_block_and_deterministic() {
     assert!(diff.contains(&header), "{}", &diff[..200]);
     assert_eq!(diff, unified_diff("f", "f", Some(&old), Some(&new)));
 }
+
+#[test]
+fn hunk_headers_count_from_where_the_ops_really_are() {
+    // `similar` numbered the leading delete's new side 1 here, which made the header `+2,5`.
+    let diff = unified_diff(
+        "f",
+        "f",
+        Some("*\n \n\n*\n \n*\n\n+"),
+        Some("\n\n \n\n+\n+\n"),
+    );
+    assert!(diff.contains("@@ -1,8 +1,6 @@\n"), "{diff}");
+}
