@@ -29,7 +29,7 @@
 //!
 //! ```
 //! use std::convert::Infallible;
-//! use tandem_patch::{AppliedChange, parse, apply, unified_diff};
+//! use tandem_patch::{AppliedChange, apply, parse};
 //!
 //! let patch = parse(
 //!     "*** Begin Patch\n\
@@ -62,13 +62,13 @@
 //!      -    print(\"Hi\")\n\
 //!      +    print(\"Hello\")\n"
 //! );
-//! # let _ = unified_diff;
 //! ```
 //!
-//! A patch that does not parse gives a [`ParseError`] naming the line and what was expected
-//! there; one that does not apply gives an [`ApplyError`] naming the file and the hunk, and
-//! nothing of it applies. Both say enough for a model to correct its patch. [`Limits`] bounds
-//! the bytes a patch and each file may have.
+//! [`unified_diff`] renders any two contents of a file the same way, e.g. a file as a turn first
+//! saw it and as it is now. A patch that does not parse gives a [`ParseError`] naming the line
+//! and what was expected there; one that does not apply gives an [`ApplyError`] naming the file
+//! and the hunk, and nothing of it applies. Both say enough for a model to correct its patch.
+//! [`Limits`] bounds the bytes a patch and each file may have.
 
 mod apply;
 mod diff;

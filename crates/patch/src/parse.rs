@@ -408,7 +408,7 @@ fn path_of(rest: &str, marker: &'static str, line: Line<'_>) -> Result<String, P
 /// Whether an `@@` line's text is a unified diff's range (`-12,5 +12,6 @@ …`), which models used
 /// to `git diff` write out of habit: no file line reads like that, so it is no anchor.
 fn is_unified_range(text: &str) -> bool {
-    fn range<'t>(text: &'t str, sign: char) -> Option<&'t str> {
+    fn range(text: &str, sign: char) -> Option<&str> {
         let rest = text.strip_prefix(sign)?;
         let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
         if digits == 0 {
