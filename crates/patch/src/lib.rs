@@ -65,7 +65,8 @@
 //! ```
 //!
 //! [`unified_diff`] renders any two contents of a file the same way, e.g. a file as a turn first
-//! saw it and as it is now. A patch that does not parse gives a [`ParseError`] naming the line
+//! saw it and as it is now. [`parse_partial`] reads a patch the model is still streaming, to
+//! show its progress. A patch that does not parse gives a [`ParseError`] naming the line
 //! and what was expected there; one that does not apply gives an [`ApplyError`] naming the file
 //! and the hunk, and nothing of it applies. Both say enough for a model to correct its patch.
 //! [`Limits`] bounds the bytes a patch and each file may have.
@@ -79,7 +80,7 @@ mod text;
 
 pub use apply::{AppliedChange, ApplyError, apply, apply_with};
 pub use diff::unified_diff;
-pub use parse::{ParseError, parse, parse_with};
+pub use parse::{ParseError, parse, parse_partial, parse_with};
 pub use patch::{FileChange, Hunk, HunkLine, Patch};
 
 /// Bounds on what a patch may carry and touch, checked by [`parse_with`] and [`apply_with`]

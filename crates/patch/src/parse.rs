@@ -128,26 +128,76 @@ pub fn parse(text: &str) -> Result<Patch, ParseError> {
 
 /// Parses a patch, refusing text longer than `limits.max_patch_bytes`. Never panics.
 pub fn parse_with(text: &str, limits: &Limits) -> Result<Patch, ParseError> {
+    let lines = numbered_lines(text, limits)?;
+    let body = patch_body(&lines)?;
+    Parser {
+        lines: body.lines,
+        pos: 0,
+        partial: false,
+    }
+    .changes(body.end_line)
+}
+
+/// Parses the start of a patch that a model is still writing, for showing its progress: what
+/// it has changed so far, never to apply (a hunk may still be missing lines).
+///
+/// The text must start with `*** Begin Patch`; `*** End Patch` may be missing. A last line
+/// without its line ending is left out (a path or a line may be cut short), and so is whatever
+/// does not parse yet after the changes that do: an `*** Update File:` whose hunks have not
+/// arrived is an update with no hunks. As the text grows, the changes only grow; once it is
+/// whole they are [`parse_with`]'s. Errors only for a text over the bound or one that does not
+/// start as a patch.
+pub fn parse_partial(text: &str, limits: &Limits) -> Result<Patch, ParseError> {
+    let mut lines = numbered_lines(text, limits)?;
+    let first = lines.iter().position(|line| !line.is_blank());
+    let Some(first) = first else {
+        return Ok(Patch::default());
+    };
+    let begin = lines[first].text.trim();
+    if begin != BEGIN_PATCH {
+        // The marker itself may still be arriving.
+        if first + 1 == lines.len() && !text.ends_with('\n') && BEGIN_PATCH.starts_with(begin) {
+            return Ok(Patch::default());
+        }
+        return Err(ParseError::MissingBegin {
+            line: lines[first].number,
+            found: quote(lines[first].text),
+        });
+    }
+    let last = lines
+        .iter()
+        .rposition(|line| !line.is_blank())
+        .unwrap_or(first);
+    if last > first && lines[last].text.trim() == END_PATCH {
+        lines.truncate(last);
+    } else if !text.ends_with('\n') {
+        lines.pop();
+    }
+    let body = lines.get(first + 1..).unwrap_or_default();
+    Parser {
+        lines: body,
+        pos: 0,
+        partial: true,
+    }
+    .changes(0)
+}
+
+/// The text's lines, numbered from 1, once the text is known to be within the bound.
+fn numbered_lines<'a>(text: &'a str, limits: &Limits) -> Result<Vec<Line<'a>>, ParseError> {
     if text.len() > limits.max_patch_bytes {
         return Err(ParseError::TooLarge {
             bytes: text.len(),
             limit: limits.max_patch_bytes,
         });
     }
-    let lines: Vec<Line<'_>> = text
+    Ok(text
         .lines()
         .enumerate()
         .map(|(index, text)| Line {
             number: index + 1,
             text,
         })
-        .collect();
-    let body = patch_body(&lines)?;
-    Parser {
-        lines: body.lines,
-        pos: 0,
-    }
-    .changes(body.end_line)
+        .collect())
 }
 
 /// One line of the patch text with its 1-based number.
@@ -224,6 +274,8 @@ fn between_markers<'l, 'a>(lines: &'l [Line<'a>]) -> Result<Body<'l, 'a>, ParseE
 struct Parser<'l, 'a> {
     lines: &'l [Line<'a>],
     pos: usize,
+    /// [`parse_partial`]: stop quietly at what does not parse yet.
+    partial: bool,
 }
 
 impl<'a> Parser<'_, 'a> {
@@ -240,41 +292,54 @@ impl<'a> Parser<'_, 'a> {
     fn changes(mut self, end_line: usize) -> Result<Patch, ParseError> {
         let mut changes = Vec::new();
         loop {
-            self.skip_blank();
-            let Some(line) = self.peek() else { break };
-            self.pos += 1;
-            let header = line.text.trim();
-            let change = if let Some(path) = header.strip_prefix(ADD_FILE) {
-                let path = path_of(path, ADD_FILE, line)?;
-                self.add(path)
-            } else if let Some(path) = header.strip_prefix(DELETE_FILE) {
-                FileChange::Delete {
-                    path: path_of(path, DELETE_FILE, line)?,
-                }
-            } else if let Some(path) = header.strip_prefix(UPDATE_FILE) {
-                let path = path_of(path, UPDATE_FILE, line)?;
-                self.update(path, line)?
-            } else {
-                // A line without `+` right after an added file's lines is most likely one of
-                // them: say so, since "expected a file operation" alone would puzzle.
-                let hint = match changes.last() {
-                    Some(FileChange::Add { .. }) => {
-                        "; every line of an added file starts with '+' (an empty line is `+`)"
-                    }
-                    _ => "",
-                };
-                return Err(ParseError::ExpectedFileOperation {
-                    line: line.number,
-                    found: quote(line.text),
-                    hint,
-                });
-            };
-            changes.push(change);
+            match self.change(&changes) {
+                Ok(Some(change)) => changes.push(change),
+                Ok(None) => break,
+                // What does not parse yet is the part still being written.
+                Err(_) if self.partial => break,
+                Err(error) => return Err(error),
+            }
         }
-        if changes.is_empty() {
+        if changes.is_empty() && !self.partial {
             return Err(ParseError::NoChanges { line: end_line });
         }
         Ok(Patch { changes })
+    }
+
+    /// The next file operation, if any (`earlier`: those before it, for hints).
+    fn change(&mut self, earlier: &[FileChange]) -> Result<Option<FileChange>, ParseError> {
+        self.skip_blank();
+        let Some(line) = self.peek() else {
+            return Ok(None);
+        };
+        self.pos += 1;
+        let header = line.text.trim();
+        let change = if let Some(path) = header.strip_prefix(ADD_FILE) {
+            let path = path_of(path, ADD_FILE, line)?;
+            self.add(path)
+        } else if let Some(path) = header.strip_prefix(DELETE_FILE) {
+            FileChange::Delete {
+                path: path_of(path, DELETE_FILE, line)?,
+            }
+        } else if let Some(path) = header.strip_prefix(UPDATE_FILE) {
+            let path = path_of(path, UPDATE_FILE, line)?;
+            self.update(path, line)?
+        } else {
+            // A line without `+` right after an added file's lines is most likely one of
+            // them: say so, since "expected a file operation" alone would puzzle.
+            let hint = match earlier.last() {
+                Some(FileChange::Add { .. }) => {
+                    "; every line of an added file starts with '+' (an empty line is `+`)"
+                }
+                _ => "",
+            };
+            return Err(ParseError::ExpectedFileOperation {
+                line: line.number,
+                found: quote(line.text),
+                hint,
+            });
+        };
+        Ok(Some(change))
     }
 
     fn add(&mut self, path: String) -> FileChange {
@@ -303,9 +368,18 @@ impl<'a> Parser<'_, 'a> {
             if line.text.starts_with('*') && !is_end_of_file(line.text) {
                 break;
             }
-            hunks.push(self.hunk(hunks.is_empty())?);
+            match self.hunk(hunks.is_empty()) {
+                Ok(hunk) => hunks.push(hunk),
+                // The hunk still being written (a bare `@@` so far): the update so far, and
+                // nothing after it.
+                Err(_) if self.partial => {
+                    self.pos = self.lines.len();
+                    break;
+                }
+                Err(error) => return Err(error),
+            }
         }
-        if hunks.is_empty() {
+        if hunks.is_empty() && !self.partial {
             return Err(ParseError::EmptyUpdate {
                 line: header.number,
                 path,

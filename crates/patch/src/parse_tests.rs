@@ -380,3 +380,96 @@ fn display_round_trips() {
     assert_eq!(patch.to_string(), text);
     assert_eq!(parse(&patch.to_string()).unwrap(), patch);
 }
+
+const STREAMED: &str = "*** Begin Patch
+*** Add File: docs/notes.md
++# Notes
++
+*** Update File: src/config.rs
+*** Move to: src/settings.rs
+@@ impl Config
+-    pub progress: bool,
++    pub stream_progress: bool,
+     pub diagnostics: bool,
+@@ fn interval()
+-    500
++    250
+*** Delete File: src/legacy.rs
+*** Update File: README.md
+ Build before a pull request.
++Test partial input.
+*** End Patch
+";
+
+#[test]
+fn a_streamed_patch_only_grows_and_ends_as_the_whole_parse() {
+    let limits = Limits::default();
+    let mut counts = Vec::new();
+    let mut hunk_lines = 0;
+    for (end, _) in STREAMED
+        .char_indices()
+        .skip(1)
+        .chain([(STREAMED.len(), ' ')])
+    {
+        let prefix = &STREAMED[..end];
+        let patch =
+            parse_partial(prefix, &limits).unwrap_or_else(|error| panic!("{error} for {prefix:?}"));
+        if counts.last() != Some(&patch.changes.len()) {
+            assert!(counts.last() < Some(&patch.changes.len()), "{prefix:?}");
+            counts.push(patch.changes.len());
+        }
+        let lines: usize = patch
+            .changes
+            .iter()
+            .map(|change| match change {
+                FileChange::Update { hunks, .. } => hunks.iter().map(|h| h.lines.len()).sum(),
+                _ => 0,
+            })
+            .sum();
+        assert!(lines + 1 >= hunk_lines, "{prefix:?}");
+        hunk_lines = lines;
+    }
+    assert_eq!(counts, [0, 1, 2, 3, 4]);
+    assert_eq!(
+        parse_partial(STREAMED, &limits).unwrap(),
+        parse(STREAMED).unwrap()
+    );
+}
+
+#[test]
+fn a_streamed_patch_leaves_out_a_line_still_arriving() {
+    let limits = Limits::default();
+    let patch = parse_partial("*** Begin Patch\n*** Update File: src/ma", &limits).unwrap();
+    assert!(patch.changes.is_empty());
+    let patch = parse_partial("*** Begin Patch\n*** Update File: a\n@@\n-x\n+y", &limits).unwrap();
+    assert_eq!(hunks(&patch)[0].lines, [del("x")]);
+    // An update whose hunks have not arrived yet, then a bare `@@`.
+    for text in [
+        "*** Begin Patch\n*** Update File: a\n",
+        "*** Begin Patch\n*** Update File: a\n@@\n",
+    ] {
+        let patch = parse_partial(text, &limits).unwrap();
+        assert!(hunks(&patch).is_empty(), "{text:?}");
+    }
+    assert_eq!(parse_partial("*** Beg", &limits).unwrap(), Patch::default());
+    assert_eq!(parse_partial("", &limits).unwrap(), Patch::default());
+}
+
+#[test]
+fn a_streamed_patch_must_start_as_a_patch_and_fit_the_bound() {
+    let limits = Limits {
+        max_patch_bytes: 8,
+        ..Limits::default()
+    };
+    assert!(matches!(
+        parse_partial("*** Begin Patch\n", &limits),
+        Err(ParseError::TooLarge { .. })
+    ));
+    assert_eq!(
+        parse_partial("hello\n*** Begin Patch\n", &Limits::default()).unwrap_err(),
+        ParseError::MissingBegin {
+            line: 1,
+            found: "hello".into()
+        }
+    );
+}

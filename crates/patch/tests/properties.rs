@@ -1,5 +1,6 @@
 //! Property tests of the patch crate (issue 29): any text parses or gives an error, never a
-//! panic (what the fuzz target checks at depth, which CI cannot run without nightly); a patch
+//! panic (what the fuzz target checks at depth, which CI cannot run without nightly), and a
+//! patch read while it streams in only grows into the whole patch's changes; a patch
 //! written from a random edit applies to the old contents and yields the new ones; a parsed
 //! patch prints back to the same patch; and `unified_diff` output, applied back as `patch`
 //! would, turns the old contents into the new with hunk headers that count their lines.
@@ -9,8 +10,8 @@ use std::convert::Infallible;
 
 use proptest::prelude::*;
 use tandem_patch::{
-    AppliedChange, FileChange, Hunk, HunkLine, Limits, Patch, apply, apply_with, parse, parse_with,
-    unified_diff,
+    AppliedChange, FileChange, Hunk, HunkLine, Limits, Patch, apply, apply_with, parse,
+    parse_partial, parse_with, unified_diff,
 };
 
 /// Lines that reach every branch of the parser when shuffled together.
@@ -103,6 +104,7 @@ proptest! {
             prop::sample::select(vec!["a", "b", "c"]), contents(), 0..3),
     ) {
         check_parse(&text);
+        check_streamed(&text);
         if let Ok(patch) = parse(&text) {
             let reparsed = parse(&patch.to_string()).expect("a printed patch parses");
             prop_assert_eq!(without_lines(reparsed), without_lines(patch.clone()));
@@ -141,6 +143,30 @@ fn check_parse(text: &str) {
     };
     if text.len() > 16 {
         assert!(parse_with(text, &small).is_err());
+    }
+}
+
+/// `parse_partial` over every prefix of a text that starts as a patch: never an error, the
+/// changes never fewer, and the whole text's changes those of `parse` when it parses.
+fn check_streamed(text: &str) {
+    let starts_as_patch = text
+        .lines()
+        .find(|line| !line.trim().is_empty())
+        .is_some_and(|line| line.trim() == "*** Begin Patch");
+    if !starts_as_patch {
+        return;
+    }
+    let limits = Limits::default();
+    let mut count = 0;
+    for end in (0..=text.len()).filter(|end| text.is_char_boundary(*end)) {
+        let prefix = &text[..end];
+        let patch =
+            parse_partial(prefix, &limits).unwrap_or_else(|error| panic!("{error} for {prefix:?}"));
+        assert!(patch.changes.len() >= count, "fewer changes at {prefix:?}");
+        count = patch.changes.len();
+    }
+    if let Ok(whole) = parse(text) {
+        assert_eq!(parse_partial(text, &limits).unwrap(), whole);
     }
 }
 
@@ -246,13 +272,16 @@ proptest! {
     /// A patch generated from a random edit applies to the old contents and yields the new.
     #[test]
     fn a_patch_from_an_edit_applies(
-        edits in prop::collection::vec(edit(), 0..40),
+        edits in prop::collection::vec(edit(), 0..40).prop_filter(
+            "the edit changes a line",
+            |edits| edits.iter().any(|edit| !matches!(edit, Edit::Keep(_))),
+        ),
         final_newline in any::<bool>(),
         eof_marker in any::<bool>(),
         anchored in any::<bool>(),
     ) {
         let hunks = hunks_of(&edits, eof_marker, anchored);
-        prop_assume!(!hunks.is_empty());
+        prop_assert!(!hunks.is_empty());
         let old: Vec<&str> = edits.iter().filter_map(|e| match e {
             Edit::Keep(l) | Edit::Remove(l) => Some(l.as_str()),
             Edit::Insert(_) => None,
