@@ -156,7 +156,8 @@ pub enum ApplyError {
     /// A hunk's `@@` anchor line is not in the file (after the previous anchor or hunk).
     #[error(
         "cannot apply hunk {hunk} of `{path}` (patch line {line}): the anchor line `{anchor}` was \
-         not found at or after line {from} of the file"
+         not found at or after line {from} of the file{}",
+        above_hint(*.above)
     )]
     AnchorNotFound {
         /// The file.
@@ -169,11 +170,15 @@ pub enum ApplyError {
         anchor: String,
         /// The 1-based file line the search started at.
         from: usize,
+        /// The 1-based file line where the anchor is, when it is only above `from`: the hunks
+        /// are out of the file's order.
+        above: Option<usize>,
     },
     /// A hunk's context and removed lines are not in the file (after the previous hunk).
     #[error(
         "cannot apply hunk {hunk} of `{path}` (patch line {line}): its context and removed lines \
-         were not found at or after line {from} of the file; the hunk expects:\n{expected}"
+         were not found at or after line {from} of the file{}; the hunk expects:\n{expected}",
+        above_hint(*.above)
     )]
     ContextNotFound {
         /// The file.
@@ -186,7 +191,21 @@ pub enum ApplyError {
         expected: String,
         /// The 1-based file line the search started at.
         from: usize,
+        /// The 1-based file line where the lines are, when they are only above `from`: the
+        /// hunks are out of the file's order.
+        above: Option<usize>,
     },
+}
+
+/// The part of a not-found message that says the lines were found above where the search began.
+fn above_hint(above: Option<usize>) -> String {
+    match above {
+        Some(at) => format!(
+            " (they are at line {at}, above the previous hunk or anchor: hunks must follow the \
+             file's order)"
+        ),
+        None => String::new(),
+    }
 }
 
 /// Applies `patch` with the default [`Limits`]; see [`apply_with`].
@@ -368,6 +387,7 @@ fn apply_hunks(path: &str, contents: &str, hunks: &[Hunk]) -> Result<String, App
                     line: hunk.line,
                     anchor: quote(anchor),
                     from: from + 1,
+                    above: haystack.find(&[anchor.as_str()], 0, false).map(|at| at + 1),
                 });
             };
             from = at + 1;
@@ -415,15 +435,20 @@ fn apply_hunks(path: &str, contents: &str, hunks: &[Hunk]) -> Result<String, App
                 .take(QUOTED_HUNK_LINES)
                 .map(|line| quote(line))
                 .collect();
-            if old.len() > QUOTED_HUNK_LINES {
-                expected.push(format!("… ({} more lines)", old.len() - QUOTED_HUNK_LINES));
+            match old.len() - expected.len() {
+                0 => {}
+                1 => expected.push("… (1 more line)".to_owned()),
+                more => expected.push(format!("… ({more} more lines)")),
             }
+            // Not after `from`, so anything found is above it.
+            let above = haystack.find(&old, 0, false).map(|at| at + 1);
             return Err(ApplyError::ContextNotFound {
                 path: path.to_owned(),
                 hunk: index + 1,
                 line: hunk.line,
                 expected: expected.join("\n"),
                 from: from + 1,
+                above,
             });
         };
         from = start + old.len();

@@ -278,7 +278,7 @@ fn a_hunk_that_does_not_match_names_the_file_the_hunk_and_its_lines() {
         error.to_string(),
         "cannot apply hunk 2 of `src/lib.rs` (patch line 6): its context and removed lines were \
          not found at or after line 2 of the file; the hunk expects:\n\
-         fn x() {}\nfn y() {}\nfn w() {}\n… (1 more lines)"
+         fn x() {}\nfn y() {}\nfn w() {}\n… (1 more line)"
     );
     let error = run(&[("f", "a\n")], "*** Update File: f\n@@ fn missing()\n-a").unwrap_err();
     assert_eq!(
@@ -342,4 +342,36 @@ fn file_size_bounds_are_checked_and_named() {
     )
     .unwrap_err();
     assert!(matches!(error, ApplyError::FileTooLarge { bytes: 10, .. }));
+}
+
+#[test]
+fn hunks_out_of_order_are_told_so() {
+    let error = run(
+        &[("f", "a\nb\nc\nd\n")],
+        "*** Update File: f\n@@\n-c\n+C\n@@\n-a\n+A",
+    )
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "cannot apply hunk 2 of `f` (patch line 6): its context and removed lines were not found \
+         at or after line 4 of the file (they are at line 1, above the previous hunk or anchor: \
+         hunks must follow the file's order); the hunk expects:\na"
+    );
+    let error = run(
+        &[("f", "fn a\nx\nfn b\nx\n")],
+        "*** Update File: f\n@@ fn b\n-x\n+y\n@@ fn a\n-x\n+z",
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ApplyError::AnchorNotFound {
+                hunk: 2,
+                from: 5,
+                above: Some(1),
+                ..
+            }
+        ),
+        "{error}"
+    );
 }

@@ -473,3 +473,13 @@ fn a_streamed_patch_must_start_as_a_patch_and_fit_the_bound() {
         }
     );
 }
+
+#[test]
+fn paths_lists_every_path_once_in_order() {
+    let patch = parse(
+        "*** Begin Patch\n*** Update File: a\n*** Move to: b\n@@\n-x\n*** Add File: c\n+y\n\
+         *** Delete File: a\n*** Delete File: b\n*** End Patch",
+    )
+    .unwrap();
+    assert_eq!(patch.paths(), ["a", "b", "c"]);
+}

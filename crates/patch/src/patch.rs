@@ -2,6 +2,7 @@
 //! and its canonical rendering back to patch text (`Display`), so that a patch built in code
 //! (a test's, a scripted agent's) is written in the one format the parser reads.
 
+use std::collections::HashSet;
 use std::fmt;
 
 /// A parsed patch: the file changes in the order the patch gives them.
@@ -39,6 +40,28 @@ pub enum FileChange {
         /// The hunks, in file order: each is sought after where the previous one matched.
         hunks: Vec<Hunk>,
     },
+}
+
+impl Patch {
+    /// Every path the patch reads, writes or removes (move destinations included), in patch
+    /// order, each once: what a caller checks against its writable roots, or shows in an
+    /// approval, before applying.
+    pub fn paths(&self) -> Vec<&str> {
+        let mut seen = HashSet::new();
+        let mut paths = Vec::new();
+        for change in &self.changes {
+            let destination = match change {
+                FileChange::Update { move_to, .. } => move_to.as_deref(),
+                FileChange::Add { .. } | FileChange::Delete { .. } => None,
+            };
+            for path in std::iter::once(change.path()).chain(destination) {
+                if seen.insert(path) {
+                    paths.push(path);
+                }
+            }
+        }
+        paths
+    }
 }
 
 impl FileChange {
