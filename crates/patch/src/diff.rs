@@ -48,7 +48,7 @@ pub fn unified_diff(
             header(&mut out, path_new, path_new);
             let _ = writeln!(out, "new file mode {FILE_MODE}");
             if !new.is_empty() {
-                let _ = writeln!(out, "--- /dev/null\n+++ {}", quoted("b/", path_new));
+                let _ = writeln!(out, "--- /dev/null\n+++ {}", label("b/", path_new));
                 hunks(&mut out, "", new);
             }
         }
@@ -56,7 +56,7 @@ pub fn unified_diff(
             header(&mut out, path_old, path_old);
             let _ = writeln!(out, "deleted file mode {FILE_MODE}");
             if !old.is_empty() {
-                let _ = writeln!(out, "--- {}\n+++ /dev/null", quoted("a/", path_old));
+                let _ = writeln!(out, "--- {}\n+++ /dev/null", label("a/", path_old));
                 hunks(&mut out, old, "");
             }
         }
@@ -78,8 +78,8 @@ pub fn unified_diff(
                 let _ = writeln!(
                     out,
                     "--- {}\n+++ {}",
-                    quoted("a/", path_old),
-                    quoted("b/", path_new)
+                    label("a/", path_old),
+                    label("b/", path_new)
                 );
                 hunks(&mut out, old, new);
             }
@@ -95,6 +95,16 @@ fn header(out: &mut String, path_old: &str, path_new: &str) {
         quoted("a/", path_old),
         quoted("b/", path_new)
     );
+}
+
+/// A `---` / `+++` line's file name: [`quoted`], and a tab after a name with a space, as git
+/// writes it so that `patch` reads the whole name.
+fn label(prefix: &str, path: &str) -> String {
+    let mut label = quoted(prefix, path);
+    if path.contains(' ') {
+        label.push('\t');
+    }
+    label
 }
 
 /// `prefix` and `path`, in double quotes with C escapes when the path holds a character git

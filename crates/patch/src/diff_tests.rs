@@ -113,3 +113,11 @@ fn hunk_headers_count_from_where_the_ops_really_are() {
     );
     assert!(diff.contains("@@ -1,8 +1,6 @@\n"), "{diff}");
 }
+
+#[test]
+fn names_with_spaces_get_a_tab_after_them_in_file_lines() {
+    assert_eq!(
+        unified_diff("my file", "my file", Some("a\n"), Some("b\n")),
+        "diff --git a/my file b/my file\n--- a/my file\t\n+++ b/my file\t\n@@ -1 +1 @@\n-a\n+b\n"
+    );
+}

@@ -9,6 +9,9 @@
 //! instructions describe them, its parser refuses the second), blank lines between file
 //! operations, and a unified-diff hunk header (`@@ -12,5 +12,6 @@`) read as a bare `@@` rather
 //! than as an anchor that no file contains.
+//!
+//! [`parse_partial`] runs the same parser in a mode that stops quietly where the text stops
+//! making sense, for a patch still streaming in.
 
 use thiserror::Error;
 
@@ -179,6 +182,7 @@ pub fn parse_partial(text: &str, limits: &Limits) -> Result<Patch, ParseError> {
         pos: 0,
         partial: true,
     }
+    // No end line: a partial parse never reports `NoChanges`.
     .changes(0)
 }
 
