@@ -24,6 +24,8 @@
 //! (`+`) lines. `*** End of File` after a hunk pins it to the end of the file. Lines are matched
 //! exactly first, then ignoring trailing whitespace, then ignoring leading and trailing
 //! whitespace, then also treating typographic dashes, quotes and spaces as their ASCII forms.
+//! An updated file keeps its line endings (CRLF when every line has one, on added lines too) and
+//! always ends with one, as the reference leaves it.
 //!
 //! # Parse, apply, diff
 //!
@@ -70,6 +72,21 @@
 //! and what was expected there; one that does not apply gives an [`ApplyError`] naming the file
 //! and the hunk, and nothing of it applies. Both say enough for a model to correct its patch.
 //! [`Limits`] bounds the bytes a patch and each file may have.
+//!
+//! # Where this differs from the reference
+//!
+//! Patches the reference applies apply here the same way, except:
+//!
+//! - Nothing applies unless everything does (the reference writes file by file and stops at
+//!   the first failure, leaving the changes before it).
+//! - `*** Add File:` of a file that exists, and `*** Move to:` onto one, are refused (the
+//!   reference overwrites it); deleting it first in the same patch makes room.
+//! - Lines added under an `@@` anchor with no context go right after the anchor (the reference
+//!   appends them at the end of the file).
+//! - Several `@@` anchor lines in a row narrow down in order (the reference's instructions
+//!   describe them; its parser refuses the second).
+//! - A context line keeps the file's text when it matched leniently (the reference writes the
+//!   patch's text, so a whitespace-insensitive match could rewrite indentation).
 
 mod apply;
 mod diff;
