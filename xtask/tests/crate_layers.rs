@@ -2,7 +2,7 @@
 //! `cargo tree` resolves for each crate's normal dependencies: a crate pulls in no Tandem crate
 //! beside or above it, and the heavy drivers stay in the crate that needs them (no database
 //! driver or HTTP client under the process machinery, no HTTP client or PTY crate under the
-//! store).
+//! store, no runtime or driver at all under the pure patch crate).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -11,6 +11,18 @@ use std::process::Command;
 /// Each crate of the server's stack, with the Tandem crates it may depend on (directly or
 /// not) and third-party packages that must not be in its tree.
 const LAYERS: &[Layer] = &[
+    // A leaf: the patch format is pure string work, with no I/O and no protocol.
+    Layer {
+        krate: "tandem-patch",
+        may_use: &[],
+        never: &[
+            "tokio",
+            "tokio-postgres",
+            "rusqlite",
+            "reqwest",
+            "pty-process",
+        ],
+    },
     Layer {
         krate: "tandem-protocol",
         may_use: &[],
@@ -44,6 +56,7 @@ const LAYERS: &[Layer] = &[
             "tandem-store",
             "tandem-process",
             "tandem-agent",
+            "tandem-patch",
         ],
         never: &[],
     },
