@@ -47,6 +47,7 @@ use crate::router::RouterInput;
 use crate::router::{BacklogCeiling, OutboundRouter, WriterFlow};
 
 pub(crate) mod connection;
+pub(crate) mod parts;
 pub(crate) mod progress;
 pub mod stdio;
 mod trace;
