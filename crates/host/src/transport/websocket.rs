@@ -52,6 +52,7 @@ use tungstenite::protocol::{Role, WebSocketConfig};
 use tungstenite::{Bytes, Message, Utf8Bytes};
 
 use super::connection::{CloseReason, FrameSink, Inbound};
+use super::frame_reads::{FrameReads, HeaderReads};
 use super::progress::{CountingIo, WriteProgress};
 use super::{TransportHost, WriterPolicy};
 
@@ -65,8 +66,12 @@ pub const DEFAULT_SLOW_CONNECTION_GRACE: Duration = Duration::from_secs(10);
 /// How long a close frame may take to leave before the socket is dropped anyway.
 const CLOSE_FRAME_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// An upgraded connection.
-type Socket = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
+/// An upgraded connection, read a frame at a time (`transport::frame_reads`).
+type Socket = WebSocketStream<FrameReads<TokioIo<hyper::upgrade::Upgraded>>>;
+
+/// A message read at least this large is kept until the next frame's read has begun
+/// (`transport::frame_reads`): then its buffer is freed rather than reused.
+const HELD_MESSAGE_BYTES: usize = 64 * 1024;
 
 /// Settings of the websocket transport.
 #[derive(Debug, Clone)]
@@ -265,11 +270,12 @@ async fn route(State(shared): State<Arc<Shared>>, request: Request) -> Response 
                 return;
             }
         };
-        let socket =
-            WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(config))
-                .await;
+        let header_reads = Arc::new(HeaderReads::default());
+        let io = FrameReads::new(TokioIo::new(upgraded), header_reads.clone());
+        let socket = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
         let host = shared.host.clone();
-        let connection = host.spawn_connection_task(connection(shared, socket, progress));
+        let connection =
+            host.spawn_connection_task(connection(shared, socket, progress, header_reads));
         let _ = connection.await;
     });
     let accept = tungstenite::handshake::derive_accept_key(key.as_bytes());
@@ -366,7 +372,12 @@ fn refuse(status: StatusCode, reason: &str) -> Response {
 }
 
 /// One upgraded socket, from its first frame to its close.
-async fn connection(shared: Arc<Shared>, socket: Socket, progress: Arc<WriteProgress>) {
+async fn connection(
+    shared: Arc<Shared>,
+    socket: Socket,
+    progress: Arc<WriteProgress>,
+    header_reads: Arc<HeaderReads>,
+) {
     let policy = WriterPolicy::CloseWhenStalled {
         grace: shared.options.slow_connection_grace,
         max_message_bytes: shared.options.max_message_bytes,
@@ -388,7 +399,7 @@ async fn connection(shared: Arc<Shared>, socket: Socket, progress: Arc<WriteProg
         .host
         .spawn_connection_task(opened.outbound.run(SocketSink { sink }));
     let close = opened.close.clone();
-    read_frames(&shared, &opened.inbound, stream, &close).await;
+    read_frames(&shared, &opened.inbound, stream, &close, &header_reads).await;
     let id = opened.inbound.id;
     opened.inbound.close().await;
     let _ = writer.await;
@@ -400,21 +411,41 @@ async fn read_frames(
     inbound: &Inbound,
     mut stream: SplitStream<Socket>,
     close: &super::connection::CloseSignal,
+    header_reads: &HeaderReads,
 ) {
     let stop = shared.host.stopping();
+    // The last large message read, with the frame-boundary count when it was: kept until the
+    // next frame's read begins, so that tungstenite's next reservation takes a new small buffer
+    // instead of reclaiming this one's (`transport::frame_reads`).
+    let mut held: Option<(Message, u64)> = None;
     loop {
+        let next = std::future::poll_fn(|cx| {
+            let polled = stream.poll_next_unpin(cx);
+            if held
+                .as_ref()
+                .is_some_and(|(_, reads)| header_reads.count() > *reads)
+            {
+                held = None;
+            }
+            polled
+        });
         let message = tokio::select! {
             biased;
             _ = close.closed() => return,
             // The writer sees the shutdown too, and writes what is still owed before it closes.
             () = stop.cancelled() => return,
-            message = stream.next() => message,
+            message = next => message,
+        };
+        let large = match &message {
+            Some(Ok(Message::Text(text))) => text.len() >= HELD_MESSAGE_BYTES,
+            Some(Ok(Message::Binary(bytes))) => bytes.len() >= HELD_MESSAGE_BYTES,
+            _ => false,
         };
         let handled = async {
-            match message {
+            match &message {
                 Some(Ok(Message::Text(text))) => inbound.frame(text.as_bytes()).await,
                 // Lenient: a binary frame holding JSON is read like a text frame.
-                Some(Ok(Message::Binary(bytes))) => inbound.frame(&bytes).await,
+                Some(Ok(Message::Binary(bytes))) => inbound.frame(bytes).await,
                 // Pings are answered by the websocket layer itself; raw frames are only
                 // ever written, never read.
                 Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => {}
@@ -424,7 +455,7 @@ async fn read_frames(
                     return false;
                 }
                 Some(Err(error)) => {
-                    if let Some(reason) = close_reason_for(&error) {
+                    if let Some(reason) = close_reason_for(error) {
                         tracing::warn!(connection = %inbound.id, "closing: {error}");
                         close.close(reason);
                     } else {
@@ -444,6 +475,9 @@ async fn read_frames(
         };
         if !go_on {
             return;
+        }
+        if large && let Some(Ok(message)) = message {
+            held = Some((message, header_reads.count()));
         }
     }
 }
