@@ -221,7 +221,7 @@ pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
         .unwrap_or(std::time::Duration::MAX),
         ..TransportHostOptions::default()
     };
-    crate::allocator::return_large_buffers_when_freed();
+    crate::allocator::return_freed_memory();
     let host = TransportHost::start(
         move |outgoing| Arc::new(TandemServer::new(outgoing, options)) as Arc<dyn MessageProcessor>,
         host_options,

@@ -10,22 +10,18 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use serde_json::{Value, json};
 use tandem_host::in_process::{self, InProcessServerEvent, InProcessStartArgs};
 use tandem_host::{InProcessClientHandle, MessageProcessor, RequestResult};
 use tandem_protocol::client_methods::{ThreadResume, ThreadStart, TurnStart};
 use tandem_protocol::{
-    ClientRequest, RequestId, RequestMethod, ServerNotification, ThreadAttachment,
-    ThreadAttachmentAddResponse, ThreadItem, Turn, TurnStatus, error_codes,
+    ClientRequest, RequestId, RequestMethod, ServerNotification, ThreadItem, Turn, TurnStatus,
+    error_codes,
 };
-use tandem_server::store::{
-    IdempotencyRecord, InMemoryThreadStore, ItemListQuery, Page, SqliteThreadStore, StoreError,
-    StoredItem, ThreadListQuery, ThreadRecord, ThreadStore, ThreadUpdate, TurnListQuery,
-};
+use tandem_server::store::{SqliteThreadStore, ThreadStore, close_unfinished_item};
 use tandem_server::{ServerConfig, ServerOptions, TandemServer};
 use tandem_test_support::initialize_params;
 use tokio::time::timeout;
@@ -33,8 +29,9 @@ use tokio::time::timeout;
 /// Upper bound for anything that should happen promptly.
 const PROMPT: Duration = Duration::from_secs(20);
 
-/// Where the failing test double says it failed.
-const FAKE_PATH: &str = "/fault-injection/threads.sqlite";
+mod failing_store;
+
+use failing_store::{FAKE_PATH, FailingStore};
 
 // ---------------------------------------------------------------------------------------------
 // Harness
@@ -117,198 +114,6 @@ async fn shutdown(mut handle: InProcessClientHandle) {
 // ---------------------------------------------------------------------------------------------
 // A store that fails its Nth write
 // ---------------------------------------------------------------------------------------------
-
-/// An in-memory store whose `fail_at`-th write (counting from 1) fails as a full disk would;
-/// every other write goes through. Its first `unreachable_ends` turn ends fail as a database
-/// that cannot be reached would (a PostgreSQL restart).
-struct FailingStore {
-    inner: InMemoryThreadStore,
-    writes: AtomicUsize,
-    fail_at: usize,
-    unreachable_ends: AtomicUsize,
-}
-
-impl FailingStore {
-    fn new(fail_at: usize) -> Self {
-        Self {
-            inner: InMemoryThreadStore::new(),
-            writes: AtomicUsize::new(0),
-            fail_at,
-            unreachable_ends: AtomicUsize::new(0),
-        }
-    }
-
-    /// Counts a write; the error if it is the one to fail.
-    fn write(&self) -> Result<(), StoreError> {
-        let n = self.writes.fetch_add(1, Ordering::SeqCst) + 1;
-        if n == self.fail_at {
-            Err(StoreError::Unavailable(format!(
-                "cannot write to the thread database {FAKE_PATH}: injected failure of write \
-                 {n} (disk full); free space on the disk that holds it, then retry"
-            )))
-        } else {
-            Ok(())
-        }
-    }
-}
-
-#[async_trait]
-impl ThreadStore for FailingStore {
-    async fn create_thread(
-        &self,
-        thread: &ThreadRecord,
-        history: &[Turn],
-    ) -> Result<(), StoreError> {
-        self.write()?;
-        self.inner.create_thread(thread, history).await
-    }
-    async fn get_thread(&self, thread_id: &str) -> Result<Option<ThreadRecord>, StoreError> {
-        self.inner.get_thread(thread_id).await
-    }
-    async fn get_thread_with_turns(
-        &self,
-        thread_id: &str,
-    ) -> Result<Option<(ThreadRecord, Vec<Turn>)>, StoreError> {
-        self.inner.get_thread_with_turns(thread_id).await
-    }
-    async fn update_thread(
-        &self,
-        thread_id: &str,
-        update: &ThreadUpdate,
-    ) -> Result<ThreadRecord, StoreError> {
-        self.write()?;
-        self.inner.update_thread(thread_id, update).await
-    }
-    async fn list_threads(
-        &self,
-        query: &ThreadListQuery,
-    ) -> Result<Page<ThreadRecord>, StoreError> {
-        self.inner.list_threads(query).await
-    }
-    async fn delete_thread(&self, thread_id: &str) -> Result<bool, StoreError> {
-        self.write()?;
-        self.inner.delete_thread(thread_id).await
-    }
-    async fn commit_turn(
-        &self,
-        thread_id: &str,
-        turn: &Turn,
-        update: &ThreadUpdate,
-    ) -> Result<ThreadRecord, StoreError> {
-        self.write()?;
-        self.inner.commit_turn(thread_id, turn, update).await
-    }
-    async fn put_item(
-        &self,
-        thread_id: &str,
-        turn_id: &str,
-        index: usize,
-        item: &ThreadItem,
-    ) -> Result<(), StoreError> {
-        self.write()?;
-        self.inner.put_item(thread_id, turn_id, index, item).await
-    }
-    async fn finish_turn(
-        &self,
-        thread_id: &str,
-        turn: &Turn,
-        update: &ThreadUpdate,
-    ) -> Result<ThreadRecord, StoreError> {
-        self.write()?;
-        let unreachable =
-            self.unreachable_ends
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
-                    left.checked_sub(1)
-                });
-        if unreachable.is_ok() {
-            return Err(StoreError::PostgresPool(
-                "injected: the database system is starting up".to_owned(),
-            ));
-        }
-        self.inner.finish_turn(thread_id, turn, update).await
-    }
-    async fn list_turns(
-        &self,
-        thread_id: &str,
-        query: &TurnListQuery,
-    ) -> Result<Page<Turn>, StoreError> {
-        self.inner.list_turns(thread_id, query).await
-    }
-    async fn list_items(
-        &self,
-        thread_id: &str,
-        query: &ItemListQuery,
-    ) -> Result<Page<StoredItem>, StoreError> {
-        self.inner.list_items(thread_id, query).await
-    }
-    async fn add_attachment(
-        &self,
-        thread_id: &str,
-        attachment: &ThreadAttachment,
-    ) -> Result<ThreadAttachmentAddResponse, StoreError> {
-        self.write()?;
-        self.inner.add_attachment(thread_id, attachment).await
-    }
-    async fn remove_attachment(
-        &self,
-        thread_id: &str,
-        attachment_type: &str,
-        identity_key: &str,
-    ) -> Result<Option<ThreadAttachment>, StoreError> {
-        self.write()?;
-        self.inner
-            .remove_attachment(thread_id, attachment_type, identity_key)
-            .await
-    }
-    async fn list_attachments(&self, thread_id: &str) -> Result<Vec<ThreadAttachment>, StoreError> {
-        self.inner.list_attachments(thread_id).await
-    }
-    async fn truncate_turns(
-        &self,
-        thread_id: &str,
-        turn_id: &str,
-        update: &ThreadUpdate,
-    ) -> Result<ThreadRecord, StoreError> {
-        self.write()?;
-        self.inner.truncate_turns(thread_id, turn_id, update).await
-    }
-    async fn put_compaction(
-        &self,
-        thread_id: &str,
-        turn_id: &str,
-        summary: &str,
-    ) -> Result<(), StoreError> {
-        self.write()?;
-        self.inner.put_compaction(thread_id, turn_id, summary).await
-    }
-    async fn latest_compaction(
-        &self,
-        thread_id: &str,
-    ) -> Result<Option<tandem_server::store::Compaction>, StoreError> {
-        self.inner.latest_compaction(thread_id).await
-    }
-
-    // i-idem: idempotency keys; claims and releases are writes like any other.
-    async fn claim_idempotency_key(
-        &self,
-        record: &IdempotencyRecord,
-    ) -> Result<Option<IdempotencyRecord>, StoreError> {
-        self.write()?;
-        self.inner.claim_idempotency_key(record).await
-    }
-    async fn idempotency_key(
-        &self,
-        scope: &str,
-        key: &str,
-        now: i64,
-    ) -> Result<Option<IdempotencyRecord>, StoreError> {
-        self.inner.idempotency_key(scope, key, now).await
-    }
-    async fn release_idempotency_key(&self, scope: &str, key: &str) -> Result<(), StoreError> {
-        self.write()?;
-        self.inner.release_idempotency_key(scope, key).await
-    }
-}
 
 /// What one session against a [`FailingStore`] saw.
 struct Session {
@@ -435,7 +240,17 @@ async fn a_store_failing_on_any_write_never_reports_unstored_work() {
                             if error.turn_id == *turn_id && injected(&error.error.message))),
                         "write {fail_at}: an error notification names the failure"
                     );
-                    assert_ne!(stored.status, TurnStatus::Completed, "write {fail_at}");
+                    // The failure itself was stored (the one refused write was an earlier
+                    // one, or the first attempt at the end)...
+                    assert_eq!(stored.status, TurnStatus::Failed, "write {fail_at}");
+                    // ...and `turn/completed` carried what the store holds, no more: an item
+                    // whose write was refused is not in it (started items closed, as recovery
+                    // closes them).
+                    let mut held = stored.items.clone();
+                    for item in &mut held {
+                        close_unfinished_item(item);
+                    }
+                    assert_eq!(held, end.turn.items, "write {fail_at}");
                 }
                 other => panic!("write {fail_at}: turn ended {other:?}"),
             }
@@ -477,6 +292,158 @@ async fn a_turn_end_the_database_cannot_take_yet_is_stored_once_it_can() {
         assert_eq!(stored.status, TurnStatus::Completed, "{stored:?}");
         assert_eq!(stored.items, end.turn.items);
     }
+}
+
+/// The turn `turn_id` as `store` holds it.
+async fn stored_turn(store: &FailingStore, thread_id: &str, turn_id: &str) -> Turn {
+    let (_, turns) = store
+        .inner
+        .get_thread_with_turns(thread_id)
+        .await
+        .unwrap()
+        .expect("thread stored");
+    turns
+        .into_iter()
+        .find(|turn| turn.id == turn_id)
+        .expect("turn stored")
+}
+
+/// A disk that stays full past a turn's end (issue 27): the turn stops at its first refused
+/// write and the client is told `failed`, with a `turn/completed` that carries only what the
+/// store took; the store, which refused that end too, does not keep saying `inProgress` while
+/// the server lives: once the disk is freed the end is written in the background, and the
+/// thread's next turn is stored after it. Before, the turn stayed `inProgress` in the store
+/// until the server stopped, and `turn/completed` carried the refused agent message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_end_refused_by_a_full_disk_is_stored_once_it_is_freed() {
+    let store = Arc::new(FailingStore::new(usize::MAX));
+    let home = tempfile::tempdir().expect("temp home");
+    let options = options(home.path()).with_store(Arc::clone(&store) as Arc<dyn ThreadStore>);
+    let mut handle = start(options).await;
+    let thread = try_call::<ThreadStart>(&handle, json!({"approvalPolicy": "never"}))
+        .await
+        .expect("thread/start");
+    let thread_id = thread["thread"]["id"].as_str().unwrap().to_owned();
+    // The question holds the turn while the disk fills; the answer's message is then refused.
+    let input = "/ask colour?\nafter";
+    let params = json!({"threadId": thread_id, "input": [{"type": "text", "text": input}]});
+    let reply = try_call::<TurnStart>(&handle, params)
+        .await
+        .expect("turn/start");
+    let turn_id = reply["turn"]["id"].as_str().unwrap().to_owned();
+    let question = loop {
+        let event = within("the question", handle.next_event())
+            .await
+            .expect("event stream open");
+        if let InProcessServerEvent::ServerRequest(request) = event {
+            break request.id().clone();
+        }
+    };
+    store.full.store(true, Ordering::SeqCst);
+    handle
+        .respond_to_server_request(question, json!({"answers": {"q": {"answers": ["blue"]}}}))
+        .expect("answer sent");
+    let notes = notes_until_turn_completed(&mut handle, &turn_id).await;
+    let Some(ServerNotification::TurnCompleted(end)) = notes.last() else {
+        unreachable!()
+    };
+    assert_eq!(end.turn.status, TurnStatus::Failed, "{notes:?}");
+    // The message whose write was refused was shown started, never completed, and is not in
+    // `turn/completed`: only the stored user message is.
+    assert!(
+        notes.iter().any(|note| matches!(note,
+            ServerNotification::ItemStarted(started)
+                if matches!(started.item, ThreadItem::AgentMessage { .. }))),
+        "{notes:?}"
+    );
+    assert!(
+        end.turn
+            .items
+            .iter()
+            .all(|item| matches!(item, ThreadItem::UserMessage { .. })),
+        "{:?}",
+        end.turn.items
+    );
+    let stored = stored_turn(&store, &thread_id, &turn_id).await;
+    assert_eq!(
+        stored.status,
+        TurnStatus::InProgress,
+        "the disk is still full"
+    );
+    assert_eq!(stored.items, end.turn.items);
+
+    store.full.store(false, Ordering::SeqCst);
+    within("the owed end stored", async {
+        while stored_turn(&store, &thread_id, &turn_id).await.status != TurnStatus::Failed {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let stored = stored_turn(&store, &thread_id, &turn_id).await;
+    assert_eq!(stored.error, end.turn.error);
+    assert_eq!(stored.completed_at, end.turn.completed_at);
+
+    // And the thread works again.
+    let params = json!({"threadId": thread_id, "input": [{"type": "text", "text": "again"}]});
+    let reply = try_call::<TurnStart>(&handle, params)
+        .await
+        .expect("turn/start");
+    let next = reply["turn"]["id"].as_str().unwrap().to_owned();
+    let notes = notes_until_turn_completed(&mut handle, &next).await;
+    assert!(matches!(notes.last(),
+        Some(ServerNotification::TurnCompleted(done)) if done.turn.status == TurnStatus::Completed));
+    shutdown(handle).await;
+}
+
+/// The same full disk, freed just before the thread's next `turn/start`: that request writes
+/// the owed end before it stores its own turn (so the store never holds two turns in
+/// progress), and while the disk is still full it is refused rather than stored behind a turn
+/// the store still calls running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_turn_is_stored_only_after_the_owed_end() {
+    let store = Arc::new(FailingStore::new(usize::MAX));
+    let home = tempfile::tempdir().expect("temp home");
+    let options = options(home.path()).with_store(Arc::clone(&store) as Arc<dyn ThreadStore>);
+    let mut handle = start(options).await;
+    let thread = try_call::<ThreadStart>(&handle, json!({"approvalPolicy": "never"}))
+        .await
+        .expect("thread/start");
+    let thread_id = thread["thread"]["id"].as_str().unwrap().to_owned();
+    let params =
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "/sleep 50\nafter"}]});
+    let reply = try_call::<TurnStart>(&handle, params)
+        .await
+        .expect("turn/start");
+    let turn_id = reply["turn"]["id"].as_str().unwrap().to_owned();
+    store.full.store(true, Ordering::SeqCst);
+    let notes = notes_until_turn_completed(&mut handle, &turn_id).await;
+    assert!(matches!(notes.last(),
+        Some(ServerNotification::TurnCompleted(done)) if done.turn.status == TurnStatus::Failed));
+    // Still full: the next turn is refused, and nothing new is stored.
+    let params = json!({"threadId": thread_id, "input": [{"type": "text", "text": "again"}]});
+    let refused = try_call::<TurnStart>(&handle, params.clone())
+        .await
+        .expect_err("refused while the disk is full");
+    assert_eq!(refused.code, error_codes::INTERNAL_ERROR, "{refused:?}");
+    let (_, turns) = store
+        .inner
+        .get_thread_with_turns(&thread_id)
+        .await
+        .unwrap()
+        .expect("stored");
+    assert_eq!(turns.len(), 1, "{turns:?}");
+    // Freed: the next request stores the owed end first, then its own turn.
+    store.full.store(false, Ordering::SeqCst);
+    let reply = try_call::<TurnStart>(&handle, params)
+        .await
+        .expect("turn/start");
+    let next = reply["turn"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        stored_turn(&store, &thread_id, &turn_id).await.status,
+        TurnStatus::Failed
+    );
+    notes_until_turn_completed(&mut handle, &next).await;
+    shutdown(handle).await;
 }
 
 // ---------------------------------------------------------------------------------------------

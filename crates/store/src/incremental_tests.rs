@@ -164,18 +164,19 @@ async fn a_turn_is_written_as_it_happens(store: Arc<dyn ThreadStore>) {
         duration_ms: Some(10_000),
         ..started(&turn_id, 1)
     };
-    let record = store
-        .finish_turn(
-            &thread.id,
-            &finished,
-            &ThreadUpdate {
-                status: Some(ThreadStatus::SystemError),
-                ..ThreadUpdate::default()
-            },
-        )
+    let end = TurnEndUpdate {
+        status: ThreadStatus::SystemError,
+        updated_at: 1_700_000_020,
+    };
+    let before = store.get_thread(&thread.id).await.unwrap().expect("thread");
+    store
+        .finish_turn(&thread.id, &finished, &end)
         .await
         .expect("finish");
-    assert_eq!(record.status, ThreadStatus::SystemError);
+    // The end changes the thread's status and update time, and nothing else.
+    let mut expected = before;
+    end.apply(&mut expected);
+    assert_eq!(store.get_thread(&thread.id).await.unwrap(), Some(expected));
     assert_eq!(
         turn_of(&*store, &thread.id).await,
         vec![Turn {
@@ -189,12 +190,16 @@ async fn a_turn_is_written_as_it_happens(store: Arc<dyn ThreadStore>) {
                 &thread.id,
                 &Turn {
                     id: "no-such-turn".to_owned(),
-                    ..finished
+                    ..finished.clone()
                 },
-                &ThreadUpdate::default()
+                &end
             )
             .await,
         Err(StoreError::TurnNotFound { .. })
+    ));
+    assert!(matches!(
+        store.finish_turn("no-such-thread", &finished, &end).await,
+        Err(StoreError::ThreadNotFound(_))
     ));
     store.checkpoint().await.expect("checkpoint");
 }
@@ -230,7 +235,14 @@ async fn concurrent_turn_writes_each_land(store: Arc<dyn ThreadStore>) {
                 ..started(&turn_id, n)
             };
             store
-                .finish_turn(&thread.id, &done, &ThreadUpdate::default())
+                .finish_turn(
+                    &thread.id,
+                    &done,
+                    &TurnEndUpdate {
+                        status: ThreadStatus::Idle,
+                        updated_at: 1,
+                    },
+                )
                 .await
                 .expect("finish");
             (thread.id, turn_id, n, message)

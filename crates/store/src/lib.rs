@@ -268,6 +268,26 @@ impl ThreadUpdate {
     }
 }
 
+/// What the end of a turn changes on its thread: its last status and update time, nothing
+/// else. Narrower than [`ThreadUpdate`] on purpose: writing it neither reads nor writes the
+/// thread's other columns, among them the preview, which is as large as the thread's first
+/// input (a turn of N bytes would otherwise hold 2 N more at its end, issue 27).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnEndUpdate {
+    /// The thread's status once the turn has ended.
+    pub status: ThreadStatus,
+    /// The thread's new update time, unix seconds.
+    pub updated_at: i64,
+}
+
+impl TurnEndUpdate {
+    /// Applies it to `record`, as the store does.
+    pub fn apply(&self, record: &mut ThreadRecord) {
+        record.status = self.status.clone();
+        record.updated_at = self.updated_at;
+    }
+}
+
 /// One page of a listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Page<T> {
@@ -515,14 +535,15 @@ pub trait ThreadStore: Send + Sync {
 
     /// Records the end of the stored turn `turn.id`: its status, error, completion time and
     /// duration (its items are already stored through [`ThreadStore::put_item`]; `turn.items`
-    /// is ignored), and applies `update` to the thread, all or nothing. Returns the updated
-    /// record.
+    /// is ignored), and applies `end` to the thread, all or nothing. Fails with
+    /// [`StoreError::ThreadNotFound`] or [`StoreError::TurnNotFound`] when there is nothing
+    /// to end.
     async fn finish_turn(
         &self,
         thread_id: &str,
         turn: &Turn,
-        update: &ThreadUpdate,
-    ) -> Result<ThreadRecord, StoreError>;
+        end: &TurnEndUpdate,
+    ) -> Result<(), StoreError>;
 
     /// Makes everything written so far live in the store's main file (for SQLite: a WAL
     /// checkpoint that truncates the log), so that a copy of that file alone is complete.

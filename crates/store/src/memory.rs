@@ -13,7 +13,8 @@ use tandem_protocol::{
 use super::paging::{self, ItemListQuery, ItemPosition, ItemStart, StoredItem};
 use super::{
     Compaction, IdempotencyRecord, Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore,
-    ThreadUpdate, TurnListQuery, effective_limit, parse_thread_cursor, thread_cursor,
+    ThreadUpdate, TurnEndUpdate, TurnListQuery, effective_limit, parse_thread_cursor,
+    thread_cursor,
 };
 
 /// One thread and everything under it.
@@ -260,8 +261,8 @@ impl ThreadStore for InMemoryThreadStore {
         &self,
         thread_id: &str,
         turn: &Turn,
-        update: &ThreadUpdate,
-    ) -> Result<ThreadRecord, StoreError> {
+        end: &TurnEndUpdate,
+    ) -> Result<(), StoreError> {
         let mut threads = self.lock();
         let entry = entry_mut(&mut threads, thread_id)?;
         let stored = turn_mut(entry, &turn.id)?;
@@ -271,8 +272,8 @@ impl ThreadStore for InMemoryThreadStore {
         stored.started_at = turn.started_at;
         stored.completed_at = turn.completed_at;
         stored.duration_ms = turn.duration_ms;
-        update.apply(&mut entry.record);
-        Ok(entry.record.clone())
+        end.apply(&mut entry.record);
+        Ok(())
     }
 
     async fn list_turns(

@@ -36,6 +36,10 @@ const RESPAWN_LIMIT: Duration = Duration::from_secs(60);
 const SENTINEL_LIMIT: Duration = Duration::from_secs(10);
 /// The text input of the turns that fill the disk's last pages.
 const FILLER_BYTES: usize = 32 * 1024;
+/// How long after the disk is freed a turn told `failed` may still read `inProgress`: the
+/// server writes the end it owes again every 2 s at most (`OWED_RETRY_MAX_PAUSE` in
+/// crates/server/src/threads/turn_requests.rs), and a read-back of many threads takes a while.
+const OWED_END_LIMIT: Duration = Duration::from_secs(10);
 
 /// A fault's outcome: `Ok` describes what happened, `Err` why it was not injected.
 type Injected = Result<String, String>;
@@ -233,9 +237,30 @@ impl Phase {
         };
         disturbances.end(window);
         client.close().await;
-        self.check_ledger(0, "after the disk was freed", false)
-            .await;
+        self.settled_after_the_disk(outcome.is_ok()).await;
         outcome
+    }
+
+    /// After the disk was freed, the ends the store refused while it was full are written by
+    /// the server that owes them (docs/reliability.md, "Turns and the store"): a turn told
+    /// `failed` that still reads `inProgress` [`OWED_END_LIMIT`] later is a violation.
+    async fn settled_after_the_disk(&mut self, freed: bool) {
+        let began = Instant::now();
+        let mut pending = self
+            .check_ledger(0, "after the disk was freed", false)
+            .await;
+        while freed && pending > 0 && began.elapsed() < OWED_END_LIMIT {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            pending = self
+                .check_ledger(0, "after the disk was freed", false)
+                .await;
+        }
+        if freed && pending > 0 {
+            self.shared.violations.add(format!(
+                "{pending} turn(s) told failed still read inProgress {OWED_END_LIMIT:?} after \
+                 the disk was freed: the server did not write the ends it owes"
+            ));
+        }
     }
 
     /// A thread for a fault's own turns, in the ledger like any other.

@@ -73,8 +73,8 @@ pub(crate) struct CheckOutcome {
     /// What is missing or differs.
     pub(crate) problems: Vec<String>,
     /// Turns told `failed` that the store still holds `inProgress`: their final write was
-    /// refused (a full disk) and the server that ran them has not recovered them yet, which
-    /// docs/reliability.md allows until it restarts.
+    /// refused (a full disk) and the server that ran them owes it; docs/reliability.md allows
+    /// this while the disk is full, and the disk fault checks it is gone soon after.
     pub(crate) pending: usize,
 }
 

@@ -478,8 +478,8 @@ impl Phase {
 
     /// Reads acknowledged threads back through server `index` (`all`, or those changed since
     /// the previous read-back and a sample of the others) and reports what is missing or
-    /// differs.
-    pub(crate) async fn check_ledger(&mut self, index: usize, when: &str, all: bool) {
+    /// differs; returns how many turns told `failed` the store still holds `inProgress`.
+    pub(crate) async fn check_ledger(&mut self, index: usize, when: &str, all: bool) -> usize {
         let ledger = lock(&self.shared.ledger).clone();
         let selection = if all {
             Selection::All
@@ -507,6 +507,7 @@ impl Phase {
                 self.slots[index].name
             ));
         }
+        outcome.pending
     }
 
     /// How many threads server `index` has loaded (`thread/loaded/list`); 0 if it cannot say.

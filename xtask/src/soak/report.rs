@@ -104,8 +104,8 @@ fn phase_summary(phase: &PhaseReport, out: &mut String, violations: &mut Vec<Str
     let _ = writeln!(
         out,
         "  ledger: {} threads, {} turns; {} read-backs comparing {} turns; at most {} turns \
-         told failed still inProgress in the store (their final write refused, not recovered \
-         while their server runs)",
+         told failed still inProgress in the store (their final write refused while the disk \
+         was full, owed by their server)",
         phase.ledger.0,
         phase.ledger.1,
         load(&c.ledger_checks),

@@ -49,9 +49,16 @@ impl ThreadService {
         if thread.ephemeral {
             return;
         }
-        if let Some(store) = self.durable.get()
-            && let Err(error) = store.release_lease(&thread.id).await
-        {
+        let Some(store) = self.durable.get() else {
+            return;
+        };
+        // The last chance to write an end the store refused before: past this, the next owner's
+        // recovery closes the turn as interrupted.
+        if let Err(error) = self.settle_owed_end(thread, store.as_ref()).await {
+            tracing::warn!(thread = %thread.id, %error,
+                "the end of a turn is still not stored; the next owner closes it as interrupted");
+        }
+        if let Err(error) = store.release_lease(&thread.id).await {
             // The lease then runs out by itself after the TTL.
             tracing::warn!(thread = %thread.id, %error, "cannot release the writer lease");
         }

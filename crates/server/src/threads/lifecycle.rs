@@ -57,6 +57,7 @@ impl ThreadService {
                 active: None,
                 unload_generation: 0,
                 counting_down: false,
+                owed_end: None,
             }),
             token_usage: Mutex::new(Default::default()),
         });

@@ -182,6 +182,10 @@ impl ThreadService {
                 updated_at: Some(now),
                 ..ThreadUpdate::default()
             };
+            // As for `turn/start`: an owed end of the previous turn is written first.
+            self.settle_owed_end(&thread, &*store)
+                .await
+                .map_err(store_error)?;
             let record = store
                 .begin_turn(&thread.id, &turn, &update)
                 .await

@@ -119,6 +119,11 @@ pub(crate) struct ThreadState {
     pub(crate) status: ThreadStatus,
     pub(crate) subscribers: BTreeSet<ConnectionId>,
     pub(crate) active: Option<Arc<ActiveTurn>>,
+    /// The end of a turn that the client was told about but the store refused to take (a full
+    /// disk): it is written again in the background, before the thread's next turn is stored,
+    /// and at unload ([`ThreadService::settle_owed_end`]), so that the store does not keep the
+    /// turn `inProgress` while this server holds the thread.
+    pub(crate) owed_end: Option<Turn>,
     /// Bumped whenever a countdown starts or is cancelled; a timer only unloads if the
     /// generation it was started with is still current.
     unload_generation: u64,

@@ -12,7 +12,7 @@ use tandem_protocol::{
 use tokio_util::sync::CancellationToken;
 
 use crate::process::ProcessManager;
-use crate::store::{self, ThreadStore, ThreadUpdate};
+use crate::store::{self, ThreadStore, ThreadUpdate, TurnEndUpdate};
 
 use super::idempotency::{self, Keyed};
 use super::turn_work::{self, StartedTurn, TurnWork};
@@ -24,6 +24,15 @@ const END_RETRY_FIRST_PAUSE: Duration = Duration::from_millis(50);
 
 /// The longest pause between two attempts to write a turn's end.
 const END_RETRY_MAX_PAUSE: Duration = Duration::from_secs(1);
+
+/// The first pause before an owed turn end is written again (see
+/// [`ThreadService::settle_owed_end`]); it doubles up to [`OWED_RETRY_MAX_PAUSE`]. A full disk
+/// is freed by a person: no point in hammering it.
+const OWED_RETRY_FIRST_PAUSE: Duration = Duration::from_millis(250);
+
+/// The longest pause between two attempts to write an owed turn end: how long after the disk
+/// is freed the store may still say `inProgress`.
+const OWED_RETRY_MAX_PAUSE: Duration = Duration::from_secs(2);
 
 impl ThreadService {
     // -----------------------------------------------------------------------------------------
@@ -207,6 +216,15 @@ impl ThreadService {
                 return None;
             }
         };
+        // The previous turn's end, if the store refused it, goes first: a new turn stored
+        // after one the store still holds `inProgress` would leave the thread with two.
+        if let Err(error) = self.settle_owed_end(&thread, &*store).await {
+            if let Some(claim) = claim {
+                claim.release().await;
+            }
+            self.outgoing.send_error(id, store_error(error)).await;
+            return None;
+        }
         match store.begin_turn(&thread.id, &turn, &update).await {
             Ok(record) => thread.state().record = record,
             Err(error) => {
@@ -412,8 +430,10 @@ impl ThreadService {
     /// stored) and in the live state. If the store cannot write it, the turn becomes `failed`
     /// with the store's error (and the thread `systemError`), and that failure is written if
     /// the store takes it, so the client is never told `completed` about a turn a restart
-    /// would not read back as completed. Called by the turn task through
-    /// [`ThreadService::sequenced`].
+    /// would not read back as completed. If the store takes neither (a full disk), the end is
+    /// owed ([`ThreadState::owed_end`](super::ThreadState::owed_end)): written again in the
+    /// background until the store takes it, before the thread's next turn, and before its
+    /// lease is given back. Called by the turn task through [`ThreadService::sequenced`].
     pub(crate) async fn record_turn_end(
         self: &Arc<Self>,
         thread: &Arc<LoadedThread>,
@@ -421,13 +441,12 @@ impl ThreadService {
         turn: &mut Turn,
         status: &mut ThreadStatus,
     ) {
-        let update = |status: &ThreadStatus| ThreadUpdate {
-            status: Some(status.clone()),
-            updated_at: Some(now_secs()),
-            ..ThreadUpdate::default()
+        let end = |status: &ThreadStatus| TurnEndUpdate {
+            status: status.clone(),
+            updated_at: now_secs(),
         };
         let mut result = self
-            .store_turn_end(store, &thread.id, turn, &update(status))
+            .store_turn_end(store, &thread.id, turn, &end(status))
             .await;
         if let Err(error) = &result
             && error.is_storage_failure()
@@ -440,19 +459,22 @@ impl ThreadService {
             });
             *status = ThreadStatus::SystemError;
             // A transient failure (a lock held by another process) may let the failure
-            // itself be recorded; if not, recovery closes the turn as interrupted on the
-            // next start, which is no more "completed" than what the client was told.
+            // itself be recorded at once; if not, it is owed, below.
             result = self
-                .store_turn_end(store, &thread.id, turn, &update(status))
+                .store_turn_end(store, &thread.id, turn, &end(status))
                 .await;
         }
         let mut state = thread.state();
-        match result {
-            Ok(record) => state.record = record,
-            Err(error) => {
-                // A deleted thread lands here too; its turn has nowhere to go.
-                tracing::warn!(thread = %thread.id, turn = %turn.id, %error, "turn end not stored");
-                update(status).apply(&mut state.record);
+        end(status).apply(&mut state.record);
+        if let Err(error) = result {
+            tracing::warn!(thread = %thread.id, turn = %turn.id, %error, "turn end not stored");
+            // A deleted thread lands here too; its turn has nowhere to go.
+            if owes_the_end(&error) {
+                state.owed_end = Some(Turn {
+                    items: Vec::new(),
+                    ..turn.clone()
+                });
+                self.retry_owed_end(thread);
             }
         }
         state.history.push(turn.clone());
@@ -462,6 +484,85 @@ impl ThreadService {
         if let Some(active) = &state.active {
             lock(&active.snapshot).items = Vec::new();
         }
+    }
+
+    /// Writes the end of a turn that `store` refused earlier
+    /// ([`ThreadState::owed_end`](super::ThreadState::owed_end)), if there is one, with the
+    /// thread's current status and update time. `Err` while the store still refuses it; the
+    /// caller must then not store anything newer about the thread's turns (a new turn after
+    /// one the store still holds `inProgress` would leave two). An end that has nowhere to go
+    /// any more (the thread deleted, the turn rolled back, the lease lost to another server,
+    /// whose recovery closes the turn) is dropped.
+    pub(crate) async fn settle_owed_end(
+        &self,
+        thread: &LoadedThread,
+        store: &dyn ThreadStore,
+    ) -> Result<(), store::StoreError> {
+        let (turn, end) = {
+            let state = thread.state();
+            let Some(turn) = state.owed_end.clone() else {
+                return Ok(());
+            };
+            let end = TurnEndUpdate {
+                status: state.record.status.clone(),
+                updated_at: state.record.updated_at,
+            };
+            (turn, end)
+        };
+        let result = store.finish_turn(&thread.id, &turn, &end).await;
+        match &result {
+            Ok(()) => {
+                tracing::info!(thread = %thread.id, turn = %turn.id, "the owed turn end is stored");
+            }
+            Err(error) if owes_the_end(error) => return result,
+            Err(error) => {
+                tracing::warn!(thread = %thread.id, turn = %turn.id, %error,
+                    "the owed turn end has nowhere to go; dropped");
+            }
+        }
+        let mut state = thread.state();
+        if state
+            .owed_end
+            .as_ref()
+            .is_some_and(|owed| owed.id == turn.id)
+        {
+            state.owed_end = None;
+        }
+        Ok(())
+    }
+
+    /// Writes `thread`'s owed end again, in its order, with growing pauses, until the store
+    /// takes it, the thread is unloaded (which tries once more before the lease goes) or the
+    /// server stops.
+    fn retry_owed_end(self: &Arc<Self>, thread: &Arc<LoadedThread>) {
+        let service = Arc::clone(self);
+        let thread = Arc::clone(thread);
+        tokio::spawn(async move {
+            let mut pause = OWED_RETRY_FIRST_PAUSE;
+            loop {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(OWED_RETRY_MAX_PAUSE);
+                let current = service
+                    .loaded(&thread.id)
+                    .is_some_and(|loaded| Arc::ptr_eq(&loaded, &thread));
+                if service.is_stopping() || !current || thread.state().owed_end.is_none() {
+                    return;
+                }
+                let (done, settled) = tokio::sync::oneshot::channel();
+                let settler = Arc::clone(&service);
+                let owing = Arc::clone(&thread);
+                service.sequenced(&thread.id, async move {
+                    let settled = match settler.store_for(owing.ephemeral).await {
+                        Ok(store) => settler.settle_owed_end(&owing, &*store).await.is_ok(),
+                        Err(_) => false,
+                    };
+                    let _ = done.send(settled);
+                });
+                if settled.await.unwrap_or(false) {
+                    return;
+                }
+            }
+        });
     }
 
     /// Writes the end of `turn` (see [`ThreadStore::finish_turn`]), again while the database
@@ -475,15 +576,15 @@ impl ThreadService {
         store: &dyn ThreadStore,
         thread_id: &str,
         turn: &Turn,
-        update: &ThreadUpdate,
-    ) -> Result<store::ThreadRecord, store::StoreError> {
+        end: &TurnEndUpdate,
+    ) -> Result<(), store::StoreError> {
         let window = store
             .lease_settings()
             .map_or(store::DEFAULT_LEASE_TTL, |settings| settings.ttl);
         let deadline = tokio::time::Instant::now() + window;
         let mut pause = END_RETRY_FIRST_PAUSE;
         loop {
-            match store.finish_turn(thread_id, turn, update).await {
+            match store.finish_turn(thread_id, turn, end).await {
                 Err(error)
                     if error.is_lost_connection()
                         && !self.is_stopping()
@@ -504,6 +605,14 @@ impl ThreadService {
         state.active = None;
         self.update_unload(thread, &mut state);
     }
+}
+
+/// Whether a refused turn end is still owed after `error`: the storage failed (a full disk, a
+/// lock, an unreachable database), not the request (the thread deleted, the turn rolled
+/// back), and this server has not been fenced off the thread (the next owner's recovery
+/// closes the turn then).
+fn owes_the_end(error: &store::StoreError) -> bool {
+    error.is_storage_failure() && !matches!(error, store::StoreError::Fenced(_))
 }
 
 /// What claiming a turn request's key decided.

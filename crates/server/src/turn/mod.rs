@@ -20,6 +20,7 @@ mod task;
 
 pub(crate) use task::spawn;
 
+use std::collections::HashSet;
 use std::sync::{Arc, MutexGuard, PoisonError};
 use std::time::Instant;
 
@@ -73,6 +74,9 @@ pub(crate) struct TurnRun {
     /// The first store failure: the turn then stops and ends `failed` with this message, and
     /// no later item is reported as completed.
     store_failure: Option<String>,
+    /// The ids of the items the store took: `turn/completed` carries these only (an item
+    /// whose write was refused was shown started, never completed, and is not in the store).
+    stored_items: HashSet<String>,
 }
 
 impl std::fmt::Debug for TurnRun {
@@ -148,7 +152,10 @@ impl TurnRun {
             .put_item(&self.thread.id, &self.turn_id, index, item)
             .await;
         match stored {
-            Ok(()) => true,
+            Ok(()) => {
+                self.stored_items.insert(item.id().to_owned());
+                true
+            }
             Err(error) => {
                 self.fail_on_store(&error);
                 false
@@ -163,6 +170,11 @@ impl TurnRun {
             self.store_failure = Some(error.to_string());
         }
         self.active.cancel.cancel();
+    }
+
+    /// The ids of the items the store took, for the turn's end.
+    pub(crate) fn take_stored_items(&mut self) -> HashSet<String> {
+        std::mem::take(&mut self.stored_items)
     }
 
     /// The store failure that ended the turn, if any.
@@ -227,6 +239,7 @@ impl TurnRun {
     /// Reports the user's input, which `turn/start` stored as item 0 before it answered.
     pub(crate) async fn stored_user_message(&mut self, item: ThreadItem) {
         self.next_index = self.next_index.max(1);
+        self.stored_items.insert(item.id().to_owned());
         self.notify(ServerNotification::ItemStarted(ItemStartedNotification {
             thread_id: self.thread.id.clone(),
             turn_id: self.turn_id.clone(),

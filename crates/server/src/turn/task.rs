@@ -84,6 +84,7 @@ async fn run(
         next_index: 0,
         stored_started: Vec::new(),
         store_failure: None,
+        stored_items: Default::default(),
     };
     let agent = Arc::clone(&service.agent);
     let result = match work {
@@ -139,6 +140,7 @@ async fn run(
         result = Err(AgentError::Interrupted);
     }
     run.processes.kill_all().await;
+    let stored_items = run.take_stored_items();
 
     let (status, error, thread_status) = match &result {
         Ok(()) => (TurnStatus::Completed, None, ThreadStatus::Idle),
@@ -181,8 +183,13 @@ async fn run(
                 .unwrap_or_else(PoisonError::into_inner)
                 .items,
         );
-        // An item whose completion could not be stored (the turn then failed) is still in
-        // its started state: show it closed, as recovery would.
+        // `turn/completed` says what the store holds (`itemsView: full`, "every item
+        // available from persisted history"): an item the store refused is left out, and one
+        // stored when it started whose completion was refused (the turn then failed) is still
+        // in its started state: show it closed, as recovery would.
+        finished
+            .items
+            .retain(|item| stored_items.contains(item.id()));
         for item in &mut finished.items {
             store::close_unfinished_item(item);
         }

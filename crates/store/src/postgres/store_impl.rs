@@ -12,7 +12,7 @@ use super::super::lease::{LeaseRenewal, LeaseSettings};
 use super::super::paging::{self, Anchor, ItemListQuery, StoredItem};
 use super::super::{
     Compaction, IdempotencyRecord, Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore,
-    ThreadUpdate, TurnListQuery, parse_thread_cursor, thread_cursor,
+    ThreadUpdate, TurnEndUpdate, TurnListQuery, parse_thread_cursor, thread_cursor,
 };
 use super::PostgresThreadStore;
 use crate::codec::{encode, encode_exact, encode_word, limit_plus_one};
@@ -231,8 +231,8 @@ impl ThreadStore for PostgresThreadStore {
         &self,
         thread_id: &str,
         turn: &Turn,
-        update: &ThreadUpdate,
-    ) -> Result<ThreadRecord, StoreError> {
+        end: &TurnEndUpdate,
+    ) -> Result<(), StoreError> {
         let status = encode_word(&turn.status, "turn status")?;
         let items_view = encode_word(&turn.items_view, "turn itemsView")?;
         let error = turn
@@ -240,8 +240,18 @@ impl ThreadStore for PostgresThreadStore {
             .as_ref()
             .map(|error| encode(error, "turn error"))
             .transpose()?;
+        let thread_status = encode(&end.status, "thread status")?;
         self.in_write(Some(thread_id), async |db| {
-            let mut record = require_record(db, thread_id).await?;
+            // Only the two columns the end changes: the row's preview stays where it is.
+            let statement = db
+                .prepare_cached("UPDATE threads SET status = $2, updated_at = $3 WHERE id = $1")
+                .await?;
+            let found = db
+                .execute(&statement, &[&thread_id, &thread_status, &end.updated_at])
+                .await?;
+            if found == 0 {
+                return Err(StoreError::ThreadNotFound(thread_id.to_owned()));
+            }
             let statement = db
                 .prepare_cached(
                     "UPDATE turns SET status = $3, items_view = $4, error = $5, \
@@ -270,9 +280,7 @@ impl ThreadStore for PostgresThreadStore {
                     turn_id: turn.id.clone(),
                 });
             }
-            update.apply(&mut record);
-            upsert_thread(db, &record).await?;
-            Ok(record)
+            Ok(())
         })
         .await
     }

@@ -217,8 +217,8 @@ impl ThreadStore for SqliteThreadStore {
         &self,
         thread_id: &str,
         turn: &Turn,
-        update: &ThreadUpdate,
-    ) -> Result<ThreadRecord, StoreError> {
+        end: &TurnEndUpdate,
+    ) -> Result<(), StoreError> {
         let thread_id = thread_id.to_owned();
         let turn_id = turn.id.clone();
         let status = encode_word(&turn.status, "turn status")?;
@@ -229,10 +229,16 @@ impl ThreadStore for SqliteThreadStore {
             .map(|error| encode(error, "turn error"))
             .transpose()?;
         let times = (turn.started_at, turn.completed_at, turn.duration_ms);
-        let update = update.clone();
+        let thread_status = encode(&end.status, "thread status")?;
+        let updated_at = end.updated_at;
         self.write_thread(thread_id.clone(), move |connection| {
-            let mut record = read_thread(connection, &thread_id)?
-                .ok_or_else(|| StoreError::ThreadNotFound(thread_id.clone()))?;
+            // Only the two columns the end changes: the row's preview stays where it is.
+            let found = connection
+                .prepare_cached("UPDATE threads SET status = ?2, updated_at = ?3 WHERE id = ?1")?
+                .execute(params![thread_id, thread_status, updated_at])?;
+            if found == 0 {
+                return Err(StoreError::ThreadNotFound(thread_id));
+            }
             let changed = connection
                 .prepare_cached(
                     "UPDATE turns SET status = ?3, items_view = ?4, error = ?5, \
@@ -245,9 +251,7 @@ impl ThreadStore for SqliteThreadStore {
             if changed == 0 {
                 return Err(StoreError::TurnNotFound { thread_id, turn_id });
             }
-            update.apply(&mut record);
-            upsert_thread(connection, &record)?;
-            Ok(record)
+            Ok(())
         })
         .await
     }
