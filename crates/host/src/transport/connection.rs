@@ -13,6 +13,9 @@
 //! queued, or a request read and not yet answered. An idle connection closes at once; a busy
 //! one gets at most [`SHUTDOWN_DRAIN`].
 //!
+//! A message of [`parts::PARTED_MESSAGE_BYTES`] or more is encoded in parts on a blocking
+//! thread and written a part at a time ([`FrameSink::send_part`]), never whole.
+//!
 //! A websocket writer also watches its peer ([`StallWatch`]): while it waits on a write, a peer
 //! that takes no bytes for the grace period gets the connection closed (1008), and the writer's
 //! queue, with everything owed in it, is dropped.
@@ -420,6 +423,8 @@ impl Outbound {
                     self.in_flight.answered(id);
                 }
                 let size = pick.size;
+                // The message moves to the encoding thread; the placeholder left in the pick is
+                // replaced below if it is ever needed (an error reply in its stead).
                 let message = std::mem::replace(
                     &mut pick.message,
                     ServerMessage::Error {
@@ -528,6 +533,8 @@ impl Outbound {
                     sink.close(CloseReason::Finished).await;
                     return Err(Stop);
                 }
+                // The encoding thread ended without its last part (it could not run, or
+                // panicked): the peer may hold half a message, so the connection ends.
                 None => {
                     tracing::error!(connection = %self.id, "the encoding of a message stopped");
                     sink.close(CloseReason::Finished).await;

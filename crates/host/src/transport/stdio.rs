@@ -4,7 +4,8 @@
 //! Reading happens on a dedicated thread (a blocking read of stdin must never hold a runtime
 //! worker), which splits lines with a length limit: a longer line is answered with -32600 and
 //! skipped, and the connection stays open. Invalid UTF-8 is a parse error of that line only.
-//! One writer task encodes each message and hands it, with its newline, to the output. On the
+//! One writer task encodes each message and hands it, with its newline, to the output (a
+//! message of 1 MiB or more in parts of one line, `transport::parts`). On the
 //! process's stdout ([`serve`]) that is a dedicated thread too, which writes whatever lines are
 //! queued in one go and flushes when the queue is empty: `tokio::io::stdout()` would send every
 //! write and every flush through the blocking pool and wait for it, two thread handoffs per

@@ -22,9 +22,10 @@
 //! - Every accepted socket has `TCP_NODELAY`: each frame is one complete message, and Nagle's
 //!   algorithm would hold a notification behind the reply before it until the peer's delayed
 //!   ACK.
-//! - A message of [`parts::PARTED_MESSAGE_BYTES`](super::parts) or more is encoded in parts and
-//!   sent as one message in fragments, a part per frame: neither the writer nor the websocket
-//!   layer ever holds it whole, and tungstenite's write buffer stays the size of a part.
+//! - A message of 1 MiB or more (`transport::parts`) is encoded in parts and sent as one
+//!   message in fragments, a part per frame: neither the writer nor the websocket layer ever
+//!   holds it whole, and tungstenite's write buffer stays the size of a part. Reads stop at frame
+//!   boundaries (`transport::frame_reads`), so a large request's buffer is freed once decoded.
 
 use std::io;
 use std::net::SocketAddr;
