@@ -652,3 +652,81 @@ async fn a_peer_that_takes_nothing_of_one_large_write_is_closed_after_the_grace(
     assert_eq!(ended, Ok(()), "the message arrived: never closed");
     within(LIMIT, "shutdown", host.shutdown()).await;
 }
+
+/// A text of `bytes` with characters JSON escapes (quotes, newlines, backslashes) and
+/// multi-byte ones, so that a part boundary falls inside escapes and characters.
+fn awkward_text(bytes: usize) -> String {
+    "ab\"c\\d\ne\u{e9}\u{1f600}".repeat(bytes / 16)
+}
+
+/// Issue 27, point 1: a message over the parts threshold (1 MiB) leaves in parts; on the wire it
+/// is one message, byte for byte what a whole encoding gives, between the small ones around it.
+#[tokio::test]
+async fn stdio_a_large_message_arrives_whole_and_in_order() {
+    let mut client = StdioClient::start(
+        echo_processor(),
+        TransportHostOptions::default(),
+        stdio::StdioOptions::default(),
+        64 * 1024,
+    );
+    client.send(&initialize(0, false));
+    assert_eq!(client.next().await["id"], 0);
+    let text = awkward_text(3 * 1024 * 1024);
+    client.send(&json!({"id": 1, "method": "echo", "params": {"n": 1}}).to_string());
+    client.send(&json!({"id": 2, "method": "echo", "params": {"text": text}}).to_string());
+    client.send(&json!({"id": 3, "method": "echo", "params": {"n": 3}}).to_string());
+    assert_eq!(client.next().await, json!({"id": 1, "result": {"n": 1}}));
+    let large = client.next().await;
+    assert_eq!(large["id"], 2);
+    assert!(large["result"]["text"] == text, "the large answer differs");
+    assert_eq!(client.next().await, json!({"id": 3, "result": {"n": 3}}));
+    client.finish().await;
+}
+
+/// The same over websocket: the large answer arrives as one text message in fragments. The
+/// client accepts frames of at most 1 MiB: a message sent as a single frame would be refused.
+#[tokio::test]
+async fn websocket_a_large_message_arrives_in_fragments_whole_and_in_order() {
+    let (host, address) = start_websocket(echo_processor(), WebSocketOptions::default()).await;
+    let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+        .max_frame_size(Some(1024 * 1024))
+        .max_message_size(Some(64 * 1024 * 1024));
+    let request = format!("ws://{address}/")
+        .into_client_request()
+        .expect("request");
+    let (mut client, _) = within(
+        LIMIT,
+        "connect",
+        tokio_tungstenite::connect_async_with_config(request, Some(config), false),
+    )
+    .await
+    .expect("connect");
+    client
+        .send(Message::text(initialize(0, false)))
+        .await
+        .unwrap();
+    assert_eq!(next_json(&mut client).await["id"], 0);
+    let text = awkward_text(3 * 1024 * 1024);
+    for request in [
+        json!({"id": 1, "method": "echo", "params": {"n": 1}}),
+        json!({"id": 2, "method": "echo", "params": {"text": text}}),
+        json!({"id": 3, "method": "echo", "params": {"n": 3}}),
+    ] {
+        client
+            .send(Message::text(request.to_string()))
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        next_json(&mut client).await,
+        json!({"id": 1, "result": {"n": 1}})
+    );
+    let large = next_json(&mut client).await;
+    assert_eq!(large["id"], 2);
+    assert!(large["result"]["text"] == text, "the large answer differs");
+    assert_eq!(
+        next_json(&mut client).await,
+        json!({"id": 3, "result": {"n": 3}})
+    );
+    within(LIMIT, "shutdown", host.shutdown()).await;
+}

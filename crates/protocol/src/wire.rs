@@ -317,6 +317,86 @@ pub fn encode_server_message(
     }
 }
 
+/// Writes the JSON of `message` to `out` as serde produces it, without building the whole
+/// message in memory first: what a transport uses for a message of many megabytes, which it
+/// hands on in bounded parts. The bytes are exactly those of [`encode_server_message`].
+///
+/// On failure part of the message may already have been written: the caller decides what the
+/// peer makes of it (a transport closes the connection).
+pub fn write_server_message<W: std::io::Write>(
+    message: &ServerMessage,
+    mut out: W,
+) -> Result<(), EncodeError> {
+    match message {
+        ServerMessage::Request(request) => to_writer(
+            out,
+            &RequestOut {
+                id: request.id(),
+                method: request.method(),
+                params: ParamsOf(request),
+            },
+            || describe_request(request.id(), request.method()),
+        ),
+        // Output deltas are written by hand into a buffer, and are small (one read of a
+        // process's output): encoded whole, then copied out.
+        ServerMessage::Notification {
+            notification:
+                ServerNotification::ProcessOutputDelta(_)
+                | ServerNotification::CommandExecOutputDelta(_),
+            ..
+        } => {
+            let mut buffer = Vec::new();
+            encode_server_message(message, &mut buffer)?;
+            out.write_all(&buffer).map_err(|error| EncodeError {
+                what: "an output delta".to_owned(),
+                source: serde_json::Error::io(error),
+            })
+        }
+        ServerMessage::Notification {
+            notification,
+            emitted_at_ms,
+            cursor,
+        } => to_writer(
+            out,
+            &NotificationOut {
+                method: notification.method(),
+                params: ParamsOf(notification),
+                emitted_at_ms: *emitted_at_ms,
+                cursor: cursor.as_ref(),
+            },
+            || format!("notification `{}`", notification.method()),
+        ),
+        ServerMessage::Response { id, result } => {
+            to_writer(out, &ResponseOut { id, result }, || {
+                format!("response to {}", describe_id(id))
+            })
+        }
+        ServerMessage::Error { id, error } => to_writer(
+            out,
+            &ErrorOut {
+                id: id.as_ref(),
+                error,
+            },
+            || match id {
+                Some(id) => format!("error reply to {}", describe_id(id)),
+                None => "error reply without an id".to_owned(),
+            },
+        ),
+    }
+}
+
+/// Serializes `message` into `out` as it goes (see [`write_server_message`]).
+fn to_writer<W: std::io::Write, T: Serialize>(
+    out: W,
+    message: &T,
+    what: impl FnOnce() -> String,
+) -> Result<(), EncodeError> {
+    serde_json::to_writer(out, message).map_err(|source| EncodeError {
+        what: what(),
+        source,
+    })
+}
+
 // ---------------------------------------------------------------------------------------------
 // Decoding
 // ---------------------------------------------------------------------------------------------

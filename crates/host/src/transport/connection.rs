@@ -13,6 +13,9 @@
 //! queued, or a request read and not yet answered. An idle connection closes at once; a busy
 //! one gets at most [`SHUTDOWN_DRAIN`].
 //!
+//! A message of [`parts::PARTED_MESSAGE_BYTES`] or more is encoded in parts on a blocking
+//! thread and written a part at a time ([`FrameSink::send_part`]), never whole.
+//!
 //! A websocket writer also watches its peer ([`StallWatch`]): while it waits on a write, a peer
 //! that takes no bytes for the grace period gets the connection closed (1008), and the writer's
 //! queue, with everything owed in it, is dropped.
@@ -36,6 +39,7 @@ use crate::dispatch::ProcessorMessage;
 use crate::outgoing::{Envelope, LaneReply, OutgoingMessage, PendingServerRequests, WriterMessage};
 use crate::processor::ConnectionId;
 
+use super::parts;
 use super::progress::{self, WriteProgress};
 
 /// Requests of one connection that the processor has not answered yet, with the token that
@@ -179,6 +183,12 @@ pub(crate) trait FrameSink: Send {
     /// buffered until [`FrameSink::flush`], which the writer calls before it waits for the next
     /// message. The sink may take the buffer's contents; the writer clears it afterwards.
     async fn send(&mut self, frame: &mut Vec<u8>) -> io::Result<()>;
+    /// Writes one part of a message encoded in parts (`transport::parts`): the parts of one
+    /// message come in order, the first with `first`, the last with `last` (it may be empty),
+    /// and nothing else comes between them. Together they are one message on the wire (a
+    /// websocket message in fragments, one stdio line). Buffered like [`FrameSink::send`]; the
+    /// sink may take the part's contents.
+    async fn send_part(&mut self, part: &mut Vec<u8>, first: bool, last: bool) -> io::Result<()>;
     /// Pushes out whatever [`FrameSink::send`] left buffered.
     async fn flush(&mut self) -> io::Result<()>;
     /// Ends the connection, telling the peer why where the transport can.
@@ -222,6 +232,10 @@ pub(crate) const SHUTDOWN_DRAIN: Duration = Duration::from_millis(250);
 /// One message picked for the wire, with the acknowledgement its producer waits for.
 struct Pick {
     message: ServerMessage,
+    /// Its estimated JSON size as the writer queue's byte budget charged it (0 for the
+    /// host-made answers and lane replies, which are small): from
+    /// [`parts::PARTED_MESSAGE_BYTES`] on it is encoded in parts.
+    size: usize,
     ack: Option<DeliveryAck>,
     /// The request this answers, to forget once it is written.
     answers: Option<RequestId>,
@@ -358,6 +372,7 @@ impl Outbound {
                 error = self.answers.recv(), if answers_open => match error {
                     Some(error) => Pick {
                         answers: None,
+                        size: 0,
                         message: ServerMessage::Error { id: error.id, error: error.error },
                         ack: None,
                     },
@@ -373,7 +388,7 @@ impl Outbound {
                             Ok(result) => ServerMessage::Response { id: id.clone(), result },
                             Err(error) => ServerMessage::Error { id: Some(id.clone()), error },
                         };
-                        Pick { message, ack, answers: Some(id) }
+                        Pick { message, size: 0, ack, answers: Some(id) }
                     }
                     None => {
                         replies_open = false;
@@ -398,6 +413,47 @@ impl Outbound {
             }
 
             let mut pick = pick;
+            // A large message leaves in parts, never encoded whole. With the wire trace on it
+            // goes whole: the trace logs each message as one line, and copies it anyway.
+            if pick.size >= parts::PARTED_MESSAGE_BYTES && !super::trace::enabled() {
+                if let Some(ack) = pick.ack.take() {
+                    ack.delivered();
+                }
+                if let Some(id) = &pick.answers {
+                    self.in_flight.answered(id);
+                }
+                let size = pick.size;
+                // The message moves to the encoding thread; the placeholder left in the pick is
+                // replaced below if it is ever needed (an error reply in its stead).
+                let message = std::mem::replace(
+                    &mut pick.message,
+                    ServerMessage::Error {
+                        id: None,
+                        error: JSONRPCErrorError::internal(String::new()),
+                    },
+                );
+                match self
+                    .write_in_parts(&mut sink, &mut drain_until, message, size)
+                    .await
+                {
+                    Ok(None) => {
+                        unflushed = true;
+                        continue;
+                    }
+                    Err(Stop) => return,
+                    // Nothing left yet: as on the whole path, only a caller is still owed
+                    // something, an error in place of its answer.
+                    Ok(Some(error)) => {
+                        let Some(id) = pick.answers.clone() else {
+                            continue;
+                        };
+                        pick.message = ServerMessage::Error {
+                            id: Some(id),
+                            error: JSONRPCErrorError::internal(error.to_string()),
+                        };
+                    }
+                }
+            }
             if let Err(error) = encode(&pick.message, &mut frame) {
                 tracing::error!(connection = %self.id, "{error}");
                 let Some(id) = pick.answers.clone() else {
@@ -445,13 +501,81 @@ impl Outbound {
     }
 }
 
+/// The writer must stop: the connection was closed, or writing to it failed.
+struct Stop;
+
+impl Outbound {
+    /// Encodes `message` in parts on a blocking thread and writes each part as it comes, so
+    /// that neither this writer nor the sink ever holds the whole encoded message
+    /// (`transport::parts`). Each part is one write, watched like any other (close, shutdown
+    /// drain, stall). A message that fails to encode closes the connection once a part of it
+    /// has left (the peer cannot be given half a message and then another); a failure before
+    /// any part left is handed back (`Ok(Some(error))`) for the caller to answer, as on the
+    /// whole path.
+    async fn write_in_parts<S: FrameSink>(
+        &self,
+        sink: &mut S,
+        drain_until: &mut Option<tokio::time::Instant>,
+        message: ServerMessage,
+        size: usize,
+    ) -> Result<Option<wire::EncodeError>, Stop> {
+        let mut parts = parts::encode(message, parts::PART_BYTES);
+        let mut first = true;
+        loop {
+            let (mut part, last) = match parts.recv().await {
+                Some(parts::Part::More(part)) => (part, false),
+                Some(parts::Part::Last(part)) => (part, true),
+                Some(parts::Part::Failed(error)) => {
+                    tracing::error!(connection = %self.id, "{error}");
+                    if first {
+                        return Ok(Some(error));
+                    }
+                    sink.close(CloseReason::Finished).await;
+                    return Err(Stop);
+                }
+                // The encoding thread ended without its last part (it could not run, or
+                // panicked): the peer may hold half a message, so the connection ends.
+                None => {
+                    tracing::error!(connection = %self.id, "the encoding of a message stopped");
+                    sink.close(CloseReason::Finished).await;
+                    return Err(Stop);
+                }
+            };
+            let written = self
+                .write_or_close(sink, drain_until, size, async |sink| {
+                    sink.send_part(&mut part, first, last).await
+                })
+                .await;
+            match written {
+                None => return Err(Stop),
+                Some(Err(error)) => {
+                    tracing::debug!(connection = %self.id, %error, "writing to the connection failed");
+                    return Err(Stop);
+                }
+                Some(Ok(())) => {}
+            }
+            if last {
+                return Ok(None);
+            }
+            first = false;
+        }
+    }
+}
+
 fn pick_envelope(envelope: Envelope, epoch: &str) -> Pick {
     let Envelope {
         message,
         ack,
         cursor,
+        queued_bytes,
         ..
     } = envelope;
+    // A wire connection's queue is always budgeted, so the size was measured on the way in.
+    let size = if queued_bytes > 0 {
+        queued_bytes
+    } else {
+        crate::message::encoded_size(&message)
+    };
     let (message, answers) = match message {
         OutgoingMessage::Response { id, result } => (
             ServerMessage::Response {
@@ -479,6 +603,7 @@ fn pick_envelope(envelope: Envelope, epoch: &str) -> Pick {
     };
     Pick {
         message,
+        size,
         ack,
         answers,
     }

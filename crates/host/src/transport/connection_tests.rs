@@ -19,6 +19,11 @@ struct Written {
     buffered: Vec<String>,
     flushes: usize,
     closed: Option<CloseReason>,
+    /// The message being received in parts.
+    partial: Option<Vec<u8>>,
+    /// How many parts were sent, and the largest buffer among them.
+    parts: usize,
+    largest_part: usize,
 }
 
 /// How the test's peer takes what the writer sends.
@@ -56,6 +61,28 @@ impl FrameSink for TestSink {
         }
         let text = String::from_utf8(std::mem::take(frame)).expect("JSON is UTF-8");
         self.written.lock().unwrap().buffered.push(text);
+        Ok(())
+    }
+
+    async fn send_part(&mut self, part: &mut Vec<u8>, first: bool, last: bool) -> io::Result<()> {
+        self.progress.advance();
+        let mut written = self.written.lock().unwrap();
+        written.largest_part = written.largest_part.max(part.capacity());
+        written.parts += 1;
+        if first {
+            assert!(written.partial.is_none(), "a message began inside another");
+            written.partial = Some(Vec::new());
+        }
+        let partial = written
+            .partial
+            .as_mut()
+            .expect("a part without a first part");
+        partial.extend_from_slice(&std::mem::take(part));
+        if last {
+            let whole = written.partial.take().unwrap();
+            let text = String::from_utf8(whole).expect("JSON is UTF-8");
+            written.buffered.push(text);
+        }
         Ok(())
     }
 
@@ -392,4 +419,78 @@ async fn a_stalled_peer_under_the_ceiling_is_closed_after_the_grace_and_its_back
     assert!(first.await.unwrap(), "the message being written was taken");
     assert_freed(owed).await;
     shutdown.cancel();
+}
+
+/// A response of about `text_bytes` of JSON, charged what the router would charge it.
+fn large_response(n: i64, text_bytes: usize) -> (WriterMessage, String) {
+    // Quotes and newlines: escaped on the wire, so the encoding is longer than the text.
+    let result = json!({"n": n, "text": "ab\"c\n".repeat(text_bytes / 5)});
+    let message = OutgoingMessage::Response {
+        id: RequestId::Integer(n),
+        result: result.clone(),
+    };
+    let queued_bytes = crate::message::encoded_size(&message);
+    let mut expected = Vec::new();
+    wire::encode_server_message(
+        &ServerMessage::Response {
+            id: RequestId::Integer(n),
+            result,
+        },
+        &mut expected,
+    )
+    .unwrap();
+    let envelope = Box::new(Envelope {
+        message,
+        ack: None,
+        queued_bytes,
+        cursor: None,
+        replayed: false,
+    });
+    (envelope, String::from_utf8(expected).unwrap())
+}
+
+// Not on paused time: the parts are encoded on a blocking thread.
+#[tokio::test]
+async fn a_large_message_leaves_in_parts_byte_identical_and_in_order() {
+    let queues = start(Peer::Reads, None);
+    let (large, expected) = large_response(2, 5 * parts::PARTED_MESSAGE_BYTES);
+    assert!(expected.len() > 4 * parts::PART_BYTES);
+    queues.writer.send(response(1, 0)).await.unwrap();
+    queues.writer.send(large).await.unwrap();
+    queues.writer.send(response(3, 0)).await.unwrap();
+    tandem_test_support::within(
+        Duration::from_secs(30),
+        "three messages written",
+        flushed(&queues, 3),
+    )
+    .await;
+    let written = queues.written.lock().unwrap();
+    assert!(written.frames[0].contains(r#""id":1"#));
+    assert!(
+        written.frames[1] == expected,
+        "the large message arrives byte for byte ({} bytes, {} expected)",
+        written.frames[1].len(),
+        expected.len()
+    );
+    assert!(written.frames[2].contains(r#""id":3"#));
+    // Never whole: every part is at most a part's size, far below the message's.
+    assert!(written.parts >= expected.len() / parts::PART_BYTES);
+    assert!(
+        written.largest_part <= parts::PART_BYTES + 1,
+        "a part of {} bytes for a message of {}",
+        written.largest_part,
+        expected.len()
+    );
+    assert!(written.partial.is_none());
+}
+
+#[tokio::test]
+async fn a_message_under_the_threshold_goes_whole() {
+    let queues = start(Peer::Reads, None);
+    let (message, expected) = large_response(4, parts::PARTED_MESSAGE_BYTES / 2);
+    queues.writer.send(message).await.unwrap();
+    tandem_test_support::within(Duration::from_secs(30), "written", flushed(&queues, 1)).await;
+    let written = queues.written.lock().unwrap();
+    assert_eq!(written.parts, 0);
+    assert!(written.frames[0] == expected);
 }

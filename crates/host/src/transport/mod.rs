@@ -47,6 +47,9 @@ use crate::router::RouterInput;
 use crate::router::{BacklogCeiling, OutboundRouter, WriterFlow};
 
 pub(crate) mod connection;
+#[cfg(feature = "websocket")]
+mod frame_reads;
+pub(crate) mod parts;
 pub(crate) mod progress;
 pub mod stdio;
 mod trace;

@@ -4,7 +4,8 @@
 //! Reading happens on a dedicated thread (a blocking read of stdin must never hold a runtime
 //! worker), which splits lines with a length limit: a longer line is answered with -32600 and
 //! skipped, and the connection stays open. Invalid UTF-8 is a parse error of that line only.
-//! One writer task encodes each message and hands it, with its newline, to the output. On the
+//! One writer task encodes each message and hands it, with its newline, to the output (a
+//! message of 1 MiB or more in parts of one line, `transport::parts`). On the
 //! process's stdout ([`serve`]) that is a dedicated thread too, which writes whatever lines are
 //! queued in one go and flushes when the queue is empty: `tokio::io::stdout()` would send every
 //! write and every flush through the blocking pool and wait for it, two thread handoffs per
@@ -263,6 +264,13 @@ impl<W: AsyncWrite + Unpin + Send> FrameSink for LineSink<W> {
         self.output.write_all(frame).await
     }
 
+    async fn send_part(&mut self, part: &mut Vec<u8>, _first: bool, last: bool) -> io::Result<()> {
+        if last {
+            part.push(b'\n');
+        }
+        self.output.write_all(part).await
+    }
+
     async fn flush(&mut self) -> io::Result<()> {
         self.output.flush().await
     }
@@ -397,16 +405,11 @@ fn write_all_vectored(output: &mut impl Write, lines: &[Vec<u8>]) -> io::Result<
     Ok(())
 }
 
-#[async_trait]
-impl FrameSink for ThreadLineSink {
-    async fn send(&mut self, frame: &mut Vec<u8>) -> io::Result<()> {
+impl ThreadLineSink {
+    /// Hands `line` to the thread once the bytes queued before leave room for them.
+    async fn queue(&mut self, line: Vec<u8>) -> io::Result<()> {
         let stopped = || io::Error::new(io::ErrorKind::BrokenPipe, "the stdout writer has stopped");
         let lines = self.lines.as_ref().ok_or_else(stopped)?;
-        frame.push(b'\n');
-        // The line moves to the thread; the writer task encodes the next one into a buffer of
-        // the same size (up to a limit).
-        let capacity = frame.capacity().min(KEPT_FRAME_CAPACITY);
-        let line = std::mem::replace(frame, self.spent.take(capacity));
         let size = line.len();
         self.bytes.room_for(size).await;
         self.bytes.charge(size);
@@ -414,6 +417,27 @@ impl FrameSink for ThreadLineSink {
             self.bytes.release(size);
             stopped()
         })
+    }
+}
+
+#[async_trait]
+impl FrameSink for ThreadLineSink {
+    async fn send(&mut self, frame: &mut Vec<u8>) -> io::Result<()> {
+        frame.push(b'\n');
+        // The line moves to the thread; the writer task encodes the next one into a buffer of
+        // the same size (up to a limit).
+        let capacity = frame.capacity().min(KEPT_FRAME_CAPACITY);
+        let line = std::mem::replace(frame, self.spent.take(capacity));
+        self.queue(line).await
+    }
+
+    async fn send_part(&mut self, part: &mut Vec<u8>, _first: bool, last: bool) -> io::Result<()> {
+        // A part goes to the thread like a line (the thread writes bytes, not lines), charged
+        // to the same byte bound: a large message passes through it a part at a time.
+        if last {
+            part.push(b'\n');
+        }
+        self.queue(std::mem::take(part)).await
     }
 
     async fn flush(&mut self) -> io::Result<()> {

@@ -14,6 +14,12 @@ use crate::processor::ConnectionId;
 /// The `tracing` target of the wire trace: `TANDEM_LOG=tandem::wire=trace` turns it on.
 pub const WIRE_TRACE_TARGET: &str = "tandem::wire";
 
+/// Whether the wire trace is on (a message written in parts is then written whole instead, so
+/// that it is logged as one line).
+pub(crate) fn enabled() -> bool {
+    tracing::enabled!(target: WIRE_TRACE_TARGET, tracing::Level::TRACE)
+}
+
 /// Logs a frame read from `connection`.
 pub(crate) fn inbound(connection: ConnectionId, frame: &[u8]) {
     if tracing::enabled!(target: WIRE_TRACE_TARGET, tracing::Level::TRACE) {

@@ -1,5 +1,8 @@
 //! The websocket transport: many clients on one listening socket, one JSON object per text
-//! frame. Built on axum, which also serves the health routes beside the upgrade.
+//! message. axum serves the HTTP side (the health routes, the checks below, the upgrade's
+//! response); the upgraded socket is tokio-tungstenite's own `WebSocketStream`, not axum's
+//! wrapper, because a large message leaves in fragments (a text frame without FIN, then
+//! continuation frames), which axum's `Message` cannot express, and with bounded buffers.
 //!
 //! - `GET /readyz` and `GET /healthz` answer 200; any other path accepts the upgrade.
 //! - Any request carrying an `Origin` header is refused with 403: browsers always send one,
@@ -19,6 +22,10 @@
 //! - Every accepted socket has `TCP_NODELAY`: each frame is one complete message, and Nagle's
 //!   algorithm would hold a notification behind the reply before it until the peer's delayed
 //!   ACK.
+//! - A message of 1 MiB or more (`transport::parts`) is encoded in parts and sent as one
+//!   message in fragments, a part per frame: neither the writer nor the websocket layer ever
+//!   holds it whole, and tungstenite's write buffer stays the size of a part. Reads stop at frame
+//!   boundaries (`transport::frame_reads`), so a large request's buffer is freed once decoded.
 
 use std::io;
 use std::net::SocketAddr;
@@ -29,18 +36,24 @@ use async_trait::async_trait;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::connect_info::Connected;
-use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
-use axum::extract::{ConnectInfo, FromRequestParts, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::serve::{IncomingStream, Listener};
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt as _, StreamExt as _};
+use hyper_util::rt::TokioIo;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio::net::{TcpListener, TcpStream};
+use tokio_tungstenite::WebSocketStream;
+use tungstenite::protocol::frame::coding::{CloseCode, Data, OpCode};
+use tungstenite::protocol::frame::{CloseFrame, Frame};
+use tungstenite::protocol::{Role, WebSocketConfig};
+use tungstenite::{Bytes, Message, Utf8Bytes};
 
 use super::connection::{CloseReason, FrameSink, Inbound};
+use super::frame_reads::{FrameReads, HeaderReads};
 use super::progress::{CountingIo, WriteProgress};
 use super::{TransportHost, WriterPolicy};
 
@@ -53,6 +66,13 @@ pub const DEFAULT_SLOW_CONNECTION_GRACE: Duration = Duration::from_secs(10);
 
 /// How long a close frame may take to leave before the socket is dropped anyway.
 const CLOSE_FRAME_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// An upgraded connection, read a frame at a time (`transport::frame_reads`).
+type Socket = WebSocketStream<FrameReads<TokioIo<hyper::upgrade::Upgraded>>>;
+
+/// A message read at least this large is kept until the next frame's read has begun
+/// (`transport::frame_reads`): then its buffer is freed rather than reused.
+const HELD_MESSAGE_BYTES: usize = 64 * 1024;
 
 /// Settings of the websocket transport.
 #[derive(Debug, Clone)]
@@ -220,9 +240,15 @@ async fn route(State(shared): State<Arc<Shared>>, request: Request) -> Response 
     {
         return refuse(StatusCode::UNAUTHORIZED, reason);
     }
-    let upgrade = match WebSocketUpgrade::from_request_parts(&mut parts, &shared).await {
-        Ok(upgrade) => upgrade,
-        Err(rejection) => return rejection.into_response(),
+    let key = match check_upgrade(&parts.method, &parts.headers) {
+        Ok(key) => key,
+        Err((status, reason)) => return refuse(status, reason),
+    };
+    let Some(on_upgrade) = parts.extensions.remove::<hyper::upgrade::OnUpgrade>() else {
+        return refuse(
+            StatusCode::UPGRADE_REQUIRED,
+            "this connection cannot be upgraded to a websocket",
+        );
     };
     // `serve` counts every socket it accepts; without a count a reading peer would look
     // stalled.
@@ -235,15 +261,90 @@ async fn route(State(shared): State<Arc<Shared>>, request: Request) -> Response 
             "this socket was not accepted by tandem_host::transport::websocket::serve",
         );
     };
-    let limit = shared.options.max_message_bytes;
-    upgrade
-        .max_message_size(limit)
-        .max_frame_size(limit)
-        .on_upgrade(move |socket| async move {
-            let host = shared.host.clone();
-            let connection = host.spawn_connection_task(connection(shared, socket, progress));
-            let _ = connection.await;
+    let config = socket_config(shared.options.max_message_bytes);
+    // The socket is handed over once this response has been written.
+    tokio::spawn(async move {
+        let upgraded = match on_upgrade.await {
+            Ok(upgraded) => upgraded,
+            Err(error) => {
+                tracing::debug!(%error, "websocket upgrade failed");
+                return;
+            }
+        };
+        let header_reads = Arc::new(HeaderReads::default());
+        let io = FrameReads::new(TokioIo::new(upgraded), header_reads.clone());
+        let socket = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
+        let host = shared.host.clone();
+        let connection =
+            host.spawn_connection_task(connection(shared, socket, progress, header_reads));
+        let _ = connection.await;
+    });
+    let accept = tungstenite::handshake::derive_accept_key(key.as_bytes());
+    Response::builder()
+        .status(StatusCode::SWITCHING_PROTOCOLS)
+        .header(header::CONNECTION, HeaderValue::from_static("upgrade"))
+        .header(header::UPGRADE, HeaderValue::from_static("websocket"))
+        .header(header::SEC_WEBSOCKET_ACCEPT, accept)
+        .body(Body::empty())
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// The websocket layer's limits: `max` for a message and for a frame (over it: 1009), and the
+/// default buffers (128 KiB to read into, 128 KiB of frames gathered before a socket write).
+/// A message written in parts goes through the write buffer a part at a time, so the buffer
+/// never grows to a large message's size.
+fn socket_config(max: usize) -> WebSocketConfig {
+    WebSocketConfig::default()
+        .max_message_size(Some(max))
+        .max_frame_size(Some(max))
+}
+
+/// The checks of an HTTP/1.1 websocket upgrade (RFC 6455 section 4.2.1), as axum's
+/// `WebSocketUpgrade` makes them: the request's `Sec-WebSocket-Key`, or why it is refused.
+fn check_upgrade(
+    method: &Method,
+    headers: &HeaderMap,
+) -> Result<HeaderValue, (StatusCode, &'static str)> {
+    if method != Method::GET {
+        return Err((
+            StatusCode::METHOD_NOT_ALLOWED,
+            "a websocket upgrade must be a GET request",
+        ));
+    }
+    let has_token = |name: header::HeaderName, token: &str| {
+        headers.get_all(name).iter().any(|value| {
+            value.to_str().is_ok_and(|value| {
+                value
+                    .split(',')
+                    .any(|item| item.trim().eq_ignore_ascii_case(token))
+            })
         })
+    };
+    if !has_token(header::CONNECTION, "upgrade") {
+        return Err((
+            StatusCode::BAD_REQUEST,
+            "Connection header did not include 'upgrade'",
+        ));
+    }
+    if !has_token(header::UPGRADE, "websocket") {
+        return Err((
+            StatusCode::BAD_REQUEST,
+            "`Upgrade` header did not include 'websocket'",
+        ));
+    }
+    if headers
+        .get(header::SEC_WEBSOCKET_VERSION)
+        .is_none_or(|version| version.as_bytes() != b"13")
+    {
+        return Err((
+            StatusCode::BAD_REQUEST,
+            "`Sec-WebSocket-Version` header did not include '13'",
+        ));
+    }
+    headers.get(header::SEC_WEBSOCKET_KEY).cloned().ok_or((
+        StatusCode::BAD_REQUEST,
+        "`Sec-WebSocket-Key` header missing",
+    ))
 }
 
 fn check_bearer(headers: &HeaderMap, token: &BearerToken) -> Result<(), &'static str> {
@@ -272,7 +373,12 @@ fn refuse(status: StatusCode, reason: &str) -> Response {
 }
 
 /// One upgraded socket, from its first frame to its close.
-async fn connection(shared: Arc<Shared>, socket: WebSocket, progress: Arc<WriteProgress>) {
+async fn connection(
+    shared: Arc<Shared>,
+    socket: Socket,
+    progress: Arc<WriteProgress>,
+    header_reads: Arc<HeaderReads>,
+) {
     let policy = WriterPolicy::CloseWhenStalled {
         grace: shared.options.slow_connection_grace,
         max_message_bytes: shared.options.max_message_bytes,
@@ -294,7 +400,7 @@ async fn connection(shared: Arc<Shared>, socket: WebSocket, progress: Arc<WriteP
         .host
         .spawn_connection_task(opened.outbound.run(SocketSink { sink }));
     let close = opened.close.clone();
-    read_frames(&shared, &opened.inbound, stream, &close).await;
+    read_frames(&shared, &opened.inbound, stream, &close, &header_reads).await;
     let id = opened.inbound.id;
     opened.inbound.close().await;
     let _ = writer.await;
@@ -304,32 +410,53 @@ async fn connection(shared: Arc<Shared>, socket: WebSocket, progress: Arc<WriteP
 async fn read_frames(
     shared: &Shared,
     inbound: &Inbound,
-    mut stream: SplitStream<WebSocket>,
+    mut stream: SplitStream<Socket>,
     close: &super::connection::CloseSignal,
+    header_reads: &HeaderReads,
 ) {
     let stop = shared.host.stopping();
+    // The last large message read, with the frame-boundary count when it was: kept until the
+    // next frame's read begins, so that tungstenite's next reservation takes a new small buffer
+    // instead of reclaiming this one's (`transport::frame_reads`).
+    let mut held: Option<(Message, u64)> = None;
     loop {
+        let next = std::future::poll_fn(|cx| {
+            let polled = stream.poll_next_unpin(cx);
+            if held
+                .as_ref()
+                .is_some_and(|(_, reads)| header_reads.count() > *reads)
+            {
+                held = None;
+            }
+            polled
+        });
         let message = tokio::select! {
             biased;
             _ = close.closed() => return,
             // The writer sees the shutdown too, and writes what is still owed before it closes.
             () = stop.cancelled() => return,
-            message = stream.next() => message,
+            message = next => message,
+        };
+        let large = match &message {
+            Some(Ok(Message::Text(text))) => text.len() >= HELD_MESSAGE_BYTES,
+            Some(Ok(Message::Binary(bytes))) => bytes.len() >= HELD_MESSAGE_BYTES,
+            _ => false,
         };
         let handled = async {
-            match message {
+            match &message {
                 Some(Ok(Message::Text(text))) => inbound.frame(text.as_bytes()).await,
                 // Lenient: a binary frame holding JSON is read like a text frame.
-                Some(Ok(Message::Binary(bytes))) => inbound.frame(&bytes).await,
-                // Pings are answered by the websocket layer itself.
-                Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+                Some(Ok(Message::Binary(bytes))) => inbound.frame(bytes).await,
+                // Pings are answered by the websocket layer itself; raw frames are only
+                // ever written, never read.
+                Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => {}
                 // The peer is done: the writer answers its close and the socket goes.
                 Some(Ok(Message::Close(_))) | None => {
                     close.close(CloseReason::Finished);
                     return false;
                 }
                 Some(Err(error)) => {
-                    if let Some(reason) = close_reason_for(&error) {
+                    if let Some(reason) = close_reason_for(error) {
                         tracing::warn!(connection = %inbound.id, "closing: {error}");
                         close.close(reason);
                     } else {
@@ -350,27 +477,24 @@ async fn read_frames(
         if !go_on {
             return;
         }
+        if large && let Some(Ok(message)) = message {
+            held = Some((message, header_reads.count()));
+        }
     }
 }
 
 /// The close frame a read error calls for, when the peer broke a rule it should hear about.
-fn close_reason_for(error: &axum::Error) -> Option<CloseReason> {
-    use std::error::Error as _;
-    let mut source = error.source();
-    while let Some(cause) = source {
-        match cause.downcast_ref::<tungstenite::Error>() {
-            Some(tungstenite::Error::Capacity(_)) => return Some(CloseReason::MessageTooBig),
-            Some(tungstenite::Error::Utf8(_)) => return Some(CloseReason::InvalidPayload),
-            _ => {}
-        }
-        source = cause.source();
+fn close_reason_for(error: &tungstenite::Error) -> Option<CloseReason> {
+    match error {
+        tungstenite::Error::Capacity(_) => Some(CloseReason::MessageTooBig),
+        tungstenite::Error::Utf8(_) => Some(CloseReason::InvalidPayload),
+        _ => None,
     }
-    None
 }
 
-/// Writes frames as text messages.
+/// Writes frames as text messages, and a message in parts as one text message in fragments.
 struct SocketSink {
-    sink: SplitSink<WebSocket, Message>,
+    sink: SplitSink<Socket, Message>,
 }
 
 #[async_trait]
@@ -386,6 +510,25 @@ impl FrameSink for SocketSink {
             .map_err(io::Error::other)
     }
 
+    async fn send_part(&mut self, part: &mut Vec<u8>, first: bool, last: bool) -> io::Result<()> {
+        // RFC 6455 section 5.4: a text frame without FIN, continuation frames, the last with
+        // FIN; control frames (a pong) may come between them, data frames may not, and the
+        // writer sends nothing else until the last part. UTF-8 is checked by the peer on the
+        // whole message: a part may end inside a character.
+        let opcode = if first {
+            OpCode::Data(Data::Text)
+        } else {
+            OpCode::Data(Data::Continue)
+        };
+        let payload = Bytes::from(std::mem::take(part));
+        // Like `send`: into the write buffer, which leaves once it outgrows 128 KiB (each part
+        // does), and waits until the socket took the buffer before this part's.
+        self.sink
+            .feed(Message::Frame(Frame::message(payload, opcode, last)))
+            .await
+            .map_err(io::Error::other)
+    }
+
     async fn flush(&mut self) -> io::Result<()> {
         self.sink.flush().await.map_err(io::Error::other)
     }
@@ -393,7 +536,7 @@ impl FrameSink for SocketSink {
     async fn close(&mut self, reason: CloseReason) {
         let (code, text) = reason.close_frame();
         let frame = CloseFrame {
-            code,
+            code: CloseCode::from(code),
             reason: Utf8Bytes::from_static(text),
         };
         // A peer that stopped reading cannot take a close frame either; the socket goes anyway.
