@@ -325,8 +325,7 @@ fn measure_memory(
 ) -> Result<(), String> {
     println!(
         "memory: growth of the server's peak RSS (VmHWM - VmRSS before) for turns of one text \
-         input of N bytes, read at once by the client; --writer-queue-bytes {} MiB",
-        memory::WRITER_QUEUE_BYTES / MIB
+         input of N bytes, read at once by the client; the server's default writer budget"
     );
     println!(
         "{:<5} {:<24} {:>10} {:>10} {:>10} {:>10} {:>9} {:>18}",
