@@ -29,10 +29,19 @@ const ANSWER_LIMIT: Duration = Duration::from_secs(20);
 const COLLECT: Duration = Duration::from_millis(1500);
 
 /// Steps whose answers differ on purpose, with why (docs/protocol.md section 12).
-const INTENDED: &[(&str, &str)] = &[(
-    "copy a file onto itself",
-    "the reference truncates the file to nothing (when it may write it); Tandem refuses",
-)];
+const INTENDED: &[(&str, &str)] = &[
+    (
+        "copy a file onto itself",
+        "the reference truncates the file to nothing (when it may write it); Tandem refuses",
+    ),
+    (
+        "read the file copied onto itself",
+        "so the file keeps its contents in Tandem and is empty in the reference",
+    ),
+];
+
+/// Longest table cell; longer answers are cut (they are compared whole).
+const CELL_CHARS: usize = 140;
 
 /// Why the comparison could not run.
 #[derive(Debug, thiserror::Error)]
@@ -678,7 +687,13 @@ fn report(reference: &[Value], tandem: &[Value]) -> bool {
             unexpected += 1;
             "**DIFFERS**".to_owned()
         };
-        let cell = |value: &Value| value.to_string().replace('|', "\\|");
+        let cell = |value: &Value| {
+            let text = value.to_string().replace('|', "\\|");
+            match text.char_indices().nth(CELL_CHARS) {
+                Some((cut, _)) => format!("{}…", &text[..cut]),
+                None => text,
+            }
+        };
         let theirs_cell = cell(theirs);
         let ours_cell = if ours == theirs {
             "same".to_owned()
