@@ -708,10 +708,15 @@ async fn a_burst_of_changes_becomes_a_bounded_number_of_notifications() {
     shutdown(handle).await;
 }
 
+fn send_line(writer: &mut std::io::PipeWriter, message: &Value) {
+    use std::io::Write as _;
+    writeln!(writer, "{message}").expect("write");
+    writer.flush().expect("flush");
+}
+
 /// A server behind the stdio transport, to close one connection and keep the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_ends_with_its_connection() {
-    use std::io::Write as _;
     use tokio::io::{AsyncBufReadExt as _, BufReader};
 
     let home = tempfile::tempdir().expect("home");
@@ -737,10 +742,7 @@ async fn a_watch_ends_with_its_connection() {
         })
     };
     let mut lines = BufReader::new(client_side).lines();
-    let mut send = |message: Value| {
-        writeln!(writer, "{message}").expect("write");
-        writer.flush().expect("flush");
-    };
+    let mut send = |message: Value| send_line(&mut writer, &message);
     send(
         json!({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "1"}}}),
     );
@@ -765,7 +767,6 @@ async fn a_watch_ends_with_its_connection() {
     }
     assert_eq!(server.fs_watch_total(), 1);
 
-    drop(send);
     drop(writer);
     within(PROMPT, "the connection to end", served)
         .await
