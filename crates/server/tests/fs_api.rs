@@ -654,9 +654,39 @@ async fn a_watched_file_and_a_path_that_does_not_exist_yet() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_burst_of_changes_becomes_a_bounded_number_of_notifications() {
+async fn a_path_under_directories_that_do_not_exist_yet_is_reported_once_created() {
     let home = tempfile::tempdir().expect("home");
     let root = tempfile::tempdir().expect("root");
+    let deep = root.path().join("a/b/c");
+    let mut handle = start(home.path(), &[]).await;
+    call::<FsWatch>(&handle, json!({"path": p(&deep), "watchId": "deep"})).await;
+    // The missing directories appear: nothing to report yet (they are not the path).
+    std::fs::create_dir_all(root.path().join("a/b")).expect("mkdir");
+    assert_eq!(next_change(&mut handle, FS_WATCH_DEBOUNCE * 4).await, None);
+    std::fs::write(&deep, "1").expect("write");
+    assert_eq!(
+        next_change(&mut handle, PROMPT).await,
+        Some(("deep".to_owned(), vec![deep.clone()]))
+    );
+    std::fs::write(&deep, "2").expect("write");
+    assert_eq!(
+        next_change(&mut handle, PROMPT).await,
+        Some(("deep".to_owned(), vec![deep.clone()]))
+    );
+    shutdown(handle).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_changes_becomes_a_bounded_number_of_notifications() {
+    let home = tempfile::tempdir().expect("home");
+    // In memory where there is such a file system: a burst written to disk may be slow enough
+    // to spread over several debounce windows.
+    let shm = Path::new("/dev/shm");
+    let root = if shm.is_dir() {
+        tempfile::tempdir_in(shm).expect("root")
+    } else {
+        tempfile::tempdir().expect("root")
+    };
     let dir = root.path().join("dir");
     std::fs::create_dir(&dir).expect("mkdir");
     let mut handle = start(home.path(), &[]).await;
@@ -681,6 +711,7 @@ async fn a_burst_of_changes_becomes_a_bounded_number_of_notifications() {
     let writing = started.elapsed();
     let mut notifications = 0;
     let mut overflowed = false;
+    let mut listed = std::collections::BTreeSet::new();
     while let Some((watch_id, paths)) = next_change(&mut handle, FS_WATCH_DEBOUNCE * 4).await {
         notifications += 1;
         assert_eq!(watch_id, "burst");
@@ -691,8 +722,16 @@ async fn a_burst_of_changes_becomes_a_bounded_number_of_notifications() {
         );
         if paths == [dir.clone()] {
             overflowed = true;
+        } else {
+            listed.extend(paths);
         }
     }
+    // Nothing is lost: each file is listed, or a notification said "re-read the directory".
+    assert!(
+        overflowed || listed.len() == count,
+        "{} of {count} files reported and no overflow",
+        listed.len()
+    );
     let elapsed = started.elapsed();
     // At most one notification per debounce window while the burst lasted, plus the last.
     let windows =
@@ -701,10 +740,14 @@ async fn a_burst_of_changes_becomes_a_bounded_number_of_notifications() {
         notifications >= 1 && notifications <= windows,
         "{notifications} notifications for {count} changes in {elapsed:?} (writing took {writing:?})"
     );
-    assert!(
-        overflowed,
-        "a window with more than {FS_MAX_CHANGED_PATHS} paths names the watched directory alone"
-    );
+    // Written within half a window, the burst fell into one batch of more than the bound
+    // (slower, on a loaded machine, it may have spread over several that each fit).
+    if writing < FS_WATCH_DEBOUNCE / 2 {
+        assert!(
+            overflowed,
+            "a batch of {count} paths names the watched directory alone (writing took {writing:?})"
+        );
+    }
     shutdown(handle).await;
 }
 

@@ -4,8 +4,11 @@
 //! A watch of `P` asks the OS about `P`'s parent directory (so that `P` appearing, changing or
 //! disappearing is seen, whether `P` exists yet or not) and, when `P` is a directory, about `P`
 //! itself, not recursively: a change is `P` itself or one of its direct children, as the
-//! reference reports. The OS watches are counted, so that two watches of one directory share
-//! it and `fs/unwatch` of one keeps the other's.
+//! reference reports. When the parent does not exist either, the watch anchors at the nearest
+//! ancestor that does and moves down as the missing directories appear (and up when they go),
+//! so that `P` created later under new directories is still reported, as by the reference. The
+//! OS watches are counted, so that two watches of one directory share it and `fs/unwatch` of
+//! one keeps the other's.
 //!
 //! Events go into the watch's pending set (at most [`MAX_CHANGED_PATHS`] paths; more turns it
 //! into "overflowed"); the watch's task sends them [`DEBOUNCE`] after the first one as one
@@ -47,6 +50,8 @@ struct Watch {
     /// The directories asked of the OS for this watch (each counted in `Os::counts`).
     os_paths: Mutex<Vec<PathBuf>>,
     pending: Mutex<Pending>,
+    /// Set when an ancestor of the path appeared or went: the anchor must move.
+    reanchor: std::sync::atomic::AtomicBool,
     wake: Notify,
 }
 
@@ -54,6 +59,18 @@ impl Watch {
     /// Whether `changed` concerns this watch: the path itself or a direct child.
     fn concerns(&self, changed: &Path) -> bool {
         changed == self.path.as_path() || changed.parent() == Some(self.path.as_path())
+    }
+
+    /// Whether `changed` is a directory above the watched path (its appearance or removal
+    /// moves the anchor).
+    fn is_ancestor(&self, changed: &Path) -> bool {
+        changed != self.path.as_path() && self.path.as_path().starts_with(changed)
+    }
+
+    fn ask_reanchor(&self) {
+        self.reanchor
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.wake.notify_one();
     }
 
     fn record(&self, changed: &Path) {
@@ -128,8 +145,8 @@ impl Watches {
             return Err(FsError::WatchIdExists { watch_id });
         }
         let mut os_paths = Vec::new();
-        if let Some(parent) = path.as_path().parent().filter(|parent| parent.is_dir()) {
-            os_paths.push(parent.to_owned());
+        if let Some(anchor) = anchor_of(path.as_path()) {
+            os_paths.push(anchor);
         }
         if path.as_path().is_dir() {
             os_paths.push(path.as_path().to_owned());
@@ -151,6 +168,7 @@ impl Watches {
             path: path.clone(),
             os_paths: Mutex::new(os_paths),
             pending: Mutex::default(),
+            reanchor: std::sync::atomic::AtomicBool::new(false),
             wake: Notify::new(),
         });
         let task = tokio::spawn(send_changes(
@@ -253,6 +271,40 @@ impl Os {
     }
 }
 
+/// The directory a watch of `path` asks the OS about: its parent, or the nearest ancestor
+/// that exists when the parent does not.
+fn anchor_of(path: &Path) -> Option<PathBuf> {
+    path.ancestors()
+        .skip(1)
+        .find(|dir| dir.is_dir())
+        .map(Path::to_owned)
+}
+
+/// Moves the watch's anchor to where [`anchor_of`] says it is now; whether it moved.
+fn move_anchor(watch: &Watch, os: &Mutex<Os>, routes: &Routes) -> bool {
+    let path = watch.path.as_path();
+    let Some(anchor) = anchor_of(path) else {
+        return false;
+    };
+    let mut os_paths = lock(&watch.os_paths);
+    let old = os_paths
+        .iter()
+        .position(|os_path| os_path != path)
+        .map(|index| os_paths.remove(index));
+    if old.as_ref() == Some(&anchor) {
+        os_paths.push(anchor);
+        return false;
+    }
+    let mut os = lock(os);
+    if let Some(old) = &old {
+        os.remove(old);
+    }
+    if os.add(&anchor, routes).is_ok() {
+        os_paths.push(anchor);
+    }
+    true
+}
+
 /// The watched path is a directory now (created, or removed and created again): its children
 /// are watched from now on.
 fn follow_directory(watch: &Watch, os: &Mutex<Os>, routes: &Routes) {
@@ -292,6 +344,8 @@ fn new_watcher(
             for watch in routes.values() {
                 if watch.concerns(changed) {
                     watch.record(changed);
+                } else if watch.is_ancestor(changed) {
+                    watch.ask_reanchor();
                 }
             }
         }
@@ -312,6 +366,15 @@ async fn send_changes(
     loop {
         watch.wake.notified().await;
         tokio::time::sleep(DEBOUNCE).await;
+        if watch
+            .reanchor
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+            && move_anchor(&watch, &os, &routes)
+            && watch.path.as_path().exists()
+        {
+            // It may have appeared before the OS was asked about its new parent.
+            watch.record(watch.path.as_path());
+        }
         let Some(changed_paths) = watch.take() else {
             continue;
         };
@@ -331,5 +394,68 @@ async fn send_changes(
         {
             tracing::debug!(%connection, %watch_id, "fs/changed not delivered (queue full or connection gone)");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn watch(path: &str) -> Watch {
+        Watch {
+            path: AbsolutePathBuf::new(path).expect("absolute"),
+            os_paths: Mutex::default(),
+            pending: Mutex::default(),
+            reanchor: std::sync::atomic::AtomicBool::new(false),
+            wake: Notify::new(),
+        }
+    }
+
+    #[test]
+    fn a_batch_is_sorted_and_each_path_once() {
+        let watch = watch("/w");
+        for name in ["/w/b", "/w/a", "/w/b"] {
+            watch.record(Path::new(name));
+        }
+        let batch = watch.take().expect("a batch");
+        assert_eq!(
+            batch,
+            [
+                AbsolutePathBuf::new("/w/a").unwrap(),
+                AbsolutePathBuf::new("/w/b").unwrap()
+            ]
+        );
+        assert_eq!(watch.take(), None, "taken once");
+    }
+
+    #[test]
+    fn more_paths_than_the_bound_become_the_watched_path_alone() {
+        let watch = watch("/w");
+        for index in 0..=MAX_CHANGED_PATHS {
+            watch.record(&PathBuf::from(format!("/w/{index}")));
+        }
+        assert_eq!(
+            watch.take(),
+            Some(vec![AbsolutePathBuf::new("/w").unwrap()])
+        );
+        // The next batch starts afresh.
+        watch.record(Path::new("/w/x"));
+        assert_eq!(
+            watch.take(),
+            Some(vec![AbsolutePathBuf::new("/w/x").unwrap()])
+        );
+    }
+
+    #[test]
+    fn a_watch_concerns_its_path_and_direct_children_and_moves_with_its_ancestors() {
+        let watch = watch("/a/b/c");
+        assert!(watch.concerns(Path::new("/a/b/c")));
+        assert!(watch.concerns(Path::new("/a/b/c/d")));
+        assert!(!watch.concerns(Path::new("/a/b/c/d/e")));
+        assert!(!watch.concerns(Path::new("/a/b/sibling")));
+        assert!(watch.is_ancestor(Path::new("/a/b")));
+        assert!(watch.is_ancestor(Path::new("/a")));
+        assert!(!watch.is_ancestor(Path::new("/a/b/c")));
+        assert!(!watch.is_ancestor(Path::new("/a/x")));
     }
 }
