@@ -15,8 +15,8 @@ use tandem_host::in_process::{self, InProcessServerEvent, InProcessStartArgs};
 use tandem_host::transport::{TransportHost, TransportHostOptions, stdio};
 use tandem_host::{InProcessClientHandle, MessageProcessor, OutgoingMessageSender};
 use tandem_protocol::client_methods::{
-    FsCopy, FsCreateDirectory, FsGetMetadata, FsReadDirectory, FsReadFile, FsRemove, FsUnwatch,
-    FsWatch, FsWriteFile,
+    ConfigValueWrite, FsCopy, FsCreateDirectory, FsGetMetadata, FsReadDirectory, FsReadFile,
+    FsRemove, FsUnwatch, FsWatch, FsWriteFile,
 };
 use tandem_protocol::{
     ClientRequest, JSONRPCErrorError, JSONRPCRequest, RequestId, RequestMethod, ServerNotification,
@@ -575,5 +575,23 @@ async fn fs_api_false_turns_every_method_off() {
         off("fs/unwatch")
     );
     assert_eq!(text(&file), "x", "nothing was written or removed");
+    shutdown(handle).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_write_of_fs_api_applies_to_the_next_request() {
+    let home = tempfile::tempdir().expect("home");
+    let root = tempfile::tempdir().expect("root");
+    let handle = start(home.path(), &[]).await;
+    let file = root.path().join("f");
+    std::fs::write(&file, "x").expect("write");
+    call::<FsReadFile>(&handle, json!({"path": p(&file)})).await;
+    call::<ConfigValueWrite>(
+        &handle,
+        json!({"keyPath": "fs_api", "value": false, "mergeStrategy": "replace"}),
+    )
+    .await;
+    let (code, message) = fail::<FsReadFile>(&handle, json!({"path": p(&file)})).await;
+    assert_eq!(code, error_codes::METHOD_NOT_FOUND, "{message}");
     shutdown(handle).await;
 }
