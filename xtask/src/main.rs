@@ -14,6 +14,10 @@
 //! - `cargo xtask schema-check [--reference BIN]`: validates every message the server sends in
 //!   the conformance suite against the reference app-server's JSON Schema (needs the
 //!   reference; not in CI).
+//! - `cargo xtask fs-compare [--reference BIN] [--tandem BIN]`: the same `fs/*` sequence,
+//!   errors included, against the reference app-server and `tandem app-server` over stdio,
+//!   answers normalized and compared in a table; non-zero on an unintended difference (needs
+//!   the reference; not in CI).
 //! - `cargo xtask soak [--minutes N] [--seed S] [--store sqlite|postgres|both] [--debug |
 //!   --tandem PATH] [--keep]`: the `tandem` binary under client work and scheduled faults,
 //!   checked all the time (`soak`; docs/reliability.md, "The soak"); CI runs 2 minutes.
@@ -23,6 +27,7 @@ use std::process::{Command, ExitCode};
 mod codegen;
 mod compat;
 mod exec_bench;
+mod fs_compare;
 mod schema_check;
 mod soak;
 
@@ -87,6 +92,7 @@ fn main() -> ExitCode {
         ["check-ts"] => return codegen::check_typescript(),
         ["compat", ..] => return compat::run(&args[1..]),
         ["schema-check", ..] => return schema_check::run(&args[1..]),
+        ["fs-compare", ..] => return fs_compare::run(&args[1..]),
         ["soak", ..] => return soak::run(&args[1..]),
         _ => {
             eprintln!(
@@ -94,7 +100,8 @@ fn main() -> ExitCode {
                  cargo xtask bench exec [--tandem PATH] | \
                  cargo xtask bench wire [-- --server 'CMD ARGS...']... | \
                  cargo xtask codegen | cargo xtask check-ts | cargo xtask compat [...] | \
-                 cargo xtask schema-check [--reference BIN] | cargo xtask soak [...]"
+                 cargo xtask schema-check [--reference BIN] | \
+                 cargo xtask fs-compare [--reference BIN] [--tandem BIN] | cargo xtask soak [...]"
             );
             return ExitCode::from(2);
         }

@@ -131,6 +131,26 @@ request_enum! {
     /// `process/attach` (experimental): watch a PTY process another connection spawned: its
     /// present screen, then its live output.
     ProcessAttach => "process/attach" (ProcessAttachParams) -> ProcessAttachResponse;
+    // fs29: the host's file system (stable in the reference, as here).
+    /// `fs/readFile`: a file's contents, base64, at most `fs_read_max_bytes`.
+    FsReadFile => "fs/readFile" (FsReadFileParams) -> FsReadFileResponse;
+    /// `fs/writeFile`: create or replace a file.
+    FsWriteFile => "fs/writeFile" (FsWriteFileParams) -> EmptyResponse;
+    /// `fs/createDirectory`: create a directory (and its parents unless `recursive: false`).
+    FsCreateDirectory => "fs/createDirectory" (FsCreateDirectoryParams) -> EmptyResponse;
+    /// `fs/getMetadata`: what a path is and its times.
+    FsGetMetadata => "fs/getMetadata" (FsGetMetadataParams) -> FsGetMetadataResponse;
+    /// `fs/readDirectory`: a directory's direct children.
+    FsReadDirectory => "fs/readDirectory" (FsReadDirectoryParams) -> FsReadDirectoryResponse;
+    /// `fs/remove`: remove a file, a link or a directory tree.
+    FsRemove => "fs/remove" (FsRemoveParams) -> EmptyResponse;
+    /// `fs/copy`: copy a file, a link or (with `recursive`) a directory tree.
+    FsCopy => "fs/copy" (FsCopyParams) -> EmptyResponse;
+    /// `fs/watch`: `fs/changed` notifications for a path, until `fs/unwatch` or the
+    /// connection closes.
+    FsWatch => "fs/watch" (FsWatchParams) -> FsWatchResponse;
+    /// `fs/unwatch`: stop a watch.
+    FsUnwatch => "fs/unwatch" (FsUnwatchParams) -> EmptyResponse;
 }
 
 request_enum! {
@@ -204,6 +224,9 @@ notification_enum! {
     // x-exec: command/exec output.
     /// `command/exec/outputDelta` (guaranteed in-process).
     CommandExecOutputDelta => "command/exec/outputDelta" (CommandExecOutputDeltaNotification);
+    // fs29:
+    /// `fs/changed`: paths that changed under an `fs/watch` (best effort, merged per watch).
+    FsChanged => "fs/changed" (FsChangedNotification);
 }
 
 /// Client methods that require the `experimentalApi` capability.
@@ -349,6 +372,7 @@ impl ServerNotification {
             Self::ProcessOutputDelta(_)
             | Self::ProcessExited(_)
             | Self::CommandExecOutputDelta(_)
+            | Self::FsChanged(_)
             | Self::Custom { .. } => None,
         }
     }

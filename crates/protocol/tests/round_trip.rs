@@ -152,6 +152,16 @@ fn client_request_results_round_trip() {
         // attach19:
         result_round_trip::<m::ProcessShare>(process_share_response()),
         result_round_trip::<m::ProcessAttach>(process_attach_response()),
+        // fs29:
+        result_round_trip::<m::FsReadFile>(fs_read_file_response()),
+        result_round_trip::<m::FsWriteFile>(EmptyResponse {}),
+        result_round_trip::<m::FsCreateDirectory>(EmptyResponse {}),
+        result_round_trip::<m::FsGetMetadata>(fs_get_metadata_response()),
+        result_round_trip::<m::FsReadDirectory>(fs_read_directory_response()),
+        result_round_trip::<m::FsRemove>(EmptyResponse {}),
+        result_round_trip::<m::FsCopy>(EmptyResponse {}),
+        result_round_trip::<m::FsWatch>(fs_watch_response()),
+        result_round_trip::<m::FsUnwatch>(EmptyResponse {}),
     ];
     assert_covers_exactly(covered, ClientRequest::METHODS);
 }
@@ -803,7 +813,10 @@ fn dynamic_tool_spec_type_defaults_to_function_and_rejects_others() {
 fn notifications_name_their_thread() {
     for typed in server_notifications() {
         let expected = match typed.method() {
-            "process/outputDelta" | "process/exited" | "command/exec/outputDelta" => None,
+            "process/outputDelta"
+            | "process/exited"
+            | "command/exec/outputDelta"
+            | "fs/changed" => None,
             "thread/started" | "thread/deleted" => Some(FORK_ID),
             _ => Some(THREAD_ID),
         };

@@ -153,6 +153,10 @@ fn client_requests() -> Vec<ClientRequest> {
         request::<m::ProcessShare>(37, process_share_params()),
         request::<m::ProcessAttach>(38, process_attach_params()),
     ]
+    .into_iter()
+    // fs29:
+    .chain(fs_requests())
+    .collect()
 }
 
 fn server_requests() -> Vec<ServerRequest> {
@@ -214,6 +218,16 @@ fn client_results() -> Vec<(&'static str, Value)> {
         // attach19:
         result::<m::ProcessShare>(process_share_response()),
         result::<m::ProcessAttach>(process_attach_response()),
+        // fs29:
+        result::<m::FsReadFile>(fs_read_file_response()),
+        result::<m::FsWriteFile>(EmptyResponse {}),
+        result::<m::FsCreateDirectory>(EmptyResponse {}),
+        result::<m::FsGetMetadata>(fs_get_metadata_response()),
+        result::<m::FsReadDirectory>(fs_read_directory_response()),
+        result::<m::FsRemove>(EmptyResponse {}),
+        result::<m::FsCopy>(EmptyResponse {}),
+        result::<m::FsWatch>(fs_watch_response()),
+        result::<m::FsUnwatch>(EmptyResponse {}),
     ]
 }
 

@@ -579,6 +579,91 @@ fn client_requests_match_protocol_examples() {
                    "cursor": {"epoch": "9f2c61d0a4be7731", "seq": 12}}),
             process_attach_response(),
         ),
+        // fs29: the reference's shapes (its JSON Schema, release 0.169.0).
+        check::<m::FsReadFile>(
+            json!({"path": "/home/dev/project/a.txt"}),
+            FsReadFileParams {
+                path: abs("/home/dev/project/a.txt"),
+            },
+            json!({"dataBase64": "aGVsbG8="}),
+            fs_read_file_response(),
+        ),
+        check::<m::FsWriteFile>(
+            json!({"path": "/home/dev/project/b.txt", "dataBase64": "aGVsbG8="}),
+            FsWriteFileParams {
+                path: abs("/home/dev/project/b.txt"),
+                data_base64: "aGVsbG8=".to_owned(),
+            },
+            json!({}),
+            EmptyResponse {},
+        ),
+        check::<m::FsCreateDirectory>(
+            json!({"path": "/home/dev/project/out", "recursive": false}),
+            FsCreateDirectoryParams {
+                path: abs("/home/dev/project/out"),
+                recursive: Some(false),
+            },
+            json!({}),
+            EmptyResponse {},
+        ),
+        check::<m::FsGetMetadata>(
+            json!({"path": "/home/dev"}),
+            FsGetMetadataParams {
+                path: abs("/home/dev"),
+            },
+            json!({"isDirectory": false, "isFile": true, "isSymlink": true,
+                   "createdAtMs": 0, "modifiedAtMs": 1_796_537_799_443_i64}),
+            fs_get_metadata_response(),
+        ),
+        check::<m::FsReadDirectory>(
+            json!({"path": "/home/dev/project"}),
+            FsReadDirectoryParams {
+                path: abs("/home/dev/project"),
+            },
+            json!({"entries": [
+                {"fileName": "a.txt", "isDirectory": false, "isFile": true},
+                {"fileName": "src", "isDirectory": true, "isFile": false},
+            ]}),
+            fs_read_directory_response(),
+        ),
+        check::<m::FsRemove>(
+            json!({"path": "/home/dev/project/out", "recursive": true, "force": false}),
+            FsRemoveParams {
+                path: abs("/home/dev/project/out"),
+                recursive: Some(true),
+                force: Some(false),
+            },
+            json!({}),
+            EmptyResponse {},
+        ),
+        check::<m::FsCopy>(
+            json!({"sourcePath": "/home/dev/project/src",
+                   "destinationPath": "/home/dev/project/src2", "recursive": true}),
+            FsCopyParams {
+                source_path: abs("/home/dev/project/src"),
+                destination_path: abs("/home/dev/project/src2"),
+                recursive: true,
+            },
+            json!({}),
+            EmptyResponse {},
+        ),
+        check::<m::FsWatch>(
+            json!({"path": "/home/dev/project", "watchId": "w-1"}),
+            FsWatchParams {
+                path: abs("/home/dev/project"),
+                watch_id: "w-1".to_owned(),
+            },
+            json!({"path": "/home/dev/project"}),
+            fs_watch_response(),
+        ),
+        check::<m::FsUnwatch>(
+            json!({"watchId": "w-1"}),
+            FsUnwatchParams {
+                watch_id: "w-1".to_owned(),
+            },
+            json!({}),
+            EmptyResponse {},
+        ),
     ];
     assert_covers_exactly(covered, ClientRequest::METHODS);
 }
@@ -768,7 +853,17 @@ fn server_notification_examples() -> Vec<(Value, ServerNotification)> {
                               "deltaBase64": "b2sK", "capReached": false}}),
             command_exec_output_delta(),
         ),
+        (
+            json!({"method": "fs/changed",
+                   "params": {"watchId": "w-1",
+                              "changedPaths": ["/home/dev/project/a.txt", "/home/dev/project/src"]}}),
+            fs_changed(),
+        ),
     ]
+}
+
+fn abs(path: &str) -> AbsolutePathBuf {
+    AbsolutePathBuf::new(path).expect("absolute")
 }
 
 #[test]

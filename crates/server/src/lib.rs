@@ -75,7 +75,7 @@ pub use config::{ConfigError, ConfigWarning, ServerConfig, ServerConfigBuilder};
 pub use helper::{HelperProgram, run_if_helper};
 pub use options::{DEFAULT_PROCESS_DETACH_GRACE, ServerOptions, ServerOptionsError};
 pub use sandbox::{ReadOnlySubpaths, ResolvedSandbox, SandboxError, SandboxSupport, Sandboxing};
-pub use server::TandemServer;
+pub use server::{FS_MAX_CHANGED_PATHS, FS_WATCH_DEBOUNCE, FsError, TandemServer};
 
 /// Tandem's own version: `tandemVersion` of the `initialize` result, inside `userAgent`, and
 /// threads' `cliVersion`. `serverInfo.version` is the protocol revision instead

@@ -2,7 +2,9 @@
 //! between the host and the host-independent [`crate::process`] machinery: one
 //! [`ProcessManager`] per connection, whose events it delivers through the host's outgoing
 //! sender, and whose processes die with the connection or the host. Thread, turn and
-//! `config/read` requests go to the thread service (`crate::threads`), which spawns them.
+//! `config/read` requests go to the thread service (`crate::threads`), which spawns them;
+//! `fs/*` requests to the file service (`fs`), which runs each connection's in order and ends
+//! its watches when it closes.
 //!
 //! The processor task must stay free to answer `process/kill` while a client is not reading
 //! events (docs/protocol.md section 8), so nothing here awaits anything on that task that waits on
@@ -28,10 +30,14 @@ use crate::process::ProcessManager;
 use crate::threads::ThreadService;
 
 mod command_exec;
+// fs29: the `fs/*` API.
+mod fs;
 mod process_attach;
 mod process_session;
 
 use process_session::ProcessSession;
+
+pub use fs::{DEBOUNCE as FS_WATCH_DEBOUNCE, FsError, MAX_CHANGED_PATHS as FS_MAX_CHANGED_PATHS};
 
 /// The server name reported in `serverInfo` and `userAgent`.
 pub const SERVER_NAME: &str = "tandem";
@@ -74,6 +80,8 @@ pub struct TandemServer {
     /// procre: process sessions of closed connections within their grace, by token.
     detached: Arc<Mutex<HashMap<String, Arc<ProcessSession>>>>,
     threads: Arc<ThreadService>,
+    /// fs29: the `fs/*` requests and watches of every connection.
+    fs: fs::FsService,
 }
 
 impl std::fmt::Debug for TandemServer {
@@ -121,6 +129,7 @@ impl TandemServer {
             crate::turn::spawn,
         ));
         Self {
+            fs: fs::FsService::new(outgoing.clone()),
             outgoing,
             options,
             connections: Mutex::new(HashMap::new()),
@@ -132,6 +141,16 @@ impl TandemServer {
     /// The options the server was built with.
     pub fn options(&self) -> &ServerOptions {
         &self.options
+    }
+
+    /// How many `fs/watch` watches `connection` has running (0 once it closed).
+    pub fn fs_watch_count(&self, connection: ConnectionId) -> usize {
+        self.fs.watch_count(connection)
+    }
+
+    /// How many `fs/watch` watches are running, over every connection.
+    pub fn fs_watch_total(&self) -> usize {
+        self.fs.watch_total()
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<ConnectionId, Arc<ConnectionProcesses>>> {
@@ -344,6 +363,16 @@ impl MessageProcessor for TandemServer {
     }
 
     async fn process_request(&self, request: ClientRequest, context: RequestContext) {
+        if fs::is_fs_request(&request) {
+            // The effective configuration: a config write turns the API off from then on.
+            let config = self.threads.config();
+            let settings = fs::FsSettings {
+                enabled: config.fs_api,
+                read_max_bytes: config.fs_read_max_bytes,
+            };
+            self.fs.handle(request, context, settings);
+            return;
+        }
         match request {
             ClientRequest::ProcessSpawn { params, .. } => {
                 self.spawn_process(params, context).await;
@@ -396,6 +425,7 @@ impl MessageProcessor for TandemServer {
 
     async fn connection_closed(&self, connection: ConnectionId) {
         self.threads.connection_closed(connection);
+        self.fs.connection_closed(connection);
         let processes = self.lock().remove(&connection);
         if let Some(processes) = processes {
             tracing::debug!(%connection, "connection closed; killing its command/exec processes");
@@ -408,6 +438,7 @@ impl MessageProcessor for TandemServer {
         // Interrupt every turn first: each then stores its interrupted state and queues its
         // turn/completed, which is what is waited for below before the store is checkpointed.
         let turns = self.threads.shutdown();
+        self.fs.shutdown();
         let all: Vec<Arc<ConnectionProcesses>> = self.lock().drain().map(|(_, p)| p).collect();
         let detached: Vec<Arc<ProcessSession>> = self
             .detached

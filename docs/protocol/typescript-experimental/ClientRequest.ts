@@ -6,6 +6,15 @@ import type { CommandExecWriteParams } from "./CommandExecWriteParams";
 import type { ConfigBatchWriteParams } from "./ConfigBatchWriteParams";
 import type { ConfigReadParams } from "./ConfigReadParams";
 import type { ConfigValueWriteParams } from "./ConfigValueWriteParams";
+import type { FsCopyParams } from "./FsCopyParams";
+import type { FsCreateDirectoryParams } from "./FsCreateDirectoryParams";
+import type { FsGetMetadataParams } from "./FsGetMetadataParams";
+import type { FsReadDirectoryParams } from "./FsReadDirectoryParams";
+import type { FsReadFileParams } from "./FsReadFileParams";
+import type { FsRemoveParams } from "./FsRemoveParams";
+import type { FsUnwatchParams } from "./FsUnwatchParams";
+import type { FsWatchParams } from "./FsWatchParams";
+import type { FsWriteFileParams } from "./FsWriteFileParams";
 import type { GetAccountParams } from "./GetAccountParams";
 import type { InitializeParams } from "./InitializeParams";
 import type { ModelListParams } from "./ModelListParams";
@@ -84,4 +93,13 @@ export type ClientRequest =
   | { id: RequestId, method: "process/screen", params: ProcessScreenParams, }
   | { id: RequestId, method: "process/resume", params: ProcessResumeParams, }
   | { id: RequestId, method: "process/share", params: ProcessShareParams, }
-  | { id: RequestId, method: "process/attach", params: ProcessAttachParams, };
+  | { id: RequestId, method: "process/attach", params: ProcessAttachParams, }
+  | { id: RequestId, method: "fs/readFile", params: FsReadFileParams, }
+  | { id: RequestId, method: "fs/writeFile", params: FsWriteFileParams, }
+  | { id: RequestId, method: "fs/createDirectory", params: FsCreateDirectoryParams, }
+  | { id: RequestId, method: "fs/getMetadata", params: FsGetMetadataParams, }
+  | { id: RequestId, method: "fs/readDirectory", params: FsReadDirectoryParams, }
+  | { id: RequestId, method: "fs/remove", params: FsRemoveParams, }
+  | { id: RequestId, method: "fs/copy", params: FsCopyParams, }
+  | { id: RequestId, method: "fs/watch", params: FsWatchParams, }
+  | { id: RequestId, method: "fs/unwatch", params: FsUnwatchParams, };

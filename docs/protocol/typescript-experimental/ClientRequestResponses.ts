@@ -3,6 +3,10 @@ import type { CommandExecResponse } from "./CommandExecResponse";
 import type { ConfigReadResponse } from "./ConfigReadResponse";
 import type { ConfigWriteResponse } from "./ConfigWriteResponse";
 import type { EmptyResponse } from "./EmptyResponse";
+import type { FsGetMetadataResponse } from "./FsGetMetadataResponse";
+import type { FsReadDirectoryResponse } from "./FsReadDirectoryResponse";
+import type { FsReadFileResponse } from "./FsReadFileResponse";
+import type { FsWatchResponse } from "./FsWatchResponse";
 import type { GetAccountResponse } from "./GetAccountResponse";
 import type { InitializeResponse } from "./InitializeResponse";
 import type { ModelListResponse } from "./ModelListResponse";
@@ -71,4 +75,13 @@ export type ClientRequestResponses = {
   "process/resume": ProcessResumeResponse,
   "process/share": ProcessShareResponse,
   "process/attach": ProcessAttachResponse,
+  "fs/readFile": FsReadFileResponse,
+  "fs/writeFile": EmptyResponse,
+  "fs/createDirectory": EmptyResponse,
+  "fs/getMetadata": FsGetMetadataResponse,
+  "fs/readDirectory": FsReadDirectoryResponse,
+  "fs/remove": EmptyResponse,
+  "fs/copy": EmptyResponse,
+  "fs/watch": FsWatchResponse,
+  "fs/unwatch": EmptyResponse,
 };

@@ -5,6 +5,7 @@ import type { CommandExecutionOutputDeltaNotification } from "./CommandExecution
 import type { ContextCompactedNotification } from "./ContextCompactedNotification";
 import type { ErrorNotification } from "./ErrorNotification";
 import type { EventCursor } from "./EventCursor";
+import type { FsChangedNotification } from "./FsChangedNotification";
 import type { ItemCompletedNotification } from "./ItemCompletedNotification";
 import type { ItemStartedNotification } from "./ItemStartedNotification";
 import type { ProcessExitedNotification } from "./ProcessExitedNotification";
@@ -48,4 +49,5 @@ export type ServerNotification =
   | { method: "thread/compacted", params: ContextCompactedNotification, emittedAtMs?: number, cursor?: EventCursor, }
   | { method: "thread/reverted", params: ThreadRevertedNotification, emittedAtMs?: number, cursor?: EventCursor, }
   | { method: "thread/tokenUsage/updated", params: ThreadTokenUsageUpdatedNotification, emittedAtMs?: number, cursor?: EventCursor, }
-  | { method: "command/exec/outputDelta", params: CommandExecOutputDeltaNotification, emittedAtMs?: number, cursor?: EventCursor, };
+  | { method: "command/exec/outputDelta", params: CommandExecOutputDeltaNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "fs/changed", params: FsChangedNotification, emittedAtMs?: number, cursor?: EventCursor, };

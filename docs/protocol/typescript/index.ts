@@ -1,4 +1,5 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
+export type { AbsolutePathBuf } from "./AbsolutePathBuf";
 export type { AgentMessageDeltaNotification } from "./AgentMessageDeltaNotification";
 export type { ApprovalPolicy } from "./ApprovalPolicy";
 export type { ApprovalsReviewer } from "./ApprovalsReviewer";
@@ -32,6 +33,21 @@ export type { EmptyParams } from "./EmptyParams";
 export type { EmptyResponse } from "./EmptyResponse";
 export type { ErrorNotification } from "./ErrorNotification";
 export type { EventCursor } from "./EventCursor";
+export type { FsChangedNotification } from "./FsChangedNotification";
+export type { FsCopyParams } from "./FsCopyParams";
+export type { FsCreateDirectoryParams } from "./FsCreateDirectoryParams";
+export type { FsGetMetadataParams } from "./FsGetMetadataParams";
+export type { FsGetMetadataResponse } from "./FsGetMetadataResponse";
+export type { FsReadDirectoryEntry } from "./FsReadDirectoryEntry";
+export type { FsReadDirectoryParams } from "./FsReadDirectoryParams";
+export type { FsReadDirectoryResponse } from "./FsReadDirectoryResponse";
+export type { FsReadFileParams } from "./FsReadFileParams";
+export type { FsReadFileResponse } from "./FsReadFileResponse";
+export type { FsRemoveParams } from "./FsRemoveParams";
+export type { FsUnwatchParams } from "./FsUnwatchParams";
+export type { FsWatchParams } from "./FsWatchParams";
+export type { FsWatchResponse } from "./FsWatchResponse";
+export type { FsWriteFileParams } from "./FsWriteFileParams";
 export type { GetAccountParams } from "./GetAccountParams";
 export type { GetAccountResponse } from "./GetAccountResponse";
 export type { ImageDetail } from "./ImageDetail";

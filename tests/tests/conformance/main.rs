@@ -100,5 +100,6 @@ conformance_suite! {
         crate::scenarios::idempotency::retried_turn_start_starts_one_turn => retried_turn_start_starts_one_turn,
         crate::scenarios::idempotency::retried_thread_start_and_fork_create_one_thread => retried_thread_start_and_fork_create_one_thread,
         crate::scenarios::approvals_shared::approval_waits_for_a_resuming_subscriber => approval_waits_for_a_resuming_subscriber,
+        crate::scenarios::fs::fs_methods_errors_and_a_watch => fs_methods_errors_and_a_watch,
     }
 }

@@ -75,6 +75,8 @@ pub struct EmptyResponse {}
 mod command_exec;
 // s-seq: event cursors.
 mod cursor;
+// fs29: the `fs/*` API.
+mod fs;
 mod handshake;
 mod models;
 mod notifications;
@@ -87,6 +89,7 @@ mod values;
 
 pub use command_exec::*;
 pub use cursor::*;
+pub use fs::*;
 pub use handshake::*;
 pub use models::*;
 pub use notifications::*;

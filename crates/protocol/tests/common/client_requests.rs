@@ -463,4 +463,8 @@ pub(crate) fn client_requests() -> Vec<ClientRequest> {
         request::<m::ProcessShare>(37, process_share_params()),
         request::<m::ProcessAttach>(38, process_attach_params()),
     ]
+    .into_iter()
+    // fs29:
+    .chain(fs_requests())
+    .collect()
 }

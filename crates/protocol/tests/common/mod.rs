@@ -26,6 +26,7 @@ pub(crate) fn object(value: Value) -> Map<String, Value> {
 
 mod client_requests;
 mod extensions;
+mod fs;
 mod notifications;
 mod server_requests;
 mod values;
@@ -34,6 +35,8 @@ mod values;
 pub(crate) use client_requests::*;
 #[allow(unused_imports)] // as dead_code above
 pub(crate) use extensions::*;
+#[allow(unused_imports)] // as dead_code above
+pub(crate) use fs::*;
 #[allow(unused_imports)] // as dead_code above
 pub(crate) use notifications::*;
 #[allow(unused_imports)] // as dead_code above

@@ -192,5 +192,7 @@ pub(crate) fn server_notifications() -> Vec<ServerNotification> {
         thread_reverted(),
         token_usage_updated(),
         command_exec_output_delta(),
+        // fs29:
+        fs_changed(),
     ]
 }

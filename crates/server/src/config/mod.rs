@@ -23,6 +23,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tandem_protocol::ConfigReadResponse;
 
+// fs29: the `fs/*` switch and read bound.
+mod fs_api;
 mod layers;
 pub(crate) mod sandbox;
 mod store;
@@ -33,6 +35,7 @@ pub(crate) mod write;
 /// that embedders need not depend on a matching version themselves.
 pub use toml;
 
+pub use fs_api::{DEFAULT_FS_READ_MAX_BYTES, FS_API_KEY, FS_READ_MAX_BYTES_KEY};
 use layers::{Layered, Origin};
 pub use sandbox::{SANDBOX_MODE_KEY, SANDBOX_WORKSPACE_WRITE_KEY};
 pub use store::STORE_KEY;
@@ -95,6 +98,8 @@ const KNOWN_KEYS: &[&str] = &[
     SANDBOX_MODE_KEY,
     SANDBOX_WORKSPACE_WRITE_KEY,
     STORE_KEY,
+    FS_API_KEY,
+    FS_READ_MAX_BYTES_KEY,
 ];
 
 /// Why a configuration could not be resolved.
@@ -225,6 +230,11 @@ pub struct ServerConfig {
     /// `store.lease_ttl_ms`: how long this server's writer lease on a thread lasts without
     /// renewal.
     pub lease_ttl: Duration,
+    /// `fs_api`: whether the `fs/*` methods are served (default `true`); they act with the
+    /// server's rights (docs/security.md).
+    pub fs_api: bool,
+    /// `fs_read_max_bytes`: the most bytes one `fs/readFile` returns.
+    pub fs_read_max_bytes: u64,
 }
 
 impl ServerConfig {
@@ -265,6 +275,8 @@ impl ServerConfig {
             PROFILE_KEY: self.profile,
             SANDBOX_MODE_KEY: sandbox_mode,
             SANDBOX_WORKSPACE_WRITE_KEY: sandbox_workspace_write,
+            FS_API_KEY: self.fs_api,
+            FS_READ_MAX_BYTES_KEY: self.fs_read_max_bytes,
         })
     }
 
@@ -524,6 +536,11 @@ impl ServerConfigBuilder {
             profile,
             store_url: settings.store.url,
             lease_ttl: settings.store.lease_ttl,
+            fs_api: settings.fs_api.enabled.unwrap_or(true),
+            fs_read_max_bytes: settings
+                .fs_api
+                .read_max_bytes
+                .unwrap_or(DEFAULT_FS_READ_MAX_BYTES),
             source: Box::new(source),
             sandbox: match (settings.sandbox, self.default_sandbox_mode) {
                 (Some(policy), _) => policy,
@@ -633,6 +650,7 @@ struct Settings {
     model_providers: BTreeMap<String, ModelProviderConfig>,
     sandbox: Option<tandem_protocol::SandboxPolicy>,
     store: store::StoreSettings,
+    fs_api: fs_api::FsApiSettings,
 }
 
 /// A TOML value as JSON (TOML dates become strings), for the parsers shared with JSON input.
@@ -703,6 +721,7 @@ impl Settings {
         })?;
         Ok(Self {
             store: store::parse_store(layered)?,
+            fs_api: fs_api::parse_fs_api(layered)?,
             sandbox,
             thread_unload_delay,
             process_output_max_bytes,

@@ -516,6 +516,41 @@ fn the_process_output_bound_defaults_to_64_mib_and_is_set_by_file_or_override() 
     }
 }
 
+#[test]
+fn the_fs_api_is_on_by_default_and_its_keys_are_validated() {
+    let home = home_with_config(None);
+    let config = load(home.path()).expect("load");
+    assert!(config.fs_api);
+    assert_eq!(config.fs_read_max_bytes, 16 * 1024 * 1024);
+    assert_eq!(config.to_config_object()["fs_api"], true);
+    assert_eq!(
+        config.to_config_object()["fs_read_max_bytes"],
+        16 * 1024 * 1024
+    );
+
+    let home = home_with_config(Some("fs_api = false\nfs_read_max_bytes = 10\n"));
+    let config = load(home.path()).expect("load");
+    assert!(!config.fs_api);
+    assert_eq!(config.fs_read_max_bytes, 10);
+
+    for (key, value, hint) in [
+        ("fs_api", toml::Value::from("no"), "expected true"),
+        ("fs_read_max_bytes", toml::Value::from(-1), "negative"),
+        (
+            "fs_read_max_bytes",
+            toml::Value::from("1M"),
+            "whole number of bytes",
+        ),
+    ] {
+        let error = builder(home.path())
+            .config_override(key, value)
+            .load()
+            .expect_err("invalid value");
+        let text = error.to_string();
+        assert!(text.contains(key) && text.contains(hint), "{text}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Validation at load (issue 18): unknown keys, strict mode, the selected provider's key and model
 // ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 pub(crate) mod approvals_shared;
 pub(crate) mod command_exec;
 pub(crate) mod errors;
+pub(crate) mod fs;
 pub(crate) mod handshake;
 pub(crate) mod idempotency;
 pub(crate) mod models;
