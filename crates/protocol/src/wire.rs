@@ -254,67 +254,46 @@ pub fn encode_server_message(
     message: &ServerMessage,
     out: &mut Vec<u8>,
 ) -> Result<(), EncodeError> {
-    match message {
-        ServerMessage::Request(request) => write_json(
-            out,
-            &RequestOut {
-                id: request.id(),
-                method: request.method(),
-                params: ParamsOf(request),
-            },
-            || describe_request(request.id(), request.method()),
-        ),
-        ServerMessage::Notification {
-            notification: ServerNotification::ProcessOutputDelta(delta),
-            emitted_at_ms,
-            cursor,
-        } => write_output_delta(
-            out,
-            OutputDelta {
-                method: "process/outputDelta",
-                id_member: "processHandle",
-                id: &delta.process_handle,
-                stream: delta.stream,
-                bytes: &delta.delta,
-                cap_reached: delta.cap_reached,
-            },
-            *emitted_at_ms,
-            cursor.as_ref(),
-        ),
-        ServerMessage::Notification {
-            notification: ServerNotification::CommandExecOutputDelta(delta),
-            emitted_at_ms,
-            cursor,
-        } => write_output_delta(
-            out,
-            OutputDelta {
-                method: "command/exec/outputDelta",
-                id_member: "processId",
-                id: &delta.process_id,
-                stream: delta.stream,
-                bytes: &delta.delta,
-                cap_reached: delta.cap_reached,
-            },
-            *emitted_at_ms,
-            cursor.as_ref(),
-        ),
-        ServerMessage::Notification {
-            notification,
-            emitted_at_ms,
-            cursor,
-        } => write_json(
-            out,
-            &NotificationOut {
-                method: notification.method(),
-                params: ParamsOf(notification),
-                emitted_at_ms: *emitted_at_ms,
-                cursor: cursor.as_ref(),
-            },
-            || format!("notification `{}`", notification.method()),
-        ),
-        ServerMessage::Response { id, result } => write_response(out, id, result),
-        ServerMessage::Error { id, error } => write_error(out, id.as_ref(), error),
+    if let Some((delta, emitted_at_ms, cursor)) = output_delta(message) {
+        return write_output_delta(out, delta, emitted_at_ms, cursor);
     }
+    let start = out.len();
+    write_server_message(message, &mut *out).inspect_err(|_| out.truncate(start))
+}
+
+/// The parts of `message` if it is an output delta, which is written by hand (its bytes as
+/// base64 without an intermediate string) rather than through serde.
+fn output_delta(
+    message: &ServerMessage,
+) -> Option<(OutputDelta<'_>, Option<i64>, Option<&crate::EventCursor>)> {
+    let ServerMessage::Notification {
+        notification,
+        emitted_at_ms,
+        cursor,
+    } = message
+    else {
+        return None;
+    };
+    let delta = match notification {
+        ServerNotification::ProcessOutputDelta(delta) => OutputDelta {
+            method: "process/outputDelta",
+            id_member: "processHandle",
+            id: &delta.process_handle,
+            stream: delta.stream,
+            bytes: &delta.delta,
+            cap_reached: delta.cap_reached,
+        },
+        ServerNotification::CommandExecOutputDelta(delta) => OutputDelta {
+            method: "command/exec/outputDelta",
+            id_member: "processId",
+            id: &delta.process_id,
+            stream: delta.stream,
+            bytes: &delta.delta,
+            cap_reached: delta.cap_reached,
+        },
+        _ => return None,
+    };
+    Some((delta, *emitted_at_ms, cursor.as_ref()))
 }
 
 /// Writes the JSON of `message` to `out` as serde produces it, without building the whole
@@ -327,6 +306,15 @@ pub fn write_server_message<W: std::io::Write>(
     message: &ServerMessage,
     mut out: W,
 ) -> Result<(), EncodeError> {
+    if output_delta(message).is_some() {
+        // Small (one read of a process's output): encoded whole, then copied out.
+        let mut buffer = Vec::new();
+        encode_server_message(message, &mut buffer)?;
+        return out.write_all(&buffer).map_err(|error| EncodeError {
+            what: "an output delta".to_owned(),
+            source: serde_json::Error::io(error),
+        });
+    }
     match message {
         ServerMessage::Request(request) => to_writer(
             out,
@@ -337,21 +325,6 @@ pub fn write_server_message<W: std::io::Write>(
             },
             || describe_request(request.id(), request.method()),
         ),
-        // Output deltas are written by hand into a buffer, and are small (one read of a
-        // process's output): encoded whole, then copied out.
-        ServerMessage::Notification {
-            notification:
-                ServerNotification::ProcessOutputDelta(_)
-                | ServerNotification::CommandExecOutputDelta(_),
-            ..
-        } => {
-            let mut buffer = Vec::new();
-            encode_server_message(message, &mut buffer)?;
-            out.write_all(&buffer).map_err(|error| EncodeError {
-                what: "an output delta".to_owned(),
-                source: serde_json::Error::io(error),
-            })
-        }
         ServerMessage::Notification {
             notification,
             emitted_at_ms,

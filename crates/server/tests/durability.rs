@@ -308,23 +308,26 @@ async fn stored_turn(store: &FailingStore, thread_id: &str, turn_id: &str) -> Tu
         .expect("turn stored")
 }
 
-/// A disk that stays full past a turn's end (issue 27): the turn stops at its first refused
-/// write and the client is told `failed`, with a `turn/completed` that carries only what the
-/// store took; the store, which refused that end too, does not keep saying `inProgress` while
-/// the server lives: once the disk is freed the end is written in the background, and the
-/// thread's next turn is stored after it. Before, the turn stayed `inProgress` in the store
-/// until the server stopped, and `turn/completed` carried the refused agent message.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_turn_end_refused_by_a_full_disk_is_stored_once_it_is_freed() {
-    let store = Arc::new(FailingStore::new(usize::MAX));
+/// A host over `store`, a thread, and a turn on it whose writes the store refuses from the
+/// middle on: the turn waits on a question, the disk fills (`store.full`), the answer's
+/// message is then refused. Returns the host, its home, the thread, the turn and the turn's
+/// notifications up to its `turn/completed`; the disk is left full.
+async fn turn_cut_by_a_full_disk(
+    store: &Arc<FailingStore>,
+) -> (
+    InProcessClientHandle,
+    tempfile::TempDir,
+    String,
+    String,
+    Vec<ServerNotification>,
+) {
     let home = tempfile::tempdir().expect("temp home");
-    let options = options(home.path()).with_store(Arc::clone(&store) as Arc<dyn ThreadStore>);
+    let options = options(home.path()).with_store(Arc::clone(store) as Arc<dyn ThreadStore>);
     let mut handle = start(options).await;
     let thread = try_call::<ThreadStart>(&handle, json!({"approvalPolicy": "never"}))
         .await
         .expect("thread/start");
     let thread_id = thread["thread"]["id"].as_str().unwrap().to_owned();
-    // The question holds the turn while the disk fills; the answer's message is then refused.
     let input = "/ask colour?\nafter";
     let params = json!({"threadId": thread_id, "input": [{"type": "text", "text": input}]});
     let reply = try_call::<TurnStart>(&handle, params)
@@ -348,6 +351,22 @@ async fn a_turn_end_refused_by_a_full_disk_is_stored_once_it_is_freed() {
         unreachable!()
     };
     assert_eq!(end.turn.status, TurnStatus::Failed, "{notes:?}");
+    (handle, home, thread_id, turn_id, notes)
+}
+
+/// A disk that stays full past a turn's end (issue 27): the turn stops at its first refused
+/// write and the client is told `failed`, with a `turn/completed` that carries only what the
+/// store took; the store, which refused that end too, does not keep saying `inProgress` while
+/// the server lives: once the disk is freed the end is written in the background, and the
+/// thread's next turn is stored after it. Before, the turn stayed `inProgress` in the store
+/// until the server stopped, and `turn/completed` carried the refused agent message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_end_refused_by_a_full_disk_is_stored_once_it_is_freed() {
+    let store = Arc::new(FailingStore::new(usize::MAX));
+    let (mut handle, _home, thread_id, turn_id, notes) = turn_cut_by_a_full_disk(&store).await;
+    let Some(ServerNotification::TurnCompleted(end)) = notes.last() else {
+        unreachable!()
+    };
     // The message whose write was refused was shown started, never completed, and is not in
     // `turn/completed`: only the stored user message is.
     assert!(
@@ -395,31 +414,13 @@ async fn a_turn_end_refused_by_a_full_disk_is_stored_once_it_is_freed() {
     shutdown(handle).await;
 }
 
-/// The same full disk, freed just before the thread's next `turn/start`: that request writes
-/// the owed end before it stores its own turn (so the store never holds two turns in
-/// progress), and while the disk is still full it is refused rather than stored behind a turn
-/// the store still calls running.
+/// The same full disk, then the thread's next `turn/start`: while the disk is still full it
+/// is refused rather than stored behind a turn the store still calls running; once freed, the
+/// owed end is stored before the new turn (so the store never holds two turns in progress).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_next_turn_is_stored_only_after_the_owed_end() {
     let store = Arc::new(FailingStore::new(usize::MAX));
-    let home = tempfile::tempdir().expect("temp home");
-    let options = options(home.path()).with_store(Arc::clone(&store) as Arc<dyn ThreadStore>);
-    let mut handle = start(options).await;
-    let thread = try_call::<ThreadStart>(&handle, json!({"approvalPolicy": "never"}))
-        .await
-        .expect("thread/start");
-    let thread_id = thread["thread"]["id"].as_str().unwrap().to_owned();
-    let params =
-        json!({"threadId": thread_id, "input": [{"type": "text", "text": "/sleep 50\nafter"}]});
-    let reply = try_call::<TurnStart>(&handle, params)
-        .await
-        .expect("turn/start");
-    let turn_id = reply["turn"]["id"].as_str().unwrap().to_owned();
-    store.full.store(true, Ordering::SeqCst);
-    let notes = notes_until_turn_completed(&mut handle, &turn_id).await;
-    assert!(matches!(notes.last(),
-        Some(ServerNotification::TurnCompleted(done)) if done.turn.status == TurnStatus::Failed));
-    // Still full: the next turn is refused, and nothing new is stored.
+    let (mut handle, _home, thread_id, turn_id, _) = turn_cut_by_a_full_disk(&store).await;
     let params = json!({"threadId": thread_id, "input": [{"type": "text", "text": "again"}]});
     let refused = try_call::<TurnStart>(&handle, params.clone())
         .await
@@ -432,7 +433,6 @@ async fn the_next_turn_is_stored_only_after_the_owed_end() {
         .unwrap()
         .expect("stored");
     assert_eq!(turns.len(), 1, "{turns:?}");
-    // Freed: the next request stores the owed end first, then its own turn.
     store.full.store(false, Ordering::SeqCst);
     let reply = try_call::<TurnStart>(&handle, params)
         .await
