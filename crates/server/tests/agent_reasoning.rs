@@ -336,3 +336,24 @@ async fn the_scripted_agent_thinks_on_request() {
     ));
     shutdown(handle).await;
 }
+
+#[tokio::test]
+async fn model_list_reports_the_configured_effort() {
+    let home = home();
+    let handle = start(memory_options(
+        home.path(),
+        "http://127.0.0.1:9/v1",
+        &[("model_reasoning_effort", "medium".into())],
+    ))
+    .await;
+    let list = call::<tandem_protocol::client_methods::ModelList>(&handle, json!({})).await;
+    let model = &list.data[0];
+    assert_eq!(model.default_reasoning_effort, "medium");
+    let efforts: Vec<&str> = model
+        .supported_reasoning_efforts
+        .iter()
+        .map(|option| option.reasoning_effort.as_str())
+        .collect();
+    assert_eq!(efforts, vec!["medium"]);
+    shutdown(handle).await;
+}
