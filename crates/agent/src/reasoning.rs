@@ -157,9 +157,7 @@ impl TurnDriver {
             summary: Vec::new(),
             content: Vec::new(),
         };
-        self.runtime_dyn_mut()
-            .item_started(&reasoning.item())
-            .await;
+        self.runtime_dyn_mut().item_started(&reasoning.item()).await;
         Ok(reasoning)
     }
 

@@ -186,12 +186,13 @@ async fn run_line(line: &str, history: &[Turn], driver: &mut TurnDriver) -> Resu
         }
         // reason29: plans and reasoning.
         "/plan" => {
-            let (explanation, plan) = crate::reasoning::parse_update_plan(rest).map_err(|error| {
-                AgentError::Failed(format!(
-                    "/plan needs the update_plan arguments as JSON, {{\"plan\": [{{\"step\": \
+            let (explanation, plan) =
+                crate::reasoning::parse_update_plan(rest).map_err(|error| {
+                    AgentError::Failed(format!(
+                        "/plan needs the update_plan arguments as JSON, {{\"plan\": [{{\"step\": \
                      ..., \"status\": \"pending\"}}]}}: {error}"
-                ))
-            })?;
+                    ))
+                })?;
             driver.update_plan(explanation, plan).await
         }
         "/think" => think(rest, driver).await,

@@ -898,11 +898,18 @@ fn reasoning_items_match_the_reference_shape() {
                       "summary": ["Reading the failing test.", "Then the fix."],
                       "content": ["The test expects 3."]});
     assert_eq!(serde_json::to_value(reasoning_item()).unwrap(), wire);
-    assert_eq!(serde_json::from_value::<ThreadItem>(wire).unwrap(), reasoning_item());
+    assert_eq!(
+        serde_json::from_value::<ThreadItem>(wire).unwrap(),
+        reasoning_item()
+    );
     let bare: ThreadItem = serde_json::from_value(json!({"type": "reasoning", "id": "r"})).unwrap();
     assert_eq!(
         bare,
-        ThreadItem::Reasoning { id: "r".into(), summary: Vec::new(), content: Vec::new() }
+        ThreadItem::Reasoning {
+            id: "r".into(),
+            summary: Vec::new(),
+            content: Vec::new()
+        }
     );
 }
 

@@ -111,7 +111,7 @@ fn models_of(config: &ServerConfig, provider: &str) -> Result<Vec<Entry>, JSONRP
                 description: "Tandem's scripted agent: runs /sh, /tool, /ask, /sleep, /plan, \
                               /think and /fail lines and quotes any other text; no model behind \
                               it."
-                    .to_owned(),
+                .to_owned(),
                 id,
             })
             .collect());

@@ -83,7 +83,11 @@ async fn plan_turn(wire: &str, arguments: &Value) -> (TurnRecord, Vec<Value>) {
     start_turn(&handle, &thread, "fix it").await;
     let record = drive_turn(&mut handle, &Answers::default()).await;
     shutdown(handle).await;
-    let bodies = mock.requests().iter().map(|request| request.json()).collect();
+    let bodies = mock
+        .requests()
+        .iter()
+        .map(|request| request.json())
+        .collect();
     (record, bodies)
 }
 
@@ -106,9 +110,11 @@ fn plan_result(wire: &str, body: &Value) -> String {
 
 /// Whether `body` offers `update_plan`, on either wire.
 fn offers_update_plan(body: &Value) -> bool {
-    body["tools"].as_array().expect("tools").iter().any(|tool| {
-        tool["name"] == "update_plan" || tool["function"]["name"] == "update_plan"
-    })
+    body["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .any(|tool| tool["name"] == "update_plan" || tool["function"]["name"] == "update_plan")
 }
 
 #[tokio::test]
@@ -124,7 +130,10 @@ async fn an_update_plan_call_sends_the_plan_on_both_wires() {
         assert!(
             matches!(
                 record.turn.items.as_slice(),
-                [ThreadItem::UserMessage { .. }, ThreadItem::AgentMessage { .. }]
+                [
+                    ThreadItem::UserMessage { .. },
+                    ThreadItem::AgentMessage { .. }
+                ]
             ),
             "{wire}: {:?}",
             record.turn.items
@@ -167,7 +176,10 @@ async fn the_scripted_agent_sets_the_plan_on_request() {
     let record = drive_turn(&mut handle, &Answers::default()).await;
     assert_eq!(record.turn.status, TurnStatus::Failed);
     let message = record.turn.error.clone().expect("error").message;
-    assert!(message.starts_with("/plan needs the update_plan arguments"), "{message}");
+    assert!(
+        message.starts_with("/plan needs the update_plan arguments"),
+        "{message}"
+    );
     assert!(plan_updates(&record).is_empty());
     shutdown(handle).await;
 }

@@ -64,16 +64,25 @@ fn responses_wire(extra: &[(&'static str, toml::Value)]) -> Vec<(&'static str, t
 #[tokio::test]
 async fn responses_reasoning_streams_as_an_item_and_goes_back_encrypted() {
     let mock = MockHttpServer::start().await.expect("mock");
-    mock.push(MockResponse::sse().bytes(
-        [
-            responses::reasoning("rs_1", 0, &["Look.", "Then run."], &["raw thought"], Some("enc-1")),
-            responses::function_call("call_1", "shell", 1, &json!({"command": "echo hi"})),
-            responses::completed(),
-        ]
-        .concat(),
-    ));
     mock.push(
-        MockResponse::sse().bytes([responses::text("It said hi."), responses::completed()].concat()),
+        MockResponse::sse().bytes(
+            [
+                responses::reasoning(
+                    "rs_1",
+                    0,
+                    &["Look.", "Then run."],
+                    &["raw thought"],
+                    Some("enc-1"),
+                ),
+                responses::function_call("call_1", "shell", 1, &json!({"command": "echo hi"})),
+                responses::completed(),
+            ]
+            .concat(),
+        ),
+    );
+    mock.push(
+        MockResponse::sse()
+            .bytes([responses::text("It said hi."), responses::completed()].concat()),
     );
     let home = home();
     let mut handle = start(memory_options(
@@ -91,16 +100,21 @@ async fn responses_reasoning_streams_as_an_item_and_goes_back_encrypted() {
     assert_eq!(record.turn.status, TurnStatus::Completed);
 
     let part = |index: i64| json!({"itemId": "<item>", "summaryIndex": index});
-    let summary_delta =
-        |index: i64, delta: &str| json!({"itemId": "<item>", "summaryIndex": index, "delta": delta});
+    let summary_delta = |index: i64, delta: &str| json!({"itemId": "<item>", "summaryIndex": index, "delta": delta});
     assert_eq!(
         reasoning_notes(&record),
         vec![
             ("item/started".into(), reasoning_item(&[], &[])),
             ("item/reasoning/summaryPartAdded".into(), part(0)),
-            ("item/reasoning/summaryTextDelta".into(), summary_delta(0, "Look.")),
+            (
+                "item/reasoning/summaryTextDelta".into(),
+                summary_delta(0, "Look.")
+            ),
             ("item/reasoning/summaryPartAdded".into(), part(1)),
-            ("item/reasoning/summaryTextDelta".into(), summary_delta(1, "Then run.")),
+            (
+                "item/reasoning/summaryTextDelta".into(),
+                summary_delta(1, "Then run.")
+            ),
             (
                 "item/reasoning/textDelta".into(),
                 json!({"itemId": "<item>", "contentIndex": 0, "delta": "raw thought"})
@@ -129,7 +143,10 @@ async fn responses_reasoning_streams_as_an_item_and_goes_back_encrypted() {
     let requests = mock.requests();
     assert_eq!(requests.len(), 2);
     let first = requests[0].json();
-    assert_eq!(first["reasoning"], json!({"effort": "high", "summary": "detailed"}));
+    assert_eq!(
+        first["reasoning"],
+        json!({"effort": "high", "summary": "detailed"})
+    );
     assert_eq!(first["include"], json!(["reasoning.encrypted_content"]));
     assert_eq!(first["store"], false);
     // The next request carries the reasoning back, without the id nothing stores, right
@@ -160,7 +177,11 @@ async fn chat_reasoning_content_and_reasoning_stream_as_reasoning_text() {
         MockResponse::sse()
             .bytes(chat::reasoning("reasoning_content", "First, "))
             .bytes(chat::reasoning("reasoning_content", "list."))
-            .bytes(chat::tool_call("c1", "shell", &json!({"command": "echo x"})))
+            .bytes(chat::tool_call(
+                "c1",
+                "shell",
+                &json!({"command": "echo x"}),
+            ))
             .bytes(chat::done()),
     );
     // vLLM and Ollama: `reasoning`; then the answer's text ends it.
@@ -191,7 +212,10 @@ async fn chat_reasoning_content_and_reasoning_stream_as_reasoning_text() {
             ("item/started".into(), reasoning_item(&[], &[])),
             ("item/reasoning/textDelta".into(), text("First, ")),
             ("item/reasoning/textDelta".into(), text("list.")),
-            ("item/completed".into(), reasoning_item(&[], &["First, list."])),
+            (
+                "item/completed".into(),
+                reasoning_item(&[], &["First, list."])
+            ),
             ("item/started".into(), reasoning_item(&[], &[])),
             ("item/reasoning/textDelta".into(), text("Done.")),
             ("item/completed".into(), reasoning_item(&[], &["Done."])),
@@ -221,9 +245,7 @@ async fn chat_reasoning_content_and_reasoning_stream_as_reasoning_text() {
 async fn without_the_keys_no_reasoning_member_is_sent() {
     let mock = MockHttpServer::start().await.expect("mock");
     mock.push(MockResponse::sse().bytes([chat::text("hi"), chat::done()].concat()));
-    mock.push(
-        MockResponse::sse().bytes([responses::text("hi"), responses::completed()].concat()),
-    );
+    mock.push(MockResponse::sse().bytes([responses::text("hi"), responses::completed()].concat()));
     let home = home();
     for wire in ["chat", "responses"] {
         let mut handle = start(memory_options(
@@ -269,7 +291,12 @@ async fn reasoning_keys_are_validated_and_a_write_applies_to_the_next_turn() {
             MockResponse::sse().bytes([responses::text("ok"), responses::completed()].concat()),
         );
     }
-    let mut handle = start(memory_options(home.path(), &mock.url("/v1"), &responses_wire(&[]))).await;
+    let mut handle = start(memory_options(
+        home.path(),
+        &mock.url("/v1"),
+        &responses_wire(&[]),
+    ))
+    .await;
     let refused = try_call::<ConfigValueWrite>(
         &handle,
         json!({"keyPath": "model_reasoning_summary", "value": "verbose",
@@ -294,7 +321,10 @@ async fn reasoning_keys_are_validated_and_a_write_applies_to_the_next_turn() {
     drive_turn(&mut handle, &Answers::default()).await;
     let requests = mock.requests();
     assert!(requests[0].json().get("reasoning").is_none());
-    assert_eq!(requests[1].json()["reasoning"], json!({"summary": "concise"}));
+    assert_eq!(
+        requests[1].json()["reasoning"],
+        json!({"summary": "concise"})
+    );
     shutdown(handle).await;
 }
 

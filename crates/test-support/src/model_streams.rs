@@ -140,7 +140,12 @@ pub mod responses {
     }
 
     /// A whole function call `call_id` of `name` at `output_index`.
-    pub fn function_call(call_id: &str, name: &str, output_index: u64, arguments: &Value) -> String {
+    pub fn function_call(
+        call_id: &str,
+        name: &str,
+        output_index: u64,
+        arguments: &Value,
+    ) -> String {
         let item = json!({"type": "function_call", "id": format!("fc_{call_id}"),
                           "call_id": call_id, "name": name,
                           "arguments": arguments.to_string(), "status": "completed"});

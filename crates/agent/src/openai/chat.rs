@@ -295,7 +295,10 @@ mod tests {
         let (decoded, _) = decode_all(&[r#"{"choices":[{"delta":{"reasoning":"a"}}]}"#, "[DONE]"]);
         assert!(matches!(
             decoded[1].as_slice(),
-            [Decoded::Reasoning(ReasoningEvent::Finished { .. }), Decoded::Done]
+            [
+                Decoded::Reasoning(ReasoningEvent::Finished { .. }),
+                Decoded::Done
+            ]
         ));
         let (decoded, calls) = decode_all(&[
             r#"{"choices":[{"delta":{"reasoning_content":"a"}}]}"#,

@@ -40,9 +40,9 @@ mod transcript;
 mod usage;
 
 use images::UserPart;
+use reasoning::{ReasoningEvent, ReasoningStream};
 use retry::{AttemptError, RequestContext};
 use tool_calls::ToolCall;
-use reasoning::{ReasoningEvent, ReasoningStream};
 use transcript::{Conversation, Entry, ReasoningOutput};
 
 /// Why an [`OpenAiCompatibleAgent`] could not be built.

@@ -165,12 +165,23 @@ mod tests {
     #[test]
     fn settings_go_where_each_wire_takes_them() {
         let mut body = json!({"model": "m"});
-        add_settings(WireApi::Chat, &settings(Some("high"), Some("auto")), &mut body);
+        add_settings(
+            WireApi::Chat,
+            &settings(Some("high"), Some("auto")),
+            &mut body,
+        );
         assert_eq!(body, json!({"model": "m", "reasoning_effort": "high"}));
 
         let mut body = json!({"model": "m"});
-        add_settings(WireApi::Responses, &settings(Some("low"), Some("detailed")), &mut body);
-        assert_eq!(body["reasoning"], json!({"effort": "low", "summary": "detailed"}));
+        add_settings(
+            WireApi::Responses,
+            &settings(Some("low"), Some("detailed")),
+            &mut body,
+        );
+        assert_eq!(
+            body["reasoning"],
+            json!({"effort": "low", "summary": "detailed"})
+        );
         assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
 
         let mut body = json!({"model": "m"});

@@ -143,7 +143,8 @@ pub(crate) async fn plan_and_reasoning_from_a_model_provider(transport: Transpor
             let method = message["method"].as_str().unwrap_or_default();
             method == "turn/plan/updated"
                 || method.starts_with("item/reasoning/")
-                || (method.starts_with("item/") && message["params"]["item"]["type"] != "userMessage")
+                || (method.starts_with("item/")
+                    && message["params"]["item"]["type"] != "userMessage")
         })
         .collect();
     let done = reasoning(item, &["Plan first."], &[]);
@@ -174,7 +175,11 @@ pub(crate) async fn plan_and_reasoning_from_a_model_provider(transport: Transpor
     assert_json(
         &s,
         &completed["params"]["turn"]["items"],
-        &json!([user_message(INPUT_ITEM, "fix it"), done, agent_message(answer, "Done.")]),
+        &json!([
+            user_message(INPUT_ITEM, "fix it"),
+            done,
+            agent_message(answer, "Done.")
+        ]),
     );
     let first = mock.requests()[0].json();
     assert_json(&s, &first["reasoning"], &json!({"summary": "concise"}));
