@@ -387,3 +387,88 @@ async fn model_list_reports_the_configured_effort() {
     assert_eq!(efforts, vec!["medium"]);
     shutdown(handle).await;
 }
+
+#[path = "failing_store/mod.rs"]
+mod failing_store;
+
+/// `item/completed` means stored, for reasoning as for every item: with each write of a
+/// `/think` turn failing in turn, every reasoning item reported completed is in the store, and
+/// the write that refuses the item leaves it unreported (the turn then fails).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reasoning_item_is_reported_completed_only_once_stored() {
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+
+    use failing_store::FailingStore;
+    use tandem_protocol::ServerNotification;
+    use tandem_server::store::ThreadStore;
+
+    /// Runs thread/start and one `/think` turn over `store`; the reasoning items reported
+    /// completed and the turn's end, when the thread could be started.
+    async fn run(store: Arc<FailingStore>) -> Option<(String, Vec<ThreadItem>, TurnStatus)> {
+        let home = home();
+        let options = ServerOptions::load(ServerConfig::builder().tandem_home(home.path()))
+            .expect("options")
+            .with_store(store as Arc<dyn ThreadStore>);
+        let mut handle = start(options).await;
+        let thread = try_call::<tandem_protocol::client_methods::ThreadStart>(
+            &handle,
+            json!({"approvalPolicy": "never"}),
+        )
+        .await
+        .ok()?["thread"]["id"]
+            .as_str()?
+            .to_owned();
+        let started = try_call::<tandem_protocol::client_methods::TurnStart>(
+            &handle,
+            json!({"threadId": thread, "input": [{"type": "text", "text": "/think a | b"}]}),
+        )
+        .await;
+        if started.is_err() {
+            shutdown(handle).await;
+            return Some((thread, Vec::new(), TurnStatus::Failed));
+        }
+        let record = drive_turn(&mut handle, &Answers::default()).await;
+        shutdown(handle).await;
+        let completed = record
+            .events
+            .iter()
+            .filter_map(|event| match event {
+                InProcessServerEvent::ServerNotification(ServerNotification::ItemCompleted(
+                    done,
+                )) if matches!(done.item, ThreadItem::Reasoning { .. }) => Some(done.item.clone()),
+                _ => None,
+            })
+            .collect();
+        Some((thread, completed, record.turn.status))
+    }
+
+    let clean = Arc::new(FailingStore::new(usize::MAX));
+    let (_, completed, status) = run(Arc::clone(&clean)).await.expect("thread");
+    assert_eq!((completed.len(), status), (1, TurnStatus::Completed));
+    let total = clean.writes.load(Ordering::SeqCst);
+    let mut unreported = 0;
+    for fail_at in 1..=total {
+        let store = Arc::new(FailingStore::new(fail_at));
+        let Some((thread, completed, status)) = run(Arc::clone(&store)).await else {
+            continue;
+        };
+        let (_, turns) = store
+            .inner
+            .get_thread_with_turns(&thread)
+            .await
+            .expect("reads")
+            .expect("the thread is stored");
+        let stored: Vec<&ThreadItem> = turns.iter().flat_map(|turn| &turn.items).collect();
+        for item in &completed {
+            assert!(
+                stored.contains(&item),
+                "write {fail_at}: {item:?} reported, not stored"
+            );
+        }
+        if completed.is_empty() && status == TurnStatus::Failed && !turns.is_empty() {
+            unreported += 1;
+        }
+    }
+    assert!(unreported > 0, "some write refused the reasoning item");
+}
