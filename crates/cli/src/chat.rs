@@ -568,6 +568,9 @@ fn history(turns: &[Turn]) -> Vec<String> {
                 ThreadItem::ContextCompaction { .. } => {
                     lines.push("(earlier turns compacted into a summary)".to_owned());
                 }
+                // reason29: `chat` does not show reasoning (issue 29, point 8, is its own
+                // change).
+                ThreadItem::Reasoning { .. } => {}
             }
         }
         match turn.status {

@@ -81,6 +81,8 @@ mod handshake;
 mod models;
 mod notifications;
 mod paging;
+// reason29: plans and reasoning.
+mod plan_reasoning;
 mod processes;
 mod server_requests;
 mod thread_ops;
@@ -94,6 +96,7 @@ pub use handshake::*;
 pub use models::*;
 pub use notifications::*;
 pub use paging::*;
+pub use plan_reasoning::*;
 pub use processes::*;
 pub use server_requests::*;
 pub use thread_ops::*;

@@ -28,6 +28,8 @@ mod client_requests;
 mod extensions;
 mod fs;
 mod notifications;
+// reason29:
+mod plan_reasoning;
 mod server_requests;
 mod values;
 
@@ -39,6 +41,8 @@ pub(crate) use extensions::*;
 pub(crate) use fs::*;
 #[allow(unused_imports)] // as dead_code above
 pub(crate) use notifications::*;
+#[allow(unused_imports)] // as dead_code above
+pub(crate) use plan_reasoning::*;
 #[allow(unused_imports)] // as dead_code above
 pub(crate) use server_requests::*;
 #[allow(unused_imports)] // as dead_code above

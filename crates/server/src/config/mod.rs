@@ -26,6 +26,8 @@ use tandem_protocol::ConfigReadResponse;
 // fs29: the `fs/*` switch and read bound.
 mod fs_api;
 mod layers;
+// reason29: the model's reasoning.
+mod reasoning;
 pub(crate) mod sandbox;
 mod store;
 mod validate;
@@ -37,6 +39,7 @@ pub use toml;
 
 pub use fs_api::{DEFAULT_FS_READ_MAX_BYTES, FS_API_KEY, FS_READ_MAX_BYTES_KEY};
 use layers::{Layered, Origin};
+pub use reasoning::{MODEL_REASONING_EFFORT_KEY, MODEL_REASONING_SUMMARY_KEY};
 pub use sandbox::{SANDBOX_MODE_KEY, SANDBOX_WORKSPACE_WRITE_KEY};
 pub use store::STORE_KEY;
 use tandem_agent::providers;
@@ -100,6 +103,8 @@ const KNOWN_KEYS: &[&str] = &[
     STORE_KEY,
     FS_API_KEY,
     FS_READ_MAX_BYTES_KEY,
+    MODEL_REASONING_EFFORT_KEY,
+    MODEL_REASONING_SUMMARY_KEY,
 ];
 
 /// Why a configuration could not be resolved.
@@ -235,6 +240,9 @@ pub struct ServerConfig {
     pub fs_api: bool,
     /// `fs_read_max_bytes`: the most bytes one `fs/readFile` returns.
     pub fs_read_max_bytes: u64,
+    /// `model_reasoning_effort` and `model_reasoning_summary`: what turns ask of the model's
+    /// reasoning; unset keys send nothing.
+    pub reasoning: tandem_agent::ReasoningSettings,
 }
 
 impl ServerConfig {
@@ -277,6 +285,8 @@ impl ServerConfig {
             SANDBOX_WORKSPACE_WRITE_KEY: sandbox_workspace_write,
             FS_API_KEY: self.fs_api,
             FS_READ_MAX_BYTES_KEY: self.fs_read_max_bytes,
+            MODEL_REASONING_EFFORT_KEY: self.reasoning.effort,
+            MODEL_REASONING_SUMMARY_KEY: self.reasoning.summary,
         })
     }
 
@@ -541,6 +551,7 @@ impl ServerConfigBuilder {
                 .fs_api
                 .read_max_bytes
                 .unwrap_or(DEFAULT_FS_READ_MAX_BYTES),
+            reasoning: settings.reasoning,
             source: Box::new(source),
             sandbox: match (settings.sandbox, self.default_sandbox_mode) {
                 (Some(policy), _) => policy,
@@ -651,6 +662,7 @@ struct Settings {
     sandbox: Option<tandem_protocol::SandboxPolicy>,
     store: store::StoreSettings,
     fs_api: fs_api::FsApiSettings,
+    reasoning: tandem_agent::ReasoningSettings,
 }
 
 /// A TOML value as JSON (TOML dates become strings), for the parsers shared with JSON input.
@@ -722,6 +734,7 @@ impl Settings {
         Ok(Self {
             store: store::parse_store(layered)?,
             fs_api: fs_api::parse_fs_api(layered)?,
+            reasoning: reasoning::parse_reasoning(layered)?,
             sandbox,
             thread_unload_delay,
             process_output_max_bytes,

@@ -85,6 +85,7 @@ async fn run(
         stored_started: Vec::new(),
         store_failure: None,
         stored_items: Default::default(),
+        reasoning: service.config().reasoning.clone(),
     };
     let agent = Arc::clone(&service.agent);
     let result = match work {
