@@ -563,6 +563,13 @@ fn history(turns: &[Turn]) -> Vec<String> {
                 ThreadItem::ContextCompaction { .. } => {
                     lines.push("(earlier turns compacted into a summary)".to_owned());
                 }
+                ThreadItem::FileChange {
+                    changes, status, ..
+                } => {
+                    let paths: Vec<&str> =
+                        changes.iter().map(|change| change.path.as_str()).collect();
+                    lines.push(format!("(file change {status:?}: {})", paths.join(", ")));
+                }
             }
         }
         match turn.status {

@@ -164,6 +164,10 @@ request_enum! {
     /// `item/tool/requestUserInput`: ask the user questions.
     ToolRequestUserInput => "item/tool/requestUserInput"
         (ToolRequestUserInputParams) -> ToolRequestUserInputResponse;
+    // apply29:
+    /// `item/fileChange/requestApproval`: may these file changes be written?
+    FileChangeRequestApproval => "item/fileChange/requestApproval"
+        (FileChangeRequestApprovalParams) -> FileChangeRequestApprovalResponse;
 }
 
 notification_enum! {
@@ -227,6 +231,11 @@ notification_enum! {
     // fs29:
     /// `fs/changed`: paths that changed under an `fs/watch` (best effort, merged per watch).
     FsChanged => "fs/changed" (FsChangedNotification);
+    // apply29:
+    /// `item/fileChange/patchUpdated`: a `fileChange` item's changes as they stand.
+    FileChangePatchUpdated => "item/fileChange/patchUpdated" (FileChangePatchUpdatedNotification);
+    /// `turn/diff/updated`: the turn's aggregated diff after a file change.
+    TurnDiffUpdated => "turn/diff/updated" (TurnDiffUpdatedNotification);
 }
 
 /// Client methods that require the `experimentalApi` capability.
@@ -329,6 +338,7 @@ impl ServerRequest {
             Self::ToolCall { params, .. } => Some(&params.thread_id),
             Self::CommandExecutionRequestApproval { params, .. } => Some(&params.thread_id),
             Self::ToolRequestUserInput { params, .. } => Some(&params.thread_id),
+            Self::FileChangeRequestApproval { params, .. } => Some(&params.thread_id),
             Self::Custom { .. } => None,
         }
     }
@@ -340,6 +350,7 @@ impl ServerRequest {
             Self::ToolCall { params, .. } => Some(&params.turn_id),
             Self::CommandExecutionRequestApproval { params, .. } => Some(&params.turn_id),
             Self::ToolRequestUserInput { params, .. } => Some(&params.turn_id),
+            Self::FileChangeRequestApproval { params, .. } => Some(&params.turn_id),
             Self::Custom { .. } => None,
         }
     }
@@ -369,6 +380,8 @@ impl ServerNotification {
             Self::ThreadCompacted(n) => Some(&n.thread_id),
             Self::ThreadReverted(n) => Some(&n.thread_id),
             Self::ThreadTokenUsageUpdated(n) => Some(&n.thread_id),
+            Self::FileChangePatchUpdated(n) => Some(&n.thread_id),
+            Self::TurnDiffUpdated(n) => Some(&n.thread_id),
             Self::ProcessOutputDelta(_)
             | Self::ProcessExited(_)
             | Self::CommandExecOutputDelta(_)
@@ -398,6 +411,8 @@ impl ServerNotification {
             Self::Error(n) => Some(&n.turn_id),
             Self::ThreadCompacted(n) => Some(&n.turn_id),
             Self::ThreadTokenUsageUpdated(n) => Some(&n.turn_id),
+            Self::FileChangePatchUpdated(n) => Some(&n.turn_id),
+            Self::TurnDiffUpdated(n) => Some(&n.turn_id),
             _ => None,
         }
     }

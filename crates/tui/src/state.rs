@@ -448,6 +448,13 @@ impl AppState {
             ThreadItem::ContextCompaction { .. } => {
                 Entry::Notice("(earlier turns compacted into a summary)".into())
             }
+            // A one-line notice until the TUI renders file changes as diffs.
+            ThreadItem::FileChange {
+                changes, status, ..
+            } => {
+                let paths: Vec<&str> = changes.iter().map(|change| change.path.as_str()).collect();
+                Entry::Notice(format!("(file change {status:?}: {})", paths.join(", ")))
+            }
         };
         match self.position(item.id()) {
             Some(index) => self.transcript[index] = entry,

@@ -24,6 +24,7 @@ use tandem_protocol::{TokenUsageBreakdown, Turn, UserInput};
 use crate::providers::{ModelProviderConfig, WireApi};
 use crate::{Agent, AgentError, StreamingMessage, TurnDriver};
 
+mod apply_patch;
 mod chat;
 mod images;
 mod responses;

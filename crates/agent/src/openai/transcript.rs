@@ -11,6 +11,7 @@ use tandem_protocol::{
 
 use super::images::{self, UserPart};
 use super::tool_calls::ToolCall;
+use super::apply_patch::{self, APPLY_PATCH_TOOL};
 use super::tools::{self, ASK_USER_TOOL, SHELL_TOOL};
 
 /// One entry of the conversation.
@@ -45,8 +46,9 @@ pub(crate) struct Conversation {
 pub(crate) fn instructions(cwd: &str) -> String {
     format!(
         "You are a coding agent running inside Tandem. You work in the directory {cwd}. Use the \
-         `{SHELL_TOOL}` tool to run shell commands there (the user may decline a command), and \
-         `{ASK_USER_TOOL}` when you need an answer from the user. Be concise."
+         `{SHELL_TOOL}` tool to run shell commands there (the user may decline a command), \
+         `{APPLY_PATCH_TOOL}` to edit files (not the shell), and `{ASK_USER_TOOL}` when you \
+         need an answer from the user. Be concise."
     )
 }
 
@@ -86,6 +88,7 @@ pub(crate) fn function_tools(dynamic: &[DynamicToolSpec]) -> Vec<FunctionTool> {
                 "required": ["command"]
             }),
         },
+        apply_patch::function_tool(),
         FunctionTool {
             name: ASK_USER_TOOL.to_owned(),
             description: "Asks the user a question and returns their answer.".to_owned(),
@@ -97,7 +100,7 @@ pub(crate) fn function_tools(dynamic: &[DynamicToolSpec]) -> Vec<FunctionTool> {
         },
     ];
     for spec in dynamic {
-        if spec.name == SHELL_TOOL || spec.name == ASK_USER_TOOL {
+        if [SHELL_TOOL, APPLY_PATCH_TOOL, ASK_USER_TOOL].contains(&spec.name.as_str()) {
             tracing::warn!(tool = %spec.name, "dynamic tool shadows a built-in tool; not offered");
             continue;
         }
@@ -193,6 +196,22 @@ pub(crate) fn replay_items(items: &[ThreadItem], entries: &mut Vec<Entry>) {
             // The summary a compaction stored reaches the model through the history the
             // thread hands over (as user input); the marker itself says nothing.
             ThreadItem::ContextCompaction { .. } => {}
+            ThreadItem::FileChange {
+                id,
+                changes,
+                status,
+            } => {
+                let (arguments, output) = apply_patch::replay(changes, *status);
+                calls.push(ToolCall {
+                    id: id.clone(),
+                    name: APPLY_PATCH_TOOL.to_owned(),
+                    arguments,
+                });
+                results.push(Entry::ToolResult {
+                    call_id: id.clone(),
+                    output,
+                });
+            }
             ThreadItem::DynamicToolCall {
                 id,
                 tool,
@@ -362,9 +381,9 @@ mod tests {
             input_schema: json!({}),
             defer_loading: None,
         };
-        let tools = function_tools(&[spec("lookup"), spec("shell")]);
+        let tools = function_tools(&[spec("lookup"), spec("shell"), spec("apply_patch")]);
         let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
-        assert_eq!(names, vec!["shell", "ask_user", "lookup"]);
-        assert_eq!(tools[2].parameters["type"], "object");
+        assert_eq!(names, vec!["shell", "apply_patch", "ask_user", "lookup"]);
+        assert_eq!(tools[3].parameters["type"], "object");
     }
 }

@@ -425,7 +425,7 @@ pub enum CommandAction {
     },
 }
 
-/// One item of a turn, tagged on `type`. These five variants only.
+/// One item of a turn, tagged on `type`. These variants only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(
@@ -495,6 +495,15 @@ pub enum ThreadItem {
         /// Item id: `<turn id>-compaction`.
         id: String,
     },
+    /// Files the agent changed (or wanted to change) through a patch.
+    FileChange {
+        /// Item id; also the `itemId` of its approval request.
+        id: String,
+        /// Every file of the patch, with its diff.
+        changes: Vec<FileUpdateChange>,
+        /// Current status.
+        status: PatchApplyStatus,
+    },
 }
 
 impl ThreadItem {
@@ -505,7 +514,8 @@ impl ThreadItem {
             | Self::AgentMessage { id, .. }
             | Self::CommandExecution { id, .. }
             | Self::DynamicToolCall { id, .. }
-            | Self::ContextCompaction { id } => id,
+            | Self::ContextCompaction { id }
+            | Self::FileChange { id, .. } => id,
         }
     }
 }

@@ -11,11 +11,13 @@
 
 //!
 //! Files: this one holds the runtime and its items, tools and questions; `commands` its
-//! commands (approval, process, output); `task` the task that runs a turn from start to
+//! commands (approval, process, output); `file_change` its patches (`fileChange` items and the
+//! turn's diff); `task` the task that runs a turn from start to
 //! `turn/completed`; `compaction` the compaction turn of `thread/compact/start`.
 
 mod commands;
 mod compaction;
+mod file_change;
 mod task;
 
 pub(crate) use task::spawn;
@@ -39,7 +41,8 @@ use tandem_protocol::{
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{
-    AgentError, CommandOptions, CommandOutcome, ToolOutcome, TurnDriver, TurnRuntime,
+    AgentError, CommandOptions, CommandOutcome, PatchOutcome, ToolOutcome, TurnDriver,
+    TurnRuntime,
 };
 use crate::process::ProcessManager;
 use crate::store::{self, StoreError, ThreadStore};
@@ -77,6 +80,8 @@ pub(crate) struct TurnRun {
     /// The ids of the items the store took: `turn/completed` carries these only (an item
     /// whose write was refused was shown started, never completed, and is not in the store).
     stored_items: HashSet<String>,
+    /// The files this turn changed through patches, for `turn/diff/updated`.
+    turn_diff: file_change::TurnDiff,
 }
 
 impl std::fmt::Debug for TurnRun {
@@ -188,7 +193,9 @@ impl TurnRun {
         // rather than no trace of an action that may have taken effect.
         if matches!(
             item,
-            ThreadItem::CommandExecution { .. } | ThreadItem::DynamicToolCall { .. }
+            ThreadItem::CommandExecution { .. }
+                | ThreadItem::DynamicToolCall { .. }
+                | ThreadItem::FileChange { .. }
         ) {
             let index = self.next_index;
             if !self.persist(index, item).await {
@@ -578,5 +585,9 @@ impl TurnRuntime for TurnRun {
 
     async fn ask_user(&mut self, question: &str) -> Result<Vec<String>, AgentError> {
         TurnRun::ask_user(self, question).await
+    }
+
+    async fn apply_patch(&mut self, patch: &str) -> Result<PatchOutcome, AgentError> {
+        TurnRun::apply_patch(self, patch).await
     }
 }

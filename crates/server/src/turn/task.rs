@@ -85,6 +85,7 @@ async fn run(
         stored_started: Vec::new(),
         store_failure: None,
         stored_items: Default::default(),
+        turn_diff: Default::default(),
     };
     let agent = Arc::clone(&service.agent);
     let result = match work {
