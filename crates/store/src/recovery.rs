@@ -62,3 +62,35 @@ pub fn close_unfinished_item(item: &mut ThreadItem) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use tandem_protocol::{FileUpdateChange, PatchChangeKind};
+
+    use super::*;
+
+    #[test]
+    fn a_file_change_cut_short_fails_and_keeps_the_files_it_may_have_written() {
+        let change = FileUpdateChange {
+            path: "/w/a.txt".into(),
+            kind: PatchChangeKind::Update { move_path: None },
+            diff: "diff --git a/a.txt b/a.txt\n".into(),
+        };
+        let mut item = ThreadItem::FileChange {
+            id: "p".into(),
+            changes: vec![change.clone()],
+            status: PatchApplyStatus::InProgress,
+        };
+        assert!(close_unfinished_item(&mut item));
+        assert_eq!(
+            item,
+            ThreadItem::FileChange {
+                id: "p".into(),
+                changes: vec![change],
+                status: PatchApplyStatus::Failed,
+            }
+        );
+        // Finished items are left alone.
+        assert!(!close_unfinished_item(&mut item));
+    }
+}

@@ -365,19 +365,15 @@ mod tests {
         let mut decoder = ResponsesDecoder::default();
         let events = [
             r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"custom_tool_call","id":"ct_1","call_id":"call_p","name":"apply_patch","input":""}}"#,
-            r#"{"type":"response.custom_tool_call_input.delta","item_id":"ct_1","output_index":0,"delta":"*** Begin Patch
-"}"#,
-            r#"{"type":"response.custom_tool_call_input.delta","item_id":"ct_1","output_index":0,"delta":"*** Delete File: a
-*** End Patch"}"#,
+            r#"{"type":"response.custom_tool_call_input.delta","item_id":"ct_1","output_index":0,"delta":"*** Begin Patch\n"}"#,
+            r#"{"type":"response.custom_tool_call_input.delta","item_id":"ct_1","output_index":0,"delta":"*** Delete File: a\n*** End Patch"}"#,
             r#"{"type":"response.completed","response":{}}"#,
         ];
         for data in events {
             decoder.decode("", data).expect("decodes");
         }
         let calls = Box::new(decoder).finish();
-        let patch = "*** Begin Patch
-*** Delete File: a
-*** End Patch";
+        let patch = "*** Begin Patch\n*** Delete File: a\n*** End Patch";
         assert_eq!(
             calls,
             vec![ToolCall {
