@@ -56,7 +56,11 @@ pub fn summarize_transcript(history: &[Turn]) -> String {
                 } => {
                     let paths: Vec<&str> =
                         changes.iter().map(|change| change.path.as_str()).collect();
-                    format!("file change: {} ({})", paths.join(", "), patch_status(*status))
+                    format!(
+                        "file change: {} ({})",
+                        paths.join(", "),
+                        patch_status(*status)
+                    )
                 }
                 ThreadItem::ContextCompaction { .. } => continue,
             };

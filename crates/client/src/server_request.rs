@@ -169,11 +169,11 @@ pub(crate) fn fallback_answer(request: &ServerRequest) -> Result<Value, JSONRPCE
         ServerRequest::ToolCall { params, .. } => Ok(serialized(&ToolCallResponse::failure(
             no_tool_handler(&params.tool),
         ))),
-        ServerRequest::FileChangeRequestApproval { .. } => {
-            Ok(serialized(&tandem_protocol::FileChangeRequestApprovalResponse {
+        ServerRequest::FileChangeRequestApproval { .. } => Ok(serialized(
+            &tandem_protocol::FileChangeRequestApprovalResponse {
                 decision: tandem_protocol::FileChangeApprovalDecision::Decline,
-            }))
-        }
+            },
+        )),
         ServerRequest::Custom { method, .. } => Err(JSONRPCErrorError::method_not_found(method)),
     }
 }

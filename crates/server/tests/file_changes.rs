@@ -207,7 +207,10 @@ async fn run(
 }
 
 async fn thread(handle: &InProcessClientHandle, cwd: &Path) -> String {
-    call::<ThreadStart>(handle, json!({"cwd": cwd})).await.thread.id
+    call::<ThreadStart>(handle, json!({"cwd": cwd}))
+        .await
+        .thread
+        .id
 }
 
 fn patch(body: &str) -> String {
@@ -233,7 +236,15 @@ async fn a_patch_inside_the_roots_applies_without_asking_as_one_item() {
          *** Delete File: gone.txt\n\
          *** Update File: old.txt\n*** Move to: moved.txt\n@@\n-moving\n+moved",
     );
-    let ran = run(&mut handle, &id, &text, "on-request", workspace_write(), None).await;
+    let ran = run(
+        &mut handle,
+        &id,
+        &text,
+        "on-request",
+        workspace_write(),
+        None,
+    )
+    .await;
 
     assert_eq!(ran.turn.status, TurnStatus::Completed);
     assert!(ran.approvals().is_empty(), "{:?}", ran.methods());
@@ -277,7 +288,11 @@ async fn a_patch_inside_the_roots_applies_without_asking_as_one_item() {
             ),
         ]
     );
-    assert!(changes[0].diff.contains("-two\n+TWO\n"), "{}", changes[0].diff);
+    assert!(
+        changes[0].diff.contains("-two\n+TWO\n"),
+        "{}",
+        changes[0].diff
+    );
 
     assert_eq!(read(&project.join("a.txt")), "one\nTWO\nthree\n");
     assert_eq!(read(&project.join("sub/new.txt")), "fresh\n");
@@ -293,9 +308,18 @@ async fn a_patch_inside_the_roots_applies_without_asking_as_one_item() {
 
     let [diff] = ran.diffs().try_into().expect("one turn diff");
     assert!(diff.contains("diff --git a/a.txt b/a.txt\n"), "{diff}");
-    assert!(diff.contains("deleted file mode 100644\n--- a/gone.txt\n"), "{diff}");
-    assert!(diff.contains("rename from old.txt\nrename to moved.txt\n"), "{diff}");
-    assert!(diff.contains("new file mode 100644\n--- /dev/null\n+++ b/sub/new.txt\n"), "{diff}");
+    assert!(
+        diff.contains("deleted file mode 100644\n--- a/gone.txt\n"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("rename from old.txt\nrename to moved.txt\n"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("new file mode 100644\n--- /dev/null\n+++ b/sub/new.txt\n"),
+        "{diff}"
+    );
 
     let said = ran.said().join("\n");
     for line in [
@@ -325,7 +349,11 @@ async fn the_turn_diff_runs_from_the_first_content_across_patches() {
     let diffs = ran.diffs();
     assert_eq!(diffs.len(), 2, "one turn/diff/updated per change");
     assert!(diffs[0].contains("-v1\n+v2\n"), "{}", diffs[0]);
-    assert!(diffs[1].contains("rename from a.txt\nrename to b.txt\n"), "{}", diffs[1]);
+    assert!(
+        diffs[1].contains("rename from a.txt\nrename to b.txt\n"),
+        "{}",
+        diffs[1]
+    );
     assert!(diffs[1].contains("-v1\n+v3\n"), "{}", diffs[1]);
     for note in ran.notifications() {
         if let ServerNotification::TurnDiffUpdated(update) = note {
@@ -344,7 +372,10 @@ async fn the_turn_diff_runs_from_the_first_content_across_patches() {
     )
     .await;
     let [diff] = next.diffs().try_into().expect("one");
-    assert!(diff.contains("-v3\n+v4\n") && !diff.contains("v1"), "{diff}");
+    assert!(
+        diff.contains("-v3\n+v4\n") && !diff.contains("v1"),
+        "{diff}"
+    );
     handle.shutdown().await.expect("clean shutdown");
 }
 
@@ -360,7 +391,15 @@ async fn outside_the_roots_asks_and_the_answer_decides() {
         target.display()
     ));
 
-    let declined = run(&mut handle, &id, &text, "on-request", workspace_write(), Some("decline")).await;
+    let declined = run(
+        &mut handle,
+        &id,
+        &text,
+        "on-request",
+        workspace_write(),
+        Some("decline"),
+    )
+    .await;
     let [approval] = declined.approvals().try_into().expect("one approval");
     assert_eq!(approval.thread_id, id);
     assert!(
@@ -373,10 +412,22 @@ async fn outside_the_roots_asks_and_the_answer_decides() {
     let [(_, status)] = declined.file_changes().try_into().expect("one item");
     assert_eq!(status, PatchApplyStatus::Declined);
     assert_eq!(read(&target), "before\n");
-    assert!(declined.said().join("").contains("declined"), "{:?}", declined.said());
+    assert!(
+        declined.said().join("").contains("declined"),
+        "{:?}",
+        declined.said()
+    );
     assert!(declined.diffs().is_empty());
 
-    let approved = run(&mut handle, &id, &text, "on-request", workspace_write(), Some("accept")).await;
+    let approved = run(
+        &mut handle,
+        &id,
+        &text,
+        "on-request",
+        workspace_write(),
+        Some("accept"),
+    )
+    .await;
     assert_eq!(approved.approvals().len(), 1);
     let methods = approved.methods();
     let asked = methods
@@ -396,7 +447,10 @@ async fn outside_the_roots_asks_and_the_answer_decides() {
     let refused = run(
         &mut handle,
         &id,
-        &patch(&format!("*** Update File: {}\n@@\n-after\n+again", target.display())),
+        &patch(&format!(
+            "*** Update File: {}\n@@\n-after\n+again",
+            target.display()
+        )),
         "never",
         workspace_write(),
         None,
@@ -405,7 +459,11 @@ async fn outside_the_roots_asks_and_the_answer_decides() {
     assert!(refused.approvals().is_empty());
     let [(_, status)] = refused.file_changes().try_into().expect("one item");
     assert_eq!(status, PatchApplyStatus::Declined);
-    assert!(refused.said().join("").contains("`never`"), "{:?}", refused.said());
+    assert!(
+        refused.said().join("").contains("`never`"),
+        "{:?}",
+        refused.said()
+    );
     assert_eq!(read(&target), "after\n");
     handle.shutdown().await.expect("clean shutdown");
 }
@@ -420,10 +478,21 @@ async fn a_read_only_sandbox_asks_for_every_change_and_git_stays_read_only() {
     let id = thread(&handle, project).await;
     let inside = patch("*** Update File: a.txt\n@@\n-x\n+y");
     let read_only = json!({"type": "readOnly", "networkAccess": false});
-    let ran = run(&mut handle, &id, &inside, "on-request", read_only.clone(), Some("decline")).await;
+    let ran = run(
+        &mut handle,
+        &id,
+        &inside,
+        "on-request",
+        read_only.clone(),
+        Some("decline"),
+    )
+    .await;
     let [approval] = ran.approvals().try_into().expect("asked");
     assert!(
-        approval.reason.as_deref().is_some_and(|reason| reason.contains("read-only")),
+        approval
+            .reason
+            .as_deref()
+            .is_some_and(|reason| reason.contains("read-only")),
         "{approval:?}"
     );
     assert_eq!(read(&project.join("a.txt")), "x\n");
@@ -464,7 +533,9 @@ async fn bad_patches_change_nothing_and_say_why() {
         ),
         (
             "context mismatch in the second file",
-            patch("*** Update File: a.txt\n@@\n-alpha\n+ALPHA\n*** Update File: b.txt\n@@\n-delta\n+DELTA"),
+            patch(
+                "*** Update File: a.txt\n@@\n-alpha\n+ALPHA\n*** Update File: b.txt\n@@\n-delta\n+DELTA",
+            ),
             PatchApplyStatus::Failed,
             "b.txt",
         ),
@@ -509,7 +580,15 @@ async fn bad_patches_change_nothing_and_say_why() {
         b"\x00\x01binary\n"
     );
     // The server still serves.
-    let ran = run(&mut handle, &id, "still there?", "never", workspace_write(), None).await;
+    let ran = run(
+        &mut handle,
+        &id,
+        "still there?",
+        "never",
+        workspace_write(),
+        None,
+    )
+    .await;
     assert_eq!(ran.said(), ["You said: \"still there?\""]);
     handle.shutdown().await.expect("clean shutdown");
 }
@@ -538,8 +617,14 @@ async fn the_item_is_stored_in_progress_with_its_changes_before_any_write() {
             break request_id;
         }
     };
-    let read_back = call::<ThreadRead>(&handle, json!({"threadId": id, "includeTurns": true})).await;
-    let items = &read_back.thread.turns.last().expect("the running turn").items;
+    let read_back =
+        call::<ThreadRead>(&handle, json!({"threadId": id, "includeTurns": true})).await;
+    let items = &read_back
+        .thread
+        .turns
+        .last()
+        .expect("the running turn")
+        .items;
     let planned = items
         .iter()
         .find_map(|item| match item {
@@ -563,7 +648,10 @@ async fn the_item_is_stored_in_progress_with_its_changes_before_any_write() {
             assert_eq!(done.turn.status, TurnStatus::Interrupted);
             assert!(done.turn.items.iter().any(|item| matches!(
                 item,
-                ThreadItem::FileChange { status: PatchApplyStatus::Declined, .. }
+                ThreadItem::FileChange {
+                    status: PatchApplyStatus::Declined,
+                    ..
+                }
             )));
             break;
         }

@@ -97,7 +97,11 @@ pub(crate) fn custom_tool() -> Value {
 /// families, which the reference offers it to, were trained on it; other models get the
 /// function form, which any model that calls functions can use.
 pub(crate) fn uses_custom_tool(model: &str) -> bool {
-    let model = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+    let model = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
     model.starts_with("gpt-5") || model.contains("codex")
 }
 

@@ -9,9 +9,9 @@ use tandem_protocol::{
     DynamicToolSpec, ThreadItem, Turn, UserInput,
 };
 
+use super::apply_patch::{self, APPLY_PATCH_TOOL};
 use super::images::{self, UserPart};
 use super::tool_calls::ToolCall;
-use super::apply_patch::{self, APPLY_PATCH_TOOL};
 use super::tools::{self, ASK_USER_TOOL, SHELL_TOOL};
 
 /// One entry of the conversation.

@@ -387,7 +387,11 @@ impl Sandboxing {
     }
 
     /// The restrictions of `policy` for `cwd`, before checking that they can be enforced.
-    fn spec(&self, policy: &SandboxPolicy, cwd: &Path) -> Result<Option<SandboxSpec>, SandboxError> {
+    fn spec(
+        &self,
+        policy: &SandboxPolicy,
+        cwd: &Path,
+    ) -> Result<Option<SandboxSpec>, SandboxError> {
         let spec = match policy {
             SandboxPolicy::DangerFullAccess | SandboxPolicy::ExternalSandbox { .. } => {
                 return Ok(None);

@@ -41,8 +41,7 @@ use tandem_protocol::{
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{
-    AgentError, CommandOptions, CommandOutcome, PatchOutcome, ToolOutcome, TurnDriver,
-    TurnRuntime,
+    AgentError, CommandOptions, CommandOutcome, PatchOutcome, ToolOutcome, TurnDriver, TurnRuntime,
 };
 use crate::process::ProcessManager;
 use crate::store::{self, StoreError, ThreadStore};

@@ -105,7 +105,10 @@ mod tests {
 
         let escaping = resolve(&cwd, "../outside.txt").expect("resolves");
         assert_eq!(escaping.real, base.join("outside.txt"));
-        assert_eq!(escaping.display, base.join("outside.txt").display().to_string());
+        assert_eq!(
+            escaping.display,
+            base.join("outside.txt").display().to_string()
+        );
 
         let linked = resolve(&cwd, "up/new/file.txt").expect("resolves");
         assert_eq!(linked.absolute, cwd.join("up/new/file.txt"));

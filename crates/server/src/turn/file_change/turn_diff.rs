@@ -117,7 +117,10 @@ mod tests {
         let mut diff = TurnDiff::default();
         diff.record(&[update("a.txt", None, "1\n", "2\n")]);
         diff.record(&[update("a.txt", None, "2\n", "3\n")]);
-        assert_eq!(diff.render(), unified_diff("a.txt", "a.txt", Some("1\n"), Some("3\n")));
+        assert_eq!(
+            diff.render(),
+            unified_diff("a.txt", "a.txt", Some("1\n"), Some("3\n"))
+        );
         assert!(diff.render().contains("-1\n+3\n"), "{}", diff.render());
     }
 
@@ -144,7 +147,10 @@ mod tests {
         ]
         .concat();
         assert_eq!(rendered, expected);
-        assert!(rendered.contains("rename from a.txt\nrename to c.txt"), "{rendered}");
+        assert!(
+            rendered.contains("rename from a.txt\nrename to c.txt"),
+            "{rendered}"
+        );
     }
 
     #[test]

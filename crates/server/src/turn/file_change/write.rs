@@ -60,8 +60,8 @@ pub(super) fn write_all(files: &[FinalState], tag: &str) -> Result<(), WriteErro
         })
         .collect();
     let mut created_dirs = Vec::new();
-    let result = prepare(&mut targets, tag, &mut created_dirs)
-        .and_then(|()| install(&mut targets, tag));
+    let result =
+        prepare(&mut targets, tag, &mut created_dirs).and_then(|()| install(&mut targets, tag));
     match result {
         Ok(()) => {
             for target in &targets {
@@ -244,8 +244,14 @@ mod tests {
             state(root.join("sub/dir/b.txt"), Some("b\n")),
         ];
         write_all(&files, "item").expect("written");
-        assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "new a\n");
-        assert_eq!(std::fs::read_to_string(root.join("sub/dir/b.txt")).unwrap(), "b\n");
+        assert_eq!(
+            std::fs::read_to_string(root.join("a.txt")).unwrap(),
+            "new a\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("sub/dir/b.txt")).unwrap(),
+            "b\n"
+        );
         assert_eq!(listing(root), ["a.txt", "sub", "sub/dir", "sub/dir/b.txt"]);
     }
 
@@ -269,9 +275,18 @@ mod tests {
         ];
         let error = write_all(&files, "item").expect_err("blocked");
         assert!(error.to_string().contains("blocked"), "{error}");
-        assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "old a\n");
-        assert_eq!(std::fs::read_to_string(root.join("gone.txt")).unwrap(), "bye\n");
-        assert_eq!(listing(root), ["a.txt", "blocked", "blocked/inner", "gone.txt"]);
+        assert_eq!(
+            std::fs::read_to_string(root.join("a.txt")).unwrap(),
+            "old a\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("gone.txt")).unwrap(),
+            "bye\n"
+        );
+        assert_eq!(
+            listing(root),
+            ["a.txt", "blocked", "blocked/inner", "gone.txt"]
+        );
     }
 
     #[cfg(unix)]
