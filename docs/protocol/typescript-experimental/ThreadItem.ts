@@ -3,11 +3,13 @@ import type { CommandAction } from "./CommandAction";
 import type { CommandExecutionStatus } from "./CommandExecutionStatus";
 import type { DynamicToolCallOutputContentItem } from "./DynamicToolCallOutputContentItem";
 import type { DynamicToolCallStatus } from "./DynamicToolCallStatus";
+import type { FileUpdateChange } from "./FileUpdateChange";
 import type { JsonValue } from "./JsonValue";
+import type { PatchApplyStatus } from "./PatchApplyStatus";
 import type { UserInput } from "./UserInput";
 
 /**
- * One item of a turn, tagged on `type`. These five variants only.
+ * One item of a turn, tagged on `type`. These variants only.
  */
 export type ThreadItem = { "type": "userMessage",
 /**
@@ -101,4 +103,16 @@ durationMs: number | null, } | { "type": "contextCompaction",
 /**
  * Item id: `<turn id>-compaction`.
  */
-id: string, };
+id: string, } | { "type": "fileChange",
+/**
+ * Item id; also the `itemId` of its approval request.
+ */
+id: string,
+/**
+ * Every file of the patch, with its diff.
+ */
+changes: Array<FileUpdateChange>,
+/**
+ * Current status.
+ */
+status: PatchApplyStatus, };

@@ -5,6 +5,7 @@ import type { CommandExecutionOutputDeltaNotification } from "./CommandExecution
 import type { ContextCompactedNotification } from "./ContextCompactedNotification";
 import type { ErrorNotification } from "./ErrorNotification";
 import type { EventCursor } from "./EventCursor";
+import type { FileChangePatchUpdatedNotification } from "./FileChangePatchUpdatedNotification";
 import type { FsChangedNotification } from "./FsChangedNotification";
 import type { ItemCompletedNotification } from "./ItemCompletedNotification";
 import type { ItemStartedNotification } from "./ItemStartedNotification";
@@ -20,6 +21,7 @@ import type { ThreadStatusChangedNotification } from "./ThreadStatusChangedNotif
 import type { ThreadTokenUsageUpdatedNotification } from "./ThreadTokenUsageUpdatedNotification";
 import type { ThreadUnarchivedNotification } from "./ThreadUnarchivedNotification";
 import type { TurnCompletedNotification } from "./TurnCompletedNotification";
+import type { TurnDiffUpdatedNotification } from "./TurnDiffUpdatedNotification";
 import type { TurnStartedNotification } from "./TurnStartedNotification";
 
 /**
@@ -46,4 +48,6 @@ export type ServerNotification =
   | { method: "thread/reverted", params: ThreadRevertedNotification, emittedAtMs?: number, cursor?: EventCursor, }
   | { method: "thread/tokenUsage/updated", params: ThreadTokenUsageUpdatedNotification, emittedAtMs?: number, cursor?: EventCursor, }
   | { method: "command/exec/outputDelta", params: CommandExecOutputDeltaNotification, emittedAtMs?: number, cursor?: EventCursor, }
-  | { method: "fs/changed", params: FsChangedNotification, emittedAtMs?: number, cursor?: EventCursor, };
+  | { method: "fs/changed", params: FsChangedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "item/fileChange/patchUpdated", params: FileChangePatchUpdatedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "turn/diff/updated", params: TurnDiffUpdatedNotification, emittedAtMs?: number, cursor?: EventCursor, };
