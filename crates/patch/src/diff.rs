@@ -189,6 +189,11 @@ const MAX_ANCHOR_DEPTH: usize = 8;
 
 /// Appends the ops from `old` to `new` (indices relative; [`renumbered`] fixes them).
 fn diff_into(old: &[&str], new: &[&str], depth: usize, ops: &mut Vec<DiffOp>) {
+    if old.is_empty() || new.is_empty() {
+        // Nothing to match (between neighbouring anchors, most often): no search needed.
+        ops.extend(whole(old.len(), new.len()));
+        return;
+    }
     let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
     let suffix = old[prefix..]
         .iter()

@@ -184,6 +184,34 @@ fn main() {
         in_memory,
         floor,
     );
+    let parse = median(
+        runs,
+        || {},
+        || {
+            tandem_patch::parse(&change.patch).expect("parses");
+        },
+    );
+    report("  of which parse", parse, floor);
+    let parsed = tandem_patch::parse(&change.patch).expect("parses");
+    let apply = median(
+        runs,
+        || {},
+        || {
+            tandem_patch::apply(&parsed, |_| {
+                Ok::<_, std::convert::Infallible>(Some(change.old.clone()))
+            })
+            .expect("applies");
+        },
+    );
+    report("  of which apply", apply, floor);
+    let diff = median(
+        runs,
+        || {},
+        || {
+            tandem_patch::unified_diff(FILE, FILE, Some(&change.old), Some(&change.new));
+        },
+    );
+    report("  of which one diff", diff, floor);
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

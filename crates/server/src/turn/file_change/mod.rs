@@ -59,6 +59,9 @@ enum PlanError {
     /// A file cannot be read, or a hunk does not match it.
     #[error(transparent)]
     Apply(#[from] tandem_patch::ApplyError),
+    /// The task working it out died (a bug): nothing was written.
+    #[error("the server could not work the patch out ({0}); this is a bug, please report it")]
+    Crashed(String),
 }
 
 /// Why a file a patch names cannot be read as text.
@@ -105,12 +108,7 @@ impl TurnRun {
         let text = patch.to_owned();
         let planned = tokio::task::spawn_blocking(move || plan(&cwd, &text))
             .await
-            .unwrap_or_else(|panic| {
-                Err(PlanError::Apply(tandem_patch::ApplyError::Read {
-                    path: String::new(),
-                    source: format!("the patch could not be worked out: {panic}").into(),
-                }))
-            });
+            .unwrap_or_else(|panic| Err(PlanError::Crashed(panic.to_string())));
         let plan = match planned {
             Ok(plan) => plan,
             Err(error) => {
@@ -147,13 +145,10 @@ impl TurnRun {
         let finals = plan.finals;
         let written = tokio::task::spawn_blocking(move || write::write_all(&finals, &tag))
             .await
-            .unwrap_or_else(|panic| {
-                Err(write::WriteError::Step {
-                    step: "write",
-                    path: PathBuf::new(),
-                    source: std::io::Error::other(panic.to_string()),
-                })
-            });
+            .map_err(|panic| {
+                format!("the task writing it died ({panic}); some files may have changed")
+            })
+            .and_then(|written| written.map_err(|error| error.to_string()));
         if let Err(error) = written {
             tracing::warn!(thread = %self.thread.id, %error, "patch not written");
             self.item_completed(item(PatchApplyStatus::Failed)).await;
