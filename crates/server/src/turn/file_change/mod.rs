@@ -3,8 +3,9 @@
 //! by a shell) all or nothing.
 //!
 //! The order, for every patch: parse it and work out every file's new content in memory
-//! (tandem-patch; a patch that does not parse or apply fails here, before anything is shown
-//! as started, with an error naming the line or the file and hunk); store the item
+//! (tandem-patch; a patch that does not parse or apply stops here, as an item that starts and
+//! completes `failed` with no changes, and an error naming the line or the file and hunk for
+//! the model); store the item
 //! `inProgress` with its planned changes and report it (`item/started`,
 //! `item/fileChange/patchUpdated`), so that after a crash the client can tell which files may
 //! have changed; decide the approval (docs/protocol.md, "File changes"); write (the `write`
