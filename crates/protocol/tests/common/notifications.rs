@@ -194,5 +194,8 @@ pub(crate) fn server_notifications() -> Vec<ServerNotification> {
         command_exec_output_delta(),
         // fs29:
         fs_changed(),
+        // apply29:
+        file_change_patch_updated(),
+        turn_diff_updated(),
     ]
 }
