@@ -79,6 +79,38 @@ pub enum CommandOutcome {
     },
 }
 
+/// What became of a patch the agent asked to apply ([`TurnDriver::apply_patch`]). Each carries
+/// the text the model is told: every file and what happened to it, or what to correct.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PatchOutcome {
+    /// Every change was written.
+    Applied {
+        /// What was done, file by file.
+        report: String,
+    },
+    /// The user declined it, or the approval policy refused it; nothing was written.
+    Declined {
+        /// Why, naming the files that needed approval.
+        report: String,
+    },
+    /// It did not parse, did not apply, or could not be written; nothing was written.
+    Failed {
+        /// What went wrong and where (the line, or the file and hunk).
+        report: String,
+    },
+}
+
+impl PatchOutcome {
+    /// The text the model is told.
+    pub fn report(&self) -> &str {
+        match self {
+            Self::Applied { report } | Self::Declined { report } | Self::Failed { report } => {
+                report
+            }
+        }
+    }
+}
+
 /// The items of a running turn, as [`TurnDriver::items`] returns them: a guard on the turn's
 /// snapshot that reads as a slice.
 pub struct TurnItems<'a>(MutexGuard<'a, Turn>);
@@ -164,6 +196,9 @@ pub trait TurnRuntime: Any + Send + Sync {
     async fn plan_updated(&self, explanation: Option<String>, plan: Vec<TurnPlanStep>);
     /// Sends `delta` of reasoning item `item_id` (`item/reasoning/*`).
     async fn reasoning_delta(&self, item_id: &str, delta: ReasoningDelta);
+    /// Applies `patch` (the `apply_patch` format) to the files (approval, a `fileChange`
+    /// item, `turn/diff/updated`).
+    async fn apply_patch(&mut self, patch: &str) -> Result<PatchOutcome, AgentError>;
 }
 
 /// The agent's handle on its turn. Every method that waits returns
@@ -409,5 +444,17 @@ impl TurnDriver {
             return Err(AgentError::Interrupted);
         }
         self.runtime.ask_user(question).await
+    }
+
+    /// Applies `patch`, in the reference's `apply_patch` format (`*** Begin Patch` ...
+    /// `*** End Patch`, paths relative to the thread's cwd), as one `fileChange` item: all of
+    /// it or nothing, asking for approval first when it writes outside the sandbox's writable
+    /// roots (refused under the `never` policy), then `turn/diff/updated`. A patch that does
+    /// not parse or apply is a [`PatchOutcome::Failed`] whose report says what to correct.
+    pub async fn apply_patch(&mut self, patch: &str) -> Result<PatchOutcome, AgentError> {
+        if self.is_interrupted() {
+            return Err(AgentError::Interrupted);
+        }
+        self.runtime.apply_patch(patch).await
     }
 }

@@ -54,8 +54,8 @@ mod scripted;
 mod summary;
 
 pub use driver::{
-    CommandOptions, CommandOutcome, StreamingMessage, ToolOutcome, TurnDriver, TurnItems,
-    TurnRuntime,
+    CommandOptions, CommandOutcome, PatchOutcome, StreamingMessage, ToolOutcome, TurnDriver,
+    TurnItems, TurnRuntime,
 };
 pub use openai::{AgentBuildError, OpenAiCompatibleAgent};
 pub use providers::{ModelProviderConfig, WireApi};

@@ -14,6 +14,9 @@ use super::{Agent, AgentError, CommandOptions, ReasoningDelta, TurnDriver};
 /// - `/tool NAME JSON`: calls the dynamic tool `NAME` (registered at `thread/start`) with the
 ///   JSON arguments, then reports the tool's text;
 /// - `/sh CMD`: runs `CMD` with `sh -c` (asking for approval unless the policy is `never`);
+/// - `/patch`, then the lines of a patch up to and including `*** End Patch` (kept as
+///   written, leading spaces included): applies it and answers `patch: ` and what became of it
+///   (what the model would be told);
 /// - `/ask QUESTION`: asks the user and echoes the answer;
 /// - `/sleep MS`: waits MS milliseconds (interruptible);
 /// - `/fail MESSAGE`: fails the turn;
@@ -47,6 +50,12 @@ impl Agent for ScriptedAgent {
             for step in input_steps(&pending) {
                 match step {
                     Step::Line(line) => run_line(line, history, driver).await?,
+                    Step::Patch(patch) => {
+                        let outcome = driver.apply_patch(&patch).await?;
+                        driver
+                            .agent_message(format!("patch: {}", outcome.report()))
+                            .await?;
+                    }
                     Step::Image(what) => {
                         driver
                             .agent_message(format!("Received an image: {what}"))
@@ -86,19 +95,41 @@ enum Step<'a> {
     Line(&'a str),
     /// An image to acknowledge, described.
     Image(String),
+    /// A patch to apply (the lines after `/patch`, as written).
+    Patch(String),
 }
+
+/// The line that starts a patch step.
+const PATCH_COMMAND: &str = "/patch";
+
+/// The line that ends a patch.
+const PATCH_END: &str = "*** End Patch";
 
 /// The steps of every input, in order: each text's non-empty lines, each image.
 fn input_steps(input: &[UserInput]) -> Vec<Step<'_>> {
     let mut steps = Vec::new();
     for input in input {
         match input {
-            UserInput::Text { text } => steps.extend(
-                text.lines()
-                    .map(str::trim)
-                    .filter(|line| !line.is_empty())
-                    .map(Step::Line),
-            ),
+            UserInput::Text { text } => {
+                let mut lines = text.lines();
+                while let Some(line) = lines.next() {
+                    let line = line.trim();
+                    if line == PATCH_COMMAND {
+                        // A patch's lines keep their leading space (context lines start
+                        // with one), so they are taken untrimmed up to the end marker.
+                        let mut patch = Vec::new();
+                        for raw in lines.by_ref() {
+                            patch.push(raw);
+                            if raw.trim() == PATCH_END {
+                                break;
+                            }
+                        }
+                        steps.push(Step::Patch(patch.join("\n")));
+                    } else if !line.is_empty() {
+                        steps.push(Step::Line(line));
+                    }
+                }
+            }
             UserInput::Image { url, .. } => {
                 // `data:image/png;base64,...`: the media type, not the (large) payload.
                 let media_type = url
@@ -262,6 +293,25 @@ mod tests {
                 Step::Image("inline image/png, 26 bytes of data URL".into()),
                 Step::Line("/fail x"),
                 Step::Image("file /tmp/cat.jpg".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_patch_step_keeps_its_lines_as_written() {
+        let input = vec![UserInput::text(
+            "before\n/patch\n*** Begin Patch\n*** Update File: a\n@@\n keep\n-old\n+new\n\
+             *** End Patch\nafter",
+        )];
+        assert_eq!(
+            input_steps(&input),
+            vec![
+                Step::Line("before"),
+                Step::Patch(
+                    "*** Begin Patch\n*** Update File: a\n@@\n keep\n-old\n+new\n*** End Patch"
+                        .into()
+                ),
+                Step::Line("after"),
             ]
         );
     }

@@ -10,7 +10,18 @@ const MAX_ENTRY_CHARS: usize = 200;
 /// small however long the thread grew.
 const MAX_ENTRIES: usize = 40;
 
-/// A deterministic summary of `history`: one line per message, command and tool call (the
+/// A patch status as the summary words it.
+fn patch_status(status: tandem_protocol::PatchApplyStatus) -> &'static str {
+    use tandem_protocol::PatchApplyStatus;
+    match status {
+        PatchApplyStatus::InProgress => "in progress",
+        PatchApplyStatus::Completed => "applied",
+        PatchApplyStatus::Failed => "failed",
+        PatchApplyStatus::Declined => "declined",
+    }
+}
+
+/// A deterministic summary of `history`: one line per message, command, tool call and file change (the
 /// latest 40, each cut to 200 characters), under a heading that
 /// says how many turns it covers. An earlier summary appears as the user input it was sent as.
 pub fn summarize_transcript(history: &[Turn]) -> String {
@@ -40,7 +51,17 @@ pub fn summarize_transcript(history: &[Turn]) -> String {
                     Some(false) => format!("tool: {tool} (failed)"),
                     None => format!("tool: {tool}"),
                 },
-                // reason29: the model's reasoning is its own, not what happened.
+                ThreadItem::FileChange {
+                    changes, status, ..
+                } => {
+                    let paths: Vec<&str> =
+                        changes.iter().map(|change| change.path.as_str()).collect();
+                    format!(
+                        "file change: {} ({})",
+                        paths.join(", "),
+                        patch_status(*status)
+                    )
+                }
                 ThreadItem::ContextCompaction { .. } | ThreadItem::Reasoning { .. } => continue,
             };
             entries.push(cut(&entry.replace('\n', " "), MAX_ENTRY_CHARS));

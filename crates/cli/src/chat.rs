@@ -571,6 +571,13 @@ fn history(turns: &[Turn]) -> Vec<String> {
                 // reason29: `chat` does not show reasoning (issue 29, point 8, is its own
                 // change).
                 ThreadItem::Reasoning { .. } => {}
+                ThreadItem::FileChange {
+                    changes, status, ..
+                } => {
+                    let paths: Vec<&str> =
+                        changes.iter().map(|change| change.path.as_str()).collect();
+                    lines.push(format!("(file change {status:?}: {})", paths.join(", ")));
+                }
             }
         }
         match turn.status {

@@ -48,6 +48,14 @@ impl ServerRequestEvent {
             ServerRequest::ToolCall { params, .. } => {
                 Self::ToolCall(ToolCallRequest { params, responder })
             }
+            // Not typed here yet: an embedder answers it by method and params.
+            ServerRequest::FileChangeRequestApproval { params, .. } => {
+                Self::Other(OtherServerRequest {
+                    method: "item/fileChange/requestApproval".to_owned(),
+                    params: serialized(&params),
+                    responder,
+                })
+            }
             ServerRequest::Custom { method, params, .. } => Self::Other(OtherServerRequest {
                 method,
                 params,
@@ -161,6 +169,11 @@ pub(crate) fn fallback_answer(request: &ServerRequest) -> Result<Value, JSONRPCE
         ServerRequest::ToolCall { params, .. } => Ok(serialized(&ToolCallResponse::failure(
             no_tool_handler(&params.tool),
         ))),
+        ServerRequest::FileChangeRequestApproval { .. } => Ok(serialized(
+            &tandem_protocol::FileChangeRequestApprovalResponse {
+                decision: tandem_protocol::FileChangeApprovalDecision::Decline,
+            },
+        )),
         ServerRequest::Custom { method, .. } => Err(JSONRPCErrorError::method_not_found(method)),
     }
 }

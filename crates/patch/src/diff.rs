@@ -2,6 +2,7 @@
 //! and of a turn's changes. Deterministic: the same inputs give the same bytes, whatever the
 //! machine or its load (no time-bounded search).
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::ops::Range;
 
@@ -12,8 +13,9 @@ const CONTEXT_LINES: usize = 3;
 
 /// The most lines (old and new together, after the common start and end are set aside) that the
 /// minimal diff is computed for. Myers' algorithm costs O((n + m) · d): for a rewrite of a large
-/// file that is hours of CPU, so past this the changed middle is shown as removed and added as a
-/// whole. Still a correct diff, just not the shortest, and the same every time.
+/// file that is hours of CPU, so past this the changed middle is cut at lines that occur once on
+/// each side ([`unique_anchors`]) and what cannot be cut is shown as removed and added as a
+/// whole. Still a correct diff, maybe not the shortest, and the same every time.
 const MAX_DIFFED_LINES: usize = 20_000;
 
 /// The mode git shows for a regular file; this crate knows no modes.
@@ -169,9 +171,29 @@ fn hunks(out: &mut String, old: &str, new: &str) {
     }
 }
 
-/// The edit script from `old` to `new`: Myers' minimal diff, unless the changed middle is too
-/// large to compute it in bounded time (see [`MAX_DIFFED_LINES`]).
+/// The edit script from `old` to `new`: Myers' minimal diff where the changed middle is small
+/// enough (see [`MAX_DIFFED_LINES`]); past that, the middle is cut at the lines found exactly
+/// once on each side, in the same order on both (patience diff's anchors), and each piece
+/// between them diffed the same way, so that a few changes scattered over a large file still
+/// show as a few small hunks. A piece that is still too large and has no such line is shown as
+/// removed and added as a whole.
 fn line_ops(old: &[&str], new: &[&str]) -> Vec<DiffOp> {
+    let mut ops = Vec::new();
+    diff_into(old, new, 0, &mut ops);
+    renumbered(merged(ops))
+}
+
+/// How many times a large piece is cut at anchors within anchors before it is shown whole:
+/// each cut costs a pass over the piece, so this bounds the work to a few passes over the file.
+const MAX_ANCHOR_DEPTH: usize = 8;
+
+/// Appends the ops from `old` to `new` (indices relative; [`renumbered`] fixes them).
+fn diff_into(old: &[&str], new: &[&str], depth: usize, ops: &mut Vec<DiffOp>) {
+    if old.is_empty() || new.is_empty() {
+        // Nothing to match (between neighbouring anchors, most often): no search needed.
+        ops.extend(whole(old.len(), new.len()));
+        return;
+    }
     let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
     let suffix = old[prefix..]
         .iter()
@@ -179,45 +201,135 @@ fn line_ops(old: &[&str], new: &[&str]) -> Vec<DiffOp> {
         .zip(new[prefix..].iter().rev())
         .take_while(|(a, b)| a == b)
         .count();
-    let old_middle = old.len() - prefix - suffix;
-    let new_middle = new.len() - prefix - suffix;
-    if old_middle + new_middle <= MAX_DIFFED_LINES {
-        return renumbered(capture_diff_slices(Algorithm::Myers, old, new));
+    let old_middle = &old[prefix..old.len() - suffix];
+    let new_middle = &new[prefix..new.len() - suffix];
+    push_equal(ops, prefix);
+    if old_middle.len() + new_middle.len() <= MAX_DIFFED_LINES {
+        ops.extend(capture_diff_slices(
+            Algorithm::Myers,
+            old_middle,
+            new_middle,
+        ));
+    } else {
+        let anchors = if depth < MAX_ANCHOR_DEPTH {
+            unique_anchors(old_middle, new_middle)
+        } else {
+            Vec::new()
+        };
+        if anchors.is_empty() {
+            ops.extend(whole(old_middle.len(), new_middle.len()));
+        } else {
+            let (mut old_at, mut new_at) = (0, 0);
+            for (old_anchor, new_anchor) in anchors {
+                diff_into(
+                    &old_middle[old_at..old_anchor],
+                    &new_middle[new_at..new_anchor],
+                    depth + 1,
+                    ops,
+                );
+                push_equal(ops, 1);
+                (old_at, new_at) = (old_anchor + 1, new_anchor + 1);
+            }
+            diff_into(&old_middle[old_at..], &new_middle[new_at..], depth + 1, ops);
+        }
     }
-    let mut ops = Vec::with_capacity(4);
-    if prefix > 0 {
+    push_equal(ops, suffix);
+}
+
+fn push_equal(ops: &mut Vec<DiffOp>, len: usize) {
+    if len > 0 {
         ops.push(DiffOp::Equal {
             old_index: 0,
             new_index: 0,
-            len: prefix,
+            len,
         });
     }
-    ops.push(match (old_middle, new_middle) {
-        (0, new_len) => DiffOp::Insert {
-            old_index: prefix,
-            new_index: prefix,
+}
+
+/// `old_len` lines removed and `new_len` added, as one op (none when both are empty).
+fn whole(old_len: usize, new_len: usize) -> Option<DiffOp> {
+    match (old_len, new_len) {
+        (0, 0) => None,
+        (0, new_len) => Some(DiffOp::Insert {
+            old_index: 0,
+            new_index: 0,
             new_len,
-        },
-        (old_len, 0) => DiffOp::Delete {
-            old_index: prefix,
+        }),
+        (old_len, 0) => Some(DiffOp::Delete {
+            old_index: 0,
             old_len,
-            new_index: prefix,
-        },
-        (old_len, new_len) => DiffOp::Replace {
-            old_index: prefix,
+            new_index: 0,
+        }),
+        (old_len, new_len) => Some(DiffOp::Replace {
+            old_index: 0,
             old_len,
-            new_index: prefix,
+            new_index: 0,
             new_len,
-        },
-    });
-    if suffix > 0 {
-        ops.push(DiffOp::Equal {
-            old_index: prefix + old_middle,
-            new_index: prefix + new_middle,
-            len: suffix,
-        });
+        }),
     }
-    ops
+}
+
+/// The lines found exactly once in `old` and once in `new`, as `(old index, new index)`: the
+/// longest run of them in the same order on both sides (a longest increasing subsequence of
+/// the new indices, by patience sorting). Deterministic: ties go to the earliest line.
+fn unique_anchors(old: &[&str], new: &[&str]) -> Vec<(usize, usize)> {
+    // Per line: occurrences in old, in new, and the index of the (only) one on each side.
+    let mut seen: HashMap<&str, (u32, u32, usize, usize)> = HashMap::with_capacity(old.len());
+    for (index, line) in old.iter().enumerate() {
+        let entry = seen.entry(line).or_insert((0, 0, index, 0));
+        entry.0 += 1;
+    }
+    for (index, line) in new.iter().enumerate() {
+        if let Some(entry) = seen.get_mut(line) {
+            entry.1 += 1;
+            entry.3 = index;
+        }
+    }
+    let mut pairs: Vec<(usize, usize)> = seen
+        .into_values()
+        .filter(|&(in_old, in_new, _, _)| in_old == 1 && in_new == 1)
+        .map(|(_, _, old_index, new_index)| (old_index, new_index))
+        .collect();
+    pairs.sort_unstable();
+    // Patience sorting: `tails[k]` is the pair ending the best run of length k + 1 so far.
+    let mut tails: Vec<usize> = Vec::new();
+    let mut previous: Vec<Option<usize>> = vec![None; pairs.len()];
+    for (position, &(_, new_index)) in pairs.iter().enumerate() {
+        let length = tails.partition_point(|&tail| pairs[tail].1 < new_index);
+        previous[position] = length.checked_sub(1).map(|before| tails[before]);
+        if length == tails.len() {
+            tails.push(position);
+        } else {
+            tails[length] = position;
+        }
+    }
+    let mut run = Vec::with_capacity(tails.len());
+    let mut at = tails.last().copied();
+    while let Some(position) = at {
+        run.push(pairs[position]);
+        at = previous[position];
+    }
+    run.reverse();
+    run
+}
+
+/// `ops` with neighbouring equal runs joined, so that the hunks' context is cut as for one run.
+fn merged(ops: Vec<DiffOp>) -> Vec<DiffOp> {
+    let mut out: Vec<DiffOp> = Vec::with_capacity(ops.len());
+    for op in ops {
+        if let (
+            DiffOp::Equal { len, .. },
+            Some(DiffOp::Equal {
+                len: previous_len, ..
+            }),
+        ) = (&op, out.last_mut())
+        {
+            *previous_len += len;
+            continue;
+        }
+        out.push(op);
+    }
+    out
 }
 
 /// `ops` with each op's indices recomputed from the lengths of the ops before it.

@@ -103,6 +103,34 @@ fn a_huge_rewrite_is_one_replaced_block_and_deterministic() {
 }
 
 #[test]
+fn scattered_changes_in_a_large_file_stay_small_hunks() {
+    let lines = 3 * MAX_DIFFED_LINES;
+    let old: Vec<String> = (0..lines).map(|n| format!("line {n}\n")).collect();
+    let mut new = old.clone();
+    // 30 changed lines, a removed one and an added one, far apart; and a line that repeats
+    // (no anchor) between them.
+    for n in (1_000..lines).step_by(2_000) {
+        new[n] = format!("changed {n}\n");
+    }
+    new.remove(5_500);
+    new.insert(7_700, "added\n".to_owned());
+    let (old, new) = (old.concat(), new.concat());
+    let diff = unified_diff("f", "f", Some(&old), Some(&new));
+    assert_eq!(diff.matches("\n@@ ").count(), 32, "{}", &diff[..400]);
+    assert!(diff.len() < 32 * 200, "{} bytes", diff.len());
+    assert!(
+        diff.contains(
+            "@@ -998,7 +998,7 @@\n line 997\n line 998\n line 999\n-line 1000\n+changed 1000\n"
+        ),
+        "{}",
+        &diff[..400]
+    );
+    assert!(diff.contains("-line 5500\n"), "{}", diff);
+    assert!(diff.contains("+added\n"), "{}", diff);
+    assert_eq!(diff, unified_diff("f", "f", Some(&old), Some(&new)));
+}
+
+#[test]
 fn hunk_headers_count_from_where_the_ops_really_are() {
     // `similar` numbered the leading delete's new side 1 here, which made the header `+2,5`.
     let diff = unified_diff(

@@ -164,6 +164,10 @@ request_enum! {
     /// `item/tool/requestUserInput`: ask the user questions.
     ToolRequestUserInput => "item/tool/requestUserInput"
         (ToolRequestUserInputParams) -> ToolRequestUserInputResponse;
+    // apply29:
+    /// `item/fileChange/requestApproval`: may these file changes be written?
+    FileChangeRequestApproval => "item/fileChange/requestApproval"
+        (FileChangeRequestApprovalParams) -> FileChangeRequestApprovalResponse;
 }
 
 notification_enum! {
@@ -238,6 +242,11 @@ notification_enum! {
         (ReasoningSummaryTextDeltaNotification);
     /// `item/reasoning/textDelta`: reasoning text.
     ReasoningTextDelta => "item/reasoning/textDelta" (ReasoningTextDeltaNotification);
+    // apply29:
+    /// `item/fileChange/patchUpdated`: a `fileChange` item's changes as they stand.
+    FileChangePatchUpdated => "item/fileChange/patchUpdated" (FileChangePatchUpdatedNotification);
+    /// `turn/diff/updated`: the turn's aggregated diff after a file change.
+    TurnDiffUpdated => "turn/diff/updated" (TurnDiffUpdatedNotification);
 }
 
 /// Client methods that require the `experimentalApi` capability.
@@ -340,6 +349,7 @@ impl ServerRequest {
             Self::ToolCall { params, .. } => Some(&params.thread_id),
             Self::CommandExecutionRequestApproval { params, .. } => Some(&params.thread_id),
             Self::ToolRequestUserInput { params, .. } => Some(&params.thread_id),
+            Self::FileChangeRequestApproval { params, .. } => Some(&params.thread_id),
             Self::Custom { .. } => None,
         }
     }
@@ -351,6 +361,7 @@ impl ServerRequest {
             Self::ToolCall { params, .. } => Some(&params.turn_id),
             Self::CommandExecutionRequestApproval { params, .. } => Some(&params.turn_id),
             Self::ToolRequestUserInput { params, .. } => Some(&params.turn_id),
+            Self::FileChangeRequestApproval { params, .. } => Some(&params.turn_id),
             Self::Custom { .. } => None,
         }
     }
@@ -384,6 +395,8 @@ impl ServerNotification {
             Self::ReasoningSummaryPartAdded(n) => Some(&n.thread_id),
             Self::ReasoningSummaryTextDelta(n) => Some(&n.thread_id),
             Self::ReasoningTextDelta(n) => Some(&n.thread_id),
+            Self::FileChangePatchUpdated(n) => Some(&n.thread_id),
+            Self::TurnDiffUpdated(n) => Some(&n.thread_id),
             Self::ProcessOutputDelta(_)
             | Self::ProcessExited(_)
             | Self::CommandExecOutputDelta(_)
@@ -417,6 +430,8 @@ impl ServerNotification {
             Self::ReasoningSummaryPartAdded(n) => Some(&n.turn_id),
             Self::ReasoningSummaryTextDelta(n) => Some(&n.turn_id),
             Self::ReasoningTextDelta(n) => Some(&n.turn_id),
+            Self::FileChangePatchUpdated(n) => Some(&n.turn_id),
+            Self::TurnDiffUpdated(n) => Some(&n.turn_id),
             _ => None,
         }
     }

@@ -173,6 +173,7 @@ fn server_request_results_round_trip() {
         result_round_trip::<m::ToolCall>(tool_call_response()),
         result_round_trip::<m::CommandExecutionRequestApproval>(approval_response()),
         result_round_trip::<m::ToolRequestUserInput>(user_input_response()),
+        result_round_trip::<m::FileChangeRequestApproval>(file_change_approval_response()),
     ];
     assert_covers_exactly(covered, ServerRequest::METHODS);
 }

@@ -243,6 +243,10 @@ fn server_results() -> Vec<(&'static str, Value)> {
             m::ToolRequestUserInput::METHOD,
             to_json(&user_input_response()),
         ),
+        (
+            m::FileChangeRequestApproval::METHOD,
+            to_json(&file_change_approval_response()),
+        ),
     ]
 }
 

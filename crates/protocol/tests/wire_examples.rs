@@ -710,6 +710,16 @@ fn server_requests_match_protocol_examples() {
                                "q2": {"answers": ["release", "today"]}}}),
             user_input_response(),
         ),
+        check::<m::FileChangeRequestApproval>(
+            json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e",
+                   "turnId": "0190f3a2-8000-7000-8000-000000000001", "itemId": "item-patch",
+                   "startedAtMs": 1_760_000_000_000_i64,
+                   "reason": "the patch changes /etc/hosts outside the writable roots",
+                   "grantRoot": null}),
+            file_change_approval_params(),
+            json!({"decision": "acceptForSession"}),
+            file_change_approval_response(),
+        ),
     ];
     assert_covers_exactly(covered, ServerRequest::METHODS);
 }
@@ -886,6 +896,27 @@ fn server_notification_examples() -> Vec<(Value, ServerNotification)> {
                    "params": {"threadId": THREAD_ID, "turnId": TURN_ID, "itemId": "rs-1",
                               "delta": "The test ", "contentIndex": 0}}),
             reasoning_text_delta(),
+        ),
+        (
+            json!({"method": "item/fileChange/patchUpdated",
+            "params": {"threadId": thread_id, "turnId": turn_id, "itemId": "item-patch",
+                       "changes": [
+                           {"path": "/home/dev/project/a.txt",
+                            "kind": {"type": "update",
+                                     "move_path": "/home/dev/project/b.txt"},
+                            "diff": "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+b\n"},
+                           {"path": "/home/dev/project/new.txt", "kind": {"type": "add"},
+                            "diff": "diff --git a/new.txt b/new.txt\nnew file mode 100644\n"},
+                           {"path": "/home/dev/project/old.txt", "kind": {"type": "delete"},
+                            "diff": "diff --git a/old.txt b/old.txt\ndeleted file mode 100644\n"}
+                       ]}}),
+            file_change_patch_updated(),
+        ),
+        (
+            json!({"method": "turn/diff/updated",
+                   "params": {"threadId": thread_id, "turnId": turn_id,
+                              "diff": "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+b\n"}}),
+            turn_diff_updated(),
         ),
     ]
 }

@@ -68,7 +68,7 @@ pub use tandem_store as store;
 
 pub use agent::{
     Agent, AgentBuildError, AgentError, CommandOptions, CommandOutcome, OpenAiCompatibleAgent,
-    ScriptedAgent, StreamingMessage, ToolOutcome, TurnDriver, TurnItems,
+    PatchOutcome, ScriptedAgent, StreamingMessage, ToolOutcome, TurnDriver, TurnItems,
 };
 pub use catalog::{DEFAULT_MODEL, MODEL_PROVIDER};
 pub use config::{ConfigError, ConfigWarning, ServerConfig, ServerConfigBuilder};

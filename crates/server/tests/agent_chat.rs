@@ -420,7 +420,10 @@ async fn a_dynamic_tool_call_goes_to_the_client_and_its_answer_to_the_model() {
         .iter()
         .filter_map(|tool| tool["function"]["name"].as_str())
         .collect();
-    assert_eq!(offered, vec!["shell", "ask_user", "update_plan", "lookup"]);
+    assert_eq!(
+        offered,
+        vec!["shell", "apply_patch", "ask_user", "update_plan", "lookup"]
+    );
     assert_eq!(
         bodies[0]["tools"][3]["function"]["parameters"]["properties"]["key"]["type"],
         "string"

@@ -4,8 +4,8 @@
 //! never end. Shared by every store so that they agree on the result.
 
 use tandem_protocol::{
-    CommandExecutionStatus, DynamicToolCallOutputContentItem, DynamicToolCallStatus, ThreadItem,
-    Turn, TurnError, TurnStatus,
+    CommandExecutionStatus, DynamicToolCallOutputContentItem, DynamicToolCallStatus,
+    PatchApplyStatus, ThreadItem, Turn, TurnError, TurnStatus,
 };
 
 /// The reason recorded on a turn that was still running when the server stopped.
@@ -30,8 +30,10 @@ pub fn close_unfinished_turn(turn: &mut Turn) -> bool {
 
 /// Closes an item left started: a command still `inProgress` becomes `failed` with no exit
 /// code and no output (it may have run, so `declined` would be untrue); a dynamic tool call
-/// still `inProgress` becomes `failed` with an output that says it was interrupted. Returns
-/// whether it changed.
+/// still `inProgress` becomes `failed` with an output that says it was interrupted; a file
+/// change still `inProgress` becomes `failed` keeping its planned changes, which name every
+/// file that may or may not have been written (docs/reliability.md, "A patch cut short").
+/// Returns whether it changed.
 pub fn close_unfinished_item(item: &mut ThreadItem) -> bool {
     match item {
         ThreadItem::CommandExecution { status, .. }
@@ -53,6 +55,42 @@ pub fn close_unfinished_item(item: &mut ThreadItem) -> bool {
             }]);
             true
         }
+        ThreadItem::FileChange { status, .. } if *status == PatchApplyStatus::InProgress => {
+            *status = PatchApplyStatus::Failed;
+            true
+        }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tandem_protocol::{FileUpdateChange, PatchChangeKind};
+
+    use super::*;
+
+    #[test]
+    fn a_file_change_cut_short_fails_and_keeps_the_files_it_may_have_written() {
+        let change = FileUpdateChange {
+            path: "/w/a.txt".into(),
+            kind: PatchChangeKind::Update { move_path: None },
+            diff: "diff --git a/a.txt b/a.txt\n".into(),
+        };
+        let mut item = ThreadItem::FileChange {
+            id: "p".into(),
+            changes: vec![change.clone()],
+            status: PatchApplyStatus::InProgress,
+        };
+        assert!(close_unfinished_item(&mut item));
+        assert_eq!(
+            item,
+            ThreadItem::FileChange {
+                id: "p".into(),
+                changes: vec![change],
+                status: PatchApplyStatus::Failed,
+            }
+        );
+        // Finished items are left alone.
+        assert!(!close_unfinished_item(&mut item));
     }
 }

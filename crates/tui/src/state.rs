@@ -450,6 +450,13 @@ impl AppState {
             }
             // reason29: the TUI does not show reasoning (issue 29, point 8, is its own change).
             ThreadItem::Reasoning { .. } => return,
+            // A one-line notice until the TUI renders file changes as diffs.
+            ThreadItem::FileChange {
+                changes, status, ..
+            } => {
+                let paths: Vec<&str> = changes.iter().map(|change| change.path.as_str()).collect();
+                Entry::Notice(format!("(file change {status:?}: {})", paths.join(", ")))
+            }
         };
         match self.position(item.id()) {
             Some(index) => self.transcript[index] = entry,

@@ -1,5 +1,6 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
 import type { CommandExecutionRequestApprovalParams } from "./CommandExecutionRequestApprovalParams";
+import type { FileChangeRequestApprovalParams } from "./FileChangeRequestApprovalParams";
 import type { RequestId } from "./RequestId";
 import type { ToolCallParams } from "./ToolCallParams";
 import type { ToolRequestUserInputParams } from "./ToolRequestUserInputParams";
@@ -10,4 +11,5 @@ import type { ToolRequestUserInputParams } from "./ToolRequestUserInputParams";
 export type ServerRequest =
   | { id: RequestId, method: "item/tool/call", params: ToolCallParams, }
   | { id: RequestId, method: "item/commandExecution/requestApproval", params: CommandExecutionRequestApprovalParams, }
-  | { id: RequestId, method: "item/tool/requestUserInput", params: ToolRequestUserInputParams, };
+  | { id: RequestId, method: "item/tool/requestUserInput", params: ToolRequestUserInputParams, }
+  | { id: RequestId, method: "item/fileChange/requestApproval", params: FileChangeRequestApprovalParams, };

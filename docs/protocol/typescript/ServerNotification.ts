@@ -5,6 +5,7 @@ import type { CommandExecutionOutputDeltaNotification } from "./CommandExecution
 import type { ContextCompactedNotification } from "./ContextCompactedNotification";
 import type { ErrorNotification } from "./ErrorNotification";
 import type { EventCursor } from "./EventCursor";
+import type { FileChangePatchUpdatedNotification } from "./FileChangePatchUpdatedNotification";
 import type { FsChangedNotification } from "./FsChangedNotification";
 import type { ItemCompletedNotification } from "./ItemCompletedNotification";
 import type { ItemStartedNotification } from "./ItemStartedNotification";
@@ -23,6 +24,7 @@ import type { ThreadStatusChangedNotification } from "./ThreadStatusChangedNotif
 import type { ThreadTokenUsageUpdatedNotification } from "./ThreadTokenUsageUpdatedNotification";
 import type { ThreadUnarchivedNotification } from "./ThreadUnarchivedNotification";
 import type { TurnCompletedNotification } from "./TurnCompletedNotification";
+import type { TurnDiffUpdatedNotification } from "./TurnDiffUpdatedNotification";
 import type { TurnPlanUpdatedNotification } from "./TurnPlanUpdatedNotification";
 import type { TurnStartedNotification } from "./TurnStartedNotification";
 
@@ -54,4 +56,6 @@ export type ServerNotification =
   | { method: "turn/plan/updated", params: TurnPlanUpdatedNotification, emittedAtMs?: number, cursor?: EventCursor, }
   | { method: "item/reasoning/summaryPartAdded", params: ReasoningSummaryPartAddedNotification, emittedAtMs?: number, cursor?: EventCursor, }
   | { method: "item/reasoning/summaryTextDelta", params: ReasoningSummaryTextDeltaNotification, emittedAtMs?: number, cursor?: EventCursor, }
-  | { method: "item/reasoning/textDelta", params: ReasoningTextDeltaNotification, emittedAtMs?: number, cursor?: EventCursor, };
+  | { method: "item/reasoning/textDelta", params: ReasoningTextDeltaNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "item/fileChange/patchUpdated", params: FileChangePatchUpdatedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "turn/diff/updated", params: TurnDiffUpdatedNotification, emittedAtMs?: number, cursor?: EventCursor, };

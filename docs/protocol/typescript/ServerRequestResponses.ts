@@ -1,5 +1,6 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
 import type { CommandExecutionRequestApprovalResponse } from "./CommandExecutionRequestApprovalResponse";
+import type { FileChangeRequestApprovalResponse } from "./FileChangeRequestApprovalResponse";
 import type { ToolCallResponse } from "./ToolCallResponse";
 import type { ToolRequestUserInputResponse } from "./ToolRequestUserInputResponse";
 
@@ -10,4 +11,5 @@ export type ServerRequestResponses = {
   "item/tool/call": ToolCallResponse,
   "item/commandExecution/requestApproval": CommandExecutionRequestApprovalResponse,
   "item/tool/requestUserInput": ToolRequestUserInputResponse,
+  "item/fileChange/requestApproval": FileChangeRequestApprovalResponse,
 };

@@ -3,7 +3,9 @@ import type { CommandAction } from "./CommandAction";
 import type { CommandExecutionStatus } from "./CommandExecutionStatus";
 import type { DynamicToolCallOutputContentItem } from "./DynamicToolCallOutputContentItem";
 import type { DynamicToolCallStatus } from "./DynamicToolCallStatus";
+import type { FileUpdateChange } from "./FileUpdateChange";
 import type { JsonValue } from "./JsonValue";
+import type { PatchApplyStatus } from "./PatchApplyStatus";
 import type { UserInput } from "./UserInput";
 
 /**
@@ -113,4 +115,16 @@ summary: Array<string>,
 /**
  * The reasoning text, one string per part (`item/reasoning/textDelta`).
  */
-content: Array<string>, };
+content: Array<string>, } | { "type": "fileChange",
+/**
+ * Item id; also the `itemId` of its approval request.
+ */
+id: string,
+/**
+ * Every file of the patch, with its diff.
+ */
+changes: Array<FileUpdateChange>,
+/**
+ * Current status.
+ */
+status: PatchApplyStatus, };

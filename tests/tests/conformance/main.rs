@@ -104,5 +104,7 @@ conformance_suite! {
         // reason29:
         crate::scenarios::plan_reasoning::plan_and_reasoning_from_the_scripted_agent => plan_and_reasoning_from_the_scripted_agent,
         crate::scenarios::plan_reasoning::plan_and_reasoning_from_a_model_provider => plan_and_reasoning_from_a_model_provider,
+        crate::scenarios::file_changes::file_change_approved_then_turn_diff => file_change_approved_then_turn_diff,
+        crate::scenarios::file_changes::file_change_declined_or_unparsable => file_change_declined_or_unparsable,
     }
 }

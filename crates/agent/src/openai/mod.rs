@@ -28,6 +28,7 @@ use tandem_protocol::{TokenUsageBreakdown, Turn, UserInput};
 use crate::providers::{ModelProviderConfig, WireApi};
 use crate::{Agent, AgentError, StreamingMessage, TurnDriver};
 
+mod apply_patch;
 mod chat;
 mod images;
 // reason29: reasoning items.

@@ -2,12 +2,15 @@
 //! `POST {base_url}/responses` with `stream: true`, and the `response.*` events that stream
 //! back. Text arrives as `response.output_text.delta`; a function call is announced by
 //! `response.output_item.added`, fed by `response.function_call_arguments.delta` and settled
-//! by `response.output_item.done`; the end is `response.completed`. A reasoning output item
-//! is announced and settled the same way, with `response.reasoning_summary_part.added`,
+//! by `response.output_item.done`; a custom tool call (the free-form `apply_patch`) likewise,
+//! with `response.custom_tool_call_input.delta`. A reasoning output item is announced and
+//! settled the same way, with `response.reasoning_summary_part.added`,
 //! `response.reasoning_summary_text.delta` and `response.reasoning_text.delta` in between.
+//! The end is `response.completed`.
 
 use serde_json::{Value, json};
 
+use super::apply_patch::{self, APPLY_PATCH_TOOL};
 use super::images::UserPart;
 use super::reasoning::ReasoningEvent;
 use super::retry::{ApiError, AttemptError};
@@ -18,7 +21,12 @@ use crate::ReasoningDelta;
 
 /// The request body. Nothing is stored server-side (`store: false`): the whole conversation
 /// is sent each time, as with Chat Completions.
+///
+/// For the models trained on it, `apply_patch` is offered as the free-form custom tool, and
+/// its calls and results are sent as `custom_tool_call` / `custom_tool_call_output`.
 pub(crate) fn request_body(model: &str, conversation: &Conversation) -> Value {
+    let custom_patch = apply_patch::uses_custom_tool(model);
+    let mut custom_calls: Vec<&str> = Vec::new();
     let mut input = Vec::new();
     for entry in &conversation.entries {
         match entry {
@@ -36,19 +44,40 @@ pub(crate) fn request_body(model: &str, conversation: &Conversation) -> Value {
                     }));
                 }
                 for call in calls {
-                    input.push(json!({
-                        "type": "function_call",
-                        "call_id": call.id,
-                        "name": call.name,
-                        "arguments": call.arguments,
-                    }));
+                    let patch = (custom_patch && call.name == APPLY_PATCH_TOOL)
+                        .then(|| apply_patch::patch_of(&call.arguments).ok())
+                        .flatten();
+                    match patch {
+                        Some(patch) => {
+                            custom_calls.push(&call.id);
+                            input.push(json!({
+                                "type": "custom_tool_call",
+                                "call_id": call.id,
+                                "name": call.name,
+                                "input": patch,
+                            }));
+                        }
+                        None => input.push(json!({
+                            "type": "function_call",
+                            "call_id": call.id,
+                            "name": call.name,
+                            "arguments": call.arguments,
+                        })),
+                    }
                 }
             }
-            Entry::ToolResult { call_id, output } => input.push(json!({
-                "type": "function_call_output",
-                "call_id": call_id,
-                "output": output,
-            })),
+            Entry::ToolResult { call_id, output } => {
+                let kind = if custom_calls.contains(&call_id.as_str()) {
+                    "custom_tool_call_output"
+                } else {
+                    "function_call_output"
+                };
+                input.push(json!({
+                    "type": kind,
+                    "call_id": call_id,
+                    "output": output,
+                }));
+            }
             Entry::Reasoning(reasoning) => {
                 if let Some(item) = reasoning_input(reasoning) {
                     input.push(item);
@@ -60,6 +89,9 @@ pub(crate) fn request_body(model: &str, conversation: &Conversation) -> Value {
         .tools
         .iter()
         .map(|tool| {
+            if custom_patch && tool.name == APPLY_PATCH_TOOL {
+                return apply_patch::custom_tool();
+            }
             json!({
                 "type": "function",
                 "name": tool.name,
@@ -168,7 +200,10 @@ struct PartialCall {
     output_index: Option<u64>,
     call_id: Option<String>,
     name: Option<String>,
+    /// The arguments' JSON text, or a custom call's raw input.
     arguments: String,
+    /// Whether it is a custom tool call (`custom_tool_call`), whose input is free text.
+    custom: bool,
 }
 
 /// Decodes one streamed response.
@@ -205,17 +240,20 @@ impl ResponsesDecoder {
 
     /// Takes the settled fields of a `function_call` output item.
     fn function_item(&mut self, item: &Value, output_index: Option<u64>, done: bool) {
-        if text_of(item, "type") != Some("function_call") {
-            return;
-        }
+        let (custom, arguments_key) = match text_of(item, "type") {
+            Some("function_call") => (false, "arguments"),
+            Some("custom_tool_call") => (true, "input"),
+            _ => return,
+        };
         let call = self.call_for(text_of(item, "id"), output_index);
+        call.custom = custom;
         if let Some(call_id) = text_of(item, "call_id").filter(|id| !id.is_empty()) {
             call.call_id = Some(call_id.to_owned());
         }
         if let Some(name) = text_of(item, "name").filter(|name| !name.is_empty()) {
             call.name = Some(name.to_owned());
         }
-        if let Some(arguments) = text_of(item, "arguments")
+        if let Some(arguments) = text_of(item, arguments_key)
             && (done || call.arguments.is_empty())
         {
             call.arguments = arguments.to_owned();
@@ -297,15 +335,20 @@ impl StreamDecoder for ResponsesDecoder {
                     },
                 ))])
             }
-            "response.function_call_arguments.delta" => {
+            "response.function_call_arguments.delta" | "response.custom_tool_call_input.delta" => {
                 if let Some(delta) = text_of(&value, "delta") {
                     let call = self.call_for(text_of(&value, "item_id"), output_index);
                     call.arguments.push_str(delta);
                 }
                 Ok(Vec::new())
             }
-            "response.function_call_arguments.done" => {
-                if let Some(arguments) = text_of(&value, "arguments") {
+            "response.function_call_arguments.done" | "response.custom_tool_call_input.done" => {
+                let key = if kind.starts_with("response.custom") {
+                    "input"
+                } else {
+                    "arguments"
+                };
+                if let Some(arguments) = text_of(&value, key) {
                     let call = self.call_for(text_of(&value, "item_id"), output_index);
                     call.arguments = arguments.to_owned();
                 }
@@ -349,7 +392,12 @@ impl StreamDecoder for ResponsesDecoder {
                     .or(call.item_id)
                     .unwrap_or_else(|| format!("call_{position}")),
                 name: call.name.unwrap_or_default(),
-                arguments: call.arguments,
+                // Inside the agent a custom call is the function form's call.
+                arguments: if call.custom {
+                    apply_patch::arguments_of_input(&call.arguments)
+                } else {
+                    call.arguments
+                },
             })
             .collect()
     }
@@ -475,6 +523,66 @@ mod tests {
             json!([{"type": "reasoning", "summary": [{"type": "summary_text", "text": "Plan"}],
                     "encrypted_content": "gAAA"}])
         );
+    }
+
+    #[test]
+    fn a_custom_patch_call_is_assembled_and_sent_back_as_one() {
+        let mut decoder = ResponsesDecoder::default();
+        let events = [
+            r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"custom_tool_call","id":"ct_1","call_id":"call_p","name":"apply_patch","input":""}}"#,
+            r#"{"type":"response.custom_tool_call_input.delta","item_id":"ct_1","output_index":0,"delta":"*** Begin Patch\n"}"#,
+            r#"{"type":"response.custom_tool_call_input.delta","item_id":"ct_1","output_index":0,"delta":"*** Delete File: a\n*** End Patch"}"#,
+            r#"{"type":"response.completed","response":{}}"#,
+        ];
+        for data in events {
+            decoder.decode("", data).expect("decodes");
+        }
+        let calls = Box::new(decoder).finish();
+        let patch = "*** Begin Patch\n*** Delete File: a\n*** End Patch";
+        assert_eq!(
+            calls,
+            vec![ToolCall {
+                id: "call_p".into(),
+                name: "apply_patch".into(),
+                arguments: apply_patch::arguments_of_input(patch),
+            }]
+        );
+
+        use crate::openai::transcript::{Conversation, Entry, function_tools};
+        let conversation = Conversation {
+            instructions: "i".into(),
+            entries: vec![
+                Entry::Assistant {
+                    text: String::new(),
+                    calls,
+                },
+                Entry::ToolResult {
+                    call_id: "call_p".into(),
+                    output: "done".into(),
+                },
+            ],
+            tools: function_tools(&[]),
+            reasoning: Default::default(),
+        };
+        let custom = request_body("gpt-5-codex", &conversation);
+        assert_eq!(custom["input"][0]["type"], "custom_tool_call");
+        assert_eq!(custom["input"][0]["input"], patch);
+        assert_eq!(custom["input"][1]["type"], "custom_tool_call_output");
+        let tools = custom["tools"].as_array().expect("tools");
+        assert!(tools.iter().any(|tool| tool["type"] == "custom"
+            && tool["name"] == "apply_patch"
+            && tool["format"]["type"] == "grammar"));
+
+        let function = request_body("qwen3", &conversation);
+        assert_eq!(function["input"][0]["type"], "function_call");
+        assert_eq!(function["input"][1]["type"], "function_call_output");
+        let tools = function["tools"].as_array().expect("tools");
+        let patch_tool = tools
+            .iter()
+            .find(|tool| tool["name"] == "apply_patch")
+            .expect("offered");
+        assert_eq!(patch_tool["type"], "function");
+        assert_eq!(patch_tool["parameters"]["required"][0], "input");
     }
 
     #[test]

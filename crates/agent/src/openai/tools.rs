@@ -1,6 +1,7 @@
 //! Running the tools the model calls, through the [`TurnDriver`]: `shell` becomes
-//! [`TurnDriver::run_command`] (under the thread's approval policy), `ask_user`
-//! [`TurnDriver::ask_user`], `update_plan` [`TurnDriver::update_plan`], any other name the thread's dynamic tool of that name
+//! [`TurnDriver::run_command`] (under the thread's approval policy), `apply_patch`
+//! [`TurnDriver::apply_patch`], `ask_user` [`TurnDriver::ask_user`], `update_plan`
+//! [`TurnDriver::update_plan`], any other name the thread's dynamic tool of that name
 //! (`item/tool/call`). Whatever happens, the model gets a result text for the call, so a bad
 //! call or a declined command never breaks the conversation.
 
@@ -10,6 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tandem_protocol::DynamicToolCallOutputContentItem;
 
+use super::apply_patch::{self, APPLY_PATCH_TOOL};
 use super::tool_calls::ToolCall;
 use crate::{AgentError, CommandOptions, CommandOutcome, TurnDriver};
 
@@ -74,6 +76,10 @@ pub(crate) async fn run(call: &ToolCall, driver: &mut TurnDriver) -> Result<Stri
                 CommandOutcome::Ran { exit_code, output } => Ok(command_result(exit_code, &output)),
             }
         }
+        APPLY_PATCH_TOOL => match apply_patch::patch_of(arguments) {
+            Ok(patch) => Ok(driver.apply_patch(&patch).await?.report().to_owned()),
+            Err(error) => Ok(error),
+        },
         ASK_USER_TOOL => {
             let arguments: AskUserArguments = match serde_json::from_str(arguments) {
                 Ok(arguments) => arguments,

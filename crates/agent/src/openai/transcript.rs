@@ -9,6 +9,7 @@ use tandem_protocol::{
     DynamicToolSpec, ThreadItem, Turn, UserInput,
 };
 
+use super::apply_patch::{self, APPLY_PATCH_TOOL};
 use super::images::{self, UserPart};
 use super::tool_calls::ToolCall;
 use super::tools::{self, ASK_USER_TOOL, SHELL_TOOL, UPDATE_PLAN_TOOL};
@@ -65,8 +66,9 @@ pub(crate) fn instructions(cwd: &str) -> String {
     format!(
         "You are a coding agent running inside Tandem. You work in the directory {cwd}. Use the \
          `{SHELL_TOOL}` tool to run shell commands there (the user may decline a command), \
-         `{ASK_USER_TOOL}` when you need an answer from the user, and `{UPDATE_PLAN_TOOL}` to \
-         keep the user informed of the steps of a longer task. Be concise."
+         `{APPLY_PATCH_TOOL}` to edit files (not the shell), `{ASK_USER_TOOL}` when you need an \
+         answer from the user, and `{UPDATE_PLAN_TOOL}` to keep the user informed of the steps \
+         of a longer task. Be concise."
     )
 }
 
@@ -106,6 +108,7 @@ pub(crate) fn function_tools(dynamic: &[DynamicToolSpec]) -> Vec<FunctionTool> {
                 "required": ["command"]
             }),
         },
+        apply_patch::function_tool(),
         FunctionTool {
             name: ASK_USER_TOOL.to_owned(),
             description: "Asks the user a question and returns their answer.".to_owned(),
@@ -149,7 +152,14 @@ pub(crate) fn function_tools(dynamic: &[DynamicToolSpec]) -> Vec<FunctionTool> {
         },
     ];
     for spec in dynamic {
-        if [SHELL_TOOL, ASK_USER_TOOL, UPDATE_PLAN_TOOL].contains(&spec.name.as_str()) {
+        if [
+            SHELL_TOOL,
+            APPLY_PATCH_TOOL,
+            ASK_USER_TOOL,
+            UPDATE_PLAN_TOOL,
+        ]
+        .contains(&spec.name.as_str())
+        {
             tracing::warn!(tool = %spec.name, "dynamic tool shadows a built-in tool; not offered");
             continue;
         }
@@ -247,6 +257,22 @@ pub(crate) fn replay_items(items: &[ThreadItem], entries: &mut Vec<Entry>) {
             // reasoning has no encrypted content to send back, and providers discard the
             // reasoning of earlier turns anyway.
             ThreadItem::ContextCompaction { .. } | ThreadItem::Reasoning { .. } => {}
+            ThreadItem::FileChange {
+                id,
+                changes,
+                status,
+            } => {
+                let (arguments, output) = apply_patch::replay(changes, *status);
+                calls.push(ToolCall {
+                    id: id.clone(),
+                    name: APPLY_PATCH_TOOL.to_owned(),
+                    arguments,
+                });
+                results.push(Entry::ToolResult {
+                    call_id: id.clone(),
+                    output,
+                });
+            }
             ThreadItem::DynamicToolCall {
                 id,
                 tool,
@@ -416,9 +442,17 @@ mod tests {
             input_schema: json!({}),
             defer_loading: None,
         };
-        let tools = function_tools(&[spec("lookup"), spec("shell"), spec("update_plan")]);
+        let tools = function_tools(&[
+            spec("lookup"),
+            spec("shell"),
+            spec("apply_patch"),
+            spec("update_plan"),
+        ]);
         let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
-        assert_eq!(names, vec!["shell", "ask_user", "update_plan", "lookup"]);
+        assert_eq!(
+            names,
+            vec!["shell", "apply_patch", "ask_user", "update_plan", "lookup"]
+        );
         assert_eq!(tools[3].parameters["type"], "object");
     }
 }

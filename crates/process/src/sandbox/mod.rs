@@ -365,6 +365,33 @@ impl Sandboxing {
         policy: &SandboxPolicy,
         cwd: &Path,
     ) -> Result<Option<ResolvedSandbox>, SandboxError> {
+        let Some(spec) = self.spec(policy, cwd)? else {
+            return Ok(None);
+        };
+        self.enforced(policy, spec).map(Some)
+    }
+
+    /// Where `policy` lets the agent write, for writes the server makes itself on the
+    /// agent's behalf (its patches): the same writable roots and read-only subpaths a command
+    /// run in `cwd` gets, whether or not this machine could enforce them on a command. `None`
+    /// when the policy restricts nothing.
+    pub fn writable_roots(
+        &self,
+        policy: &SandboxPolicy,
+        cwd: &Path,
+    ) -> Result<Option<WritableRoots>, SandboxError> {
+        Ok(self.spec(policy, cwd)?.map(|spec| WritableRoots {
+            writable: spec.writable,
+            read_only: spec.read_only,
+        }))
+    }
+
+    /// The restrictions of `policy` for `cwd`, before checking that they can be enforced.
+    fn spec(
+        &self,
+        policy: &SandboxPolicy,
+        cwd: &Path,
+    ) -> Result<Option<SandboxSpec>, SandboxError> {
         let spec = match policy {
             SandboxPolicy::DangerFullAccess | SandboxPolicy::ExternalSandbox { .. } => {
                 return Ok(None);
@@ -419,6 +446,15 @@ impl Sandboxing {
                 }
             }
         };
+        Ok(Some(spec))
+    }
+
+    /// `spec` as a command's sandbox, or why this machine cannot enforce it.
+    fn enforced(
+        &self,
+        policy: &SandboxPolicy,
+        spec: SandboxSpec,
+    ) -> Result<ResolvedSandbox, SandboxError> {
         let describe = || serde_json::to_string(policy).unwrap_or_default();
         if !self.support.can_enforce() {
             return Err(SandboxError::Unsupported {
@@ -457,11 +493,42 @@ impl Sandboxing {
                     self.support.kernel
                 )
             });
-        Ok(Some(ResolvedSandbox {
+        Ok(ResolvedSandbox {
             helper,
             spec,
             partial,
-        }))
+        })
+    }
+}
+
+/// Where a policy lets the agent write ([`Sandboxing::writable_roots`]): canonical writable
+/// roots, and the paths beneath them that stay read-only (each root's top-level `.git`, the
+/// server's home).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WritableRoots {
+    /// Directories writable beneath, canonical; empty for `readOnly`.
+    pub writable: Vec<PathBuf>,
+    /// Paths beneath `writable` that stay read-only.
+    pub read_only: Vec<PathBuf>,
+}
+
+impl WritableRoots {
+    /// Whether `path` (canonical: resolved through links and `..`) may be written: it lies
+    /// beneath a writable root and not beneath a read-only subpath, unless a writable root
+    /// at or beneath that subpath reopens it (as the helper does for commands).
+    pub fn allows(&self, path: &Path) -> bool {
+        let root = self
+            .writable
+            .iter()
+            .filter(|root| path.starts_with(root))
+            .max_by_key(|root| root.as_os_str().len());
+        let Some(root) = root else {
+            return false;
+        };
+        !self
+            .read_only
+            .iter()
+            .any(|protected| path.starts_with(protected) && !root.starts_with(protected))
     }
 }
 

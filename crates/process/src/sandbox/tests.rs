@@ -208,3 +208,47 @@ fn workspace_write_keeps_the_top_level_git_and_the_home_read_only() {
         "{error}"
     );
 }
+
+#[test]
+fn writable_roots_hold_whatever_the_machine_enforces_and_keep_git_read_only() {
+    let base = tempfile::tempdir().expect("temp dir");
+    let root = std::fs::canonicalize(base.path()).expect("canonical");
+    let home = root.join("tandem-home");
+    std::fs::create_dir_all(root.join(".git/hooks")).expect(".git");
+    std::fs::create_dir_all(&home).expect("home");
+    let policy = SandboxPolicy::WorkspaceWrite {
+        writable_roots: Vec::new(),
+        network_access: false,
+        exclude_tmpdir_env_var: true,
+        exclude_slash_tmp: true,
+    };
+    // No Landlock and no helper: a command would be refused, the roots are still known.
+    let unsupported = SandboxSupport::probe_kernel(true);
+    let sandboxing = Sandboxing::with_support(None, unsupported).protecting_home(&home);
+    assert!(sandboxing.resolve(&policy, &root).is_err());
+    let roots = sandboxing
+        .writable_roots(&policy, &root)
+        .expect("resolvable")
+        .expect("restricting");
+    assert_eq!(roots.writable, vec![root.clone()]);
+    assert!(roots.allows(&root.join("src/main.rs")));
+    assert!(!roots.allows(&root.join(".git/hooks/pre-commit")));
+    assert!(!roots.allows(&root.join(".git")));
+    assert!(!roots.allows(&home.join("config.toml")));
+    assert!(!roots.allows(&root.with_file_name("elsewhere")));
+
+    let read_only = SandboxPolicy::ReadOnly {
+        network_access: false,
+    };
+    let roots = sandboxing
+        .writable_roots(&read_only, &root)
+        .expect("resolvable")
+        .expect("restricting");
+    assert!(roots.writable.is_empty() && !roots.allows(&root.join("a.txt")));
+    assert_eq!(
+        sandboxing
+            .writable_roots(&SandboxPolicy::DangerFullAccess, &root)
+            .expect("resolvable"),
+        None
+    );
+}

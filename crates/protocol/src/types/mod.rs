@@ -75,6 +75,8 @@ pub struct EmptyResponse {}
 mod command_exec;
 // s-seq: event cursors.
 mod cursor;
+// apply29: file changes.
+mod file_change;
 // fs29: the `fs/*` API.
 mod fs;
 mod handshake;
@@ -91,6 +93,7 @@ mod values;
 
 pub use command_exec::*;
 pub use cursor::*;
+pub use file_change::*;
 pub use fs::*;
 pub use handshake::*;
 pub use models::*;

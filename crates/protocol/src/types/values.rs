@@ -508,6 +508,15 @@ pub enum ThreadItem {
         #[serde(default)]
         content: Vec<String>,
     },
+    /// Files the agent changed (or wanted to change) through a patch.
+    FileChange {
+        /// Item id; also the `itemId` of its approval request.
+        id: String,
+        /// Every file of the patch, with its diff.
+        changes: Vec<FileUpdateChange>,
+        /// Current status.
+        status: PatchApplyStatus,
+    },
 }
 
 impl ThreadItem {
@@ -520,6 +529,7 @@ impl ThreadItem {
             | Self::DynamicToolCall { id, .. }
             | Self::ContextCompaction { id }
             | Self::Reasoning { id, .. } => id,
+            Self::FileChange { id, .. } => id,
         }
     }
 }

@@ -27,6 +27,8 @@ pub(crate) fn object(value: Value) -> Map<String, Value> {
 mod client_requests;
 mod extensions;
 mod fs;
+// apply29:
+mod file_changes;
 mod notifications;
 // reason29:
 mod plan_reasoning;
@@ -37,6 +39,8 @@ mod values;
 pub(crate) use client_requests::*;
 #[allow(unused_imports)] // as dead_code above
 pub(crate) use extensions::*;
+#[allow(unused_imports)] // as dead_code above
+pub(crate) use file_changes::*;
 #[allow(unused_imports)] // as dead_code above
 pub(crate) use fs::*;
 #[allow(unused_imports)] // as dead_code above

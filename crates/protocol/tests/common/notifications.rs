@@ -199,5 +199,8 @@ pub(crate) fn server_notifications() -> Vec<ServerNotification> {
         reasoning_summary_part_added(),
         reasoning_summary_text_delta(),
         reasoning_text_delta(),
+        // apply29:
+        file_change_patch_updated(),
+        turn_diff_updated(),
     ]
 }

@@ -113,5 +113,7 @@ pub(crate) fn server_requests() -> Vec<ServerRequest> {
         request::<m::ToolCall>(0, tool_call_params()),
         request::<m::CommandExecutionRequestApproval>(1, approval_params()),
         request::<m::ToolRequestUserInput>(2, user_input_params()),
+        // apply29:
+        request::<m::FileChangeRequestApproval>(3, file_change_approval_params()),
     ]
 }

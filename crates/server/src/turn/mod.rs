@@ -11,13 +11,14 @@
 
 //!
 //! Files: this one holds the runtime and its items, tools and questions; `commands` its
-//! commands (approval, process, output); `task` the task that runs a turn from start to
-//! `turn/completed`; `compaction` the compaction turn of `thread/compact/start`;
-//! `reasoning` the plan and the reasoning deltas.
+//! commands (approval, process, output); `file_change` its patches (`fileChange` items and the
+//! turn's diff); `task` the task that runs a turn from start to `turn/completed`;
+//! `compaction` the compaction turn of `thread/compact/start`; `reasoning` the plan and the
+//! reasoning deltas.
 
 mod commands;
 mod compaction;
-// reason29: plans and reasoning.
+mod file_change;
 mod reasoning;
 mod task;
 
@@ -42,7 +43,7 @@ use tandem_protocol::{
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{
-    AgentError, CommandOptions, CommandOutcome, ToolOutcome, TurnDriver, TurnRuntime,
+    AgentError, CommandOptions, CommandOutcome, PatchOutcome, ToolOutcome, TurnDriver, TurnRuntime,
 };
 use crate::process::ProcessManager;
 use crate::store::{self, StoreError, ThreadStore};
@@ -82,6 +83,8 @@ pub(crate) struct TurnRun {
     stored_items: HashSet<String>,
     /// The reasoning settings of the configuration when the turn started.
     reasoning: crate::agent::ReasoningSettings,
+    /// The files this turn changed through patches, for `turn/diff/updated`.
+    turn_diff: file_change::TurnDiff,
 }
 
 impl std::fmt::Debug for TurnRun {
@@ -193,7 +196,9 @@ impl TurnRun {
         // rather than no trace of an action that may have taken effect.
         if matches!(
             item,
-            ThreadItem::CommandExecution { .. } | ThreadItem::DynamicToolCall { .. }
+            ThreadItem::CommandExecution { .. }
+                | ThreadItem::DynamicToolCall { .. }
+                | ThreadItem::FileChange { .. }
         ) {
             let index = self.next_index;
             if !self.persist(index, item).await {
@@ -600,5 +605,9 @@ impl TurnRuntime for TurnRun {
 
     async fn reasoning_delta(&self, item_id: &str, delta: crate::agent::ReasoningDelta) {
         TurnRun::reasoning_delta(self, item_id, delta).await;
+    }
+
+    async fn apply_patch(&mut self, patch: &str) -> Result<PatchOutcome, AgentError> {
+        TurnRun::apply_patch(self, patch).await
     }
 }

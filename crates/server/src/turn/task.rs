@@ -86,6 +86,7 @@ async fn run(
         store_failure: None,
         stored_items: Default::default(),
         reasoning: service.config().reasoning.clone(),
+        turn_diff: Default::default(),
     };
     let agent = Arc::clone(&service.agent);
     let result = match work {

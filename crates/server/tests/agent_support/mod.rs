@@ -17,8 +17,8 @@ use tandem_host::in_process::{self, InProcessServerEvent, InProcessStartArgs};
 use tandem_host::{InProcessClientHandle, MessageProcessor, RequestResult};
 use tandem_protocol::client_methods::{ThreadStart, TurnStart};
 use tandem_protocol::{
-    ClientRequest, CommandExecutionApprovalDecision, ErrorNotification, RequestId, RequestMethod,
-    ServerNotification, ServerRequest, Turn,
+    ClientRequest, CommandExecutionApprovalDecision, ErrorNotification, FileChangeApprovalDecision,
+    RequestId, RequestMethod, ServerNotification, ServerRequest, Turn,
 };
 use tandem_server::config::toml;
 use tandem_server::store::InMemoryThreadStore;
@@ -133,6 +133,8 @@ pub struct Answers {
     pub approval: CommandExecutionApprovalDecision,
     /// The reply to `item/tool/call`, given the tool name and arguments.
     pub tool: ToolAnswer,
+    /// The decision for every file change approval.
+    pub file_change: FileChangeApprovalDecision,
 }
 
 impl Default for Answers {
@@ -143,6 +145,7 @@ impl Default for Answers {
                 json!({"contentItems": [{"type": "inputText", "text": format!("{tool} ok")}],
                        "success": true})
             }),
+            file_change: FileChangeApprovalDecision::Accept,
         }
     }
 }
@@ -208,6 +211,9 @@ pub async fn drive_turn(handle: &mut InProcessClientHandle, answers: &Answers) -
                     }
                     ServerRequest::ToolRequestUserInput { .. } => {
                         json!({"answers": {"q": {"answers": ["yes"]}}})
+                    }
+                    ServerRequest::FileChangeRequestApproval { .. } => {
+                        json!({"decision": answers.file_change})
                     }
                     other => panic!("unexpected server request {other:?}"),
                 };

@@ -8,6 +8,8 @@
 pub(crate) mod approvals_shared;
 pub(crate) mod command_exec;
 pub(crate) mod errors;
+// apply29:
+pub(crate) mod file_changes;
 pub(crate) mod fs;
 pub(crate) mod handshake;
 pub(crate) mod idempotency;
