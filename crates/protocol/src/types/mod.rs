@@ -82,6 +82,8 @@ mod models;
 mod notifications;
 mod paging;
 mod processes;
+// search29: fuzzyFileSearch and thread/shellCommand.
+mod search_shell;
 mod server_requests;
 mod thread_ops;
 mod threads;
@@ -95,6 +97,7 @@ pub use models::*;
 pub use notifications::*;
 pub use paging::*;
 pub use processes::*;
+pub use search_shell::*;
 pub use server_requests::*;
 pub use thread_ops::*;
 pub use threads::*;

@@ -24,6 +24,8 @@ mod idempotency;
 mod leases;
 mod lifecycle;
 mod maintenance;
+// search29: `thread/shellCommand`.
+mod shell_command;
 mod thread_requests;
 mod turn_requests;
 mod turn_work;
@@ -656,6 +658,13 @@ impl ThreadService {
                 let thread_id = params.thread_id.clone();
                 self.sequenced(&thread_id, async move {
                     service.compact_start(params, id).await;
+                });
+            }
+            // search29: the user's own command, as a turn of its own.
+            ClientRequest::ThreadShellCommand { params, .. } => {
+                let thread_id = params.thread_id.clone();
+                self.sequenced(&thread_id, async move {
+                    service.shell_command(params, id).await;
                 });
             }
             ClientRequest::ThreadRevert { params, .. } => {

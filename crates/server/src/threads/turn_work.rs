@@ -36,6 +36,13 @@ pub(crate) enum TurnWork {
     },
     /// Summarizes the history (`thread/compact/start`); takes no input.
     Compaction,
+    /// Runs the user's own command line (`thread/shellCommand`); takes no input.
+    UserShell {
+        /// The command line, for the user's shell.
+        command: String,
+        /// When it is killed.
+        timeout: std::time::Duration,
+    },
 }
 
 /// The thread's preview: its first user text (shared with the input, not copied).

@@ -12,11 +12,14 @@
 //!
 //! Files: this one holds the runtime and its items, tools and questions; `commands` its
 //! commands (approval, process, output); `task` the task that runs a turn from start to
-//! `turn/completed`; `compaction` the compaction turn of `thread/compact/start`.
+//! `turn/completed`; `compaction` the compaction turn of `thread/compact/start`;
+//! `user_shell` the user's own command of `thread/shellCommand`.
 
 mod commands;
 mod compaction;
 mod task;
+// search29: `thread/shellCommand`.
+mod user_shell;
 
 pub(crate) use task::spawn;
 

@@ -102,6 +102,10 @@ async fn run(
             let result = compaction::compact(&mut driver, agent.as_ref(), &history).await;
             (driver, result)
         }
+        TurnWork::UserShell { command, timeout } => {
+            let result = run.run_user_shell(&command, timeout).await;
+            (TurnDriver::new(run), result)
+        }
     };
     let (mut driver, mut result) = result;
     // Input steered after the agent last looked still belongs to this turn: hand it to the
