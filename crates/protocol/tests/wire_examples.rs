@@ -664,6 +664,25 @@ fn client_requests_match_protocol_examples() {
             json!({}),
             EmptyResponse {},
         ),
+        // search29: the reference's shapes (its JSON Schema, release 0.169.0); a search
+        // result's members are snake_case there.
+        check::<m::FuzzyFileSearch>(
+            json!({"query": "main", "roots": ["/home/dev/project"], "cancellationToken": "picker-1"}),
+            fuzzy_file_search_params(),
+            json!({"files": [
+                {"root": "/home/dev/project", "path": "src/main.rs", "match_type": "file",
+                 "file_name": "main.rs", "score": 65645, "indices": [4, 5, 6, 7]},
+                {"root": "/home/dev/project", "path": "maindir", "match_type": "directory",
+                 "file_name": "maindir", "score": 109, "indices": [0, 1, 2, 3]},
+            ]}),
+            fuzzy_file_search_response(),
+        ),
+        check::<m::ThreadShellCommand>(
+            json!({"threadId": THREAD_ID, "command": "git status --short | head", "timeoutMs": 30000}),
+            thread_shell_command_params(),
+            json!({}),
+            EmptyResponse {},
+        ),
     ];
     assert_covers_exactly(covered, ClientRequest::METHODS);
 }

@@ -28,6 +28,7 @@ mod client_requests;
 mod extensions;
 mod fs;
 mod notifications;
+mod search_shell;
 mod server_requests;
 mod values;
 
@@ -39,6 +40,8 @@ pub(crate) use extensions::*;
 pub(crate) use fs::*;
 #[allow(unused_imports)] // as dead_code above
 pub(crate) use notifications::*;
+#[allow(unused_imports)]
+pub(crate) use search_shell::*;
 #[allow(unused_imports)] // as dead_code above
 pub(crate) use server_requests::*;
 #[allow(unused_imports)] // as dead_code above
