@@ -98,7 +98,7 @@ fn command_execution_json() -> Value {
            "cwd": "/home/dev/project", "status": "completed",
            "commandActions": [{"type": "unknown", "command": "ls -la"}],
            "processId": "4242", "exitCode": 0, "aggregatedOutput": "total 0\n",
-           "durationMs": 12})
+           "durationMs": 12, "source": "agent"})
 }
 
 fn turn_json() -> Value {
@@ -129,7 +129,8 @@ fn failed_turn_json() -> Value {
             {"type": "commandExecution", "id": "item-5", "command": "rm -rf 'build dir'",
              "cwd": "/home/dev/project", "status": "declined",
              "commandActions": [{"type": "unknown", "command": "rm -rf 'build dir'"}],
-             "processId": null, "exitCode": null, "aggregatedOutput": null, "durationMs": null}
+             "processId": null, "exitCode": null, "aggregatedOutput": null, "durationMs": null,
+             "source": "agent"}
         ],
         "itemsView": "full",
         "status": "failed",
