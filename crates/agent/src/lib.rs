@@ -54,7 +54,7 @@ pub use driver::{
     CommandOptions, CommandOutcome, StreamingMessage, ToolOutcome, TurnDriver, TurnItems,
     TurnRuntime,
 };
-pub use openai::{AgentBuildError, OpenAiCompatibleAgent};
+pub use openai::{AgentBuildError, OpenAiCompatibleAgent, user_shell_report};
 pub use providers::{ModelProviderConfig, WireApi};
 pub use scripted::ScriptedAgent;
 pub use summary::summarize_transcript;

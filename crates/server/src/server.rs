@@ -130,7 +130,7 @@ impl TandemServer {
             options.store.clone(),
             Arc::clone(&options.agent),
             options.sandboxing(),
-            crate::turn::spawn,
+            crate::turn::RUNNER,
         ));
         Self {
             fs: fs::FsService::new(outgoing.clone()),

@@ -173,10 +173,8 @@ pub(crate) fn replay_items(items: &[ThreadItem], entries: &mut Vec<Entry>) {
                 ..
             } => {
                 flush(&mut text, &mut calls, &mut results, entries);
-                let result =
-                    tools::command_result(*exit_code, aggregated_output.as_deref().unwrap_or(""));
-                let said = format!("I ran this shell command myself: {command}
-{result}");
+                let output = aggregated_output.as_deref().unwrap_or("");
+                let said = tools::user_shell_report(command, *exit_code, output);
                 entries.push(Entry::User(vec![images::UserPart::Text(said.into())]));
             }
             ThreadItem::CommandExecution {

@@ -38,7 +38,7 @@ impl ThreadService {
     }
 
     /// Refuses a change to the history of a thread whose turn is still running.
-    fn ensure_no_running_turn(&self, thread_id: &str, what: &str) -> Result<(), JSONRPCErrorError> {
+    pub(super) fn ensure_no_running_turn(&self, thread_id: &str, what: &str) -> Result<(), JSONRPCErrorError> {
         let running = self.loaded(thread_id).and_then(|thread| {
             thread
                 .state()
@@ -228,8 +228,13 @@ impl ThreadService {
             steer_signal: tokio::sync::Notify::new(),
             interrupt_replies: Mutex::new(Vec::new()),
             snapshot: Mutex::new(turn.clone()),
-            processes: ProcessManager::new(),
+            processes: ProcessManager::new()
+                .with_kept_output_max(self.config().process_output_max_bytes)
+                .keeping_streamed_output(),
             ended: CancellationToken::new(),
+            next_item: Default::default(),
+            side_commands: Default::default(),
+            injected: Default::default(),
         });
         {
             let mut state = thread.state();
@@ -245,7 +250,7 @@ impl ThreadService {
             work: work.work,
             store,
         };
-        (self.run_turn)(Arc::clone(self), thread, active, started);
+        (self.run_turn.start)(Arc::clone(self), thread, active, started);
     }
 }
 

@@ -6,10 +6,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tandem_host::ConnectionRequestId;
-use tandem_protocol::{JSONRPCErrorError, ThreadShellCommandParams, error_codes};
+use std::sync::PoisonError;
 
-use super::ThreadService;
+use tandem_host::ConnectionRequestId;
+use tandem_protocol::{EmptyResponse, JSONRPCErrorError, ThreadShellCommandParams, error_codes};
+
+use super::{ActiveTurn, LoadedThread, SideCommand, ThreadService};
 use super::maintenance::InputlessTurn;
 use super::turn_work::TurnWork;
 
@@ -59,8 +61,8 @@ fn check(params: &ThreadShellCommandParams) -> Result<Duration, ShellCommandErro
 
 impl ThreadService {
     /// Starts the command's turn: `{}` first, then `turn/started`, the `commandExecution`
-    /// item (`source: "userShell"`) with its output deltas, and `turn/completed`. Refused
-    /// while another turn of the thread runs (section 12 says how the reference differs).
+    /// item (`source: "userShell"`) with its output deltas, and `turn/completed`. While an
+    /// agent's turn runs, the command runs beside it instead, as an item of that turn.
     pub(super) async fn shell_command(
         self: &Arc<Self>,
         params: ThreadShellCommandParams,
@@ -75,6 +77,15 @@ impl ThreadService {
             Ok(timeout) => timeout,
             Err(error) => return self.outgoing.send_error(id, error.into()).await,
         };
+        let running = self.loaded(&params.thread_id).and_then(|thread| {
+            let active = thread.state().active.clone()?;
+            Some((thread, active))
+        });
+        if let Some((thread, active)) = running {
+            return self
+                .beside_running_turn(&thread, &active, params.command, timeout, id)
+                .await;
+        }
         let work = InputlessTurn {
             work: TurnWork::UserShell {
                 command: params.command,
@@ -84,6 +95,64 @@ impl ThreadService {
             needs_history: false,
         };
         self.start_inputless_turn(&params.thread_id, work, id).await;
+    }
+}
+
+impl ThreadService {
+    /// Runs the command as an item of the running turn `active`, as the reference does: `{}`
+    /// first, then the item's notifications on that turn, and its output handed to the
+    /// agent's next request. A turn that takes no more input (a compaction, another shell
+    /// command's turn, an agent that is done) refuses it, as `thread/compact/start` is refused.
+    async fn beside_running_turn(
+        self: &Arc<Self>,
+        thread: &Arc<LoadedThread>,
+        active: &Arc<ActiveTurn>,
+        command: String,
+        timeout: Duration,
+        id: ConnectionRequestId,
+    ) {
+        let store = match self.store_for(thread.ephemeral).await {
+            Ok(store) => store,
+            Err(error) => return self.outgoing.send_error(id, error).await,
+        };
+        let (go, go_signal) = tokio::sync::oneshot::channel();
+        let side = SideCommand {
+            store,
+            command,
+            timeout,
+            go: go_signal,
+        };
+        let task = (self.run_turn.side_command)(self, thread, active, side);
+        // Taken under the steer lock: the turn closes it before it waits for its commands,
+        // so a command is either waited for or never runs.
+        let admitted = {
+            let queue = active.steered.lock().unwrap_or_else(PoisonError::into_inner);
+            if !queue.closed {
+                active
+                    .side_commands
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(task);
+            }
+            !queue.closed
+        };
+        if !admitted {
+            let _ = go.send(false);
+            let error = self
+                .ensure_no_running_turn(&thread.id, "running a shell command")
+                .err()
+                .unwrap_or_else(|| {
+                    JSONRPCErrorError::invalid_request(format!(
+                        "the turn of thread {} was ending; send the command again",
+                        thread.id
+                    ))
+                });
+            return self.outgoing.send_error(id, error).await;
+        }
+        self.outgoing
+            .send_response_and_wait(id, EmptyResponse {})
+            .await;
+        let _ = go.send(true);
     }
 }
 

@@ -43,13 +43,13 @@ fn shell_quote(text: &str) -> String {
 
 impl TurnRun {
     /// Runs `command` with `<shell> -lc` in the thread's cwd, unsandboxed and unasked, killed
-    /// after `timeout`; reports it as a `userShell` command item. Fails only when the turn
-    /// was interrupted meanwhile.
+    /// after `timeout`; reports it as a `userShell` command item and returns what the model
+    /// is told of it. Fails only when the turn was interrupted meanwhile.
     pub(crate) async fn run_user_shell(
         &mut self,
         command: &str,
         timeout: Duration,
-    ) -> Result<(), AgentError> {
+    ) -> Result<String, AgentError> {
         let id = store::new_id();
         let shell = user_shell();
         let shown = format!("{} -lc {}", shell_quote(&shell), shell_quote(command));
@@ -86,6 +86,7 @@ impl TurnRun {
             Some(0) => CommandExecutionStatus::Completed,
             _ => CommandExecutionStatus::Failed,
         };
+        let report = crate::agent::user_shell_report(&shown, exit_code, &output);
         self.item_completed(item(
             status,
             process_id,
@@ -97,7 +98,7 @@ impl TurnRun {
         if self.is_interrupted() {
             return Err(AgentError::Interrupted);
         }
-        Ok(())
+        Ok(report)
     }
 }
 

@@ -175,7 +175,7 @@ async fn a_timeout_kills_the_command_and_an_interrupt_ends_its_turn() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_requests_a_running_turn_and_the_switch_are_refused() {
+async fn bad_requests_a_busy_turn_and_the_switch_are_refused() {
     let home = tempfile::tempdir().expect("home");
     let cwd = tempfile::tempdir().expect("cwd");
     let mut handle = start(home.path(), &[]).await;
@@ -196,29 +196,23 @@ async fn bad_requests_a_running_turn_and_the_switch_are_refused() {
         assert_eq!(got, code, "{params}: {message}");
     }
 
-    // While the agent's turn runs, the command is refused, and the turn goes on.
-    let turn = call::<TurnStart>(
-        &handle,
-        json!({"threadId": thread_id, "input": [{"type": "text", "text": "/sleep 400"}]}),
-    )
-    .await
-    .turn;
+    // While a shell command's own turn runs, another is refused: that turn takes no input.
+    call::<ThreadShellCommand>(&handle, json!({"threadId": thread_id, "command": "sleep 0.3"}))
+        .await;
     let (code, message) = fail::<ThreadShellCommand>(
         &handle,
         json!({"threadId": thread_id, "command": "touch nope"}),
     )
     .await;
     assert_eq!(code, error_codes::INVALID_REQUEST);
-    assert_eq!(
-        message,
-        format!(
-            "turn {} of thread {thread_id} is still running; wait for its turn/completed or \
-             interrupt it before running a shell command",
-            turn.id
-        )
+    assert!(
+        message.ends_with(
+            "is still running; wait for its turn/completed or interrupt it before running a \
+             shell command"
+        ),
+        "{message}"
     );
-    let notes = until_turn_completed(&mut handle).await;
-    assert!(matches!(notes.last(), Some(ServerNotification::TurnCompleted(done)) if done.turn.id == turn.id));
+    until_turn_completed(&mut handle).await;
     assert!(!cwd.path().join("nope").exists());
     shutdown(handle).await;
 
@@ -239,3 +233,87 @@ async fn bad_requests_a_running_turn_and_the_switch_are_refused() {
     assert!(!cwd.path().join("nope").exists());
     shutdown(handle).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn during_an_agents_turn_the_command_runs_beside_it_and_the_agent_is_told() {
+    let home = tempfile::tempdir().expect("home");
+    let cwd = tempfile::tempdir().expect("cwd");
+    let mut handle = start(home.path(), &[]).await;
+    let thread_id = thread_in(&handle, cwd.path()).await;
+    // The scripted agent sleeps, then takes what arrived meanwhile and echoes it line by line.
+    let turn = call::<TurnStart>(
+        &handle,
+        json!({"threadId": thread_id, "input": [{"type": "text", "text": "/sleep 3000"}]}),
+    )
+    .await
+    .turn;
+    call::<ThreadShellCommand>(
+        &handle,
+        json!({"threadId": thread_id, "command": "echo beside > side.txt; echo beside"}),
+    )
+    .await;
+    let notes = until_turn_completed(&mut handle).await;
+    let turn_started = notes
+        .iter()
+        .filter(|note| matches!(note, ServerNotification::TurnStarted(_)))
+        .count();
+    assert_eq!(turn_started, 1, "no turn of its own: {notes:?}");
+    let command = notes
+        .iter()
+        .find_map(|note| match note {
+            ServerNotification::ItemCompleted(done)
+                if matches!(done.item, ThreadItem::CommandExecution { .. }) =>
+            {
+                Some(done.clone())
+            }
+            _ => None,
+        })
+        .expect("the command's item/completed");
+    assert_eq!(command.turn_id, turn.id, "an item of the running turn");
+    let ThreadItem::CommandExecution {
+        source, exit_code, ..
+    } = &command.item
+    else {
+        unreachable!()
+    };
+    assert_eq!((*source, *exit_code), (CommandExecutionSource::UserShell, Some(0)));
+    assert_eq!(
+        std::fs::read_to_string(cwd.path().join("side.txt")).expect("ran"),
+        "beside\n"
+    );
+    let ServerNotification::TurnCompleted(done) = notes.last().expect("turn/completed") else {
+        unreachable!()
+    };
+    assert_eq!(done.turn.id, turn.id);
+    assert_eq!(done.turn.status, TurnStatus::Completed);
+    assert!(done.turn.items.contains(&command.item), "{:?}", done.turn.items);
+    // The agent was handed the output as the user's words, with no user message made of it.
+    let said: Vec<String> = done
+        .turn
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            ThreadItem::AgentMessage { text, .. } => Some(text.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        said.iter().any(|text| text.starts_with("You said: \"I ran this shell command myself:")),
+        "{said:?}"
+    );
+    assert!(said.contains(&"You said: \"beside\"".to_owned()), "{said:?}");
+    let user_messages = done
+        .turn
+        .items
+        .iter()
+        .filter(|item| matches!(item, ThreadItem::UserMessage { .. }))
+        .count();
+    assert_eq!(user_messages, 1);
+
+    // Stored in order with the turn's other items.
+    let read = call::<ThreadRead>(&handle, json!({"threadId": thread_id, "includeTurns": true}))
+        .await;
+    assert_eq!(read.thread.turns[0].items, done.turn.items);
+    shutdown(handle).await;
+}
+
