@@ -5,8 +5,8 @@
 
 use serde_json::{Value, json};
 use tandem_protocol::{
-    CommandExecutionSource, CommandExecutionStatus, DynamicToolCallOutputContentItem, DynamicToolCallStatus,
-    DynamicToolSpec, ThreadItem, Turn, UserInput,
+    CommandExecutionSource, CommandExecutionStatus, DynamicToolCallOutputContentItem,
+    DynamicToolCallStatus, DynamicToolSpec, ThreadItem, Turn, UserInput,
 };
 
 use super::images::{self, UserPart};

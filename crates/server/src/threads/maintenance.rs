@@ -38,7 +38,11 @@ impl ThreadService {
     }
 
     /// Refuses a change to the history of a thread whose turn is still running.
-    pub(super) fn ensure_no_running_turn(&self, thread_id: &str, what: &str) -> Result<(), JSONRPCErrorError> {
+    pub(super) fn ensure_no_running_turn(
+        &self,
+        thread_id: &str,
+        what: &str,
+    ) -> Result<(), JSONRPCErrorError> {
         let running = self.loaded(thread_id).and_then(|thread| {
             thread
                 .state()

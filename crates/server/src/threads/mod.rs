@@ -155,7 +155,8 @@ pub(crate) struct ActiveTurn {
     pub(crate) next_item: tokio::sync::Mutex<usize>,
     /// search29: users' shell commands running beside the agent (`thread/shellCommand` during
     /// the turn), each handing back the ids of the items it stored; the turn ends after them.
-    pub(crate) side_commands: Mutex<Vec<tokio::task::JoinHandle<std::collections::HashSet<String>>>>,
+    pub(crate) side_commands:
+        Mutex<Vec<tokio::task::JoinHandle<std::collections::HashSet<String>>>>,
     /// search29: what those commands printed, for the agent's next request.
     pub(crate) injected: Mutex<Vec<UserInput>>,
 }

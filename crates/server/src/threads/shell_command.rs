@@ -11,9 +11,9 @@ use std::sync::PoisonError;
 use tandem_host::ConnectionRequestId;
 use tandem_protocol::{EmptyResponse, JSONRPCErrorError, ThreadShellCommandParams, error_codes};
 
-use super::{ActiveTurn, LoadedThread, SideCommand, ThreadService};
 use super::maintenance::InputlessTurn;
 use super::turn_work::TurnWork;
+use super::{ActiveTurn, LoadedThread, SideCommand, ThreadService};
 
 /// How long a user's command may run when the request names no `timeoutMs`: one hour, the
 /// reference's default.
@@ -126,7 +126,10 @@ impl ThreadService {
         // Taken under the steer lock: the turn closes it before it waits for its commands,
         // so a command is either waited for or never runs.
         let admitted = {
-            let queue = active.steered.lock().unwrap_or_else(PoisonError::into_inner);
+            let queue = active
+                .steered
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             if !queue.closed {
                 active
                     .side_commands

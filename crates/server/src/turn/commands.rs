@@ -11,10 +11,10 @@ use tandem_protocol::RequestMethod;
 use tandem_protocol::server_methods::CommandExecutionRequestApproval;
 use tandem_protocol::{
     ApprovalPolicy, CommandAction, CommandExecutionApprovalDecision,
-    CommandExecutionOutputDeltaNotification, CommandExecutionSource, CommandExecutionRequestApprovalParams,
-    CommandExecutionRequestApprovalResponse, CommandExecutionStatus, ProcessExitedNotification,
-    ProcessOutputDeltaNotification, ProcessSpawnParams, ServerNotification, SharedText,
-    ThreadActiveFlag, ThreadItem,
+    CommandExecutionOutputDeltaNotification, CommandExecutionRequestApprovalParams,
+    CommandExecutionRequestApprovalResponse, CommandExecutionSource, CommandExecutionStatus,
+    ProcessExitedNotification, ProcessOutputDeltaNotification, ProcessSpawnParams,
+    ServerNotification, SharedText, ThreadActiveFlag, ThreadItem,
 };
 use tokio::sync::oneshot;
 
@@ -146,7 +146,14 @@ impl TurnRun {
             .and_then(|sandbox| sandbox.partial_enforcement())
             .map(|why| format!("{SANDBOX_NOTE_PREFIX} partially enforced: {why}\n"));
         let (mut exit_code, mut output, mut process_id) = self
-            .execute(&id, &id, agent_argv(command), &cwd, options.timeout, sandbox)
+            .execute(
+                &id,
+                &id,
+                agent_argv(command),
+                &cwd,
+                options.timeout,
+                sandbox,
+            )
             .await;
         if sandboxed
             && exit_code != Some(0)

@@ -15,8 +15,8 @@ use tandem_host::in_process::{self, InProcessServerEvent, InProcessStartArgs};
 use tandem_host::{InProcessClientHandle, MessageProcessor};
 use tandem_protocol::client_methods::{ConfigValueWrite, FuzzyFileSearch};
 use tandem_protocol::{
-    ClientRequest, FuzzyFileSearchMatchType, FuzzyFileSearchResponse, JSONRPCErrorError,
-    RequestId, RequestMethod, ServerNotification, error_codes,
+    ClientRequest, FuzzyFileSearchMatchType, FuzzyFileSearchResponse, JSONRPCErrorError, RequestId,
+    RequestMethod, ServerNotification, error_codes,
 };
 use tandem_server::{ServerConfig, ServerOptions, TandemServer};
 use tandem_test_support::{initialize_params, within};
@@ -52,7 +52,10 @@ async fn start(home: &Path, overrides: &[(&str, toml::Value)]) -> InProcessClien
 fn request<M: RequestMethod<Request = ClientRequest>>(params: Value) -> ClientRequest {
     static NEXT: AtomicI64 = AtomicI64::new(1);
     let params: M::Params = serde_json::from_value(params).expect("params decode");
-    M::into_request(RequestId::Integer(NEXT.fetch_add(1, Ordering::Relaxed)), params)
+    M::into_request(
+        RequestId::Integer(NEXT.fetch_add(1, Ordering::Relaxed)),
+        params,
+    )
 }
 
 async fn try_call<M: RequestMethod<Request = ClientRequest>>(
@@ -130,10 +133,15 @@ fn p(path: &Path) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_search_answers_the_best_matches_in_the_references_shape() {
     let home = tempfile::tempdir().expect("home");
-    let files: Vec<String> = ["src/main.rs", "src/lib.rs", "docs/domain.md", "ignored/main.c"]
-        .iter()
-        .map(|f| (*f).to_owned())
-        .collect();
+    let files: Vec<String> = [
+        "src/main.rs",
+        "src/lib.rs",
+        "docs/domain.md",
+        "ignored/main.c",
+    ]
+    .iter()
+    .map(|f| (*f).to_owned())
+    .collect();
     let root = tree(&files);
     std::fs::write(root.path().join(".gitignore"), "ignored/\n").expect("gitignore");
     let other = tree(&["main".to_owned()]);
@@ -173,7 +181,10 @@ async fn a_search_answers_the_best_matches_in_the_references_shape() {
     let answer: FuzzyFileSearchResponse =
         call::<FuzzyFileSearch>(&handle, json!({"query": "docs", "roots": [root]})).await;
     assert_eq!(answer.files[0].path, "docs");
-    assert_eq!(answer.files[0].match_type, FuzzyFileSearchMatchType::Directory);
+    assert_eq!(
+        answer.files[0].match_type,
+        FuzzyFileSearchMatchType::Directory
+    );
     for params in [
         json!({"query": "", "roots": [root]}),
         json!({"query": "main", "roots": []}),
@@ -188,15 +199,17 @@ async fn a_search_answers_the_best_matches_in_the_references_shape() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn results_are_bounded_to_fifty() {
     let home = tempfile::tempdir().expect("home");
-    let files: Vec<String> = (0..120).map(|n| format!("d{}/file{n}.txt", n % 4)).collect();
+    let files: Vec<String> = (0..120)
+        .map(|n| format!("d{}/file{n}.txt", n % 4))
+        .collect();
     let root = tree(&files);
     let handle = start(home.path(), &[]).await;
-    let answer: FuzzyFileSearchResponse = call::<FuzzyFileSearch>(
-        &handle,
-        json!({"query": "file", "roots": [p(root.path())]}),
-    )
-    .await;
-    assert_eq!(answer.files.len(), tandem_server::server::fuzzy_search::MAX_RESULTS);
+    let answer: FuzzyFileSearchResponse =
+        call::<FuzzyFileSearch>(&handle, json!({"query": "file", "roots": [p(root.path())]})).await;
+    assert_eq!(
+        answer.files.len(),
+        tandem_server::server::fuzzy_search::MAX_RESULTS
+    );
     assert_eq!(answer.files.len(), 50);
     shutdown(handle).await;
 }
@@ -211,19 +224,26 @@ async fn a_later_search_with_the_same_token_cancels_the_earlier_one_which_answer
         .collect();
     let root = tree(&files);
     let handle = start(home.path(), &[]).await;
-    let params = |query: &str| {
-        json!({"query": query, "roots": [p(root.path())], "cancellationToken": "picker"})
-    };
+    let params = |query: &str| json!({"query": query, "roots": [p(root.path())], "cancellationToken": "picker"});
     let first = handle.request(request::<FuzzyFileSearch>(params("file")));
     let second = handle.request(request::<FuzzyFileSearch>(params("file_1999")));
-    let (first, second) = within(PROMPT, "both searches", async { tokio::join!(first, second) })
-        .await;
+    let (first, second) = within(PROMPT, "both searches", async {
+        tokio::join!(first, second)
+    })
+    .await;
     let first: FuzzyFileSearchResponse =
         serde_json::from_value(first.expect("host").expect("first")).expect("decodes");
     let second: FuzzyFileSearchResponse =
         serde_json::from_value(second.expect("host").expect("second")).expect("decodes");
-    assert!(first.files.is_empty(), "cancelled: {:?}", first.files.first());
-    assert!(second.files[0].file_name.starts_with("file_1999"), "{second:?}");
+    assert!(
+        first.files.is_empty(),
+        "cancelled: {:?}",
+        first.files.first()
+    );
+    assert!(
+        second.files[0].file_name.starts_with("file_1999"),
+        "{second:?}"
+    );
     // Another token, or none, cancels nothing.
     let third = handle.request(request::<FuzzyFileSearch>(
         json!({"query": "file_7", "roots": [p(root.path())], "cancellationToken": "other"}),
@@ -231,8 +251,10 @@ async fn a_later_search_with_the_same_token_cancels_the_earlier_one_which_answer
     let fourth = handle.request(request::<FuzzyFileSearch>(
         json!({"query": "file_8", "roots": [p(root.path())]}),
     ));
-    let (third, fourth) = within(PROMPT, "two searches", async { tokio::join!(third, fourth) })
-        .await;
+    let (third, fourth) = within(PROMPT, "two searches", async {
+        tokio::join!(third, fourth)
+    })
+    .await;
     assert_ne!(third.expect("host").expect("third")["files"], json!([]));
     assert_ne!(fourth.expect("host").expect("fourth")["files"], json!([]));
     shutdown(handle).await;
@@ -243,7 +265,11 @@ async fn file_search_api_false_answers_method_not_found_and_a_config_write_appli
     let home = tempfile::tempdir().expect("home");
     let root = tree(&["a.txt".to_owned()]);
     let params = json!({"query": "a", "roots": [p(root.path())]});
-    let handle = start(home.path(), &[("file_search_api", toml::Value::Boolean(false))]).await;
+    let handle = start(
+        home.path(),
+        &[("file_search_api", toml::Value::Boolean(false))],
+    )
+    .await;
     let (code, message) = fail::<FuzzyFileSearch>(&handle, params.clone()).await;
     assert_eq!(code, error_codes::METHOD_NOT_FOUND);
     assert_eq!(

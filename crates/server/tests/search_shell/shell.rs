@@ -59,7 +59,10 @@ async fn the_command_runs_unsandboxed_in_a_turn_of_its_own_and_is_stored() {
         .collect();
     assert_eq!(methods.first(), Some(&"turn/started"), "{methods:?}");
     assert_eq!(methods.get(1), Some(&"item/started"), "{methods:?}");
-    assert_eq!(methods[methods.len() - 2..], ["item/completed", "turn/completed"]);
+    assert_eq!(
+        methods[methods.len() - 2..],
+        ["item/completed", "turn/completed"]
+    );
     let started = notes
         .iter()
         .find_map(|note| match note {
@@ -67,15 +70,15 @@ async fn the_command_runs_unsandboxed_in_a_turn_of_its_own_and_is_stored() {
             _ => None,
         })
         .expect("item/started");
-    let ThreadItem::CommandExecution {
-        status, source, ..
-    } = &started
-    else {
+    let ThreadItem::CommandExecution { status, source, .. } = &started else {
         panic!("{started:?}");
     };
     assert_eq!(
         (*status, *source),
-        (CommandExecutionStatus::InProgress, CommandExecutionSource::UserShell)
+        (
+            CommandExecutionStatus::InProgress,
+            CommandExecutionSource::UserShell
+        )
     );
     let (item, deltas) = command_of(&notes);
     let ThreadItem::CommandExecution {
@@ -93,7 +96,11 @@ async fn the_command_runs_unsandboxed_in_a_turn_of_its_own_and_is_stored() {
         panic!("{item:?}");
     };
     assert_eq!(*source, CommandExecutionSource::UserShell);
-    assert_eq!(*status, CommandExecutionStatus::Failed, "a non-zero exit fails the item");
+    assert_eq!(
+        *status,
+        CommandExecutionStatus::Failed,
+        "a non-zero exit fails the item"
+    );
     assert_eq!(*exit_code, Some(3));
     assert_eq!(item_cwd, &p(cwd.path()));
     assert!(command.contains(" -lc 'echo out"), "{command}");
@@ -102,8 +109,14 @@ async fn the_command_runs_unsandboxed_in_a_turn_of_its_own_and_is_stored() {
         "echo out | tr a-z A-Z > made.txt; cat made.txt; echo err >&2; exit 3"
     );
     let output = aggregated_output.as_deref().unwrap_or_default();
-    assert!(output.contains("OUT\n") && output.contains("err\n"), "{output:?}");
-    assert!(deltas.contains("OUT\n") && deltas.contains("err\n"), "{deltas:?}");
+    assert!(
+        output.contains("OUT\n") && output.contains("err\n"),
+        "{output:?}"
+    );
+    assert!(
+        deltas.contains("OUT\n") && deltas.contains("err\n"),
+        "{deltas:?}"
+    );
     assert_eq!(
         std::fs::read_to_string(cwd.path().join("made.txt")).expect("written"),
         "OUT\n"
@@ -117,13 +130,24 @@ async fn the_command_runs_unsandboxed_in_a_turn_of_its_own_and_is_stored() {
 
     // Stored like any item: a restarted server reads it back.
     let handle = start(home.path(), &[]).await;
-    let read = call::<ThreadRead>(&handle, json!({"threadId": thread_id, "includeTurns": true}))
-        .await;
+    let read = call::<ThreadRead>(
+        &handle,
+        json!({"threadId": thread_id, "includeTurns": true}),
+    )
+    .await;
     let stored: Vec<&ThreadItem> = read.thread.turns.iter().flat_map(|t| &t.items).collect();
-    let ThreadItem::CommandExecution { id: stored_id, source, .. } = stored[0] else {
+    let ThreadItem::CommandExecution {
+        id: stored_id,
+        source,
+        ..
+    } = stored[0]
+    else {
         panic!("{stored:?}");
     };
-    assert_eq!((stored_id, *source), (id, CommandExecutionSource::UserShell));
+    assert_eq!(
+        (stored_id, *source),
+        (id, CommandExecutionSource::UserShell)
+    );
     shutdown(handle).await;
 }
 
@@ -146,10 +170,16 @@ async fn a_timeout_kills_the_command_and_an_interrupt_ends_its_turn() {
     else {
         panic!("{item:?}");
     };
-    assert_eq!((status, exit_code), (CommandExecutionStatus::Failed, Some(124)));
+    assert_eq!(
+        (status, exit_code),
+        (CommandExecutionStatus::Failed, Some(124))
+    );
 
-    call::<ThreadShellCommand>(&handle, json!({"threadId": thread_id, "command": "sleep 30"}))
-        .await;
+    call::<ThreadShellCommand>(
+        &handle,
+        json!({"threadId": thread_id, "command": "sleep 30"}),
+    )
+    .await;
     let turn_id = within(PROMPT, "turn/started", async {
         loop {
             if let Some(InProcessServerEvent::ServerNotification(
@@ -181,7 +211,10 @@ async fn bad_requests_a_busy_turn_and_the_switch_are_refused() {
     let mut handle = start(home.path(), &[]).await;
     let thread_id = thread_in(&handle, cwd.path()).await;
     let cases = [
-        (json!({"threadId": thread_id, "command": ""}), error_codes::INVALID_REQUEST),
+        (
+            json!({"threadId": thread_id, "command": ""}),
+            error_codes::INVALID_REQUEST,
+        ),
         (
             json!({"threadId": thread_id, "command": "ls", "timeoutMs": -1}),
             error_codes::INVALID_PARAMS,
@@ -197,8 +230,11 @@ async fn bad_requests_a_busy_turn_and_the_switch_are_refused() {
     }
 
     // While a shell command's own turn runs, another is refused: that turn takes no input.
-    call::<ThreadShellCommand>(&handle, json!({"threadId": thread_id, "command": "sleep 0.3"}))
-        .await;
+    call::<ThreadShellCommand>(
+        &handle,
+        json!({"threadId": thread_id, "command": "sleep 0.3"}),
+    )
+    .await;
     let (code, message) = fail::<ThreadShellCommand>(
         &handle,
         json!({"threadId": thread_id, "command": "touch nope"}),
@@ -217,7 +253,11 @@ async fn bad_requests_a_busy_turn_and_the_switch_are_refused() {
     shutdown(handle).await;
 
     let home = tempfile::tempdir().expect("home");
-    let handle = start(home.path(), &[("shell_command_api", toml::Value::Boolean(false))]).await;
+    let handle = start(
+        home.path(),
+        &[("shell_command_api", toml::Value::Boolean(false))],
+    )
+    .await;
     let thread_id = thread_in(&handle, cwd.path()).await;
     let (code, message) = fail::<ThreadShellCommand>(
         &handle,
@@ -276,7 +316,10 @@ async fn during_an_agents_turn_the_command_runs_beside_it_and_the_agent_is_told(
     else {
         unreachable!()
     };
-    assert_eq!((*source, *exit_code), (CommandExecutionSource::UserShell, Some(0)));
+    assert_eq!(
+        (*source, *exit_code),
+        (CommandExecutionSource::UserShell, Some(0))
+    );
     assert_eq!(
         std::fs::read_to_string(cwd.path().join("side.txt")).expect("ran"),
         "beside\n"
@@ -286,7 +329,11 @@ async fn during_an_agents_turn_the_command_runs_beside_it_and_the_agent_is_told(
     };
     assert_eq!(done.turn.id, turn.id);
     assert_eq!(done.turn.status, TurnStatus::Completed);
-    assert!(done.turn.items.contains(&command.item), "{:?}", done.turn.items);
+    assert!(
+        done.turn.items.contains(&command.item),
+        "{:?}",
+        done.turn.items
+    );
     // The agent was handed the output as the user's words, with no user message made of it.
     let said: Vec<String> = done
         .turn
@@ -298,10 +345,14 @@ async fn during_an_agents_turn_the_command_runs_beside_it_and_the_agent_is_told(
         })
         .collect();
     assert!(
-        said.iter().any(|text| text.starts_with("You said: \"I ran this shell command myself:")),
+        said.iter()
+            .any(|text| text.starts_with("You said: \"I ran this shell command myself:")),
         "{said:?}"
     );
-    assert!(said.contains(&"You said: \"beside\"".to_owned()), "{said:?}");
+    assert!(
+        said.contains(&"You said: \"beside\"".to_owned()),
+        "{said:?}"
+    );
     let user_messages = done
         .turn
         .items
@@ -311,9 +362,11 @@ async fn during_an_agents_turn_the_command_runs_beside_it_and_the_agent_is_told(
     assert_eq!(user_messages, 1);
 
     // Stored in order with the turn's other items.
-    let read = call::<ThreadRead>(&handle, json!({"threadId": thread_id, "includeTurns": true}))
-        .await;
+    let read = call::<ThreadRead>(
+        &handle,
+        json!({"threadId": thread_id, "includeTurns": true}),
+    )
+    .await;
     assert_eq!(read.thread.turns[0].items, done.turn.items);
     shutdown(handle).await;
 }
-

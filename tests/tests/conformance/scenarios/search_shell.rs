@@ -81,7 +81,10 @@ pub(crate) async fn fuzzy_search_and_a_shell_command(transport: Transport) {
     let started = s.expect("item/started").await;
     // The shell (`$SHELL`) and the pid are the machine's: taken from what was sent.
     let shown = started["params"]["item"]["command"].clone();
-    if !shown.as_str().is_some_and(|c| c.ends_with(" -lc 'echo hi'")) {
+    if !shown
+        .as_str()
+        .is_some_and(|c| c.ends_with(" -lc 'echo hi'"))
+    {
         s.fail(format!("the command as the user's shell runs it: {shown}"));
     }
     let item = |status: &str, pid: Value, exit: Value, output: Value, duration: Value| {
@@ -114,7 +117,11 @@ pub(crate) async fn fuzzy_search_and_a_shell_command(transport: Transport) {
     let completed = s.expect("item/completed").await;
     let pid = completed["params"]["item"]["processId"].clone();
     let done = item("completed", pid, json!(0), json!("hi\n"), json!("<time>"));
-    assert_json(&s, &completed, &item_note("item/completed", turn_id, done.clone()));
+    assert_json(
+        &s,
+        &completed,
+        &item_note("item/completed", turn_id, done.clone()),
+    );
     expect_sequence(
         &mut s,
         &[

@@ -280,7 +280,9 @@ impl Drop for Visitor<'_> {
     fn drop(&mut self) {
         let mut merged = self.merged.lock().unwrap_or_else(PoisonError::into_inner);
         merged.visited += self.visited;
-        merged.best.extend(std::mem::take(&mut self.best).into_vec());
+        merged
+            .best
+            .extend(std::mem::take(&mut self.best).into_vec());
     }
 }
 
@@ -325,18 +327,29 @@ mod tests {
         let paths: Vec<&str> = found.files.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(
             paths,
-            vec!["x/main", "main.rs", "maindir", "maindir/sub", "maindir/sub/z.txt"]
+            vec![
+                "x/main",
+                "main.rs",
+                "maindir",
+                "maindir/sub",
+                "maindir/sub/z.txt"
+            ]
         );
         assert_eq!(found.files[0].file_name, "main");
         assert_eq!(found.files[0].indices, Some(vec![2, 3, 4, 5]));
-        assert_eq!(found.files[2].match_type, FuzzyFileSearchMatchType::Directory);
+        assert_eq!(
+            found.files[2].match_type,
+            FuzzyFileSearchMatchType::Directory
+        );
         assert!(found.files[0].score > found.files[1].score);
         assert!(found.files[1].score > found.files[2].score);
     }
 
     #[test]
     fn results_are_bounded_and_the_best_are_kept_over_threads() {
-        let names: Vec<String> = (0..300).map(|n| format!("d{}/f{n:03}.txt", n % 7)).collect();
+        let names: Vec<String> = (0..300)
+            .map(|n| format!("d{}/f{n:03}.txt", n % 7))
+            .collect();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let dir = tree(&names);
         let limits = SearchLimits {

@@ -17,7 +17,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use tandem_host::{ConnectionId, OutgoingMessageSender, RequestContext};
-use tandem_protocol::{FuzzyFileSearchParams, FuzzyFileSearchResponse, JSONRPCErrorError, error_codes};
+use tandem_protocol::{
+    FuzzyFileSearchParams, FuzzyFileSearchResponse, JSONRPCErrorError, error_codes,
+};
 use tokio_util::sync::CancellationToken;
 
 /// The most results one search returns (the reference's bound).
@@ -95,7 +97,8 @@ impl FuzzySearchService {
             .clone()
             .map(|token| (connection, token));
         if let Some(key) = &key
-            && let Some((_, earlier)) = lock(&self.pending).insert(key.clone(), (number, cancel.clone()))
+            && let Some((_, earlier)) =
+                lock(&self.pending).insert(key.clone(), (number, cancel.clone()))
         {
             earlier.cancel();
         }
@@ -104,7 +107,10 @@ impl FuzzySearchService {
             let files = run(params, cancel).await;
             if let Some(key) = key {
                 let mut pending = lock(&pending);
-                if pending.get(&key).is_some_and(|(current, _)| *current == number) {
+                if pending
+                    .get(&key)
+                    .is_some_and(|(current, _)| *current == number)
+                {
                     pending.remove(&key);
                 }
             }
