@@ -18,13 +18,18 @@ pub(crate) struct TurnRunner {
     /// search29: starts the task of a user's shell command beside the agent of a running turn,
     /// as an item of that turn; it runs once told so (see [`SideCommand::go`]) and hands back
     /// the ids of the items it stored.
-    pub(crate) side_command: fn(
+    pub(crate) side_command: SideCommandRunner,
+}
+
+/// search29: starts the task of a [`SideCommand`]; the task hands back the ids of the items
+/// it stored.
+pub(crate) type SideCommandRunner =
+    fn(
         &ThreadService,
         &Arc<LoadedThread>,
         &Arc<ActiveTurn>,
         SideCommand,
-    ) -> tokio::task::JoinHandle<std::collections::HashSet<String>>,
-}
+    ) -> tokio::task::JoinHandle<std::collections::HashSet<String>>;
 
 /// search29: a user's shell command (`thread/shellCommand`) for a running turn.
 pub(crate) struct SideCommand {

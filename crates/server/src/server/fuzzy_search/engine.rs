@@ -214,14 +214,26 @@ struct Visitor<'s> {
 }
 
 impl Visitor<'_> {
-    fn score(&mut self, entry: &DirEntry) -> Option<Candidate> {
+    /// Scores `entry` and keeps it if it is among the best so far. The path is copied only
+    /// then: when every path matches (a one-letter query), most are dropped uncopied.
+    fn consider(&mut self, entry: &DirEntry) {
         if entry.depth() == 0 {
-            return None;
+            return;
         }
-        let relative = entry.path().strip_prefix(self.root).ok()?.to_str()?;
-        let mut score = self
+        let Some(relative) = entry
+            .path()
+            .strip_prefix(self.root)
+            .ok()
+            .and_then(Path::to_str)
+        else {
+            return;
+        };
+        let Some(mut score) = self
             .pattern
-            .score(Utf32Str::new(relative, &mut self.buffer), &mut self.matcher)?;
+            .score(Utf32Str::new(relative, &mut self.buffer), &mut self.matcher)
+        else {
+            return;
+        };
         let directory = entry.file_type().is_some_and(|kind| kind.is_dir());
         let name = file_name(relative);
         if !directory
@@ -235,19 +247,20 @@ impl Visitor<'_> {
         if name == self.query {
             score += EXACT_NAME_BONUS;
         }
-        Some(Candidate {
+        if self.best.len() >= self.limits.max_results
+            && self.best.peek().is_some_and(|worst| {
+                (Reverse(score), relative) >= (worst.score, worst.path.as_str())
+            })
+        {
+            return;
+        }
+        self.best.push(Candidate {
             score: Reverse(score),
             path: relative.to_owned(),
             directory,
-        })
-    }
-
-    fn keep(&mut self, candidate: Candidate) {
-        if self.best.len() < self.limits.max_results {
-            self.best.push(candidate);
-        } else if self.best.peek().is_some_and(|worst| candidate < *worst) {
+        });
+        if self.best.len() > self.limits.max_results {
             self.best.pop();
-            self.best.push(candidate);
         }
     }
 }
@@ -257,9 +270,7 @@ impl ParallelVisitor for Visitor<'_> {
         // Unreadable directories and link loops are skipped, as a file picker should.
         if let Ok(entry) = entry {
             self.visited += 1;
-            if let Some(candidate) = self.score(&entry) {
-                self.keep(candidate);
-            }
+            self.consider(&entry);
         }
         self.until_check -= 1;
         if self.until_check == 0 {
