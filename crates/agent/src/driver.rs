@@ -16,11 +16,12 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tandem_protocol::{
     DynamicToolCallOutputContentItem, DynamicToolSpec, SharedText, ThreadItem, TokenUsageBreakdown,
-    Turn, UserInput,
+    Turn, TurnPlanStep, UserInput,
 };
 use tokio_util::sync::CancellationToken;
 
 use crate::AgentError;
+use crate::reasoning::{ReasoningDelta, ReasoningSettings};
 
 /// What a dynamic tool call returned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,6 +154,16 @@ pub trait TurnRuntime: Any + Send + Sync {
     ) -> Result<ToolOutcome, AgentError>;
     /// Asks the user (`item/tool/requestUserInput`) and returns their answers.
     async fn ask_user(&mut self, question: &str) -> Result<Vec<String>, AgentError>;
+
+    // reason29: plans and reasoning (the driver's side is in `reasoning.rs`).
+    /// The turn's reasoning settings; the default asks for nothing.
+    fn reasoning_settings(&self) -> ReasoningSettings {
+        ReasoningSettings::default()
+    }
+    /// Sends the turn's plan (`turn/plan/updated`).
+    async fn plan_updated(&self, explanation: Option<String>, plan: Vec<TurnPlanStep>);
+    /// Sends `delta` of reasoning item `item_id` (`item/reasoning/*`).
+    async fn reasoning_delta(&self, item_id: &str, delta: ReasoningDelta);
 }
 
 /// The agent's handle on its turn. Every method that waits returns
@@ -183,6 +194,15 @@ impl TurnDriver {
     pub fn runtime_mut<R: TurnRuntime>(&mut self) -> Option<&mut R> {
         let runtime: &mut dyn Any = self.runtime.as_mut();
         runtime.downcast_mut::<R>()
+    }
+
+    // reason29: how `reasoning.rs` reaches the runtime.
+    pub(crate) fn runtime(&self) -> &dyn TurnRuntime {
+        self.runtime.as_ref()
+    }
+
+    pub(crate) fn runtime_dyn_mut(&mut self) -> &mut dyn TurnRuntime {
+        self.runtime.as_mut()
     }
 
     /// The thread's id.

@@ -42,11 +42,14 @@
 //!
 //! Files: `driver` holds the [`TurnDriver`] and the [`TurnRuntime`] interface, `scripted` the
 //! [`ScriptedAgent`], `openai` the [`OpenAiCompatibleAgent`], `providers` the
-//! `[model_providers]` configuration, `summary` the default compaction summary.
+//! `[model_providers]` configuration, `summary` the default compaction summary, `reasoning`
+//! the plan and the model's reasoning.
 
 mod driver;
 mod openai;
 pub mod providers;
+// reason29: plans and reasoning.
+mod reasoning;
 mod scripted;
 mod summary;
 
@@ -56,6 +59,9 @@ pub use driver::{
 };
 pub use openai::{AgentBuildError, OpenAiCompatibleAgent, user_shell_report};
 pub use providers::{ModelProviderConfig, WireApi};
+pub use reasoning::{
+    REASONING_EFFORTS, REASONING_SUMMARIES, ReasoningDelta, ReasoningSettings, StreamingReasoning,
+};
 pub use scripted::ScriptedAgent;
 pub use summary::summarize_transcript;
 

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tandem_protocol::{DynamicToolCallOutputContentItem, ThreadItem, Turn, UserInput};
 
-use super::{Agent, AgentError, CommandOptions, TurnDriver};
+use super::{Agent, AgentError, CommandOptions, ReasoningDelta, TurnDriver};
 
 /// The deterministic default agent. Each input line is a command:
 ///
@@ -19,6 +19,11 @@ use super::{Agent, AgentError, CommandOptions, TurnDriver};
 /// - `/fail MESSAGE`: fails the turn;
 /// - `/history`: answers `history: ` and a JSON array with the user text of each turn of the
 ///   history it was given (after `thread/compact/start`, the summary comes first);
+/// - `/plan JSON`: sets the turn's plan (`turn/plan/updated`) from the arguments of the
+///   `update_plan` tool, `{"explanation": ..., "plan": [{"step": ..., "status": ...}]}`
+///   with status `pending`, `in_progress` or `completed`;
+/// - `/think TEXT`: streams a `reasoning` item whose summary has one part per `|`-separated
+///   piece of TEXT and whose reasoning text is TEXT, each in several deltas;
 /// - any other text: answered with a message quoting it, streamed in several deltas.
 ///
 /// Each image input (`image`, `localImage`) is acknowledged with a message naming it, in the
@@ -179,6 +184,18 @@ async fn run_line(line: &str, history: &[Turn], driver: &mut TurnDriver) -> Resu
             })?;
             driver.agent_message(format!("history: {listed}")).await
         }
+        // reason29: plans and reasoning.
+        "/plan" => {
+            let (explanation, plan) =
+                crate::reasoning::parse_update_plan(rest).map_err(|error| {
+                    AgentError::Failed(format!(
+                        "/plan needs the update_plan arguments as JSON, {{\"plan\": [{{\"step\": \
+                     ..., \"status\": \"pending\"}}]}}: {error}"
+                    ))
+                })?;
+            driver.update_plan(explanation, plan).await
+        }
+        "/think" => think(rest, driver).await,
         "/fail" => Err(AgentError::Failed(if rest.is_empty() {
             "the scripted agent was told to fail".into()
         } else {
@@ -186,6 +203,37 @@ async fn run_line(line: &str, history: &[Turn], driver: &mut TurnDriver) -> Resu
         })),
         _ => driver.agent_message(format!("You said: \"{line}\"")).await,
     }
+}
+
+/// `/think TEXT`: a reasoning item with a summary part per `|`-separated piece and TEXT as
+/// its reasoning text, streamed a word at a time; completed even when interrupted midway.
+async fn think(text: &str, driver: &mut TurnDriver) -> Result<(), AgentError> {
+    let mut reasoning = driver.begin_reasoning().await?;
+    let mut deltas = Vec::new();
+    for (summary_index, piece) in text.split('|').map(str::trim).enumerate() {
+        deltas.push(ReasoningDelta::SummaryPartAdded { summary_index });
+        deltas.extend(
+            piece
+                .split_inclusive(' ')
+                .map(|word| ReasoningDelta::SummaryText {
+                    summary_index,
+                    delta: word.to_owned(),
+                }),
+        );
+    }
+    deltas.extend(text.split_inclusive(' ').map(|word| ReasoningDelta::Text {
+        content_index: 0,
+        delta: word.to_owned(),
+    }));
+    let mut outcome = Ok(());
+    for delta in deltas {
+        outcome = driver.reasoning_delta(&mut reasoning, delta).await;
+        if outcome.is_err() {
+            break;
+        }
+    }
+    driver.complete_reasoning(reasoning, None, None).await;
+    outcome
 }
 
 #[cfg(test)]

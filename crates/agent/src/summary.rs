@@ -40,7 +40,8 @@ pub fn summarize_transcript(history: &[Turn]) -> String {
                     Some(false) => format!("tool: {tool} (failed)"),
                     None => format!("tool: {tool}"),
                 },
-                ThreadItem::ContextCompaction { .. } => continue,
+                // reason29: the model's reasoning is its own, not what happened.
+                ThreadItem::ContextCompaction { .. } | ThreadItem::Reasoning { .. } => continue,
             };
             entries.push(cut(&entry.replace('\n', " "), MAX_ENTRY_CHARS));
         }

@@ -209,6 +209,9 @@ struct Chat {
     interrupts: u32,
     /// Whether the scripted agent answers on the current thread (no model configured).
     scripted: bool,
+    /// Whether this chat has told the user that the scripted agent answers: once is enough,
+    /// where `run` (one answer) says it each time.
+    told_scripted: bool,
     prompt: SharedPrompt,
 }
 
@@ -250,6 +253,7 @@ async fn execute(args: ChatArgs, global: GlobalOptions) -> Result<i32, SessionEr
         eof: false,
         interrupts: 0,
         scripted,
+        told_scripted: false,
         prompt,
     };
     chat.output.line(&format!(
@@ -321,7 +325,8 @@ impl Chat {
                     let params = self.server.turn_params(&self.thread_id, &line);
                     match self.client.start_turn(params).await {
                         Ok(turn) => {
-                            if self.scripted && !self.server.quiet_notices {
+                            if self.scripted && !self.server.quiet_notices && !self.told_scripted {
+                                self.told_scripted = true;
                                 self.notice(SCRIPTED_NOTICE);
                             }
                             if let Some(code) = self.follow(turn).await {
@@ -563,6 +568,9 @@ fn history(turns: &[Turn]) -> Vec<String> {
                 ThreadItem::ContextCompaction { .. } => {
                     lines.push("(earlier turns compacted into a summary)".to_owned());
                 }
+                // reason29: `chat` does not show reasoning (issue 29, point 8, is its own
+                // change).
+                ThreadItem::Reasoning { .. } => {}
             }
         }
         match turn.status {

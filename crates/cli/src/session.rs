@@ -46,8 +46,8 @@ pub(crate) struct ServerArgs {
     pub(crate) quiet_notices: bool,
 }
 
-/// The notice printed whenever the scripted agent answers: it is not a model, and a new user
-/// would otherwise take its echo for one.
+/// The notice printed when the scripted agent answers (with each `run`, once per `chat`): it
+/// is not a model, and a new user would otherwise take its echo for one.
 pub(crate) const SCRIPTED_NOTICE: &str = "tandem: note: no model is configured, so the scripted \
      test agent answers; set model_provider and model in $TANDEM_HOME/config.toml or with -c \
      (README: \"Using a real model\"); --quiet-notices hides this";

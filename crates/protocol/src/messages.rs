@@ -233,6 +233,17 @@ notification_enum! {
     // fs29:
     /// `fs/changed`: paths that changed under an `fs/watch` (best effort, merged per watch).
     FsChanged => "fs/changed" (FsChangedNotification);
+    // reason29: plans and reasoning.
+    /// `turn/plan/updated`: the agent set its plan (the `update_plan` tool).
+    TurnPlanUpdated => "turn/plan/updated" (TurnPlanUpdatedNotification);
+    /// `item/reasoning/summaryPartAdded`: a new part of a reasoning summary starts.
+    ReasoningSummaryPartAdded => "item/reasoning/summaryPartAdded"
+        (ReasoningSummaryPartAddedNotification);
+    /// `item/reasoning/summaryTextDelta`: text of a reasoning summary part.
+    ReasoningSummaryTextDelta => "item/reasoning/summaryTextDelta"
+        (ReasoningSummaryTextDeltaNotification);
+    /// `item/reasoning/textDelta`: reasoning text.
+    ReasoningTextDelta => "item/reasoning/textDelta" (ReasoningTextDeltaNotification);
 }
 
 /// Client methods that require the `experimentalApi` capability.
@@ -375,6 +386,10 @@ impl ServerNotification {
             Self::ThreadCompacted(n) => Some(&n.thread_id),
             Self::ThreadReverted(n) => Some(&n.thread_id),
             Self::ThreadTokenUsageUpdated(n) => Some(&n.thread_id),
+            Self::TurnPlanUpdated(n) => Some(&n.thread_id),
+            Self::ReasoningSummaryPartAdded(n) => Some(&n.thread_id),
+            Self::ReasoningSummaryTextDelta(n) => Some(&n.thread_id),
+            Self::ReasoningTextDelta(n) => Some(&n.thread_id),
             Self::ProcessOutputDelta(_)
             | Self::ProcessExited(_)
             | Self::CommandExecOutputDelta(_)
@@ -404,6 +419,10 @@ impl ServerNotification {
             Self::Error(n) => Some(&n.turn_id),
             Self::ThreadCompacted(n) => Some(&n.turn_id),
             Self::ThreadTokenUsageUpdated(n) => Some(&n.turn_id),
+            Self::TurnPlanUpdated(n) => Some(&n.turn_id),
+            Self::ReasoningSummaryPartAdded(n) => Some(&n.turn_id),
+            Self::ReasoningSummaryTextDelta(n) => Some(&n.turn_id),
+            Self::ReasoningTextDelta(n) => Some(&n.turn_id),
             _ => None,
         }
     }

@@ -879,7 +879,58 @@ fn server_notification_examples() -> Vec<(Value, ServerNotification)> {
                               "changedPaths": ["/home/dev/project/a.txt", "/home/dev/project/src"]}}),
             fs_changed(),
         ),
+        // reason29:
+        (
+            json!({"method": "turn/plan/updated",
+                   "params": {"threadId": THREAD_ID, "turnId": TURN_ID,
+                              "explanation": "Found the cause.",
+                              "plan": [{"step": "Reproduce", "status": "completed"},
+                                       {"step": "Fix", "status": "inProgress"},
+                                       {"step": "Test", "status": "pending"}]}}),
+            turn_plan_updated(),
+        ),
+        (
+            json!({"method": "item/reasoning/summaryPartAdded",
+                   "params": {"threadId": THREAD_ID, "turnId": TURN_ID, "itemId": "rs-1",
+                              "summaryIndex": 1}}),
+            reasoning_summary_part_added(),
+        ),
+        (
+            json!({"method": "item/reasoning/summaryTextDelta",
+                   "params": {"threadId": THREAD_ID, "turnId": TURN_ID, "itemId": "rs-1",
+                              "delta": "Then ", "summaryIndex": 1}}),
+            reasoning_summary_text_delta(),
+        ),
+        (
+            json!({"method": "item/reasoning/textDelta",
+                   "params": {"threadId": THREAD_ID, "turnId": TURN_ID, "itemId": "rs-1",
+                              "delta": "The test ", "contentIndex": 0}}),
+            reasoning_text_delta(),
+        ),
     ]
+}
+
+/// The `reasoning` item on the wire: both arrays always present on output, either one
+/// optional on input (the reference's schema defaults them to `[]`).
+#[test]
+fn reasoning_items_match_the_reference_shape() {
+    let wire = json!({"type": "reasoning", "id": "rs-1",
+                      "summary": ["Reading the failing test.", "Then the fix."],
+                      "content": ["The test expects 3."]});
+    assert_eq!(serde_json::to_value(reasoning_item()).unwrap(), wire);
+    assert_eq!(
+        serde_json::from_value::<ThreadItem>(wire).unwrap(),
+        reasoning_item()
+    );
+    let bare: ThreadItem = serde_json::from_value(json!({"type": "reasoning", "id": "r"})).unwrap();
+    assert_eq!(
+        bare,
+        ThreadItem::Reasoning {
+            id: "r".into(),
+            summary: Vec::new(),
+            content: Vec::new()
+        }
+    );
 }
 
 fn abs(path: &str) -> AbsolutePathBuf {
@@ -998,7 +1049,7 @@ fn thread_statuses_and_sources_use_spec_spellings() {
     );
     // Values that are not listed do not decode: output is closed.
     assert!(serde_json::from_value::<ThreadStatus>(json!({"type": "archived"})).is_err());
-    assert!(serde_json::from_value::<ThreadItem>(json!({"type": "reasoning", "id": "r"})).is_err());
+    assert!(serde_json::from_value::<ThreadItem>(json!({"type": "webSearch", "id": "r"})).is_err());
 }
 
 #[test]

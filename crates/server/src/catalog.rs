@@ -31,7 +31,8 @@ pub(crate) fn default_model_of(config: &ServerConfig) -> Option<String> {
     }
 }
 
-/// The reasoning effort reported for every model: Tandem sends none to the provider.
+/// The reasoning effort reported for every model when `model_reasoning_effort` is unset:
+/// Tandem then sends none to the provider.
 const REASONING_EFFORT: &str = "none";
 
 /// One model before paging: its id and where it runs.
@@ -79,7 +80,13 @@ pub(crate) fn model_list(
     let end = start.saturating_add(limit).min(total);
     let data = entries[start..end]
         .iter()
-        .map(|entry| model(entry, default_model.as_deref() == Some(entry.id.as_str())))
+        .map(|entry| {
+            model(
+                entry,
+                default_model.as_deref() == Some(entry.id.as_str()),
+                config.reasoning.effort.as_deref(),
+            )
+        })
         .collect();
     Ok(ModelListResponse {
         data,
@@ -101,9 +108,10 @@ fn models_of(config: &ServerConfig, provider: &str) -> Result<Vec<Entry>, JSONRP
         return Ok(ids
             .into_iter()
             .map(|id| Entry {
-                description: "Tandem's scripted agent: runs /sh, /tool, /ask, /sleep and /fail \
-                              lines and quotes any other text; no model behind it."
-                    .to_owned(),
+                description: "Tandem's scripted agent: runs /sh, /tool, /ask, /sleep, /plan, \
+                              /think and /fail lines and quotes any other text; no model behind \
+                              it."
+                .to_owned(),
                 id,
             })
             .collect());
@@ -136,7 +144,19 @@ fn models_of(config: &ServerConfig, provider: &str) -> Result<Vec<Entry>, JSONRP
         .collect())
 }
 
-fn model(entry: &Entry, is_default: bool) -> Model {
+/// `effort` is `model_reasoning_effort`: the one effort Tandem sends to every model (it does
+/// not know which efforts a model takes).
+fn model(entry: &Entry, is_default: bool, effort: Option<&str>) -> Model {
+    let (effort, effort_description) = match effort {
+        Some(effort) => (
+            effort,
+            "model_reasoning_effort of the configuration, sent with every request",
+        ),
+        None => (
+            REASONING_EFFORT,
+            "Tandem sends no reasoning effort; the model uses its own default",
+        ),
+    };
     Model {
         id: entry.id.clone(),
         model: entry.id.clone(),
@@ -148,11 +168,10 @@ fn model(entry: &Entry, is_default: bool) -> Model {
         model_specialty: None,
         hidden: false,
         supported_reasoning_efforts: vec![ReasoningEffortOption {
-            reasoning_effort: REASONING_EFFORT.to_owned(),
-            description: "Tandem sends no reasoning effort; the model uses its own default"
-                .to_owned(),
+            reasoning_effort: effort.to_owned(),
+            description: effort_description.to_owned(),
         }],
-        default_reasoning_effort: REASONING_EFFORT.to_owned(),
+        default_reasoning_effort: effort.to_owned(),
         input_modalities: vec!["text".to_owned(), "image".to_owned()],
         supports_personality: false,
         multi_agent_version: Some("disabled".to_owned()),

@@ -420,9 +420,9 @@ async fn a_dynamic_tool_call_goes_to_the_client_and_its_answer_to_the_model() {
         .iter()
         .filter_map(|tool| tool["function"]["name"].as_str())
         .collect();
-    assert_eq!(offered, vec!["shell", "ask_user", "lookup"]);
+    assert_eq!(offered, vec!["shell", "ask_user", "update_plan", "lookup"]);
     assert_eq!(
-        bodies[0]["tools"][2]["function"]["parameters"]["properties"]["key"]["type"],
+        bodies[0]["tools"][3]["function"]["parameters"]["properties"]["key"]["type"],
         "string"
     );
     assert_eq!(

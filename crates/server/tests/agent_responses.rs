@@ -174,7 +174,7 @@ async fn responses_text_deltas_reach_the_client_before_the_stream_ends() {
         .iter()
         .filter_map(|tool| tool["name"].as_str())
         .collect();
-    assert_eq!(tools, vec!["shell", "ask_user"]);
+    assert_eq!(tools, vec!["shell", "ask_user", "update_plan"]);
     shutdown(handle).await;
 }
 

@@ -1,8 +1,9 @@
 //! Test harness for embedders of the Tandem in-process host: a small configurable
 //! [`TestProcessor`], helpers for reading events with a deadline, so tests fail with a
 //! message instead of hanging, [`mock_http`], a loopback HTTP server for gated, slow,
-//! truncated and reset streams (model providers under test), and [`binary`], which builds and
-//! guards the `tandem` binary for tests that drive it from outside.
+//! truncated and reset streams (model providers under test), [`model_streams`], the stream
+//! bodies such a provider sends, and [`binary`], which builds and guards the `tandem` binary
+//! for tests that drive it from outside.
 //!
 //! ```
 //! use std::time::Duration;
@@ -26,6 +27,8 @@
 pub mod binary;
 pub mod mock_app_server;
 pub mod mock_http;
+// reason29: model stream bodies.
+pub mod model_streams;
 pub mod postgres;
 
 pub use mock_app_server::MockWebSocketServer;

@@ -448,6 +448,8 @@ impl AppState {
             ThreadItem::ContextCompaction { .. } => {
                 Entry::Notice("(earlier turns compacted into a summary)".into())
             }
+            // reason29: the TUI does not show reasoning (issue 29, point 8, is its own change).
+            ThreadItem::Reasoning { .. } => return,
         };
         match self.position(item.id()) {
             Some(index) => self.transcript[index] = entry,

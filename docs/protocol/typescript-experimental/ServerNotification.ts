@@ -10,6 +10,9 @@ import type { ItemCompletedNotification } from "./ItemCompletedNotification";
 import type { ItemStartedNotification } from "./ItemStartedNotification";
 import type { ProcessExitedNotification } from "./ProcessExitedNotification";
 import type { ProcessOutputDeltaNotification } from "./ProcessOutputDeltaNotification";
+import type { ReasoningSummaryPartAddedNotification } from "./ReasoningSummaryPartAddedNotification";
+import type { ReasoningSummaryTextDeltaNotification } from "./ReasoningSummaryTextDeltaNotification";
+import type { ReasoningTextDeltaNotification } from "./ReasoningTextDeltaNotification";
 import type { ServerRequestResolvedNotification } from "./ServerRequestResolvedNotification";
 import type { ThreadArchivedNotification } from "./ThreadArchivedNotification";
 import type { ThreadAttachmentUpdatedNotification } from "./ThreadAttachmentUpdatedNotification";
@@ -22,6 +25,7 @@ import type { ThreadStatusChangedNotification } from "./ThreadStatusChangedNotif
 import type { ThreadTokenUsageUpdatedNotification } from "./ThreadTokenUsageUpdatedNotification";
 import type { ThreadUnarchivedNotification } from "./ThreadUnarchivedNotification";
 import type { TurnCompletedNotification } from "./TurnCompletedNotification";
+import type { TurnPlanUpdatedNotification } from "./TurnPlanUpdatedNotification";
 import type { TurnStartedNotification } from "./TurnStartedNotification";
 
 /**
@@ -50,4 +54,8 @@ export type ServerNotification =
   | { method: "thread/reverted", params: ThreadRevertedNotification, emittedAtMs?: number, cursor?: EventCursor, }
   | { method: "thread/tokenUsage/updated", params: ThreadTokenUsageUpdatedNotification, emittedAtMs?: number, cursor?: EventCursor, }
   | { method: "command/exec/outputDelta", params: CommandExecOutputDeltaNotification, emittedAtMs?: number, cursor?: EventCursor, }
-  | { method: "fs/changed", params: FsChangedNotification, emittedAtMs?: number, cursor?: EventCursor, };
+  | { method: "fs/changed", params: FsChangedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "turn/plan/updated", params: TurnPlanUpdatedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "item/reasoning/summaryPartAdded", params: ReasoningSummaryPartAddedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "item/reasoning/summaryTextDelta", params: ReasoningSummaryTextDeltaNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "item/reasoning/textDelta", params: ReasoningTextDeltaNotification, emittedAtMs?: number, cursor?: EventCursor, };

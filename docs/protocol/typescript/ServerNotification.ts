@@ -8,6 +8,9 @@ import type { EventCursor } from "./EventCursor";
 import type { FsChangedNotification } from "./FsChangedNotification";
 import type { ItemCompletedNotification } from "./ItemCompletedNotification";
 import type { ItemStartedNotification } from "./ItemStartedNotification";
+import type { ReasoningSummaryPartAddedNotification } from "./ReasoningSummaryPartAddedNotification";
+import type { ReasoningSummaryTextDeltaNotification } from "./ReasoningSummaryTextDeltaNotification";
+import type { ReasoningTextDeltaNotification } from "./ReasoningTextDeltaNotification";
 import type { ServerRequestResolvedNotification } from "./ServerRequestResolvedNotification";
 import type { ThreadArchivedNotification } from "./ThreadArchivedNotification";
 import type { ThreadAttachmentUpdatedNotification } from "./ThreadAttachmentUpdatedNotification";
@@ -20,6 +23,7 @@ import type { ThreadStatusChangedNotification } from "./ThreadStatusChangedNotif
 import type { ThreadTokenUsageUpdatedNotification } from "./ThreadTokenUsageUpdatedNotification";
 import type { ThreadUnarchivedNotification } from "./ThreadUnarchivedNotification";
 import type { TurnCompletedNotification } from "./TurnCompletedNotification";
+import type { TurnPlanUpdatedNotification } from "./TurnPlanUpdatedNotification";
 import type { TurnStartedNotification } from "./TurnStartedNotification";
 
 /**
@@ -46,4 +50,8 @@ export type ServerNotification =
   | { method: "thread/reverted", params: ThreadRevertedNotification, emittedAtMs?: number, cursor?: EventCursor, }
   | { method: "thread/tokenUsage/updated", params: ThreadTokenUsageUpdatedNotification, emittedAtMs?: number, cursor?: EventCursor, }
   | { method: "command/exec/outputDelta", params: CommandExecOutputDeltaNotification, emittedAtMs?: number, cursor?: EventCursor, }
-  | { method: "fs/changed", params: FsChangedNotification, emittedAtMs?: number, cursor?: EventCursor, };
+  | { method: "fs/changed", params: FsChangedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "turn/plan/updated", params: TurnPlanUpdatedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "item/reasoning/summaryPartAdded", params: ReasoningSummaryPartAddedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "item/reasoning/summaryTextDelta", params: ReasoningSummaryTextDeltaNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "item/reasoning/textDelta", params: ReasoningTextDeltaNotification, emittedAtMs?: number, cursor?: EventCursor, };

@@ -8,7 +8,7 @@ import type { JsonValue } from "./JsonValue";
 import type { UserInput } from "./UserInput";
 
 /**
- * One item of a turn, tagged on `type`. These five variants only.
+ * One item of a turn, tagged on `type`.
  */
 export type ThreadItem = { "type": "userMessage",
 /**
@@ -106,4 +106,16 @@ durationMs: number | null, } | { "type": "contextCompaction",
 /**
  * Item id: `<turn id>-compaction`.
  */
-id: string, };
+id: string, } | { "type": "reasoning",
+/**
+ * Item id.
+ */
+id: string,
+/**
+ * The summary, one string per part (`item/reasoning/summaryPartAdded`).
+ */
+summary: Array<string>,
+/**
+ * The reasoning text, one string per part (`item/reasoning/textDelta`).
+ */
+content: Array<string>, };

@@ -9,9 +9,9 @@
 //!   short phase (the CI run's) still meets each kind; gaps between faults are drawn from
 //!   [`MIN_GAP`] up to a maximum that lets one round fit in the phase, and at most
 //!   [`MAX_GAP`].
-//! - The same server (or stdio client) is killed at most once every [`kill_spacing`], an
-//!   eighth of the phase: its lives must be long enough for their resident size and
-//!   descriptors to say whether they grow. A kill that would come sooner is left out of its
+//! - The same server (or stdio client) is killed at most once every [`kill_spacing`], a
+//!   quarter of the phase: its lives must outlast the monitor's warm-up (five minutes) by
+//!   long enough for their resident size and descriptors to say whether they grow. A kill that would come sooner is left out of its
 //!   round.
 //! - A kind that the phase cannot inject is never scheduled: a tmpfs fill without a tmpfs
 //!   home, a PostgreSQL restart without PostgreSQL, a stdio kill without stdio clients.
@@ -128,7 +128,7 @@ pub(crate) fn quiet_start(length: Duration) -> Duration {
 
 /// The shortest time between two kills of one target in a phase of `length`.
 pub(crate) fn kill_spacing(length: Duration) -> Duration {
-    length / 8
+    length / 4
 }
 
 /// The schedule of a phase of `length` with `setup`, drawn from `rng`, in time order, of the

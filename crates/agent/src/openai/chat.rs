@@ -8,10 +8,12 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 
 use super::images::UserPart;
+use super::reasoning::ReasoningEvent;
 use super::retry::{ApiError, AttemptError};
 use super::tool_calls::{ToolCall, ToolCallAssembler, ToolCallDelta};
 use super::transcript::{Conversation, Entry};
 use super::{Decoded, StreamDecoder};
+use crate::ReasoningDelta;
 
 /// `null` decodes as the default, like a missing field.
 fn null_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
@@ -74,6 +76,8 @@ pub(crate) fn request_body(model: &str, conversation: &Conversation) -> Value {
             Entry::ToolResult { call_id, output } => {
                 json!({"role": "tool", "tool_call_id": call_id, "content": output})
             }
+            // Servers that stream reasoning want none of it back (DeepSeek refuses it).
+            Entry::Reasoning(_) => continue,
         });
     }
     let tools: Vec<Value> = conversation
@@ -139,22 +143,40 @@ fn user_content(parts: &[UserPart]) -> Value {
 pub(crate) struct ChatDecoder {
     calls: ToolCallAssembler,
     usage: Option<tandem_protocol::TokenUsageBreakdown>,
+    /// Whether reasoning text is streaming: it ends when the answer's content or a tool call
+    /// starts, or with the stream.
+    reasoning: bool,
+}
+
+impl ChatDecoder {
+    fn end_reasoning(&mut self, decoded: &mut Vec<Decoded>) {
+        if std::mem::take(&mut self.reasoning) {
+            decoded.push(Decoded::Reasoning(ReasoningEvent::Finished {
+                summary: None,
+                content: None,
+                encrypted_content: None,
+            }));
+        }
+    }
 }
 
 impl StreamDecoder for ChatDecoder {
-    fn decode(&mut self, _event: &str, data: &str) -> Result<Decoded, AttemptError> {
+    fn decode(&mut self, _event: &str, data: &str) -> Result<Vec<Decoded>, AttemptError> {
+        let mut decoded = Vec::new();
         let data = data.trim();
         if data == "[DONE]" {
-            return Ok(Decoded::Done);
+            self.end_reasoning(&mut decoded);
+            decoded.push(Decoded::Done);
+            return Ok(decoded);
         }
         if data.is_empty() {
-            return Ok(Decoded::Nothing);
+            return Ok(decoded);
         }
         let value: Value = match serde_json::from_str(data) {
             Ok(value) => value,
             Err(error) => {
                 tracing::debug!(%error, data, "skipping a chunk that is not JSON");
-                return Ok(Decoded::Nothing);
+                return Ok(decoded);
             }
         };
         if let Some(error) = ApiError::from_value(&value) {
@@ -164,13 +186,12 @@ impl StreamDecoder for ChatDecoder {
             Ok(chunk) => chunk,
             Err(error) => {
                 tracing::debug!(%error, data, "skipping a chunk of an unexpected shape");
-                return Ok(Decoded::Nothing);
+                return Ok(decoded);
             }
         };
         if let Some(usage) = chunk.usage.as_ref().and_then(super::usage::from_chat) {
             self.usage = Some(usage);
         }
-        let mut text = String::new();
         // Only the first choice is the answer; servers asked for one send no other.
         for choice in chunk
             .choices
@@ -178,22 +199,34 @@ impl StreamDecoder for ChatDecoder {
             .filter(|choice| choice.index.unwrap_or(0) == 0)
         {
             let delta = choice.delta;
-            if delta.reasoning.is_some() || delta.reasoning_content.is_some() {
-                // Reasoning has no item in the protocol; it is dropped, never an error.
-                tracing::trace!("dropping reasoning text");
+            // DeepSeek and llama.cpp say `reasoning_content`, vLLM and Ollama `reasoning`.
+            let thought = delta
+                .reasoning_content
+                .or(delta.reasoning)
+                .filter(|text| !text.is_empty());
+            if let Some(thought) = thought {
+                if !std::mem::replace(&mut self.reasoning, true) {
+                    decoded.push(Decoded::Reasoning(ReasoningEvent::Started));
+                }
+                decoded.push(Decoded::Reasoning(ReasoningEvent::Delta(
+                    ReasoningDelta::Text {
+                        content_index: 0,
+                        delta: thought,
+                    },
+                )));
             }
-            if let Some(content) = delta.content {
-                text.push_str(&content);
+            let content = delta.content.filter(|text| !text.is_empty());
+            if content.is_some() || !delta.tool_calls.is_empty() {
+                self.end_reasoning(&mut decoded);
+            }
+            if let Some(content) = content {
+                decoded.push(Decoded::Text(content));
             }
             for call in delta.tool_calls {
                 self.calls.push(call);
             }
         }
-        Ok(if text.is_empty() {
-            Decoded::Nothing
-        } else {
-            Decoded::Text(text)
-        })
+        Ok(decoded)
     }
 
     fn usage(&self) -> Option<tandem_protocol::TokenUsageBreakdown> {
@@ -209,7 +242,7 @@ impl StreamDecoder for ChatDecoder {
 mod tests {
     use super::*;
 
-    fn decode_all(chunks: &[&str]) -> (Vec<Decoded>, Vec<ToolCall>) {
+    fn decode_all(chunks: &[&str]) -> (Vec<Vec<Decoded>>, Vec<ToolCall>) {
         let mut decoder = ChatDecoder::default();
         let decoded = chunks
             .iter()
@@ -223,25 +256,59 @@ mod tests {
         let (decoded, calls) = decode_all(&[
             r#"{"choices":[{"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
             r#"{"choices":[{"index":0,"delta":{"reasoning_content":"hmm"}}]}"#,
-            r#"{"choices":[{"delta":{"reasoning":"hmm"}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning":"hm"}}]}"#,
             r#"{"choices":[{"delta":{"content":"Hi"},"finish_reason":""}]}"#,
             r#"{"choices":null,"usage":{"total_tokens":3}}"#,
             r#"{"id":"x","object":"chat.completion.chunk","choices":[{"delta":null}]}"#,
             "[DONE]",
         ]);
+        let thought = |text: &str| {
+            Decoded::Reasoning(ReasoningEvent::Delta(ReasoningDelta::Text {
+                content_index: 0,
+                delta: text.into(),
+            }))
+        };
         assert_eq!(
             decoded,
             vec![
-                Decoded::Nothing,
-                Decoded::Nothing,
-                Decoded::Nothing,
-                Decoded::Text("Hi".into()),
-                Decoded::Nothing,
-                Decoded::Nothing,
-                Decoded::Done
+                vec![],
+                vec![Decoded::Reasoning(ReasoningEvent::Started), thought("hmm")],
+                vec![thought("hm")],
+                vec![
+                    Decoded::Reasoning(ReasoningEvent::Finished {
+                        summary: None,
+                        content: None,
+                        encrypted_content: None
+                    }),
+                    Decoded::Text("Hi".into())
+                ],
+                vec![],
+                vec![],
+                vec![Decoded::Done]
             ]
         );
         assert!(calls.is_empty());
+    }
+
+    #[test]
+    fn reasoning_left_open_ends_with_the_stream_or_a_tool_call() {
+        let (decoded, _) = decode_all(&[r#"{"choices":[{"delta":{"reasoning":"a"}}]}"#, "[DONE]"]);
+        assert!(matches!(
+            decoded[1].as_slice(),
+            [
+                Decoded::Reasoning(ReasoningEvent::Finished { .. }),
+                Decoded::Done
+            ]
+        ));
+        let (decoded, calls) = decode_all(&[
+            r#"{"choices":[{"delta":{"reasoning_content":"a"}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"shell","arguments":"{}"}}]}}]}"#,
+        ]);
+        assert!(matches!(
+            decoded[1].as_slice(),
+            [Decoded::Reasoning(ReasoningEvent::Finished { .. })]
+        ));
+        assert_eq!(calls.len(), 1);
     }
 
     #[test]
@@ -279,6 +346,7 @@ mod tests {
                 },
             ],
             tools: Vec::new(),
+            reasoning: Default::default(),
         };
         let body = request_body("m", &conversation);
         assert_eq!(body["stream"], true);

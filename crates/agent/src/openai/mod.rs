@@ -8,9 +8,13 @@
 //! arrived. Retries are decided here, in the agent loop, so that each one is announced to the
 //! client (`error` with `willRetry: true`) and can be interrupted.
 //!
+//! The model's reasoning streams as `reasoning` items while the answer arrives, and the
+//! reasoning of one request is sent back with the next request of the same turn where the
+//! wire carries it (`reasoning`).
+//!
 //! Files: `chat` and `responses` hold the two wires, `tool_calls` the assembly of streamed
 //! calls, `transcript` the conversation, `images` the image input, `tools` the tools, `retry`
-//! the retry policy.
+//! the retry policy, `reasoning` the reasoning items of an answer.
 
 use std::time::Duration;
 
@@ -26,6 +30,8 @@ use crate::{Agent, AgentError, StreamingMessage, TurnDriver};
 
 mod chat;
 mod images;
+// reason29: reasoning items.
+mod reasoning;
 mod responses;
 mod retry;
 mod tool_calls;
@@ -35,9 +41,10 @@ mod transcript;
 mod usage;
 
 use images::UserPart;
+use reasoning::{ReasoningEvent, ReasoningStream};
 use retry::{AttemptError, RequestContext};
 use tool_calls::ToolCall;
-use transcript::{Conversation, Entry};
+use transcript::{Conversation, Entry, ReasoningOutput};
 
 /// Why an [`OpenAiCompatibleAgent`] could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -89,25 +96,28 @@ enum TextSink {
 struct Reply {
     text: String,
     calls: Vec<ToolCall>,
+    /// The reasoning of the answer, as the next request carries it back.
+    reasoning: Vec<ReasoningOutput>,
     /// What the request cost, if the stream said.
     usage: Option<TokenUsageBreakdown>,
 }
 
-/// What one server-sent event contributed.
+/// What one server-sent event contributed; an event contributes none, one or several.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Decoded {
-    /// Nothing the turn shows (lifecycle, usage, reasoning, a tool-call fragment).
-    Nothing,
     /// Answer text, to stream to the client now.
     Text(String),
     /// The answer is complete.
     Done,
+    /// Reasoning, to stream to the client now as a `reasoning` item.
+    Reasoning(ReasoningEvent),
 }
 
-/// Turns the events of one streamed answer into text and tool calls; one per wire.
+/// Turns the events of one streamed answer into text, reasoning and tool calls; one per wire.
 pub(crate) trait StreamDecoder: Send {
-    /// Decodes the event named `event` (empty when the line was absent) with `data`.
-    fn decode(&mut self, event: &str, data: &str) -> Result<Decoded, AttemptError>;
+    /// Decodes the event named `event` (empty when the line was absent) with `data`, in the
+    /// order the pieces happened (empty for lifecycle, usage and tool-call fragments).
+    fn decode(&mut self, event: &str, data: &str) -> Result<Vec<Decoded>, AttemptError>;
     /// The token usage the stream reported, if it did.
     fn usage(&self) -> Option<TokenUsageBreakdown>;
     /// The tool calls the answer asked for, in order.
@@ -162,10 +172,11 @@ impl OpenAiCompatibleAgent {
         sink: TextSink,
         driver: &mut TurnDriver,
     ) -> Result<Reply, AgentError> {
-        let body = match self.provider.wire_api {
+        let mut body = match self.provider.wire_api {
             WireApi::Chat => chat::request_body(model, conversation),
             WireApi::Responses => responses::request_body(model, conversation),
         };
+        reasoning::add_settings(self.provider.wire_api, &conversation.reasoning, &mut body);
         let body = Bytes::from(body.to_string());
         let max = self.provider.stream_max_retries;
         let mut retries = 0;
@@ -267,8 +278,9 @@ impl OpenAiCompatibleAgent {
             WireApi::Responses => Box::<responses::ResponsesDecoder>::default(),
         };
         let mut message: Option<StreamingMessage> = None;
+        let mut thinking = ReasoningStream::default();
         let mut collected = String::new();
-        let outcome = loop {
+        let outcome = 'stream: loop {
             let next = match driver
                 .or_interrupted(tokio::time::timeout(idle, events.next()))
                 .await
@@ -296,23 +308,34 @@ impl OpenAiCompatibleAgent {
                 }
                 Ok(Some(Ok(event))) => event,
             };
-            match decoder.decode(&event.event, &event.data) {
+            let decoded = match decoder.decode(&event.event, &event.data) {
                 Err(error) => break Err(error),
-                Ok(Decoded::Done) => break Ok(()),
-                Ok(Decoded::Nothing) => {}
-                Ok(Decoded::Text(text)) if sink == TextSink::Collected => {
-                    collected.push_str(&text);
-                }
-                Ok(Decoded::Text(text)) => {
-                    let streaming = match &mut message {
-                        Some(streaming) => streaming,
-                        None => match driver.begin_agent_message().await {
-                            Ok(started) => message.insert(started),
-                            Err(_) => break Err(AttemptError::Interrupted),
-                        },
-                    };
-                    if driver.agent_message_delta(streaming, &text).await.is_err() {
-                        break Err(AttemptError::Interrupted);
+                Ok(decoded) => decoded,
+            };
+            for piece in decoded {
+                match piece {
+                    Decoded::Done => break 'stream Ok(()),
+                    Decoded::Reasoning(event) => {
+                        if thinking.handle(event, sink, driver).await.is_err() {
+                            break 'stream Err(AttemptError::Interrupted);
+                        }
+                    }
+                    Decoded::Text(text) if sink == TextSink::Collected => {
+                        collected.push_str(&text);
+                    }
+                    Decoded::Text(text) => {
+                        // Text ends any reasoning still open: the answer follows it.
+                        thinking.finish(driver).await;
+                        let streaming = match &mut message {
+                            Some(streaming) => streaming,
+                            None => match driver.begin_agent_message().await {
+                                Ok(started) => message.insert(started),
+                                Err(_) => break 'stream Err(AttemptError::Interrupted),
+                            },
+                        };
+                        if driver.agent_message_delta(streaming, &text).await.is_err() {
+                            break 'stream Err(AttemptError::Interrupted);
+                        }
                     }
                 }
             }
@@ -320,6 +343,7 @@ impl OpenAiCompatibleAgent {
         // The connection goes first: an interrupted turn must not keep it open while the
         // message item completes.
         drop(events);
+        thinking.finish(driver).await;
         let text = match &message {
             Some(message) => message.text().to_owned(),
             None => collected,
@@ -330,6 +354,7 @@ impl OpenAiCompatibleAgent {
         outcome?;
         Ok(Reply {
             text,
+            reasoning: thinking.into_outputs(),
             usage: decoder.usage(),
             calls: decoder.finish(),
         })
@@ -353,6 +378,7 @@ impl Agent for OpenAiCompatibleAgent {
             instructions: transcript::instructions(driver.cwd()),
             entries,
             tools: transcript::function_tools(driver.tools()),
+            reasoning: driver.reasoning_settings(),
         };
         loop {
             let steered = driver.take_steered_input().await?;
@@ -367,6 +393,9 @@ impl Agent for OpenAiCompatibleAgent {
                 driver.report_token_usage(usage).await;
             }
             let calls = reply.calls.clone();
+            conversation
+                .entries
+                .extend(reply.reasoning.into_iter().map(Entry::Reasoning));
             conversation.entries.push(Entry::Assistant {
                 text: reply.text,
                 calls: reply.calls,
@@ -426,6 +455,7 @@ impl OpenAiCompatibleAgent {
             instructions: transcript::COMPACT_INSTRUCTIONS.to_owned(),
             entries,
             tools: Vec::new(),
+            reasoning: driver.reasoning_settings(),
         };
         let reply = self
             .request(&model, &conversation, TextSink::Collected, driver)

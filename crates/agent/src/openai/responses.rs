@@ -2,15 +2,19 @@
 //! `POST {base_url}/responses` with `stream: true`, and the `response.*` events that stream
 //! back. Text arrives as `response.output_text.delta`; a function call is announced by
 //! `response.output_item.added`, fed by `response.function_call_arguments.delta` and settled
-//! by `response.output_item.done`; the end is `response.completed`.
+//! by `response.output_item.done`; the end is `response.completed`. A reasoning output item
+//! is announced and settled the same way, with `response.reasoning_summary_part.added`,
+//! `response.reasoning_summary_text.delta` and `response.reasoning_text.delta` in between.
 
 use serde_json::{Value, json};
 
 use super::images::UserPart;
+use super::reasoning::ReasoningEvent;
 use super::retry::{ApiError, AttemptError};
 use super::tool_calls::ToolCall;
 use super::transcript::{Conversation, Entry};
 use super::{Decoded, StreamDecoder};
+use crate::ReasoningDelta;
 
 /// The request body. Nothing is stored server-side (`store: false`): the whole conversation
 /// is sent each time, as with Chat Completions.
@@ -45,6 +49,11 @@ pub(crate) fn request_body(model: &str, conversation: &Conversation) -> Value {
                 "call_id": call_id,
                 "output": output,
             })),
+            Entry::Reasoning(reasoning) => {
+                if let Some(item) = reasoning_input(reasoning) {
+                    input.push(item);
+                }
+            }
         }
     }
     let tools: Vec<Value> = conversation
@@ -76,6 +85,57 @@ pub(crate) fn request_body(model: &str, conversation: &Conversation) -> Value {
         members.remove("tool_choice");
     }
     body
+}
+
+/// The input item that carries `reasoning` back: without an id (nothing is stored at the
+/// provider to refer to), with its encrypted content, and with its reasoning text (which
+/// servers that send no encrypted content need). `None` when it has neither: the provider
+/// could not use it.
+fn reasoning_input(reasoning: &super::transcript::ReasoningOutput) -> Option<Value> {
+    let content: Vec<&String> = reasoning
+        .content
+        .iter()
+        .filter(|text| !text.is_empty())
+        .collect();
+    if reasoning.encrypted_content.is_none() && content.is_empty() {
+        return None;
+    }
+    let mut item = json!({
+        "type": "reasoning",
+        "summary": reasoning.summary.iter()
+            .map(|text| json!({"type": "summary_text", "text": text}))
+            .collect::<Vec<_>>(),
+    });
+    if let Some(encrypted) = &reasoning.encrypted_content {
+        item["encrypted_content"] = Value::from(encrypted.as_str());
+    }
+    if !content.is_empty() {
+        item["content"] = content
+            .iter()
+            .map(|text| json!({"type": "reasoning_text", "text": text}))
+            .collect();
+    }
+    Some(item)
+}
+
+/// The texts of the `{type, text}` parts of `item[key]`, if it has that member.
+fn part_texts(item: &Value, key: &str) -> Option<Vec<String>> {
+    let parts = item.get(key)?.as_array()?;
+    Some(
+        parts
+            .iter()
+            .map(|part| text_of(part, "text").unwrap_or_default().to_owned())
+            .collect(),
+    )
+}
+
+/// A reasoning event's part index (`summary_index`, `content_index`); 0 when absent.
+fn index_of(value: &Value, key: &str) -> usize {
+    value
+        .get(key)
+        .and_then(Value::as_u64)
+        .and_then(|index| usize::try_from(index).ok())
+        .unwrap_or(0)
 }
 
 /// A user message's `content` parts: `input_text` and `input_image` (whose `detail` the API
@@ -175,12 +235,12 @@ fn failure(value: &Value) -> String {
 }
 
 impl StreamDecoder for ResponsesDecoder {
-    fn decode(&mut self, event: &str, data: &str) -> Result<Decoded, AttemptError> {
+    fn decode(&mut self, event: &str, data: &str) -> Result<Vec<Decoded>, AttemptError> {
         let value: Value = match serde_json::from_str(data.trim()) {
             Ok(value) => value,
             Err(error) => {
                 tracing::debug!(%error, data, "skipping an event that is not JSON");
-                return Ok(Decoded::Nothing);
+                return Ok(Vec::new());
             }
         };
         // Servers put the kind in `type`, in the SSE `event:` line, or both.
@@ -190,34 +250,72 @@ impl StreamDecoder for ResponsesDecoder {
         let output_index = value.get("output_index").and_then(Value::as_u64);
         match kind.as_str() {
             "response.output_text.delta" => Ok(match text_of(&value, "delta") {
-                Some(delta) if !delta.is_empty() => Decoded::Text(delta.to_owned()),
-                _ => Decoded::Nothing,
+                Some(delta) if !delta.is_empty() => vec![Decoded::Text(delta.to_owned())],
+                _ => Vec::new(),
             }),
             "response.output_item.added" | "response.output_item.done" => {
-                if let Some(item) = value.get("item") {
-                    self.function_item(item, output_index, kind.ends_with(".done"));
+                let Some(item) = value.get("item") else {
+                    return Ok(Vec::new());
+                };
+                let done = kind.ends_with(".done");
+                if text_of(item, "type") == Some("reasoning") {
+                    return Ok(vec![Decoded::Reasoning(if done {
+                        ReasoningEvent::Finished {
+                            summary: part_texts(item, "summary"),
+                            content: part_texts(item, "content"),
+                            encrypted_content: text_of(item, "encrypted_content")
+                                .map(str::to_owned),
+                        }
+                    } else {
+                        ReasoningEvent::Started
+                    })]);
                 }
-                Ok(Decoded::Nothing)
+                self.function_item(item, output_index, done);
+                Ok(Vec::new())
+            }
+            "response.reasoning_summary_part.added" => Ok(vec![Decoded::Reasoning(
+                ReasoningEvent::Delta(ReasoningDelta::SummaryPartAdded {
+                    summary_index: index_of(&value, "summary_index"),
+                }),
+            )]),
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                let delta = text_of(&value, "delta").unwrap_or_default().to_owned();
+                if delta.is_empty() {
+                    return Ok(Vec::new());
+                }
+                Ok(vec![Decoded::Reasoning(ReasoningEvent::Delta(
+                    if kind == "response.reasoning_text.delta" {
+                        ReasoningDelta::Text {
+                            content_index: index_of(&value, "content_index"),
+                            delta,
+                        }
+                    } else {
+                        ReasoningDelta::SummaryText {
+                            summary_index: index_of(&value, "summary_index"),
+                            delta,
+                        }
+                    },
+                ))])
             }
             "response.function_call_arguments.delta" => {
                 if let Some(delta) = text_of(&value, "delta") {
                     let call = self.call_for(text_of(&value, "item_id"), output_index);
                     call.arguments.push_str(delta);
                 }
-                Ok(Decoded::Nothing)
+                Ok(Vec::new())
             }
             "response.function_call_arguments.done" => {
                 if let Some(arguments) = text_of(&value, "arguments") {
                     let call = self.call_for(text_of(&value, "item_id"), output_index);
                     call.arguments = arguments.to_owned();
                 }
-                Ok(Decoded::Nothing)
+                Ok(Vec::new())
             }
             "response.completed" => {
                 self.usage = value
                     .pointer("/response/usage")
                     .and_then(super::usage::from_responses);
-                Ok(Decoded::Done)
+                Ok(vec![Decoded::Done])
             }
             "response.failed" | "error" => Err(AttemptError::Fatal(failure(&value))),
             "response.incomplete" => {
@@ -230,9 +328,9 @@ impl StreamDecoder for ResponsesDecoder {
                 )))
             }
             other => {
-                // Reasoning, content-part and lifecycle events carry nothing a turn needs.
+                // Content-part, `.done` and lifecycle events carry nothing a turn needs.
                 tracing::trace!(event = other, "ignoring a Responses event");
-                Ok(Decoded::Nothing)
+                Ok(Vec::new())
             }
         }
     }
@@ -270,6 +368,7 @@ mod tests {
                 "hi".into(),
             )])],
             tools: Vec::new(),
+            reasoning: Default::default(),
         };
         let body = request_body("m", &conversation);
         assert!(body.get("tools").is_none(), "{body}");
@@ -296,12 +395,12 @@ mod tests {
             r#"{"type":"response.output_item.done","output_index":1,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"shell","arguments":"{\"command\":\"ls\"}"}}"#,
             r#"{"type":"response.completed","response":{"usage":{}}}"#,
         ];
-        let decoded: Vec<Decoded> = events
+        let decoded: Vec<Vec<Decoded>> = events
             .iter()
             .map(|data| decoder.decode("", data).expect("decodes"))
             .collect();
-        assert_eq!(decoded[1], Decoded::Text("Running".into()));
-        assert_eq!(decoded[6], Decoded::Done);
+        assert_eq!(decoded[1], vec![Decoded::Text("Running".into())]);
+        assert_eq!(decoded[6], vec![Decoded::Done]);
         let calls = Box::new(decoder).finish();
         assert_eq!(
             calls,
@@ -310,6 +409,71 @@ mod tests {
                 name: "shell".into(),
                 arguments: "{\"command\":\"ls\"}".into()
             }]
+        );
+    }
+
+    #[test]
+    fn a_reasoning_item_streams_its_summary_and_text_and_settles_at_done() {
+        let mut decoder = ResponsesDecoder::default();
+        let events = [
+            r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"reasoning","id":"rs_1","summary":[]}}"#,
+            r#"{"type":"response.reasoning_summary_part.added","item_id":"rs_1","summary_index":0,"part":{"type":"summary_text","text":""}}"#,
+            r#"{"type":"response.reasoning_summary_text.delta","item_id":"rs_1","summary_index":0,"delta":"Plan"}"#,
+            r#"{"type":"response.reasoning_text.delta","item_id":"rs_1","content_index":0,"delta":"raw"}"#,
+            r#"{"type":"response.reasoning_summary_text.done","item_id":"rs_1","summary_index":0,"text":"Plan"}"#,
+            r#"{"type":"response.output_item.done","output_index":0,"item":{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Plan"}],"encrypted_content":"gAAA"}}"#,
+        ];
+        let decoded: Vec<Decoded> = events
+            .iter()
+            .flat_map(|data| decoder.decode("", data).expect("decodes"))
+            .collect();
+        assert_eq!(
+            decoded,
+            vec![
+                Decoded::Reasoning(ReasoningEvent::Started),
+                Decoded::Reasoning(ReasoningEvent::Delta(ReasoningDelta::SummaryPartAdded {
+                    summary_index: 0
+                })),
+                Decoded::Reasoning(ReasoningEvent::Delta(ReasoningDelta::SummaryText {
+                    summary_index: 0,
+                    delta: "Plan".into()
+                })),
+                Decoded::Reasoning(ReasoningEvent::Delta(ReasoningDelta::Text {
+                    content_index: 0,
+                    delta: "raw".into()
+                })),
+                Decoded::Reasoning(ReasoningEvent::Finished {
+                    summary: Some(vec!["Plan".into()]),
+                    content: None,
+                    encrypted_content: Some("gAAA".into())
+                }),
+            ]
+        );
+    }
+
+    #[test]
+    fn reasoning_goes_back_without_its_id_and_only_when_usable() {
+        use crate::openai::transcript::{Conversation, Entry, ReasoningOutput};
+        let carried = ReasoningOutput {
+            summary: vec!["Plan".into()],
+            content: Vec::new(),
+            encrypted_content: Some("gAAA".into()),
+        };
+        let unusable = ReasoningOutput {
+            encrypted_content: None,
+            ..carried.clone()
+        };
+        let conversation = Conversation {
+            instructions: String::new(),
+            entries: vec![Entry::Reasoning(carried), Entry::Reasoning(unusable)],
+            tools: Vec::new(),
+            reasoning: Default::default(),
+        };
+        let body = request_body("m", &conversation);
+        assert_eq!(
+            body["input"],
+            json!([{"type": "reasoning", "summary": [{"type": "summary_text", "text": "Plan"}],
+                    "encrypted_content": "gAAA"}])
         );
     }
 

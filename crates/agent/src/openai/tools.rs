@@ -1,6 +1,6 @@
 //! Running the tools the model calls, through the [`TurnDriver`]: `shell` becomes
 //! [`TurnDriver::run_command`] (under the thread's approval policy), `ask_user`
-//! [`TurnDriver::ask_user`], any other name the thread's dynamic tool of that name
+//! [`TurnDriver::ask_user`], `update_plan` [`TurnDriver::update_plan`], any other name the thread's dynamic tool of that name
 //! (`item/tool/call`). Whatever happens, the model gets a result text for the call, so a bad
 //! call or a declined command never breaks the conversation.
 
@@ -18,6 +18,12 @@ pub(crate) const SHELL_TOOL: &str = "shell";
 
 /// The built-in tool that asks the user a question.
 pub(crate) const ASK_USER_TOOL: &str = "ask_user";
+
+/// The built-in tool that sets the turn's plan (the reference's `update_plan`).
+pub(crate) const UPDATE_PLAN_TOOL: &str = "update_plan";
+
+/// What the model is told once its plan was sent, as the reference tells it.
+pub(crate) const PLAN_UPDATED_RESULT: &str = "Plan updated";
 
 /// What the model is told when the user declined a command.
 pub(crate) const DECLINED_RESULT: &str =
@@ -80,6 +86,15 @@ pub(crate) async fn run(call: &ToolCall, driver: &mut TurnDriver) -> Result<Stri
                 format!("The user answered: {}", answers.join("\n"))
             })
         }
+        // reason29: the plan.
+        UPDATE_PLAN_TOOL => match crate::reasoning::parse_update_plan(arguments) {
+            // The reference's wording, so that models trained on it read it.
+            Err(error) => Ok(format!("failed to parse function arguments: {error}")),
+            Ok((explanation, plan)) => {
+                driver.update_plan(explanation, plan).await?;
+                Ok(PLAN_UPDATED_RESULT.to_owned())
+            }
+        },
         "" => Ok("error: the tool call had no function name; call one of the offered tools".into()),
         name if driver.has_tool(name) => {
             let arguments: Value = match serde_json::from_str(arguments) {

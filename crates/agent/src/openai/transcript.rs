@@ -11,7 +11,8 @@ use tandem_protocol::{
 
 use super::images::{self, UserPart};
 use super::tool_calls::ToolCall;
-use super::tools::{self, ASK_USER_TOOL, SHELL_TOOL};
+use super::tools::{self, ASK_USER_TOOL, SHELL_TOOL, UPDATE_PLAN_TOOL};
+use crate::ReasoningSettings;
 
 /// One entry of the conversation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +23,22 @@ pub(crate) enum Entry {
     Assistant { text: String, calls: Vec<ToolCall> },
     /// The result of the call `call_id`.
     ToolResult { call_id: String, output: String },
+    // reason29:
+    /// The model's reasoning before what it said next (Responses only; Chat Completions
+    /// requests leave it out).
+    Reasoning(ReasoningOutput),
+}
+
+/// The reasoning of an answer as the next request of the turn carries it back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ReasoningOutput {
+    /// The summary parts.
+    pub(crate) summary: Vec<String>,
+    /// The reasoning text parts.
+    pub(crate) content: Vec<String>,
+    /// The provider's encrypted reasoning (Responses `include`), without which OpenAI cannot
+    /// take the reasoning back when nothing is stored.
+    pub(crate) encrypted_content: Option<String>,
 }
 
 /// A function the model may call.
@@ -39,14 +56,17 @@ pub(crate) struct Conversation {
     pub(crate) instructions: String,
     pub(crate) entries: Vec<Entry>,
     pub(crate) tools: Vec<FunctionTool>,
+    /// `model_reasoning_effort` and `model_reasoning_summary`.
+    pub(crate) reasoning: ReasoningSettings,
 }
 
 /// The system instructions: what the agent is and where it works.
 pub(crate) fn instructions(cwd: &str) -> String {
     format!(
         "You are a coding agent running inside Tandem. You work in the directory {cwd}. Use the \
-         `{SHELL_TOOL}` tool to run shell commands there (the user may decline a command), and \
-         `{ASK_USER_TOOL}` when you need an answer from the user. Be concise."
+         `{SHELL_TOOL}` tool to run shell commands there (the user may decline a command), \
+         `{ASK_USER_TOOL}` when you need an answer from the user, and `{UPDATE_PLAN_TOOL}` to \
+         keep the user informed of the steps of a longer task. Be concise."
     )
 }
 
@@ -95,9 +115,41 @@ pub(crate) fn function_tools(dynamic: &[DynamicToolSpec]) -> Vec<FunctionTool> {
                 "required": ["question"]
             }),
         },
+        // reason29: the reference's plan tool.
+        FunctionTool {
+            name: UPDATE_PLAN_TOOL.to_owned(),
+            description: "Records the plan of the task for the user: every step with its \
+                          status. Send the whole plan each time; keep at most one step \
+                          in_progress."
+                .to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "explanation": {"type": "string"},
+                    "plan": {
+                        "type": "array",
+                        "description": "The steps, in order.",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "step": {"type": "string"},
+                                "status": {
+                                    "type": "string",
+                                    "description": "pending, in_progress or completed"
+                                }
+                            },
+                            "required": ["step", "status"],
+                            "additionalProperties": false
+                        }
+                    }
+                },
+                "required": ["plan"],
+                "additionalProperties": false
+            }),
+        },
     ];
     for spec in dynamic {
-        if spec.name == SHELL_TOOL || spec.name == ASK_USER_TOOL {
+        if [SHELL_TOOL, ASK_USER_TOOL, UPDATE_PLAN_TOOL].contains(&spec.name.as_str()) {
             tracing::warn!(tool = %spec.name, "dynamic tool shadows a built-in tool; not offered");
             continue;
         }
@@ -206,8 +258,10 @@ pub(crate) fn replay_items(items: &[ThreadItem], entries: &mut Vec<Entry>) {
                 });
             }
             // The summary a compaction stored reaches the model through the history the
-            // thread hands over (as user input); the marker itself says nothing.
-            ThreadItem::ContextCompaction { .. } => {}
+            // thread hands over (as user input); the marker itself says nothing. Stored
+            // reasoning has no encrypted content to send back, and providers discard the
+            // reasoning of earlier turns anyway.
+            ThreadItem::ContextCompaction { .. } | ThreadItem::Reasoning { .. } => {}
             ThreadItem::DynamicToolCall {
                 id,
                 tool,
@@ -380,10 +434,10 @@ mod tests {
             input_schema: json!({}),
             defer_loading: None,
         };
-        let tools = function_tools(&[spec("lookup"), spec("shell")]);
+        let tools = function_tools(&[spec("lookup"), spec("shell"), spec("update_plan")]);
         let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
-        assert_eq!(names, vec!["shell", "ask_user", "lookup"]);
-        assert_eq!(tools[2].parameters["type"], "object");
+        assert_eq!(names, vec!["shell", "ask_user", "update_plan", "lookup"]);
+        assert_eq!(tools[3].parameters["type"], "object");
     }
 
     #[test]

@@ -81,6 +81,8 @@ mod handshake;
 mod models;
 mod notifications;
 mod paging;
+// reason29: plans and reasoning.
+mod plan_reasoning;
 mod processes;
 // search29: fuzzyFileSearch and thread/shellCommand.
 mod search_shell;
@@ -96,6 +98,7 @@ pub use handshake::*;
 pub use models::*;
 pub use notifications::*;
 pub use paging::*;
+pub use plan_reasoning::*;
 pub use processes::*;
 pub use search_shell::*;
 pub use server_requests::*;

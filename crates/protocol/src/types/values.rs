@@ -437,7 +437,7 @@ pub enum CommandAction {
     },
 }
 
-/// One item of a turn, tagged on `type`. These five variants only.
+/// One item of a turn, tagged on `type`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(
@@ -510,6 +510,19 @@ pub enum ThreadItem {
         /// Item id: `<turn id>-compaction`.
         id: String,
     },
+    // reason29: the model's reasoning.
+    /// The model's reasoning: the parts of its summary and its reasoning text, as the
+    /// provider streamed them.
+    Reasoning {
+        /// Item id.
+        id: String,
+        /// The summary, one string per part (`item/reasoning/summaryPartAdded`).
+        #[serde(default)]
+        summary: Vec<String>,
+        /// The reasoning text, one string per part (`item/reasoning/textDelta`).
+        #[serde(default)]
+        content: Vec<String>,
+    },
 }
 
 impl ThreadItem {
@@ -520,7 +533,8 @@ impl ThreadItem {
             | Self::AgentMessage { id, .. }
             | Self::CommandExecution { id, .. }
             | Self::DynamicToolCall { id, .. }
-            | Self::ContextCompaction { id } => id,
+            | Self::ContextCompaction { id }
+            | Self::Reasoning { id, .. } => id,
         }
     }
 }

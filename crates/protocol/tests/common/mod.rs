@@ -29,6 +29,8 @@ mod extensions;
 mod fs;
 mod notifications;
 mod search_shell;
+// reason29:
+mod plan_reasoning;
 mod server_requests;
 mod values;
 
@@ -42,6 +44,8 @@ pub(crate) use fs::*;
 pub(crate) use notifications::*;
 #[allow(unused_imports)]
 pub(crate) use search_shell::*;
+#[allow(unused_imports)] // as dead_code above
+pub(crate) use plan_reasoning::*;
 #[allow(unused_imports)] // as dead_code above
 pub(crate) use server_requests::*;
 #[allow(unused_imports)] // as dead_code above

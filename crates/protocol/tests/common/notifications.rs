@@ -194,5 +194,10 @@ pub(crate) fn server_notifications() -> Vec<ServerNotification> {
         command_exec_output_delta(),
         // fs29:
         fs_changed(),
+        // reason29:
+        turn_plan_updated(),
+        reasoning_summary_part_added(),
+        reasoning_summary_text_delta(),
+        reasoning_text_delta(),
     ]
 }

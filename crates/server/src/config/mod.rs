@@ -28,6 +28,8 @@ mod client_apis;
 // fs29: the `fs/*` switch and read bound.
 mod fs_api;
 mod layers;
+// reason29: the model's reasoning.
+mod reasoning;
 pub(crate) mod sandbox;
 mod store;
 mod validate;
@@ -40,6 +42,7 @@ pub use toml;
 pub use client_apis::{FILE_SEARCH_API_KEY, SHELL_COMMAND_API_KEY};
 pub use fs_api::{DEFAULT_FS_READ_MAX_BYTES, FS_API_KEY, FS_READ_MAX_BYTES_KEY};
 use layers::{Layered, Origin};
+pub use reasoning::{MODEL_REASONING_EFFORT_KEY, MODEL_REASONING_SUMMARY_KEY};
 pub use sandbox::{SANDBOX_MODE_KEY, SANDBOX_WORKSPACE_WRITE_KEY};
 pub use store::STORE_KEY;
 use tandem_agent::providers;
@@ -105,6 +108,8 @@ const KNOWN_KEYS: &[&str] = &[
     FILE_SEARCH_API_KEY,
     SHELL_COMMAND_API_KEY,
     FS_READ_MAX_BYTES_KEY,
+    MODEL_REASONING_EFFORT_KEY,
+    MODEL_REASONING_SUMMARY_KEY,
 ];
 
 /// Why a configuration could not be resolved.
@@ -246,6 +251,9 @@ pub struct ServerConfig {
     /// `shell_command_api`: whether `thread/shellCommand` is served (default `true`); it runs
     /// the client's command lines unsandboxed, with the server's rights (docs/security.md).
     pub shell_command_api: bool,
+    /// `model_reasoning_effort` and `model_reasoning_summary`: what turns ask of the model's
+    /// reasoning; unset keys send nothing.
+    pub reasoning: tandem_agent::ReasoningSettings,
 }
 
 impl ServerConfig {
@@ -290,6 +298,8 @@ impl ServerConfig {
             FS_READ_MAX_BYTES_KEY: self.fs_read_max_bytes,
             FILE_SEARCH_API_KEY: self.file_search_api,
             SHELL_COMMAND_API_KEY: self.shell_command_api,
+            MODEL_REASONING_EFFORT_KEY: self.reasoning.effort,
+            MODEL_REASONING_SUMMARY_KEY: self.reasoning.summary,
         })
     }
 
@@ -556,6 +566,7 @@ impl ServerConfigBuilder {
                 .unwrap_or(DEFAULT_FS_READ_MAX_BYTES),
             file_search_api: settings.client_apis.file_search.unwrap_or(true),
             shell_command_api: settings.client_apis.shell_command.unwrap_or(true),
+            reasoning: settings.reasoning,
             source: Box::new(source),
             sandbox: match (settings.sandbox, self.default_sandbox_mode) {
                 (Some(policy), _) => policy,
@@ -667,6 +678,7 @@ struct Settings {
     store: store::StoreSettings,
     fs_api: fs_api::FsApiSettings,
     client_apis: client_apis::ClientApiSettings,
+    reasoning: tandem_agent::ReasoningSettings,
 }
 
 /// A TOML value as JSON (TOML dates become strings), for the parsers shared with JSON input.
@@ -739,6 +751,7 @@ impl Settings {
             store: store::parse_store(layered)?,
             fs_api: fs_api::parse_fs_api(layered)?,
             client_apis: client_apis::parse_client_apis(layered)?,
+            reasoning: reasoning::parse_reasoning(layered)?,
             sandbox,
             thread_unload_delay,
             process_output_max_bytes,

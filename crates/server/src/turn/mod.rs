@@ -13,10 +13,13 @@
 //! Files: this one holds the runtime and its items, tools and questions; `commands` its
 //! commands (approval, process, output); `task` the task that runs a turn from start to
 //! `turn/completed`; `compaction` the compaction turn of `thread/compact/start`;
-//! `user_shell` the user's own command of `thread/shellCommand`.
+//! `reasoning` the plan and the reasoning deltas; `user_shell` the user's own command of
+//! `thread/shellCommand`.
 
 mod commands;
 mod compaction;
+// reason29: plans and reasoning.
+mod reasoning;
 mod task;
 // search29: `thread/shellCommand`.
 mod user_shell;
@@ -82,6 +85,8 @@ pub(crate) struct TurnRun {
     /// The ids of the items the store took: `turn/completed` carries these only (an item
     /// whose write was refused was shown started, never completed, and is not in the store).
     stored_items: HashSet<String>,
+    /// The reasoning settings of the configuration when the turn started.
+    reasoning: crate::agent::ReasoningSettings,
 }
 
 impl std::fmt::Debug for TurnRun {
@@ -606,5 +611,22 @@ impl TurnRuntime for TurnRun {
 
     async fn ask_user(&mut self, question: &str) -> Result<Vec<String>, AgentError> {
         TurnRun::ask_user(self, question).await
+    }
+
+    // reason29: plans and reasoning.
+    fn reasoning_settings(&self) -> crate::agent::ReasoningSettings {
+        self.reasoning.clone()
+    }
+
+    async fn plan_updated(
+        &self,
+        explanation: Option<String>,
+        plan: Vec<tandem_protocol::TurnPlanStep>,
+    ) {
+        TurnRun::plan_updated(self, explanation, plan).await;
+    }
+
+    async fn reasoning_delta(&self, item_id: &str, delta: crate::agent::ReasoningDelta) {
+        TurnRun::reasoning_delta(self, item_id, delta).await;
     }
 }

@@ -61,6 +61,7 @@ fn turn_run(
         stored_started: Vec::new(),
         store_failure: None,
         stored_items: Default::default(),
+        reasoning: service.config().reasoning.clone(),
     }
 }
 

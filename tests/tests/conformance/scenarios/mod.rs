@@ -13,6 +13,8 @@ pub(crate) mod handshake;
 pub(crate) mod idempotency;
 pub(crate) mod models;
 pub(crate) mod paging;
+// reason29:
+pub(crate) mod plan_reasoning;
 pub(crate) mod processes;
 pub(crate) mod replay;
 pub(crate) mod search_shell;

@@ -13,8 +13,8 @@ fn scripted_model(is_default: bool) -> Value {
     json!({
         "id": "scripted", "model": "scripted", "upgrade": null, "upgradeInfo": null,
         "availabilityNux": null, "displayName": "scripted",
-        "description": "Tandem's scripted agent: runs /sh, /tool, /ask, /sleep and /fail lines \
-                        and quotes any other text; no model behind it.",
+        "description": "Tandem's scripted agent: runs /sh, /tool, /ask, /sleep, /plan, /think \
+                        and /fail lines and quotes any other text; no model behind it.",
         "modelSpecialty": null, "hidden": false,
         "supportedReasoningEfforts": [{
             "reasoningEffort": "none",
