@@ -42,10 +42,10 @@ pub(crate) use extensions::*;
 pub(crate) use fs::*;
 #[allow(unused_imports)] // as dead_code above
 pub(crate) use notifications::*;
-#[allow(unused_imports)]
-pub(crate) use search_shell::*;
 #[allow(unused_imports)] // as dead_code above
 pub(crate) use plan_reasoning::*;
+#[allow(unused_imports)] // as dead_code above
+pub(crate) use search_shell::*;
 #[allow(unused_imports)] // as dead_code above
 pub(crate) use server_requests::*;
 #[allow(unused_imports)] // as dead_code above
