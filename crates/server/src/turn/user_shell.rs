@@ -42,7 +42,7 @@ fn shell_quote(text: &str) -> String {
 }
 
 impl TurnRun {
-    /// Runs `command` with `<shell> -lc` in the thread's cwd, unsandboxed and unasked, killed
+    /// Runs `command` with `<shell> -c` in the thread's cwd, unsandboxed and unasked, killed
     /// after `timeout`; reports it as a `userShell` command item and returns what the model
     /// is told of it. Fails only when the turn was interrupted meanwhile.
     pub(crate) async fn run_user_shell(
@@ -52,7 +52,7 @@ impl TurnRun {
     ) -> Result<String, AgentError> {
         let id = store::new_id();
         let shell = user_shell();
-        let shown = format!("{} -lc {}", shell_quote(&shell), shell_quote(command));
+        let shown = format!("{} -c {}", shell_quote(&shell), shell_quote(command));
         let cwd = self.cwd.clone();
         let item =
             |status, process_id, exit_code, output, duration_ms| ThreadItem::CommandExecution {
@@ -78,7 +78,9 @@ impl TurnRun {
         ))
         .await;
         let started = Instant::now();
-        let argv = vec![shell, "-lc".to_owned(), command.to_owned()];
+        // Not a login shell (the reference runs `-lc`): profile scripts can print, prompt or
+        // hang, and the server's environment is already the user's.
+        let argv = vec![shell, "-c".to_owned(), command.to_owned()];
         let (exit_code, output, process_id) = self
             .execute(&id, &id, argv, &cwd, Some(timeout), None)
             .await;

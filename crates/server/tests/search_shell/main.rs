@@ -90,20 +90,23 @@ async fn fail<M: RequestMethod<Request = ClientRequest>>(
 
 /// The notifications up to and including the next `turn/completed`.
 async fn until_turn_completed(handle: &mut InProcessClientHandle) -> Vec<ServerNotification> {
-    within(PROMPT, "turn/completed", async {
-        let mut notes = Vec::new();
+    let mut notes = Vec::new();
+    let wait = async {
         while let Some(event) = handle.next_event().await {
             if let InProcessServerEvent::ServerNotification(note) = event {
                 let done = matches!(note, ServerNotification::TurnCompleted(_));
                 notes.push(note);
                 if done {
-                    return notes;
+                    return true;
                 }
             }
         }
-        panic!("the event stream ended before turn/completed: {notes:?}");
-    })
-    .await
+        false
+    };
+    match tokio::time::timeout(PROMPT, wait).await {
+        Ok(true) => notes,
+        outcome => panic!("no turn/completed ({outcome:?}); got {notes:#?}"),
+    }
 }
 
 async fn shutdown(mut handle: InProcessClientHandle) {

@@ -103,7 +103,7 @@ async fn the_command_runs_unsandboxed_in_a_turn_of_its_own_and_is_stored() {
     );
     assert_eq!(*exit_code, Some(3));
     assert_eq!(item_cwd, &p(cwd.path()));
-    assert!(command.contains(" -lc 'echo out"), "{command}");
+    assert!(command.contains(" -c 'echo out"), "{command}");
     assert_eq!(
         serde_json::to_value(command_actions).expect("json")[0]["command"],
         "echo out | tr a-z A-Z > made.txt; cat made.txt; echo err >&2; exit 3"

@@ -83,7 +83,7 @@ pub(crate) async fn fuzzy_search_and_a_shell_command(transport: Transport) {
     let shown = started["params"]["item"]["command"].clone();
     if !shown
         .as_str()
-        .is_some_and(|c| c.ends_with(" -lc 'echo hi'"))
+        .is_some_and(|c| c.ends_with(" -c 'echo hi'"))
     {
         s.fail(format!("the command as the user's shell runs it: {shown}"));
     }
