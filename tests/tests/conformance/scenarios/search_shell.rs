@@ -81,10 +81,7 @@ pub(crate) async fn fuzzy_search_and_a_shell_command(transport: Transport) {
     let started = s.expect("item/started").await;
     // The shell (`$SHELL`) and the pid are the machine's: taken from what was sent.
     let shown = started["params"]["item"]["command"].clone();
-    if !shown
-        .as_str()
-        .is_some_and(|c| c.ends_with(" -c 'echo hi'"))
-    {
+    if !shown.as_str().is_some_and(|c| c.ends_with(" -c 'echo hi'")) {
         s.fail(format!("the command as the user's shell runs it: {shown}"));
     }
     let item = |status: &str, pid: Value, exit: Value, output: Value, duration: Value| {
