@@ -57,7 +57,7 @@ pub use driver::{
     CommandOptions, CommandOutcome, PatchOutcome, StreamingMessage, ToolOutcome, TurnDriver,
     TurnItems, TurnRuntime,
 };
-pub use openai::{AgentBuildError, OpenAiCompatibleAgent};
+pub use openai::{AgentBuildError, OpenAiCompatibleAgent, user_shell_report};
 pub use providers::{ModelProviderConfig, WireApi};
 pub use reasoning::{
     REASONING_EFFORTS, REASONING_SUMMARIES, ReasoningDelta, ReasoningSettings, StreamingReasoning,

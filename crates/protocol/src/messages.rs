@@ -151,6 +151,12 @@ request_enum! {
     FsWatch => "fs/watch" (FsWatchParams) -> FsWatchResponse;
     /// `fs/unwatch`: stop a watch.
     FsUnwatch => "fs/unwatch" (FsUnwatchParams) -> EmptyResponse;
+    // search29: file search and the user's own shell command.
+    /// `fuzzyFileSearch`: paths under the given roots that fuzzily match a query, best first.
+    FuzzyFileSearch => "fuzzyFileSearch" (FuzzyFileSearchParams) -> FuzzyFileSearchResponse;
+    /// `thread/shellCommand`: run the user's command line in a thread, unsandboxed, as a
+    /// `commandExecution` item with `source: "userShell"`.
+    ThreadShellCommand => "thread/shellCommand" (ThreadShellCommandParams) -> EmptyResponse;
 }
 
 request_enum! {

@@ -162,6 +162,9 @@ fn client_request_results_round_trip() {
         result_round_trip::<m::FsCopy>(EmptyResponse {}),
         result_round_trip::<m::FsWatch>(fs_watch_response()),
         result_round_trip::<m::FsUnwatch>(EmptyResponse {}),
+        // search29:
+        result_round_trip::<m::FuzzyFileSearch>(fuzzy_file_search_response()),
+        result_round_trip::<m::ThreadShellCommand>(EmptyResponse {}),
     ];
     assert_covers_exactly(covered, ClientRequest::METHODS);
 }

@@ -156,6 +156,8 @@ fn client_requests() -> Vec<ClientRequest> {
     .into_iter()
     // fs29:
     .chain(fs_requests())
+    // search29:
+    .chain(search_shell_requests())
     .collect()
 }
 
@@ -228,6 +230,9 @@ fn client_results() -> Vec<(&'static str, Value)> {
         result::<m::FsCopy>(EmptyResponse {}),
         result::<m::FsWatch>(fs_watch_response()),
         result::<m::FsUnwatch>(EmptyResponse {}),
+        // search29:
+        result::<m::FuzzyFileSearch>(fuzzy_file_search_response()),
+        result::<m::ThreadShellCommand>(EmptyResponse {}),
     ]
 }
 

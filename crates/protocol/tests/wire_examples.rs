@@ -98,7 +98,7 @@ fn command_execution_json() -> Value {
            "cwd": "/home/dev/project", "status": "completed",
            "commandActions": [{"type": "unknown", "command": "ls -la"}],
            "processId": "4242", "exitCode": 0, "aggregatedOutput": "total 0\n",
-           "durationMs": 12})
+           "durationMs": 12, "source": "agent"})
 }
 
 fn turn_json() -> Value {
@@ -129,7 +129,8 @@ fn failed_turn_json() -> Value {
             {"type": "commandExecution", "id": "item-5", "command": "rm -rf 'build dir'",
              "cwd": "/home/dev/project", "status": "declined",
              "commandActions": [{"type": "unknown", "command": "rm -rf 'build dir'"}],
-             "processId": null, "exitCode": null, "aggregatedOutput": null, "durationMs": null}
+             "processId": null, "exitCode": null, "aggregatedOutput": null, "durationMs": null,
+             "source": "agent"}
         ],
         "itemsView": "full",
         "status": "failed",
@@ -661,6 +662,25 @@ fn client_requests_match_protocol_examples() {
             FsUnwatchParams {
                 watch_id: "w-1".to_owned(),
             },
+            json!({}),
+            EmptyResponse {},
+        ),
+        // search29: the reference's shapes (its JSON Schema, release 0.169.0); a search
+        // result's members are snake_case there.
+        check::<m::FuzzyFileSearch>(
+            json!({"query": "main", "roots": ["/home/dev/project"], "cancellationToken": "picker-1"}),
+            fuzzy_file_search_params(),
+            json!({"files": [
+                {"root": "/home/dev/project", "path": "src/main.rs", "match_type": "file",
+                 "file_name": "main.rs", "score": 65645, "indices": [4, 5, 6, 7]},
+                {"root": "/home/dev/project", "path": "maindir", "match_type": "directory",
+                 "file_name": "maindir", "score": 109, "indices": [0, 1, 2, 3]},
+            ]}),
+            fuzzy_file_search_response(),
+        ),
+        check::<m::ThreadShellCommand>(
+            json!({"threadId": THREAD_ID, "command": "git status --short | head", "timeoutMs": 30000}),
+            thread_shell_command_params(),
             json!({}),
             EmptyResponse {},
         ),

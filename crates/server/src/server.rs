@@ -32,6 +32,8 @@ use crate::threads::ThreadService;
 mod command_exec;
 // fs29: the `fs/*` API.
 mod fs;
+// search29: `fuzzyFileSearch`.
+pub mod fuzzy_search;
 mod process_attach;
 mod process_session;
 
@@ -82,6 +84,8 @@ pub struct TandemServer {
     threads: Arc<ThreadService>,
     /// fs29: the `fs/*` requests and watches of every connection.
     fs: fs::FsService,
+    /// search29: the `fuzzyFileSearch` requests of every connection.
+    search: fuzzy_search::FuzzySearchService,
 }
 
 impl std::fmt::Debug for TandemServer {
@@ -126,10 +130,11 @@ impl TandemServer {
             options.store.clone(),
             Arc::clone(&options.agent),
             options.sandboxing(),
-            crate::turn::spawn,
+            crate::turn::RUNNER,
         ));
         Self {
             fs: fs::FsService::new(outgoing.clone()),
+            search: fuzzy_search::FuzzySearchService::new(outgoing.clone()),
             outgoing,
             options,
             connections: Mutex::new(HashMap::new()),
@@ -374,6 +379,11 @@ impl MessageProcessor for TandemServer {
             return;
         }
         match request {
+            ClientRequest::FuzzyFileSearch { params, .. } => {
+                // The effective configuration: a config write turns it off from then on.
+                let enabled = self.threads.config().file_search_api;
+                self.search.handle(params, context, enabled);
+            }
             ClientRequest::ProcessSpawn { params, .. } => {
                 self.spawn_process(params, context).await;
             }
@@ -426,6 +436,7 @@ impl MessageProcessor for TandemServer {
     async fn connection_closed(&self, connection: ConnectionId) {
         self.threads.connection_closed(connection);
         self.fs.connection_closed(connection);
+        self.search.connection_closed(connection);
         let processes = self.lock().remove(&connection);
         if let Some(processes) = processes {
             tracing::debug!(%connection, "connection closed; killing its command/exec processes");

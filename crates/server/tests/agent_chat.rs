@@ -425,7 +425,7 @@ async fn a_dynamic_tool_call_goes_to_the_client_and_its_answer_to_the_model() {
         vec!["shell", "apply_patch", "ask_user", "update_plan", "lookup"]
     );
     assert_eq!(
-        bodies[0]["tools"][3]["function"]["parameters"]["properties"]["key"]["type"],
+        bodies[0]["tools"][4]["function"]["parameters"]["properties"]["key"]["type"],
         "string"
     );
     assert_eq!(

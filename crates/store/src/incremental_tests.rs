@@ -54,6 +54,7 @@ fn command(status: CommandExecutionStatus, output: Option<&str>) -> ThreadItem {
         exit_code: output.map(|_| 0),
         aggregated_output: output.map(SharedText::from),
         duration_ms: None,
+        source: tandem_protocol::CommandExecutionSource::Agent,
     }
 }
 

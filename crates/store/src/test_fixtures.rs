@@ -140,6 +140,7 @@ pub(super) fn turn(n: u32) -> Turn {
                 exit_code: Some(-1),
                 aggregated_output: Some("out".to_owned().into()),
                 duration_ms: None,
+                source: tandem_protocol::CommandExecutionSource::Agent,
             },
             ThreadItem::DynamicToolCall {
                 id: format!("tool-{n}"),

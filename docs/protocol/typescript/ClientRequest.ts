@@ -15,6 +15,7 @@ import type { FsRemoveParams } from "./FsRemoveParams";
 import type { FsUnwatchParams } from "./FsUnwatchParams";
 import type { FsWatchParams } from "./FsWatchParams";
 import type { FsWriteFileParams } from "./FsWriteFileParams";
+import type { FuzzyFileSearchParams } from "./FuzzyFileSearchParams";
 import type { GetAccountParams } from "./GetAccountParams";
 import type { InitializeParams } from "./InitializeParams";
 import type { ModelListParams } from "./ModelListParams";
@@ -34,6 +35,7 @@ import type { ThreadReadParams } from "./ThreadReadParams";
 import type { ThreadResumeParams } from "./ThreadResumeParams";
 import type { ThreadRevertParams } from "./ThreadRevertParams";
 import type { ThreadRollbackParams } from "./ThreadRollbackParams";
+import type { ThreadShellCommandParams } from "./ThreadShellCommandParams";
 import type { ThreadStartParams } from "./ThreadStartParams";
 import type { ThreadTurnsListParams } from "./ThreadTurnsListParams";
 import type { ThreadUnarchiveParams } from "./ThreadUnarchiveParams";
@@ -86,4 +88,6 @@ export type ClientRequest =
   | { id: RequestId, method: "fs/remove", params: FsRemoveParams, }
   | { id: RequestId, method: "fs/copy", params: FsCopyParams, }
   | { id: RequestId, method: "fs/watch", params: FsWatchParams, }
-  | { id: RequestId, method: "fs/unwatch", params: FsUnwatchParams, };
+  | { id: RequestId, method: "fs/unwatch", params: FsUnwatchParams, }
+  | { id: RequestId, method: "fuzzyFileSearch", params: FuzzyFileSearchParams, }
+  | { id: RequestId, method: "thread/shellCommand", params: ThreadShellCommandParams, };

@@ -7,6 +7,7 @@ import type { FsGetMetadataResponse } from "./FsGetMetadataResponse";
 import type { FsReadDirectoryResponse } from "./FsReadDirectoryResponse";
 import type { FsReadFileResponse } from "./FsReadFileResponse";
 import type { FsWatchResponse } from "./FsWatchResponse";
+import type { FuzzyFileSearchResponse } from "./FuzzyFileSearchResponse";
 import type { GetAccountResponse } from "./GetAccountResponse";
 import type { InitializeResponse } from "./InitializeResponse";
 import type { ModelListResponse } from "./ModelListResponse";
@@ -72,4 +73,6 @@ export type ClientRequestResponses = {
   "fs/copy": EmptyResponse,
   "fs/watch": FsWatchResponse,
   "fs/unwatch": EmptyResponse,
+  "fuzzyFileSearch": FuzzyFileSearchResponse,
+  "thread/shellCommand": EmptyResponse,
 };

@@ -1,5 +1,6 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
 import type { CommandAction } from "./CommandAction";
+import type { CommandExecutionSource } from "./CommandExecutionSource";
 import type { CommandExecutionStatus } from "./CommandExecutionStatus";
 import type { DynamicToolCallOutputContentItem } from "./DynamicToolCallOutputContentItem";
 import type { DynamicToolCallStatus } from "./DynamicToolCallStatus";
@@ -67,7 +68,11 @@ aggregatedOutput: string | null,
 /**
  * Run time in milliseconds, once finished.
  */
-durationMs: number | null, } | { "type": "dynamicToolCall",
+durationMs: number | null,
+/**
+ * Who ran it: the agent, or the user (`thread/shellCommand`).
+ */
+source: CommandExecutionSource, } | { "type": "dynamicToolCall",
 /**
  * Item id; also the `callId` of its `item/tool/call` request.
  */

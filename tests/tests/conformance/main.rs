@@ -101,6 +101,7 @@ conformance_suite! {
         crate::scenarios::idempotency::retried_thread_start_and_fork_create_one_thread => retried_thread_start_and_fork_create_one_thread,
         crate::scenarios::approvals_shared::approval_waits_for_a_resuming_subscriber => approval_waits_for_a_resuming_subscriber,
         crate::scenarios::fs::fs_methods_errors_and_a_watch => fs_methods_errors_and_a_watch,
+        crate::scenarios::search_shell::fuzzy_search_and_a_shell_command => fuzzy_search_and_a_shell_command,
         // reason29:
         crate::scenarios::plan_reasoning::plan_and_reasoning_from_the_scripted_agent => plan_and_reasoning_from_the_scripted_agent,
         crate::scenarios::plan_reasoning::plan_and_reasoning_from_a_model_provider => plan_and_reasoning_from_a_model_provider,

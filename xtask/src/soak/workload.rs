@@ -621,6 +621,7 @@ mod tests {
             exit_code: Some(0),
             aggregated_output: Some(output.into()),
             duration_ms: None,
+            source: tandem_protocol::CommandExecutionSource::Agent,
         }
     }
 

@@ -37,6 +37,7 @@ mod responses;
 mod retry;
 mod tool_calls;
 mod tools;
+pub use tools::user_shell_report;
 mod transcript;
 mod usage;
 

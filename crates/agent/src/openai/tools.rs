@@ -138,6 +138,16 @@ pub(crate) fn command_result(exit_code: Option<i32>, output: &str) -> String {
     }
 }
 
+/// What the model is told of a command the user ran in the thread (`thread/shellCommand`):
+/// the user's words, with the command line as run, its exit code and its output (cut in the
+/// middle as a command result is).
+pub fn user_shell_report(command: &str, exit_code: Option<i32>, output: &str) -> String {
+    format!(
+        "I ran this shell command myself: {command}\n{}",
+        command_result(exit_code, output)
+    )
+}
+
 /// The result of a dynamic tool call.
 pub(crate) fn dynamic_result(success: bool, text: &str) -> String {
     if success {

@@ -5,8 +5,8 @@
 
 use serde_json::{Value, json};
 use tandem_protocol::{
-    CommandExecutionStatus, DynamicToolCallOutputContentItem, DynamicToolCallStatus,
-    DynamicToolSpec, ThreadItem, Turn, UserInput,
+    CommandExecutionSource, CommandExecutionStatus, DynamicToolCallOutputContentItem,
+    DynamicToolCallStatus, DynamicToolSpec, ThreadItem, Turn, UserInput,
 };
 
 use super::apply_patch::{self, APPLY_PATCH_TOOL};
@@ -224,6 +224,21 @@ pub(crate) fn replay_items(items: &[ThreadItem], entries: &mut Vec<Entry>) {
                 }
                 text.push_str(said);
             }
+            // search29: the user's own command (`thread/shellCommand`) is something the user
+            // did, not a call of the model's: it reaches the model as the user's words, as
+            // the reference hands it over.
+            ThreadItem::CommandExecution {
+                source: CommandExecutionSource::UserShell,
+                command,
+                exit_code,
+                aggregated_output,
+                ..
+            } => {
+                flush(&mut text, &mut calls, &mut results, entries);
+                let output = aggregated_output.as_deref().unwrap_or("");
+                let said = tools::user_shell_report(command, *exit_code, output);
+                entries.push(Entry::User(vec![images::UserPart::Text(said.into())]));
+            }
             ThreadItem::CommandExecution {
                 id,
                 command,
@@ -333,6 +348,7 @@ mod tests {
             exit_code: None,
             aggregated_output: None,
             duration_ms: None,
+            source: tandem_protocol::CommandExecutionSource::Agent,
         };
         let tool = ThreadItem::DynamicToolCall {
             id: "t1".into(),
@@ -390,6 +406,7 @@ mod tests {
                 exit_code: Some(0),
                 aggregated_output: Some("file\n".into()),
                 duration_ms: None,
+                source: tandem_protocol::CommandExecutionSource::Agent,
             },
             ThreadItem::CommandExecution {
                 id: "c2".into(),
@@ -401,6 +418,7 @@ mod tests {
                 exit_code: None,
                 aggregated_output: None,
                 duration_ms: None,
+                source: tandem_protocol::CommandExecutionSource::Agent,
             },
             ThreadItem::AgentMessage {
                 id: "b".into(),
@@ -454,5 +472,40 @@ mod tests {
             vec!["shell", "apply_patch", "ask_user", "update_plan", "lookup"]
         );
         assert_eq!(tools[3].parameters["type"], "object");
+    }
+
+    #[test]
+    fn a_users_shell_command_replays_as_the_users_words_not_a_call() {
+        let items = vec![
+            ThreadItem::AgentMessage {
+                id: "a".into(),
+                text: "Hello.".into(),
+            },
+            ThreadItem::CommandExecution {
+                id: "s1".into(),
+                command: "/bin/sh -lc 'git status'".into(),
+                cwd: "/".into(),
+                status: CommandExecutionStatus::Failed,
+                command_actions: Vec::new(),
+                process_id: None,
+                exit_code: Some(128),
+                aggregated_output: Some("fatal: not a git repository\n".into()),
+                duration_ms: Some(3),
+                source: CommandExecutionSource::UserShell,
+            },
+        ];
+        let mut entries = Vec::new();
+        replay_items(&items, &mut entries);
+        assert_eq!(entries.len(), 2, "{entries:#?}");
+        assert!(matches!(&entries[0], Entry::Assistant { calls, .. } if calls.is_empty()));
+        let Entry::User(parts) = &entries[1] else {
+            panic!("{entries:?}");
+        };
+        let [UserPart::Text(text)] = parts.as_slice() else {
+            panic!("{parts:?}");
+        };
+        assert!(text.contains("/bin/sh -lc 'git status'"), "{text}");
+        assert!(text.contains("exit code: 128"), "{text}");
+        assert!(text.contains("fatal: not a git repository"), "{text}");
     }
 }

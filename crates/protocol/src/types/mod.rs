@@ -86,6 +86,8 @@ mod paging;
 // reason29: plans and reasoning.
 mod plan_reasoning;
 mod processes;
+// search29: fuzzyFileSearch and thread/shellCommand.
+mod search_shell;
 mod server_requests;
 mod thread_ops;
 mod threads;
@@ -101,6 +103,7 @@ pub use notifications::*;
 pub use paging::*;
 pub use plan_reasoning::*;
 pub use processes::*;
+pub use search_shell::*;
 pub use server_requests::*;
 pub use thread_ops::*;
 pub use threads::*;

@@ -387,6 +387,18 @@ pub enum CommandExecutionStatus {
     Declined,
 }
 
+/// Who ran a `commandExecution` item's command (`source`; absent on input means `agent`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub enum CommandExecutionSource {
+    /// The agent, through its shell tool.
+    #[default]
+    Agent,
+    /// The user, through `thread/shellCommand`: unsandboxed, never asked for approval.
+    UserShell,
+}
+
 /// Status of a `dynamicToolCall` item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
@@ -470,6 +482,9 @@ pub enum ThreadItem {
         aggregated_output: Option<SharedText>,
         /// Run time in milliseconds, once finished.
         duration_ms: Option<i64>,
+        /// Who ran it: the agent, or the user (`thread/shellCommand`).
+        #[serde(default)]
+        source: CommandExecutionSource,
     },
     /// A call of a client-provided dynamic tool.
     DynamicToolCall {

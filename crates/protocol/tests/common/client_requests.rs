@@ -466,5 +466,7 @@ pub(crate) fn client_requests() -> Vec<ClientRequest> {
     .into_iter()
     // fs29:
     .chain(fs_requests())
+    // search29:
+    .chain(search_shell_requests())
     .collect()
 }

@@ -30,6 +30,7 @@ mod fs;
 // apply29:
 mod file_changes;
 mod notifications;
+mod search_shell;
 // reason29:
 mod plan_reasoning;
 mod server_requests;
@@ -47,6 +48,8 @@ pub(crate) use fs::*;
 pub(crate) use notifications::*;
 #[allow(unused_imports)] // as dead_code above
 pub(crate) use plan_reasoning::*;
+#[allow(unused_imports)] // as dead_code above
+pub(crate) use search_shell::*;
 #[allow(unused_imports)] // as dead_code above
 pub(crate) use server_requests::*;
 #[allow(unused_imports)] // as dead_code above

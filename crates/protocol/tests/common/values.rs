@@ -35,6 +35,7 @@ pub(crate) fn command_execution() -> ThreadItem {
         exit_code: Some(0),
         aggregated_output: Some(s("total 0\n").into()),
         duration_ms: Some(12),
+        source: tandem_protocol::CommandExecutionSource::Agent,
     }
 }
 
@@ -51,6 +52,7 @@ pub(crate) fn declined_command() -> ThreadItem {
         exit_code: None,
         aggregated_output: None,
         duration_ms: None,
+        source: tandem_protocol::CommandExecutionSource::Agent,
     }
 }
 

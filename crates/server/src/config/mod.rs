@@ -23,6 +23,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tandem_protocol::ConfigReadResponse;
 
+// search29: the `fuzzyFileSearch` and `thread/shellCommand` switches.
+mod client_apis;
 // fs29: the `fs/*` switch and read bound.
 mod fs_api;
 mod layers;
@@ -37,6 +39,7 @@ pub(crate) mod write;
 /// that embedders need not depend on a matching version themselves.
 pub use toml;
 
+pub use client_apis::{FILE_SEARCH_API_KEY, SHELL_COMMAND_API_KEY};
 pub use fs_api::{DEFAULT_FS_READ_MAX_BYTES, FS_API_KEY, FS_READ_MAX_BYTES_KEY};
 use layers::{Layered, Origin};
 pub use reasoning::{MODEL_REASONING_EFFORT_KEY, MODEL_REASONING_SUMMARY_KEY};
@@ -102,6 +105,8 @@ const KNOWN_KEYS: &[&str] = &[
     SANDBOX_WORKSPACE_WRITE_KEY,
     STORE_KEY,
     FS_API_KEY,
+    FILE_SEARCH_API_KEY,
+    SHELL_COMMAND_API_KEY,
     FS_READ_MAX_BYTES_KEY,
     MODEL_REASONING_EFFORT_KEY,
     MODEL_REASONING_SUMMARY_KEY,
@@ -240,6 +245,12 @@ pub struct ServerConfig {
     pub fs_api: bool,
     /// `fs_read_max_bytes`: the most bytes one `fs/readFile` returns.
     pub fs_read_max_bytes: u64,
+    /// `file_search_api`: whether `fuzzyFileSearch` is served (default `true`); it lists
+    /// the server's files to the client (docs/security.md).
+    pub file_search_api: bool,
+    /// `shell_command_api`: whether `thread/shellCommand` is served (default `true`); it runs
+    /// the client's command lines unsandboxed, with the server's rights (docs/security.md).
+    pub shell_command_api: bool,
     /// `model_reasoning_effort` and `model_reasoning_summary`: what turns ask of the model's
     /// reasoning; unset keys send nothing.
     pub reasoning: tandem_agent::ReasoningSettings,
@@ -285,6 +296,8 @@ impl ServerConfig {
             SANDBOX_WORKSPACE_WRITE_KEY: sandbox_workspace_write,
             FS_API_KEY: self.fs_api,
             FS_READ_MAX_BYTES_KEY: self.fs_read_max_bytes,
+            FILE_SEARCH_API_KEY: self.file_search_api,
+            SHELL_COMMAND_API_KEY: self.shell_command_api,
             MODEL_REASONING_EFFORT_KEY: self.reasoning.effort,
             MODEL_REASONING_SUMMARY_KEY: self.reasoning.summary,
         })
@@ -551,6 +564,8 @@ impl ServerConfigBuilder {
                 .fs_api
                 .read_max_bytes
                 .unwrap_or(DEFAULT_FS_READ_MAX_BYTES),
+            file_search_api: settings.client_apis.file_search.unwrap_or(true),
+            shell_command_api: settings.client_apis.shell_command.unwrap_or(true),
             reasoning: settings.reasoning,
             source: Box::new(source),
             sandbox: match (settings.sandbox, self.default_sandbox_mode) {
@@ -662,6 +677,7 @@ struct Settings {
     sandbox: Option<tandem_protocol::SandboxPolicy>,
     store: store::StoreSettings,
     fs_api: fs_api::FsApiSettings,
+    client_apis: client_apis::ClientApiSettings,
     reasoning: tandem_agent::ReasoningSettings,
 }
 
@@ -734,6 +750,7 @@ impl Settings {
         Ok(Self {
             store: store::parse_store(layered)?,
             fs_api: fs_api::parse_fs_api(layered)?,
+            client_apis: client_apis::parse_client_apis(layered)?,
             reasoning: reasoning::parse_reasoning(layered)?,
             sandbox,
             thread_unload_delay,

@@ -517,6 +517,31 @@ fn the_process_output_bound_defaults_to_64_mib_and_is_set_by_file_or_override() 
 }
 
 #[test]
+fn the_search_and_shell_command_switches_are_on_by_default_and_validated() {
+    let home = home_with_config(None);
+    let config = load(home.path()).expect("load");
+    assert!(config.file_search_api && config.shell_command_api);
+    assert_eq!(config.to_config_object()["file_search_api"], true);
+    assert_eq!(config.to_config_object()["shell_command_api"], true);
+
+    let home = home_with_config(Some("file_search_api = false\nshell_command_api = false\n"));
+    let config = load(home.path()).expect("load");
+    assert!(!config.file_search_api && !config.shell_command_api);
+
+    for key in ["file_search_api", "shell_command_api"] {
+        let error = builder(home.path())
+            .config_override(key, toml::Value::from(0))
+            .load()
+            .expect_err("invalid value");
+        let text = error.to_string();
+        assert!(
+            text.contains(key) && text.contains("expected true") && text.contains("-32601"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
 fn the_fs_api_is_on_by_default_and_its_keys_are_validated() {
     let home = home_with_config(None);
     let config = load(home.path()).expect("load");

@@ -38,7 +38,11 @@ impl ThreadService {
     }
 
     /// Refuses a change to the history of a thread whose turn is still running.
-    fn ensure_no_running_turn(&self, thread_id: &str, what: &str) -> Result<(), JSONRPCErrorError> {
+    pub(super) fn ensure_no_running_turn(
+        &self,
+        thread_id: &str,
+        what: &str,
+    ) -> Result<(), JSONRPCErrorError> {
         let running = self.loaded(thread_id).and_then(|thread| {
             thread
                 .state()
@@ -150,18 +154,36 @@ impl ThreadService {
         params: ThreadCompactStartParams,
         id: ConnectionRequestId,
     ) {
-        let thread_id = params.thread_id;
+        // The summary covers the whole history: a thread resumed for paging loads it.
+        let work = InputlessTurn {
+            work: TurnWork::Compaction,
+            doing: "compacting",
+            needs_history: true,
+        };
+        self.start_inputless_turn(&params.thread_id, work, id).await;
+    }
+
+    /// Starts a turn that takes no input (a compaction, a user's shell command) on a loaded
+    /// thread with no running turn: stores it, makes it the thread's active turn, answers
+    /// `id` with `{}` and hands it to the turn task; or answers the error.
+    pub(super) async fn start_inputless_turn(
+        self: &Arc<Self>,
+        thread_id: &str,
+        work: InputlessTurn,
+        id: ConnectionRequestId,
+    ) {
         let result = async {
-            let Some(thread) = self.loaded(&thread_id) else {
-                self.find_unarchived(&thread_id).await?;
+            let Some(thread) = self.loaded(thread_id) else {
+                self.find_unarchived(thread_id).await?;
                 return Err(JSONRPCErrorError::invalid_request(format!(
                     "thread not loaded: {thread_id}; resume it first"
                 )));
             };
-            self.ensure_no_running_turn(&thread_id, "compacting")?;
-            // The summary covers the whole history: a thread resumed for paging loads it now.
+            self.ensure_no_running_turn(thread_id, work.doing)?;
             let store = self.store_for(thread.ephemeral).await?;
-            self.ensure_history(&thread, &*store).await?;
+            if work.needs_history {
+                self.ensure_history(&thread, &*store).await?;
+            }
             if self.is_stopping() {
                 return Err(JSONRPCErrorError::internal(
                     "the server is shutting down; no new turn starts",
@@ -201,8 +223,8 @@ impl ThreadService {
         let active = Arc::new(ActiveTurn {
             id: turn.id.clone(),
             cancel: CancellationToken::new(),
-            // A compaction takes no input: `turn/start` waits for it to end, `turn/steer`
-            // finds no turn to steer.
+            // The turn takes no input: `turn/start` waits for it to end, `turn/steer` finds
+            // no turn to steer.
             steered: Mutex::new(SteerQueue {
                 inputs: Vec::new(),
                 closed: true,
@@ -210,8 +232,13 @@ impl ThreadService {
             steer_signal: tokio::sync::Notify::new(),
             interrupt_replies: Mutex::new(Vec::new()),
             snapshot: Mutex::new(turn.clone()),
-            processes: ProcessManager::new(),
+            processes: ProcessManager::new()
+                .with_kept_output_max(self.config().process_output_max_bytes)
+                .keeping_streamed_output(),
             ended: CancellationToken::new(),
+            next_item: Default::default(),
+            side_commands: Default::default(),
+            injected: Default::default(),
         });
         {
             let mut state = thread.state();
@@ -224,12 +251,24 @@ impl ThreadService {
         turn.items_view = TurnItemsView::NotLoaded;
         let started = StartedTurn {
             turn,
-            work: TurnWork::Compaction,
+            work: work.work,
             store,
         };
-        (self.run_turn)(Arc::clone(self), thread, active, started);
+        (self.run_turn.start)(Arc::clone(self), thread, active, started);
     }
+}
 
+/// A turn without input, for [`ThreadService::start_inputless_turn`].
+pub(super) struct InputlessTurn {
+    /// What the turn does.
+    pub(super) work: TurnWork,
+    /// What the refusal while another turn runs says the caller was doing ("compacting").
+    pub(super) doing: &'static str,
+    /// Whether the thread's whole history must be loaded first.
+    pub(super) needs_history: bool,
+}
+
+impl ThreadService {
     /// Cuts the stored history of `thread_id` before `turn_id` and brings a loaded thread's
     /// live history (and compaction) in line; returns the updated record.
     async fn cut_history(

@@ -24,11 +24,13 @@ mod idempotency;
 mod leases;
 mod lifecycle;
 mod maintenance;
+// search29: `thread/shellCommand`.
+mod shell_command;
 mod thread_requests;
 mod turn_requests;
 mod turn_work;
 
-pub(crate) use turn_work::{StartedTurn, TurnRunner, TurnWork};
+pub(crate) use turn_work::{SideCommand, StartedTurn, TurnRunner, TurnWork};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
@@ -148,6 +150,15 @@ pub(crate) struct ActiveTurn {
     /// Cancelled once the turn's end is stored and its `turn/completed` queued: what shutdown
     /// waits for before it checkpoints the store.
     pub(crate) ended: CancellationToken,
+    /// search29: the index the turn's next new stored item takes, locked across its write so
+    /// that items stored beside the agent (a user's shell command) keep the store's order.
+    pub(crate) next_item: tokio::sync::Mutex<usize>,
+    /// search29: users' shell commands running beside the agent (`thread/shellCommand` during
+    /// the turn), each handing back the ids of the items it stored; the turn ends after them.
+    pub(crate) side_commands:
+        Mutex<Vec<tokio::task::JoinHandle<std::collections::HashSet<String>>>>,
+    /// search29: what those commands printed, for the agent's next request.
+    pub(crate) injected: Mutex<Vec<UserInput>>,
 }
 
 /// Input steered into a running turn, and whether the turn still takes any.
@@ -656,6 +667,13 @@ impl ThreadService {
                 let thread_id = params.thread_id.clone();
                 self.sequenced(&thread_id, async move {
                     service.compact_start(params, id).await;
+                });
+            }
+            // search29: the user's own command, as a turn of its own.
+            ClientRequest::ThreadShellCommand { params, .. } => {
+                let thread_id = params.thread_id.clone();
+                self.sequenced(&thread_id, async move {
+                    service.shell_command(params, id).await;
                 });
             }
             ClientRequest::ThreadRevert { params, .. } => {

@@ -247,6 +247,9 @@ impl ThreadService {
                 .with_kept_output_max(self.config().process_output_max_bytes)
                 .keeping_streamed_output(),
             ended: CancellationToken::new(),
+            next_item: Default::default(),
+            side_commands: Default::default(),
+            injected: Default::default(),
         });
         {
             let mut state = thread.state();
@@ -265,7 +268,7 @@ impl ThreadService {
             },
             store,
         };
-        (self.run_turn)(Arc::clone(self), thread, active, started);
+        (self.run_turn.start)(Arc::clone(self), thread, active, started);
         None
     }
 

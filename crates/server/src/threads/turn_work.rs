@@ -10,9 +10,39 @@ use crate::store::ThreadStore;
 
 use super::{ActiveTurn, LoadedThread, ThreadService};
 
-/// Starts the task that runs a started turn on a thread: the turn module's `spawn`.
-pub(crate) type TurnRunner =
-    fn(Arc<ThreadService>, Arc<LoadedThread>, Arc<ActiveTurn>, StartedTurn);
+/// What the turn module hands threads: the turn module's `spawn` and `spawn_side_command`.
+#[derive(Clone, Copy)]
+pub(crate) struct TurnRunner {
+    /// Starts the task that runs a started turn on a thread.
+    pub(crate) start: fn(Arc<ThreadService>, Arc<LoadedThread>, Arc<ActiveTurn>, StartedTurn),
+    /// search29: starts the task of a user's shell command beside the agent of a running turn,
+    /// as an item of that turn; it runs once told so (see [`SideCommand::go`]) and hands back
+    /// the ids of the items it stored.
+    pub(crate) side_command: SideCommandRunner,
+}
+
+/// search29: starts the task of a [`SideCommand`]; the task hands back the ids of the items
+/// it stored.
+pub(crate) type SideCommandRunner =
+    fn(
+        &ThreadService,
+        &Arc<LoadedThread>,
+        &Arc<ActiveTurn>,
+        SideCommand,
+    ) -> tokio::task::JoinHandle<std::collections::HashSet<String>>;
+
+/// search29: a user's shell command (`thread/shellCommand`) for a running turn.
+pub(crate) struct SideCommand {
+    /// The store that holds the thread.
+    pub(crate) store: Arc<dyn ThreadStore>,
+    /// The command line, for the user's shell.
+    pub(crate) command: String,
+    /// When it is killed.
+    pub(crate) timeout: std::time::Duration,
+    /// `true` once the turn took the command and the request was answered (the item comes
+    /// after the answer); `false` or dropped: the turn was ending, nothing runs.
+    pub(crate) go: tokio::sync::oneshot::Receiver<bool>,
+}
 
 /// What `turn/start` (or `thread/compact/start`) stored before it answered, and what the
 /// task needs of it.
@@ -36,6 +66,13 @@ pub(crate) enum TurnWork {
     },
     /// Summarizes the history (`thread/compact/start`); takes no input.
     Compaction,
+    /// Runs the user's own command line (`thread/shellCommand`); takes no input.
+    UserShell {
+        /// The command line, for the user's shell.
+        command: String,
+        /// When it is killed.
+        timeout: std::time::Duration,
+    },
 }
 
 /// The thread's preview: its first user text (shared with the input, not copied).

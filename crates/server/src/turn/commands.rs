@@ -12,9 +12,9 @@ use tandem_protocol::server_methods::CommandExecutionRequestApproval;
 use tandem_protocol::{
     ApprovalPolicy, CommandAction, CommandExecutionApprovalDecision,
     CommandExecutionOutputDeltaNotification, CommandExecutionRequestApprovalParams,
-    CommandExecutionRequestApprovalResponse, CommandExecutionStatus, ProcessExitedNotification,
-    ProcessOutputDeltaNotification, ProcessSpawnParams, ServerNotification, SharedText,
-    ThreadActiveFlag, ThreadItem,
+    CommandExecutionRequestApprovalResponse, CommandExecutionSource, CommandExecutionStatus,
+    ProcessExitedNotification, ProcessOutputDeltaNotification, ProcessSpawnParams,
+    ServerNotification, SharedText, ThreadActiveFlag, ThreadItem,
 };
 use tokio::sync::oneshot;
 
@@ -59,6 +59,7 @@ impl TurnRun {
                 exit_code,
                 aggregated_output: output,
                 duration_ms,
+                source: CommandExecutionSource::Agent,
             };
         self.item_started(&item(
             CommandExecutionStatus::InProgress,
@@ -145,7 +146,14 @@ impl TurnRun {
             .and_then(|sandbox| sandbox.partial_enforcement())
             .map(|why| format!("{SANDBOX_NOTE_PREFIX} partially enforced: {why}\n"));
         let (mut exit_code, mut output, mut process_id) = self
-            .execute(&id, &id, command, &cwd, options.timeout, sandbox)
+            .execute(
+                &id,
+                &id,
+                agent_argv(command),
+                &cwd,
+                options.timeout,
+                sandbox,
+            )
             .await;
         if sandboxed
             && exit_code != Some(0)
@@ -161,7 +169,7 @@ impl TurnRun {
                 .execute(
                     &id,
                     &format!("{id}-unsandboxed"),
-                    command,
+                    agent_argv(command),
                     &cwd,
                     options.timeout,
                     None,
@@ -273,13 +281,14 @@ impl TurnRun {
         }
     }
 
-    /// Runs the command through the process manager, under `sandbox` if given, as process
-    /// `handle`; returns exit code, output and pid.
-    async fn execute(
+    /// Runs `argv` through the process manager, under `sandbox` if given, as process
+    /// `handle`, its output streamed as deltas of item `item_id`; returns exit code, output
+    /// and pid. The exit code is `None` when the turn was interrupted.
+    pub(super) async fn execute(
         &self,
         item_id: &str,
         handle: &str,
-        command: &str,
+        argv: Vec<String>,
         cwd: &str,
         timeout: Option<Duration>,
         sandbox: Option<crate::sandbox::ResolvedSandbox>,
@@ -295,7 +304,7 @@ impl TurnRun {
         });
         let params = ProcessSpawnParams {
             process_handle: handle.to_owned(),
-            command: vec!["sh".to_owned(), "-c".to_owned(), command.to_owned()],
+            command: argv,
             cwd: Some(cwd.to_owned()),
             tty: None,
             stream_stdin: None,
@@ -330,6 +339,11 @@ impl TurnRun {
                 .into_owned();
         (exit_code, output, Some(pid))
     }
+}
+
+/// How the agent's shell tool runs a command line.
+fn agent_argv(command: &str) -> Vec<String> {
+    vec!["sh".to_owned(), "-c".to_owned(), command.to_owned()]
 }
 
 /// The prefix of the line that says, at the top of a command's output, that its sandbox is

@@ -8,21 +8,20 @@
 //!
 //! Commands run through the [`ProcessManager`] of the processes issue (own process group,
 //! kill on interrupt), with its output turned into `item/commandExecution/outputDelta`.
-
 //!
 //! Files: this one holds the runtime and its items, tools and questions; `commands` its
 //! commands (approval, process, output); `file_change` its patches (`fileChange` items and the
 //! turn's diff); `task` the task that runs a turn from start to `turn/completed`;
 //! `compaction` the compaction turn of `thread/compact/start`; `reasoning` the plan and the
-//! reasoning deltas.
+//! reasoning deltas; `user_shell` the user's own command of `thread/shellCommand`.
 
 mod commands;
 mod compaction;
 mod file_change;
 mod reasoning;
 mod task;
-
-pub(crate) use task::spawn;
+// search29: `thread/shellCommand`.
+mod user_shell;
 
 use std::collections::HashSet;
 use std::sync::{Arc, MutexGuard, PoisonError};
@@ -49,6 +48,12 @@ use crate::process::ProcessManager;
 use crate::store::{self, StoreError, ThreadStore};
 use crate::threads::{ActiveTurn, LoadedThread, now_millis};
 
+/// How threads run turns (and users' shell commands beside them): this module's functions.
+pub(crate) const RUNNER: crate::threads::TurnRunner = crate::threads::TurnRunner {
+    start: task::spawn,
+    side_command: task::spawn_side_command,
+};
+
 /// Text of the error that resolves a server request cancelled by a turn transition.
 const CANCELLED_BY_TURN: &str = "the turn that sent this request has ended";
 
@@ -70,8 +75,6 @@ pub(crate) struct TurnRun {
     processes: ProcessManager,
     /// Where the turn is written as it happens: each item before its `item/completed`.
     store: Arc<dyn ThreadStore>,
-    /// The stored index the next new item takes (the user's input is item 0).
-    next_index: usize,
     /// Started items already stored (commands and tool calls), with their index, so that
     /// their completion replaces them in place.
     stored_started: Vec<(String, usize)>,
@@ -200,11 +203,16 @@ impl TurnRun {
                 | ThreadItem::DynamicToolCall { .. }
                 | ThreadItem::FileChange { .. }
         ) {
-            let index = self.next_index;
+            // The index is taken and written under the turn's lock: a user's shell command
+            // may store items beside the agent.
+            let active = Arc::clone(&self.active);
+            let mut next = active.next_item.lock().await;
+            let index = *next;
             if !self.persist(index, item).await {
                 return;
             }
-            self.next_index += 1;
+            *next += 1;
+            drop(next);
             self.stored_started.push((item.id().to_owned(), index));
         }
         self.set_snapshot_item(item.clone());
@@ -220,19 +228,25 @@ impl TurnRun {
     /// Stores `item` (written before it is reported: "completed" means durable), then sends
     /// `item/completed`. Not reported at all if it cannot be stored.
     async fn item_completed(&mut self, item: ThreadItem) {
-        let index = match self
+        let started = self
             .stored_started
             .iter()
             .position(|(id, _)| id == item.id())
-        {
-            Some(position) => self.stored_started.swap_remove(position).1,
-            None => self.next_index,
+            .map(|position| self.stored_started.swap_remove(position).1);
+        let stored = match started {
+            Some(index) => self.persist(index, &item).await,
+            None => {
+                let active = Arc::clone(&self.active);
+                let mut next = active.next_item.lock().await;
+                let stored = self.persist(*next, &item).await;
+                if stored {
+                    *next += 1;
+                }
+                stored
+            }
         };
-        if !self.persist(index, &item).await {
+        if !stored {
             return;
-        }
-        if index == self.next_index {
-            self.next_index += 1;
         }
         self.notify(ServerNotification::ItemCompleted(
             ItemCompletedNotification {
@@ -248,7 +262,10 @@ impl TurnRun {
 
     /// Reports the user's input, which `turn/start` stored as item 0 before it answered.
     pub(crate) async fn stored_user_message(&mut self, item: ThreadItem) {
-        self.next_index = self.next_index.max(1);
+        {
+            let mut next = self.active.next_item.lock().await;
+            *next = (*next).max(1);
+        }
         self.stored_items.insert(item.id().to_owned());
         self.notify(ServerNotification::ItemStarted(ItemStartedNotification {
             thread_id: self.thread.id.clone(),
@@ -311,6 +328,15 @@ impl TurnRun {
             self.user_message(content.clone(), client_id).await;
             input.extend(content);
         }
+        // search29: what users' shell commands beside the turn printed; their items are the
+        // record, so no user message is made of it.
+        input.extend(std::mem::take(
+            &mut *self
+                .active
+                .injected
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        ));
         input
     }
 

@@ -4,6 +4,7 @@
 //! before it answered; the driver stores each item before reporting it; a store failure ends
 //! the turn `failed` with an `error` notification naming the database.
 
+use std::collections::HashSet;
 use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
@@ -14,7 +15,9 @@ use tandem_protocol::{
 
 use crate::agent::AgentError;
 use crate::store;
-use crate::threads::{ActiveTurn, LoadedThread, StartedTurn, ThreadService, TurnWork, now_secs};
+use crate::threads::{
+    ActiveTurn, LoadedThread, SideCommand, StartedTurn, ThreadService, TurnWork, now_secs,
+};
 
 use crate::agent::TurnDriver;
 
@@ -30,6 +33,75 @@ pub(crate) fn spawn(
     tokio::spawn(run(service, thread, active, started));
 }
 
+/// The runtime of a turn of `thread`, with the thread's settings as they are now.
+fn turn_run(
+    service: &ThreadService,
+    thread: &Arc<LoadedThread>,
+    active: &Arc<ActiveTurn>,
+    turn_id: &str,
+    store: Arc<dyn store::ThreadStore>,
+) -> TurnRun {
+    let state = thread.state();
+    TurnRun {
+        thread: Arc::clone(thread),
+        active: Arc::clone(active),
+        outgoing: service.outgoing.clone(),
+        turn_id: turn_id.to_owned(),
+        cwd: state.record.cwd.clone(),
+        model: service.effective_model(&state.record),
+        approval_policy: state.record.approval_policy,
+        sandbox_policy: crate::config::sandbox::thread_policy(
+            &state.record.config,
+            &service.config().sandbox,
+        ),
+        sandboxing: service.sandboxing.clone(),
+        tools: state.record.dynamic_tools.clone(),
+        processes: active.processes.clone(),
+        store,
+        stored_started: Vec::new(),
+        store_failure: None,
+        stored_items: Default::default(),
+        reasoning: service.config().reasoning.clone(),
+        turn_diff: Default::default(),
+    }
+}
+
+/// search29: the task of a user's shell command beside the agent of the running turn
+/// `active`, as an item of that turn (`thread/shellCommand` during a turn, as the reference
+/// does): once told to go, it runs the command and hands its output to the agent's next
+/// request; it returns the ids of the items it stored. The turn's end waits for it.
+pub(crate) fn spawn_side_command(
+    service: &ThreadService,
+    thread: &Arc<LoadedThread>,
+    active: &Arc<ActiveTurn>,
+    side: SideCommand,
+) -> tokio::task::JoinHandle<HashSet<String>> {
+    let SideCommand {
+        store,
+        command,
+        timeout,
+        go,
+    } = side;
+    let mut run = turn_run(service, thread, active, &active.id, store);
+    let active = Arc::clone(active);
+    tokio::spawn(async move {
+        if go.await != Ok(true) {
+            return HashSet::new();
+        }
+        // An interruption kills the command (its item is completed all the same) and ends the
+        // agent: nobody is left to tell.
+        if let Ok(said) = run.run_user_shell(&command, timeout).await {
+            active
+                .injected
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(tandem_protocol::UserInput::text(said));
+            active.steer_signal.notify_one();
+        }
+        run.take_stored_items()
+    })
+}
+
 async fn run(
     service: Arc<ThreadService>,
     thread: Arc<LoadedThread>,
@@ -38,17 +110,7 @@ async fn run(
 ) {
     let StartedTurn { turn, work, store } = started_turn;
     let outgoing = service.outgoing.clone();
-    let (history, cwd, model, approval_policy, sandbox_policy, tools) = {
-        let state = thread.state();
-        (
-            state.agent_history(),
-            state.record.cwd.clone(),
-            service.effective_model(&state.record),
-            state.record.approval_policy,
-            crate::config::sandbox::thread_policy(&state.record.config, &service.config().sandbox),
-            state.record.dynamic_tools.clone(),
-        )
-    };
+    let history = thread.state().agent_history();
     let started = Instant::now();
     thread
         .set_status(
@@ -68,26 +130,7 @@ async fn run(
             None,
         )
         .await;
-    let mut run = TurnRun {
-        thread: Arc::clone(&thread),
-        active: Arc::clone(&active),
-        outgoing: outgoing.clone(),
-        turn_id: turn.id.clone(),
-        cwd,
-        model,
-        approval_policy,
-        sandbox_policy,
-        sandboxing: service.sandboxing.clone(),
-        tools,
-        processes: active.processes.clone(),
-        store: Arc::clone(&store),
-        next_index: 0,
-        stored_started: Vec::new(),
-        store_failure: None,
-        stored_items: Default::default(),
-        reasoning: service.config().reasoning.clone(),
-        turn_diff: Default::default(),
-    };
+    let mut run = turn_run(&service, &thread, &active, &turn.id, store.clone());
     let agent = Arc::clone(&service.agent);
     let result = match work {
         TurnWork::Input {
@@ -103,6 +146,10 @@ async fn run(
             let mut driver = TurnDriver::new(run);
             let result = compaction::compact(&mut driver, agent.as_ref(), &history).await;
             (driver, result)
+        }
+        TurnWork::UserShell { command, timeout } => {
+            let result = run.run_user_shell(&command, timeout).await.map(drop);
+            (TurnDriver::new(run), result)
         }
     };
     let (mut driver, mut result) = result;
@@ -141,8 +188,22 @@ async fn run(
     } else if active.cancel.is_cancelled() {
         result = Err(AgentError::Interrupted);
     }
+    let mut stored_items = run.take_stored_items();
+    // search29: users' shell commands beside the agent belong to this turn: it ends after them
+    // (an interruption has killed them already). No new one starts: the steer queue is closed.
+    let side: Vec<_> = std::mem::take(
+        &mut *active
+            .side_commands
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner),
+    );
+    for command in side {
+        if let Ok(ids) = command.await {
+            stored_items.extend(ids);
+        }
+    }
+    let run = TurnRun::of(&mut driver);
     run.processes.kill_all().await;
-    let stored_items = run.take_stored_items();
 
     let (status, error, thread_status) = match &result {
         Ok(()) => (TurnStatus::Completed, None, ThreadStatus::Idle),

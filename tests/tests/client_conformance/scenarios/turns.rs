@@ -187,6 +187,7 @@ pub(crate) async fn approval_declined_and_question_answered(backend: Backend) {
             "cwd": "<home>", "status": status,
             "commandActions": [{"type": "unknown", "command": "echo should-not-run"}],
             "processId": null, "exitCode": null, "aggregatedOutput": null, "durationMs": null,
+            "source": "agent",
         })
     };
     let mut expected = turn_opening(TURN, INPUT_ITEM, input);

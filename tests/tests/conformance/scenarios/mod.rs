@@ -19,6 +19,7 @@ pub(crate) mod paging;
 pub(crate) mod plan_reasoning;
 pub(crate) mod processes;
 pub(crate) mod replay;
+pub(crate) mod search_shell;
 pub(crate) mod thread_ops;
 pub(crate) mod threads;
 pub(crate) mod turns;
