@@ -161,15 +161,6 @@ fn client_requests() -> Vec<ClientRequest> {
     .collect()
 }
 
-fn server_requests() -> Vec<ServerRequest> {
-    use server_methods as m;
-    vec![
-        request::<m::ToolCall>(0, tool_call_params()),
-        request::<m::CommandExecutionRequestApproval>(1, approval_params()),
-        request::<m::ToolRequestUserInput>(2, user_input_params()),
-    ]
-}
-
 /// `(method, result)` for every client request method.
 fn client_results() -> Vec<(&'static str, Value)> {
     use client_methods as m;
