@@ -169,10 +169,15 @@ async fn a_client_that_reads_nothing_is_closed_within_its_grace_and_its_memory_i
         closed - last_progress
     );
     // The longest interval the samples allow: the last growth may have come right after the
-    // sample before the one that saw it.
+    // sample before the one that saw it. The kernel's sum also moves without a write of the
+    // server: a segment the client's kernel took but has not acknowledged yet is counted on
+    // both sides, so bytes the server's kernel sends from its buffer when the client's window
+    // opens a little read as progress. Under load (a soak and a build beside it) that came
+    // 230 ms after the server's last write; a close at the moment the limit is crossed, the
+    // behaviour this guards against, comes seconds early.
     let longest = closed - watched.last_progress_after.expect("sampled before");
     assert!(
-        longest >= GRACE - Duration::from_millis(100),
+        longest >= GRACE - Duration::from_millis(500),
         "closed at most {longest:?} after the last progress, before the grace of {GRACE:?}"
     );
     assert!(
