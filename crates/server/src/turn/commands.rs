@@ -46,21 +46,16 @@ impl TurnRun {
                 .to_string(),
             None => self.cwd.clone(),
         };
-        let item =
-            |status, process_id, exit_code, output, duration_ms| ThreadItem::CommandExecution {
-                id: id.clone(),
-                command: command.to_owned(),
-                cwd: cwd.clone(),
-                status,
-                command_actions: vec![CommandAction::Unknown {
-                    command: command.to_owned(),
-                }],
-                process_id,
-                exit_code,
-                aggregated_output: output,
-                duration_ms,
-                source: CommandExecutionSource::Agent,
-            };
+        let shape = CommandItem {
+            id: id.clone(),
+            shown: command.to_owned(),
+            command: command.to_owned(),
+            cwd: cwd.clone(),
+            source: CommandExecutionSource::Agent,
+        };
+        let item = |status, process_id, exit_code, output, duration_ms| {
+            shape.at(status, process_id, exit_code, output, duration_ms)
+        };
         self.item_started(&item(
             CommandExecutionStatus::InProgress,
             None,
@@ -399,6 +394,45 @@ impl ProcessEventSink for CommandSink {
             .take()
         {
             let _ = sender.send(exited.exit_code);
+        }
+    }
+}
+
+/// What stays the same in every report of one command item (the agent's or the user's own):
+/// [`CommandItem::at`] gives the item in one state.
+pub(super) struct CommandItem {
+    pub(super) id: String,
+    /// The command as the item shows it.
+    pub(super) shown: String,
+    /// The command as its one `unknown` action holds it.
+    pub(super) command: String,
+    pub(super) cwd: String,
+    pub(super) source: CommandExecutionSource,
+}
+
+impl CommandItem {
+    /// The item with `status` and what is known of its run so far.
+    pub(super) fn at(
+        &self,
+        status: CommandExecutionStatus,
+        process_id: Option<String>,
+        exit_code: Option<i32>,
+        aggregated_output: Option<SharedText>,
+        duration_ms: Option<i64>,
+    ) -> ThreadItem {
+        ThreadItem::CommandExecution {
+            id: self.id.clone(),
+            command: self.shown.clone(),
+            cwd: self.cwd.clone(),
+            status,
+            command_actions: vec![CommandAction::Unknown {
+                command: self.command.clone(),
+            }],
+            process_id,
+            exit_code,
+            aggregated_output,
+            duration_ms,
+            source: self.source,
         }
     }
 }

@@ -6,9 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use tandem_protocol::{
-    CommandAction, CommandExecutionSource, CommandExecutionStatus, SharedText, ThreadItem,
-};
+use tandem_protocol::{CommandExecutionSource, CommandExecutionStatus, SharedText};
 
 use crate::agent::AgentError;
 use crate::store;
@@ -54,21 +52,16 @@ impl TurnRun {
         let shell = user_shell();
         let shown = format!("{} -c {}", shell_quote(&shell), shell_quote(command));
         let cwd = self.cwd.clone();
-        let item =
-            |status, process_id, exit_code, output, duration_ms| ThreadItem::CommandExecution {
-                id: id.clone(),
-                command: shown.clone(),
-                cwd: cwd.clone(),
-                status,
-                command_actions: vec![CommandAction::Unknown {
-                    command: command.to_owned(),
-                }],
-                process_id,
-                exit_code,
-                aggregated_output: output,
-                duration_ms,
-                source: CommandExecutionSource::UserShell,
-            };
+        let shape = super::commands::CommandItem {
+            id: id.clone(),
+            shown: shown.clone(),
+            command: command.to_owned(),
+            cwd: cwd.clone(),
+            source: CommandExecutionSource::UserShell,
+        };
+        let item = |status, process_id, exit_code, output, duration_ms| {
+            shape.at(status, process_id, exit_code, output, duration_ms)
+        };
         self.item_started(&item(
             CommandExecutionStatus::InProgress,
             None,
