@@ -92,8 +92,8 @@ pub use options::{
 };
 pub use process::{AttachedProcess, ProcessEvent, ProcessHandle, ProcessOutput};
 pub use server_request::{
-    ApprovalRequest, DefaultServerRequestHandler, OtherServerRequest, ServerRequestEvent,
-    ServerRequestHandler, ToolCallRequest, UserInputRequest,
+    ApprovalRequest, DefaultServerRequestHandler, FileChangeApprovalRequest, OtherServerRequest,
+    ServerRequestEvent, ServerRequestHandler, ToolCallRequest, UserInputRequest,
 };
 pub use subscription::{
     Event, Overflow, Subscription, SubscriptionError, SubscriptionFilter, SubscriptionOptions,

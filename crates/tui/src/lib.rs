@@ -15,6 +15,7 @@
 
 mod app;
 mod composer;
+mod diff_view;
 pub mod keymap;
 mod markdown;
 mod pane;
