@@ -107,6 +107,12 @@ impl AgentView {
         }
     }
 
+    /// Something the output does not count was shown (the line editor echoing what the user
+    /// typed, a new turn): the next plan is printed anew.
+    pub(crate) fn forget_plan(&mut self) {
+        self.last_plan = None;
+    }
+
     /// The plan of [`Self::plan`] was written and the output's mark is now `mark`.
     pub(crate) fn plan_written(&mut self, text: &PlanText, mark: u64) {
         self.last_plan = text.rows.map(|rows| (mark, rows));

@@ -462,6 +462,7 @@ impl Chat {
     /// `Some(code)` if the session must end now.
     async fn follow(&mut self, mut turn: TurnHandle) -> Option<i32> {
         let mut waiting: Option<Waiting> = None;
+        self.view.forget_plan();
         loop {
             if let Some(pending) = waiting.take() {
                 waiting = self.answer_from_queue(pending).await;
@@ -496,6 +497,8 @@ impl Chat {
                 input = self.input.recv(), if !self.eof => match input {
                     Some(Input::Line(line)) => {
                         self.interrupts = 0;
+                        // The editor echoed the line below the plan.
+                        self.view.forget_plan();
                         if line.trim() == "/interrupt" {
                             self.interrupt(&turn);
                         } else {
@@ -564,9 +567,8 @@ impl Chat {
                 self.output.end_line();
                 let diff = self.view.approval_diff(request.item_id());
                 self.lines(&diff);
-                self.output.line(&render::file_change_question(
-                    request.params().reason.as_deref(),
-                ));
+                let question = render::file_change_question(request.params().reason.as_deref());
+                self.lines(&question);
                 return Some(Waiting::FileChange(request));
             }
             TurnEvent::Approval(request) => {
@@ -623,6 +625,7 @@ impl Chat {
             },
         };
         self.prompt.set_answering(false);
+        self.view.forget_plan();
         let answered = match (pending, line) {
             (Waiting::Approval(request), Some(line)) if is_yes(&line) => request.accept().await,
             (Waiting::Approval(request), _) => {

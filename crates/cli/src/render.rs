@@ -114,15 +114,20 @@ pub(crate) fn file_change_outcome(
     })
 }
 
-/// The y/a/n question of a file change approval, with why it is asked.
-pub(crate) fn file_change_question(reason: Option<&str>) -> String {
-    match reason {
-        Some(reason) => {
-            format!("Apply these changes? ({reason}) [y = yes, a = yes for the session, n = no] ")
-        }
-        None => "Apply these changes? [y = yes, a = yes for the session, n = no] ".to_owned(),
-    }
+/// The question of a file change approval: why it is asked, if the server said, then the
+/// y/a/n question.
+pub(crate) fn file_change_question(reason: Option<&str>) -> Vec<String> {
+    let mut lines: Vec<String> = reason
+        .map(|reason| format!("({reason})"))
+        .into_iter()
+        .collect();
+    lines.push(FILE_CHANGE_QUESTION.to_owned());
+    lines
 }
+
+/// The question asked about a file change.
+pub(crate) const FILE_CHANGE_QUESTION: &str =
+    "Apply these changes? [y = yes, a = yes for this session, n = no]";
 
 /// The plan as a checklist: `[x]` completed, `[~]` in progress (bold), `[ ]` pending, after
 /// the agent's explanation if it gave one.

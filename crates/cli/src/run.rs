@@ -299,7 +299,7 @@ async fn handle_event(event: TurnEvent, args: &RunArgs, ask: bool, shown: &mut S
             let decision = if args.yes {
                 FileChangeApprovalDecision::Accept
             } else if ask {
-                let question = render::file_change_question(reason.as_deref());
+                let question = render::file_change_question(reason.as_deref()).join("\n") + " ";
                 tokio::task::spawn_blocking(move || ask_line(&question))
                     .await
                     .ok()
