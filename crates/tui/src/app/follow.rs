@@ -122,6 +122,10 @@ pub(super) fn follow_thread(tui: Tui, thread_id: String, mut events: Subscriptio
                     ServerNotification::ThreadTokenUsageUpdated(usage) => {
                         TurnEvent::Other(ServerNotification::ThreadTokenUsageUpdated(usage))
                     }
+                    note @ (ServerNotification::TurnPlanUpdated(_)
+                    | ServerNotification::ReasoningSummaryPartAdded(_)
+                    | ServerNotification::ReasoningSummaryTextDelta(_)
+                    | ServerNotification::ReasoningTextDelta(_)) => TurnEvent::Other(note),
                     _ => continue,
                 };
                 tui.update(|state| {
