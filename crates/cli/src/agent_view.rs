@@ -86,21 +86,25 @@ impl AgentView {
 
     /// The text that shows `update`'s plan as a checklist, one line each, newline-ended.
     /// `mark` counts what the output has written so far; when it is where the last plan
-    /// ended and the terminal is `columns` wide (`None`: not a terminal), the text starts by
-    /// erasing that plan, so the checklist updates in place; otherwise it is printed anew.
+    /// ended and the output is a terminal of `size` (columns, rows; `None`: not a terminal)
+    /// that still shows all of that plan, the text starts by erasing it, so the checklist
+    /// updates in place; otherwise it is printed anew.
     /// Tell [`Self::plan_written`] the mark after writing it.
     pub(crate) fn plan(
         &mut self,
         update: &TurnPlanUpdatedNotification,
         mark: u64,
-        columns: Option<usize>,
+        size: Option<(usize, usize)>,
     ) -> PlanText {
         let lines = render::plan_lines(update.explanation.as_deref(), &update.plan, self.colour);
-        let erase = match (self.last_plan, columns) {
-            (Some((at, rows)), Some(_)) if at == mark => render::erase_rows_above(rows),
+        let erase = match (self.last_plan, size) {
+            // The cursor cannot go above the screen's top: a taller plan is printed anew.
+            (Some((at, rows)), Some((_, screen_rows))) if at == mark && rows < screen_rows => {
+                render::erase_rows_above(rows)
+            }
             _ => String::new(),
         };
-        let rows = columns.map(|columns| render::rows_on_screen(&lines, columns));
+        let rows = size.map(|(columns, _)| render::rows_on_screen(&lines, columns));
         PlanText {
             text: format!("{erase}{}\n", lines.join("\n")),
             rows,
@@ -148,15 +152,21 @@ mod tests {
     #[test]
     fn a_plan_replaces_the_last_one_only_when_nothing_came_between() {
         let mut view = AgentView::new(false);
-        let first = view.plan(&update(TurnPlanStepStatus::Pending), 0, Some(80));
+        let first = view.plan(&update(TurnPlanStepStatus::Pending), 0, Some((80, 24)));
         assert_eq!(first.text, "plan:\n  [ ] fix it\n");
         view.plan_written(&first, 1);
-        let second = view.plan(&update(TurnPlanStepStatus::InProgress), 1, Some(80));
+        let second = view.plan(&update(TurnPlanStepStatus::InProgress), 1, Some((80, 24)));
         assert_eq!(second.text, "\r\x1b[2A\x1b[Jplan:\n  [~] fix it\n");
         view.plan_written(&second, 2);
         // Something else was written since: printed anew.
-        let third = view.plan(&update(TurnPlanStepStatus::Completed), 3, Some(80));
+        let third = view.plan(&update(TurnPlanStepStatus::Completed), 3, Some((80, 24)));
         assert_eq!(third.text, "plan:\n  [x] fix it\n");
+        // Taller than the screen: printed anew.
+        let mut tall = AgentView::new(false);
+        let text = tall.plan(&update(TurnPlanStepStatus::Pending), 0, Some((80, 2)));
+        tall.plan_written(&text, 1);
+        let again = tall.plan(&update(TurnPlanStepStatus::Pending), 1, Some((80, 2)));
+        assert!(!again.text.contains('\x1b'));
         // Not a terminal: never erased.
         view.plan_written(&third, 4);
         let mut piped = AgentView::new(false);

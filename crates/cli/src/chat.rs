@@ -555,10 +555,10 @@ impl Chat {
                 self.output.end_line();
                 // The line editor's printer writes above the prompt, after clearing it, so
                 // moving up from there reaches the plan just as on a plain terminal.
-                let columns = crate::terminal::window_size()
+                let size = crate::terminal::window_size()
                     .filter(|_| stdout_is_terminal())
-                    .map(|size| usize::from(size.cols));
-                let plan = self.view.plan(&update, self.output.writes, columns);
+                    .map(|size| (usize::from(size.cols), usize::from(size.rows)));
+                let plan = self.view.plan(&update, self.output.writes, size);
                 self.output.write(&plan.text);
                 self.view.plan_written(&plan, self.output.writes);
             }

@@ -282,10 +282,10 @@ async fn handle_event(event: TurnEvent, args: &RunArgs, ask: bool, shown: &mut S
         }
         TurnEvent::Other(ServerNotification::TurnPlanUpdated(update)) if !args.json => {
             shown.end_line();
-            let columns = crate::terminal::window_size()
+            let size = crate::terminal::window_size()
                 .filter(|_| std::io::IsTerminal::is_terminal(&io::stderr()))
-                .map(|size| usize::from(size.cols));
-            let plan = shown.view.plan(&update, shown.writes, columns);
+                .map(|size| (usize::from(size.cols), usize::from(size.rows)));
+            let plan = shown.view.plan(&update, shown.writes, size);
             eprint!("{}", plan.text);
             shown.writes += 1;
             shown.view.plan_written(&plan, shown.writes);
