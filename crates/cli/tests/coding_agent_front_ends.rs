@@ -162,14 +162,36 @@ fn tandem_shell(dirs: &Dirs, args: &str) -> String {
     )
 }
 
+/// Answers the question the chat asks with `answer`, once the answer prompt (`?`) is shown.
+fn answer(tmux: &Tmux, answer: &str) {
+    tmux.wait_for("the answer prompt", |screen| {
+        screen.lines().rev().find(|line| !line.trim().is_empty()) == Some("?")
+    });
+    tmux.text(answer);
+    tmux.key("Enter");
+}
+
+/// How many prompt rows the screen has: `> ` before a message's lines, `? ` before an answer
+/// (the prompt after a message's last line may be either, as the turn may ask at once).
+fn prompts(screen: &str) -> usize {
+    screen
+        .lines()
+        .filter(|line| line.starts_with('>') || line.starts_with('?'))
+        .count()
+}
+
 /// Types a message of several lines into `tandem chat`: each line but the last ends in `\`.
+/// Each line is typed once the line editor shows its next prompt: it may drop keys typed
+/// while it sets up a line (it asks the terminal where the cursor is).
 fn chat_message(tmux: &Tmux, lines: &[String]) {
     for (index, line) in lines.iter().enumerate() {
+        let before = prompts(&tmux.screen());
         tmux.text(line);
         if index + 1 < lines.len() {
             tmux.text("\\");
         }
         tmux.key("Enter");
+        tmux.wait_for("the next prompt", |screen| prompts(screen) > before);
     }
 }
 
@@ -212,8 +234,7 @@ fn chat_shows_a_patch_asks_and_applies_or_declines_it() {
         "keep\nold\n",
         "nothing written before the answer"
     );
-    tmux.text("y");
-    tmux.key("Enter");
+    answer(&tmux, "y");
     tmux.wait_for("the applied patch", |screen| {
         screen.contains(&format!("(patch applied: {a})"))
     });
@@ -225,8 +246,7 @@ fn chat_shows_a_patch_asks_and_applies_or_declines_it() {
     tmux.wait_for("the second approval question", |screen| {
         screen.matches("Apply these changes?").count() == 2
     });
-    tmux.text("n");
-    tmux.key("Enter");
+    answer(&tmux, "n");
     let b = dirs.outside("b.txt").display().to_string();
     tmux.wait_for("the declined patch", |screen| {
         screen.contains(&format!("(patch declined; no file changed: {b})"))
@@ -275,20 +295,15 @@ fn tui_shows_a_patch_asks_and_applies_or_declines_it() {
     message.extend(patch_lines(&dirs.outside("a.txt")));
     send(&message);
     let a = dirs.outside("a.txt").display().to_string();
-    let screen = tmux.wait_for("the approval prompt", |screen| {
+    // All of it in one frame (a capture may catch a frame half drawn).
+    tmux.wait_for("the diff and the approval prompt", |screen| {
         screen.contains(&format!("Apply the changes to {a} ?"))
+            && screen.contains(&format!("[pending] patch: update {a}"))
+            && ["@@ -1,2 +1,2 @@", " keep", "-old", "+new"]
+                .iter()
+                .all(|line| screen.lines().any(|row| row.trim_end() == *line))
+            && screen.contains("waiting for approval")
     });
-    assert!(
-        screen.contains(&format!("[pending] patch: update {a}")),
-        "{screen}"
-    );
-    for line in ["@@ -1,2 +1,2 @@", " keep", "-old", "+new"] {
-        assert!(
-            screen.lines().any(|row| row.trim_end() == line),
-            "{line:?}: {screen}"
-        );
-    }
-    assert!(screen.contains("waiting for approval"), "{screen}");
     tmux.key("y");
     tmux.wait_for("the applied patch", |screen| {
         screen.contains(&format!("[applied] patch: update {a}"))
