@@ -4,7 +4,8 @@
 //! /tmp, so the files live under the target directory) needs approval: `chat` and `tui` (under
 //! tmux, as a user drives them) show its diff and ask, and the file changes when the user
 //! approves and stays as it was when they decline; `run` approves with `--yes` and declines
-//! without a terminal. The plan is replaced in place; reasoning is folded to one line. Skips
+//! without a terminal; `chat` through a pipe prints the same without colour. The plan is
+//! replaced in place; reasoning is folded to one line. Skips
 //! the tmux tests (saying so) where tmux is not installed; `.ci/run` installs it.
 
 use std::path::{Path, PathBuf};
@@ -393,5 +394,47 @@ fn run_shows_the_diff_and_follows_its_approval_rule() {
     let applied = run(&dirs, &["--yes"], &prompt("a.txt"));
     let stderr = String::from_utf8_lossy(&applied.stderr);
     assert!(stderr.contains("(patch applied: "), "{stderr}");
+    assert_eq!(dirs.read("a.txt"), "keep\nnew\n");
+}
+
+#[test]
+fn chat_through_a_pipe_shows_the_diff_without_colour_and_takes_the_answer() {
+    let dirs = Dirs::new("chat-pipe");
+    let mut lines = vec!["/patch".to_owned()];
+    lines.extend(patch_lines(&dirs.outside("a.txt")));
+    let mut input = lines.join("\\\n");
+    input.push_str("\ny\n");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tandem"))
+        .env("TANDEM_HOME", dirs.home())
+        .env_remove("TANDEM_LOG")
+        .current_dir(dirs.work())
+        .arg("chat")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tandem starts");
+    std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), input.as_bytes())
+        .expect("input written");
+    let deadline = Instant::now() + DEADLINE;
+    while child.try_wait().expect("wait").is_none() {
+        assert!(Instant::now() < deadline, "chat did not finish");
+        thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().expect("output");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(" keep\n-old\n+new\n(the patch changes "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Apply these changes? [y = yes, a = yes for this session, n = no]\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("(patch applied: "), "{stdout}");
+    assert!(
+        !stdout.contains('\x1b'),
+        "no colour into a pipe: {stdout:?}"
+    );
     assert_eq!(dirs.read("a.txt"), "keep\nnew\n");
 }
