@@ -5,8 +5,8 @@
 //! tmux, as a user drives them) show its diff and ask, and the file changes when the user
 //! approves and stays as it was when they decline; `run` approves with `--yes` and declines
 //! without a terminal; `chat` through a pipe prints the same without colour. The plan is
-//! replaced in place; reasoning is folded to one line. Skips
-//! the tmux tests (saying so) where tmux is not installed; `.ci/run` installs it.
+//! replaced in place; reasoning is folded to one line. Skips the tmux tests (saying so) where
+//! tmux is not installed; `.ci/run` installs it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
