@@ -4,10 +4,12 @@
 
 use clap::{Parser, Subcommand};
 
+mod agent_view;
 mod allocator;
 mod app_server;
 mod chat;
 mod exec;
+mod render;
 mod run;
 mod session;
 mod settings;
