@@ -1,6 +1,7 @@
 //! `tandem app-server`: the reference server out of process, launched the way clients of other
 //! app-servers launch theirs: `--listen stdio://` (the default) serves one client on
-//! stdin/stdout, `--listen ws://IP:PORT` serves websocket clients.
+//! stdin/stdout, `--listen ws://IP:PORT` serves websocket clients, `--listen unix://PATH` (or
+//! `unix://`, a path under the home) serves the same websocket protocol on a unix socket.
 //!
 //! The end of stdin, SIGTERM, SIGINT and SIGHUP (a closed terminal or ssh session) all shut
 //! down the same way: no new work is read, what is owed to each client is written (for a
@@ -15,6 +16,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand, ValueEnum};
 use tandem_host::MessageProcessor;
+use tandem_host::transport::unix_socket;
 use tandem_host::transport::websocket::{self, BearerToken, WebSocketOptions};
 use tandem_host::transport::{TransportHost, TransportHostOptions, stdio};
 use tandem_server::TandemServer;
@@ -36,6 +38,12 @@ Transports:
                  The bound address is printed on stderr as `listening on: ws://ADDR`.
                  GET /readyz and /healthz answer 200; requests with an Origin header get 403.
                  A non-loopback address requires --ws-auth.
+  unix://PATH    the websocket protocol over a unix socket at PATH (mode 0600), as the
+                 reference's --listen unix:// serves it; `unix://` alone uses
+                 $TANDEM_HOME/app-server-control/app-server-control.sock. A live server's socket
+                 is refused (naming its pid), a stale one replaced; a path longer than a socket
+                 address holds (107 bytes) becomes a link to a short private path.
+                 The path is printed on stderr as `listening on: unix://PATH`.
 
 Shutdown:
   End of stdin (stdio), SIGTERM, SIGINT or SIGHUP: no new requests are read, what is owed to
@@ -73,7 +81,7 @@ Examples:
 pub(crate) struct AppServerArgs {
     #[command(subcommand)]
     command: Option<AppServerCommand>,
-    /// Where to serve: `stdio://` or `ws://IP:PORT`.
+    /// Where to serve: `stdio://`, `ws://IP:PORT`, `unix://PATH` or `unix://`.
     #[arg(long, value_name = "URL", default_value = "stdio://", value_parser = parse_listen)]
     listen: Listen,
     /// Websocket authentication.
@@ -149,14 +157,33 @@ enum WsAuth {
 enum Listen {
     Stdio,
     WebSocket(SocketAddr),
+    /// A unix socket at this path; `None`: the default under the home.
+    Unix(Option<PathBuf>),
+}
+
+/// The default socket of `--listen unix://` under `home`: the reference's layout, in a
+/// directory only the user can enter.
+pub(crate) fn default_socket_path(home: &std::path::Path) -> PathBuf {
+    home.join("app-server-control")
+        .join("app-server-control.sock")
 }
 
 fn parse_listen(text: &str) -> Result<Listen, String> {
     if matches!(text, "stdio://" | "stdio") {
         return Ok(Listen::Stdio);
     }
+    if let Some(path) = text.strip_prefix("unix://") {
+        return match path {
+            "" => Ok(Listen::Unix(None)),
+            path if path.starts_with('/') => Ok(Listen::Unix(Some(PathBuf::from(path)))),
+            _ => Err(format!(
+                "expected unix://ABSOLUTE-PATH (e.g. unix:///run/user/1000/tandem.sock) or unix://, \
+                 got {text}"
+            )),
+        };
+    }
     let Some(address) = text.strip_prefix("ws://") else {
-        return Err("expected stdio:// or ws://IP:PORT".to_owned());
+        return Err("expected stdio://, ws://IP:PORT, unix://PATH or unix://".to_owned());
     };
     address
         .trim_end_matches('/')
@@ -203,6 +230,7 @@ pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
             return 1;
         }
     };
+    let home = options.config.tandem_home.clone();
     let options = options.with_process_detach_grace(
         Duration::try_from_secs_f64(args.process_detach_grace_secs.max(0.0))
             .unwrap_or(Duration::MAX),
@@ -226,6 +254,13 @@ pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
         move |outgoing| Arc::new(TandemServer::new(outgoing, options)) as Arc<dyn MessageProcessor>,
         host_options,
     );
+    // The websocket protocol's settings, over TCP or a unix socket.
+    let socket_options = WebSocketOptions {
+        auth,
+        max_message_bytes: args.max_message_bytes,
+        writer_queue_capacity: args.ws_writer_queue,
+        slow_connection_grace: Duration::from_secs_f64(args.ws_slow_grace_secs.max(0.0)),
+    };
     let served = match args.listen {
         Listen::Stdio => {
             let options = stdio::StdioOptions {
@@ -233,22 +268,35 @@ pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
             };
             until_signal(&host, stdio::serve(&host, options)).await
         }
-        Listen::WebSocket(address) => {
-            let options = WebSocketOptions {
-                auth,
-                max_message_bytes: args.max_message_bytes,
-                writer_queue_capacity: args.ws_writer_queue,
-                slow_connection_grace: Duration::from_secs_f64(args.ws_slow_grace_secs.max(0.0)),
-            };
-            match websocket::bind(address).await {
-                Ok((listener, bound)) => {
-                    eprintln!("listening on: ws://{bound}");
-                    until_signal(&host, websocket::serve(host.clone(), listener, options)).await
+        Listen::WebSocket(address) => match websocket::bind(address).await {
+            Ok((listener, bound)) => {
+                eprintln!("listening on: ws://{bound}");
+                until_signal(
+                    &host,
+                    websocket::serve(host.clone(), listener, socket_options),
+                )
+                .await
+            }
+            Err(error) => Err(std::io::Error::new(
+                error.kind(),
+                format!("cannot listen on ws://{address}: {error}"),
+            )),
+        },
+        Listen::Unix(path) => {
+            let path = path.unwrap_or_else(|| default_socket_path(&home));
+            match unix_socket::bind(&path).await {
+                Ok(listener) => {
+                    eprintln!("listening on: unix://{}", path.display());
+                    until_signal(
+                        &host,
+                        websocket::serve_unix(host.clone(), listener, socket_options),
+                    )
+                    .await
                 }
-                Err(error) => Err(std::io::Error::new(
-                    error.kind(),
-                    format!("cannot listen on ws://{address}: {error}"),
-                )),
+                Err(error) => Err(std::io::Error::other(format!(
+                    "cannot listen on unix://{}: {error}",
+                    path.display()
+                ))),
             }
         }
     };

@@ -53,6 +53,8 @@ pub(crate) mod parts;
 pub(crate) mod progress;
 pub mod stdio;
 mod trace;
+#[cfg(all(unix, feature = "websocket"))]
+pub mod unix_socket;
 #[cfg(feature = "websocket")]
 pub mod websocket;
 
