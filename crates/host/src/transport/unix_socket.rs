@@ -175,11 +175,7 @@ pub async fn bind(path: &Path) -> Result<UnixSocketListener, UnixSocketError> {
     }
     // Bound under a temporary name and renamed once private, so the socket is never
     // reachable under its name with the umask's mode.
-    let staging = socket.with_file_name(format!(
-        ".{}.{}.tmp",
-        socket.file_name().unwrap_or_default().to_string_lossy(),
-        std::process::id()
-    ));
+    let staging = staging_path(&socket);
     let _ = fs::remove_file(&staging);
     let listener = UnixListener::bind(&staging).map_err(io_error("bind", &staging))?;
     let private = fs::set_permissions(&staging, fs::Permissions::from_mode(0o600))
@@ -205,10 +201,22 @@ pub async fn bind(path: &Path) -> Result<UnixSocketListener, UnixSocketError> {
     })
 }
 
+/// The temporary name `socket` is bound under before it is made private: short, so that it
+/// fits a socket address wherever `socket` does (see [`fits`]).
+fn staging_path(socket: &Path) -> PathBuf {
+    socket.with_file_name(format!(".{}.s", std::process::id()))
+}
+
+/// Whether a socket can be bound at `path`: it and its staging name fit a socket address.
+fn fits(path: &Path) -> bool {
+    path.as_os_str().len() <= MAX_SOCKET_PATH_BYTES
+        && staging_path(path).as_os_str().len() <= MAX_SOCKET_PATH_BYTES
+}
+
 /// Where the socket file goes for `path`: `path` itself when short enough, or a short path
 /// named by a digest of `path` in a private directory.
 fn socket_location(path: &Path) -> Result<PathBuf, UnixSocketError> {
-    if path.as_os_str().len() <= MAX_SOCKET_PATH_BYTES {
+    if fits(path) {
         return Ok(path.to_owned());
     }
     let digest = Sha256::digest(path.as_os_str().as_encoded_bytes());
@@ -411,6 +419,16 @@ mod tests {
     async fn a_long_path_links_to_a_short_socket() {
         let dir = tempfile::tempdir().unwrap();
         let deep = dir.path().join("d".repeat(60)).join("e".repeat(60));
+        // A path that fits only without its staging name goes the short way too.
+        let short_name_dir = dir
+            .path()
+            .join("f".repeat(99 - dir.path().as_os_str().len()));
+        let almost = short_name_dir.join("s");
+        assert!(almost.as_os_str().len() <= MAX_SOCKET_PATH_BYTES);
+        let listener = bind(&almost).await.unwrap();
+        assert_ne!(listener.socket_path(), almost);
+        assert!(tokio::net::UnixStream::connect(&almost).await.is_ok());
+        drop(listener);
         let path = deep.join("app-server.sock");
         assert!(path.as_os_str().len() > MAX_SOCKET_PATH_BYTES);
         let listener = bind(&path).await.unwrap();
