@@ -45,6 +45,13 @@ Transports:
                  address holds (107 bytes) becomes a link to a short private path.
                  The path is printed on stderr as `listening on: unix://PATH`.
 
+Daemon and proxies:
+  tandem app-server daemon start|stop|status|restart runs one server per TANDEM_HOME in the
+  background on unix://, logging to $TANDEM_HOME/app-server-control/daemon.log.
+  tandem app-server proxy [--lines] bridges stdio to it (starting it when none runs): raw bytes
+  (websocket over stdio, as the reference's proxy) or, with --lines, JSON lines (for clients
+  that launch `tandem app-server` as a child).
+
 Shutdown:
   End of stdin (stdio), SIGTERM, SIGINT or SIGHUP: no new requests are read, what is owed to
   clients is written (at most 250 ms; an idle server does not wait), running turns are
@@ -125,10 +132,35 @@ pub(crate) struct AppServerArgs {
     /// connection to take them over with `process/resume`; then they are killed.
     #[arg(long, value_name = "SECS", default_value_t = tandem_server::DEFAULT_PROCESS_DETACH_GRACE.as_secs_f64())]
     process_detach_grace_secs: f64,
+    /// Write stderr (every log line, at level info unless TANDEM_LOG says otherwise) to PATH
+    /// instead, rotated past 10 MiB (PATH.1 to PATH.3 kept), as the daemon does.
+    #[arg(long, value_name = "PATH")]
+    log_file: Option<PathBuf>,
+    /// Shut down (as on SIGTERM) after SECS with no connection open (websocket and unix
+    /// socket; the daemon's --idle-exit-mins).
+    #[arg(long, value_name = "SECS")]
+    idle_exit_secs: Option<f64>,
+}
+
+impl AppServerArgs {
+    /// Whether the server logs to a file (then at level info by default: nobody watches it
+    /// live, and it is what a daemon's user reads afterwards).
+    pub(crate) fn logs_to_file(&self) -> bool {
+        self.log_file.is_some() && self.command.is_none()
+    }
 }
 
 #[derive(Debug, Subcommand)]
 enum AppServerCommand {
+    /// Run one server per TANDEM_HOME in the background on its unix socket
+    /// (`$TANDEM_HOME/app-server-control/app-server-control.sock`): start, stop, status,
+    /// restart.
+    Daemon(crate::daemon::DaemonArgs),
+    /// Bridge stdio to the daemon's socket, starting the daemon when none runs: raw bytes (the
+    /// client speaks the websocket protocol, as through the reference's proxy) or, with
+    /// --lines, the stdio transport's JSON lines (any client that launches `tandem app-server`
+    /// as a child shares the daemon unchanged).
+    Proxy(crate::proxy::ProxyArgs),
     /// Write the JSON Schema (draft-07) of every protocol message and type into DIR: one
     /// bundle, `tandem_protocol.schema.json`, and one self-contained file per type.
     GenerateJsonSchema(GenerateArgs),
@@ -197,8 +229,30 @@ fn parse_listen(text: &str) -> Result<Listen, String> {
 }
 
 pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
-    if let Some(command) = args.command {
-        return generate(command);
+    match args.command {
+        Some(AppServerCommand::Daemon(daemon)) => return crate::daemon::run(daemon, global).await,
+        Some(AppServerCommand::Proxy(proxy)) => return crate::proxy::run(proxy, global).await,
+        Some(AppServerCommand::GenerateJsonSchema(args)) => {
+            return generate(tandem_protocol::schema::write_json_schema(
+                &args.out,
+                args.experimental,
+            ));
+        }
+        Some(AppServerCommand::GenerateTs(args)) => {
+            return generate(tandem_protocol::schema::write_typescript(
+                &args.out,
+                args.experimental,
+            ));
+        }
+        None => {}
+    }
+    if let Some(path) = &args.log_file {
+        // First, so that a configuration error lands in the log its reader looks at.
+        if let Err(error) = crate::daemon::log_file::redirect_stderr(path) {
+            eprintln!("tandem app-server: --log-file {}: {error}", path.display());
+            return 1;
+        }
+        crate::daemon::log_file::spawn_rotation(path.clone());
     }
     global.warn_unknown_features();
     let auth = match websocket_auth(&args) {
@@ -261,18 +315,22 @@ pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
         writer_queue_capacity: args.ws_writer_queue,
         slow_connection_grace: Duration::from_secs_f64(args.ws_slow_grace_secs.max(0.0)),
     };
+    let idle_exit = args
+        .idle_exit_secs
+        .and_then(|secs| Duration::try_from_secs_f64(secs.max(0.0)).ok());
     let served = match args.listen {
         Listen::Stdio => {
             let options = stdio::StdioOptions {
                 max_line_bytes: args.max_message_bytes,
             };
-            until_signal(&host, stdio::serve(&host, options)).await
+            until_signal(&host, None, stdio::serve(&host, options)).await
         }
         Listen::WebSocket(address) => match websocket::bind(address).await {
             Ok((listener, bound)) => {
                 eprintln!("listening on: ws://{bound}");
                 until_signal(
                     &host,
+                    idle_exit,
                     websocket::serve(host.clone(), listener, socket_options),
                 )
                 .await
@@ -289,6 +347,7 @@ pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
                     eprintln!("listening on: unix://{}", path.display());
                     until_signal(
                         &host,
+                        idle_exit,
                         websocket::serve_unix(host.clone(), listener, socket_options),
                     )
                     .await
@@ -310,14 +369,22 @@ pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
     }
 }
 
-/// Runs `serve` until it returns or SIGTERM, SIGINT or SIGHUP arrives; a signal stops the host,
-/// which ends `serve` too.
+/// Runs `serve` until it returns, SIGTERM, SIGINT or SIGHUP arrives, or (with `idle_exit`) no
+/// connection was open for that long; a signal or the idle exit stops the host, which ends
+/// `serve` too.
 async fn until_signal(
     host: &TransportHost,
+    idle_exit: Option<Duration>,
     serve: impl Future<Output = std::io::Result<()>>,
 ) -> std::io::Result<()> {
     let mut signals = crate::signals::ShutdownSignals::install()?;
     tokio::pin!(serve);
+    let idle = async {
+        match idle_exit {
+            Some(limit) => idle_for(host, limit).await,
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
         served = &mut serve => served,
         name = signals.recv() => {
@@ -325,6 +392,29 @@ async fn until_signal(
             host.shutdown().await;
             Ok(())
         }
+        () = idle => {
+            tracing::info!(idle_secs = idle_exit.unwrap_or_default().as_secs_f64(), "no connection for the idle limit: shutting down");
+            host.shutdown().await;
+            Ok(())
+        }
+    }
+}
+
+/// Resolves once `host` had no open connection for `limit` without a break (checked every
+/// second: an idle exit is minutes, not milliseconds).
+async fn idle_for(host: &TransportHost, limit: Duration) {
+    let mut idle_since = None;
+    let step = Duration::from_secs(1).min(limit.max(Duration::from_millis(50)));
+    loop {
+        if host.open_connections() == 0 {
+            let since = *idle_since.get_or_insert_with(std::time::Instant::now);
+            if since.elapsed() >= limit {
+                return;
+            }
+        } else {
+            idle_since = None;
+        }
+        tokio::time::sleep(step).await;
     }
 }
 
@@ -354,16 +444,9 @@ fn websocket_auth(args: &AppServerArgs) -> Result<Option<BearerToken>, String> {
     }
 }
 
-/// Writes the bindings generated from the tandem-protocol types; deterministic output.
-fn generate(command: AppServerCommand) -> i32 {
-    let written = match &command {
-        AppServerCommand::GenerateJsonSchema(args) => {
-            tandem_protocol::schema::write_json_schema(&args.out, args.experimental)
-        }
-        AppServerCommand::GenerateTs(args) => {
-            tandem_protocol::schema::write_typescript(&args.out, args.experimental)
-        }
-    };
+/// Reports what writing the bindings generated from the tandem-protocol types did
+/// (deterministic output).
+fn generate<E: std::fmt::Display>(written: Result<Vec<PathBuf>, E>) -> i32 {
     match written {
         Ok(files) => {
             eprintln!("wrote {} files", files.len());

@@ -158,7 +158,9 @@ impl WebSocketServer {
     }
 }
 
-/// How a harness's client reaches its server.
+/// How a harness's client reaches its server (built once per harness, so the size of the
+/// in-process transport costs nothing).
+#[allow(clippy::large_enum_variant)]
 enum Connect {
     /// `Client::start` on this transport, then `Client::connect`.
     Transport(Transport),

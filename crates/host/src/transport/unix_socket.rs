@@ -145,6 +145,27 @@ pub fn connect_path(path: &Path) -> io::Result<PathBuf> {
     })
 }
 
+/// The pid of the Tandem server serving `path` now (the holder of its lock), or `None` when
+/// none does (for `tandem app-server daemon status` and `stop`).
+pub fn owner(path: &Path) -> Option<i32> {
+    let socket = connect_path(path).ok()?;
+    let mut file = File::open(lock_path(&socket)).ok()?;
+    // A shared lock is refused exactly while a server holds the exclusive one.
+    if file.try_lock_shared().is_ok() {
+        let _ = file.unlock();
+        return None;
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text).ok()?;
+    text.trim().parse().ok()
+}
+
+fn lock_path(socket: &Path) -> PathBuf {
+    let mut name = socket.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
 /// Binds a unix socket at `path` (created with mode 0600; see the module doc for the rules).
 pub async fn bind(path: &Path) -> Result<UnixSocketListener, UnixSocketError> {
     let socket = socket_location(path)?;
@@ -284,9 +305,7 @@ fn prepare_directory(directory: &Path) -> Result<(), UnixSocketError> {
 /// Takes `SOCKET.lock` (an advisory lock held while the server runs) and writes this pid
 /// into it; a held lock means a live Tandem server, named by the pid it wrote.
 fn take_lock(socket: &Path) -> Result<File, UnixSocketError> {
-    let mut name = socket.as_os_str().to_owned();
-    name.push(".lock");
-    let lock_path = PathBuf::from(name);
+    let lock_path = lock_path(socket);
     let mut file = OpenOptions::new()
         .read(true)
         .write(true)

@@ -163,6 +163,8 @@ impl BearerToken {
 struct Shared {
     host: Arc<TransportHost>,
     options: WebSocketOptions,
+    /// Whether `GET /status` answers (on a unix socket, which only its user can reach).
+    status_route: bool,
 }
 
 /// Serves websocket clients on `listener` until the host stops.
@@ -178,19 +180,21 @@ pub async fn serve(
             tracing::warn!(%error, "cannot set TCP_NODELAY on an accepted socket");
         }
     });
-    serve_on(host, listener, options).await
+    serve_on(host, listener, options, false).await
 }
 
 /// Serves websocket clients on a unix socket until the host stops (the same protocol and
 /// rules as over TCP; `unix_socket` says who may connect). The socket file is removed when
-/// serving ends.
+/// serving ends. Beside the TCP routes, `GET /status` answers `{"pid", "uptimeSecs",
+/// "connections"}` (what `tandem app-server daemon status` shows): only the socket's user can
+/// ask.
 #[cfg(unix)]
 pub async fn serve_unix(
     host: Arc<TransportHost>,
     listener: super::unix_socket::UnixSocketListener,
     options: WebSocketOptions,
 ) -> io::Result<()> {
-    serve_on(host, listener, options).await
+    serve_on(host, listener, options, true).await
 }
 
 #[cfg(unix)]
@@ -211,13 +215,18 @@ async fn serve_on<L>(
     host: Arc<TransportHost>,
     listener: L,
     options: WebSocketOptions,
+    status_route: bool,
 ) -> io::Result<()>
 where
     L: Listener,
     L::Addr: std::fmt::Debug,
 {
     let stop = host.stopping();
-    let shared = Arc::new(Shared { host, options });
+    let shared = Arc::new(Shared {
+        host,
+        options,
+        status_route,
+    });
     let app = Router::new()
         .fallback(route)
         .with_state(shared)
@@ -274,6 +283,19 @@ async fn route(State(shared): State<Arc<Shared>>, request: Request) -> Response 
     }
     if matches!(parts.uri.path(), "/readyz" | "/healthz") {
         return (StatusCode::OK, "ok\n").into_response();
+    }
+    if shared.status_route && parts.uri.path() == "/status" {
+        let status = serde_json::json!({
+            "pid": std::process::id(),
+            "uptimeSecs": shared.host.uptime().as_secs(),
+            "connections": shared.host.open_connections(),
+        });
+        return (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            format!("{status}\n"),
+        )
+            .into_response();
     }
     if let Some(token) = &shared.options.auth
         && let Err(reason) = check_bearer(&parts.headers, token)
