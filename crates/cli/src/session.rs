@@ -21,8 +21,9 @@ use crate::settings::{GlobalOptions, SettingsError};
 /// The server options of `tandem run` and `tandem chat`.
 #[derive(Debug, Args)]
 pub(crate) struct ServerArgs {
-    /// Use the app-server listening at this websocket URL (e.g. ws://127.0.0.1:4500) instead
-    /// of an in-process server.
+    /// Use the app-server listening at this URL instead of an in-process server: a websocket
+    /// (ws://127.0.0.1:4500) or a unix socket (unix:///PATH, what `tandem app-server --listen
+    /// unix://PATH` serves).
     #[arg(long, value_name = "URL", conflicts_with = "spawn")]
     connect: Option<String>,
 
