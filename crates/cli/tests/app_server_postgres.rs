@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::client::Client;
 use common::server::{AppServer, Launch, fresh_home};
+use common::{PROMPT, within};
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 use tandem_test_support::postgres::PostgresCluster;
@@ -178,6 +179,52 @@ async fn a_resume_of_a_thread_idle_elsewhere_succeeds_on_the_first_request() {
     assert_ne!(b_pid, a.pid);
     assert_leased_elsewhere(&answer, &thread_id, b_pid);
     assert_eq!(answer["error"]["data"]["retryAfterMs"], 2000, "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_holder_listens_again_after_its_connections_are_terminated() {
+    let Some(cluster) = cluster() else { return };
+    let (database, _) = cluster.create_named_database();
+    let role_a = format!("{database}_a");
+    let role_b = format!("{database}_b");
+    let url_a = role_url(cluster, &database, &role_a);
+    let url_b = role_url(cluster, &database, &role_b);
+    // As in the first-request test: only a notification can move the thread in time.
+    let (_a, mut alice) = started_waiting("pg-relisten-a", &url_a, 600_000, 600).await;
+    let (_b, mut bob) = started_waiting("pg-relisten-b", &url_b, 600_000, 600).await;
+    let thread_id = new_thread(&mut alice, "t").await;
+    let turn = start_turn(&mut alice, "turn", &thread_id, "on A").await;
+    assert_eq!(completed(&mut alice, &turn).await["status"], "completed");
+
+    // Every connection of A goes, its listener's too; A opens it again by itself.
+    let listener_of_a = || {
+        cluster
+            .sql(&format!(
+                "SELECT pid FROM pg_stat_activity WHERE usename = '{role_a}' \
+                 AND query LIKE 'LISTEN%'"
+            ))
+            .expect("find A's listener")
+    };
+    let before = listener_of_a();
+    assert!(!before.is_empty(), "A listens");
+    terminate_backends_of(cluster, &role_a);
+    within(PROMPT, "A listening again", async {
+        loop {
+            let now = listener_of_a();
+            if !now.is_empty() && now != before {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    let answer = bob
+        .call("resume", "thread/resume", json!({"threadId": thread_id}))
+        .await;
+    assert!(
+        answer.get("result").is_some(),
+        "the holder heard the request on its new listening connection: {answer}"
+    );
 }
 
 /// The pid in a refusal's `data.owner` (`host/pid/suffix`).

@@ -469,6 +469,75 @@ async fn outside_the_roots_asks_and_the_answer_decides() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accept_for_session_covers_later_changes_to_the_same_files_only() {
+    let dirs = dirs();
+    let approved = dirs.outside.join("approved.txt");
+    let other = dirs.outside.join("other.txt");
+    std::fs::write(&approved, "one\n").unwrap();
+    std::fs::write(&other, "one\n").unwrap();
+    let mut handle = start(&dirs.home).await;
+    let id = thread(&handle, &dirs.project).await;
+    let edit = |path: &Path, from: &str, to: &str| {
+        patch(&format!(
+            "*** Update File: {}\n@@\n-{from}\n+{to}",
+            path.display()
+        ))
+    };
+
+    let first = run(
+        &mut handle,
+        &id,
+        &edit(&approved, "one", "two"),
+        "on-request",
+        workspace_write(),
+        Some("acceptForSession"),
+    )
+    .await;
+    assert_eq!(first.approvals().len(), 1);
+    assert_eq!(read(&approved), "two\n");
+    // A later turn changing the same file applies without asking.
+    let again = run(
+        &mut handle,
+        &id,
+        &edit(&approved, "two", "three"),
+        "on-request",
+        workspace_write(),
+        None,
+    )
+    .await;
+    assert!(again.approvals().is_empty(), "{:?}", again.methods());
+    let [(_, status)] = again.file_changes().try_into().expect("one item");
+    assert_eq!(status, PatchApplyStatus::Completed);
+    assert_eq!(read(&approved), "three\n");
+    // Another file outside the roots is still asked for.
+    let elsewhere = run(
+        &mut handle,
+        &id,
+        &edit(&other, "one", "two"),
+        "on-request",
+        workspace_write(),
+        Some("decline"),
+    )
+    .await;
+    assert_eq!(elsewhere.approvals().len(), 1);
+    assert_eq!(read(&other), "one\n");
+    // `never` still refuses: a session approval does not widen that policy.
+    let never = run(
+        &mut handle,
+        &id,
+        &edit(&approved, "three", "four"),
+        "never",
+        workspace_write(),
+        None,
+    )
+    .await;
+    let [(_, status)] = never.file_changes().try_into().expect("one item");
+    assert_eq!(status, PatchApplyStatus::Declined);
+    assert_eq!(read(&approved), "three\n");
+    handle.shutdown().await.expect("clean shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_sandbox_asks_for_every_change_and_git_stays_read_only() {
     let dirs = dirs();
     let project = &dirs.project;

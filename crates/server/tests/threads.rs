@@ -672,6 +672,57 @@ async fn approved_command_runs_and_streams_its_output() {
     shutdown(handle).await;
 }
 
+/// Answers the turn's command approval with `decision`, then reads to its end.
+async fn answer_command_approval(handle: &mut InProcessClientHandle, decision: &str) {
+    let approval =
+        match server_request(until(handle, "item/commandExecution/requestApproval").await) {
+            ServerRequest::CommandExecutionRequestApproval { request_id, .. } => request_id,
+            other => panic!("{other:?}"),
+        };
+    handle
+        .respond_to_server_request(approval, json!({"decision": decision}))
+        .unwrap();
+    turn_completed(handle).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_accepted_for_the_session_is_not_asked_again() {
+    let home = home();
+    let mut handle = start(options(home.path(), 60, true)).await;
+    let id = start_thread(&handle, json!({"cwd": home.path()})).await;
+    start_turn(&handle, &id, "/sh echo session").await;
+    answer_command_approval(&mut handle, "acceptForSession").await;
+
+    // The same command in a later turn runs without a request.
+    start_turn(&handle, &id, "/sh echo session").await;
+    let turn = loop {
+        let event = timeout(PROMPT, handle.next_event())
+            .await
+            .expect("the turn ends")
+            .expect("the host stays open");
+        if let InProcessServerEvent::ServerRequest(request) = &event {
+            panic!("asked again: {request:?}");
+        }
+        if let InProcessServerEvent::ServerNotification(ServerNotification::TurnCompleted(done)) =
+            event
+        {
+            break done.turn;
+        }
+    };
+    assert!(turn.items.iter().any(|item| matches!(
+        item,
+        ThreadItem::CommandExecution { exit_code: Some(0), aggregated_output: Some(output), .. }
+            if output == "session\n"
+    )));
+
+    // Another command is asked for; `accept` covers only its own run.
+    start_turn(&handle, &id, "/sh echo other").await;
+    answer_command_approval(&mut handle, "accept").await;
+    start_turn(&handle, &id, "/sh echo other").await;
+    answer_command_approval(&mut handle, "decline").await;
+    shutdown(handle).await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn ask_sets_the_user_input_flag_and_echoes_the_answer() {
     let home = home();

@@ -60,6 +60,7 @@ impl ThreadService {
                 owed_end: None,
             }),
             token_usage: Mutex::new(Default::default()),
+            approved_for_session: Mutex::new(Default::default()),
         });
         lock(&self.loaded).insert(thread.id.clone(), Arc::clone(&thread));
         thread

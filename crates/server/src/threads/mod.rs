@@ -24,6 +24,7 @@ mod idempotency;
 mod leases;
 mod lifecycle;
 mod maintenance;
+mod session_approvals;
 // search29: `thread/shellCommand`.
 mod shell_command;
 mod thread_requests;
@@ -103,6 +104,8 @@ pub(crate) struct LoadedThread {
     /// Tokens of every model request since the thread was loaded (`total` of
     /// `thread/tokenUsage/updated`).
     pub(crate) token_usage: Mutex<tandem_protocol::TokenUsageBreakdown>,
+    /// What the user approved for the session (`acceptForSession`) while it is loaded.
+    approved_for_session: Mutex<session_approvals::SessionApprovals>,
 }
 
 /// The live state of a loaded thread.
@@ -203,6 +206,11 @@ impl ThreadState {
 }
 
 impl LoadedThread {
+    /// What the user approved for the session on this thread (`acceptForSession`).
+    pub(crate) fn session_approvals(&self) -> MutexGuard<'_, session_approvals::SessionApprovals> {
+        lock(&self.approved_for_session)
+    }
+
     pub(crate) fn state(&self) -> MutexGuard<'_, ThreadState> {
         lock(&self.state)
     }

@@ -64,7 +64,8 @@ impl TurnRun {
             None,
         ))
         .await;
-        if self.approval_policy != ApprovalPolicy::Never {
+        let approved_for_session = self.thread.session_approvals().allows_command(command);
+        if self.approval_policy != ApprovalPolicy::Never && !approved_for_session {
             let params = self.approval_params(&id, started_at_ms, command, &cwd, None);
             let answer = self.ask_approval(params).await;
             let decision = match &answer {
@@ -77,9 +78,10 @@ impl TurnRun {
                 _ => CommandExecutionApprovalDecision::Decline,
             };
             match decision {
-                CommandExecutionApprovalDecision::Accept
-                | CommandExecutionApprovalDecision::AcceptForSession
-                    if answer.is_ok() => {}
+                CommandExecutionApprovalDecision::AcceptForSession if answer.is_ok() => {
+                    self.thread.session_approvals().approve_command(command);
+                }
+                CommandExecutionApprovalDecision::Accept if answer.is_ok() => {}
                 decision => {
                     // Declined because nobody was left to answer: the item says so, so that
                     // a client resuming later sees why the command never ran.

@@ -197,6 +197,12 @@ impl TurnRun {
         let Some(roots) = roots else {
             return Ok(None);
         };
+        let outside_real: Vec<&Path> = plan
+            .touched
+            .iter()
+            .filter(|(_, real)| !roots.allows(real))
+            .map(|(_, real)| real.as_path())
+            .collect();
         let outside: Vec<&str> = plan
             .touched
             .iter()
@@ -204,6 +210,15 @@ impl TurnRun {
             .map(|(display, _)| display.as_str())
             .collect();
         if outside.is_empty() {
+            return Ok(None);
+        }
+        // Files the user already allowed for the session (`acceptForSession`).
+        if self.approval_policy != ApprovalPolicy::Never
+            && self
+                .thread
+                .session_approvals()
+                .allows_paths(outside_real.iter().copied())
+        {
             return Ok(None);
         }
         let where_allowed = if roots.writable.is_empty() {
@@ -274,7 +289,11 @@ impl TurnRun {
                 .await;
                 Err(AgentError::Interrupted)
             }
-            FileChangeApprovalDecision::Accept | FileChangeApprovalDecision::AcceptForSession => {
+            FileChangeApprovalDecision::Accept => Ok(None),
+            FileChangeApprovalDecision::AcceptForSession => {
+                self.thread
+                    .session_approvals()
+                    .approve_paths(outside_real.iter().copied());
                 Ok(None)
             }
             FileChangeApprovalDecision::Decline => Ok(Some(declined)),
