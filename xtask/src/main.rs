@@ -18,6 +18,9 @@
 //!   errors included, against the reference app-server and `tandem app-server` over stdio,
 //!   answers normalized and compared in a table; non-zero on an unintended difference (needs
 //!   the reference; not in CI).
+//! - `cargo xtask proxy-interop [--reference BIN] [--tandem BIN]`: the reference's raw proxy
+//!   in front of Tandem's daemon, and Tandem's raw and line proxies in front of the
+//!   reference's unix socket server (needs the reference; not in CI).
 //! - `cargo xtask soak [--minutes N] [--seed S] [--store sqlite|postgres|both] [--debug |
 //!   --tandem PATH] [--keep]`: the `tandem` binary under client work and scheduled faults,
 //!   checked all the time (`soak`; docs/reliability.md, "The soak"); CI runs 2 minutes.
@@ -28,6 +31,7 @@ mod codegen;
 mod compat;
 mod exec_bench;
 mod fs_compare;
+mod proxy_interop;
 mod schema_check;
 mod soak;
 
@@ -93,6 +97,7 @@ fn main() -> ExitCode {
         ["compat", ..] => return compat::run(&args[1..]),
         ["schema-check", ..] => return schema_check::run(&args[1..]),
         ["fs-compare", ..] => return fs_compare::run(&args[1..]),
+        ["proxy-interop", ..] => return proxy_interop::run(&args[1..]),
         ["soak", ..] => return soak::run(&args[1..]),
         _ => {
             eprintln!(
@@ -101,7 +106,8 @@ fn main() -> ExitCode {
                  cargo xtask bench wire [-- --server 'CMD ARGS...']... | \
                  cargo xtask codegen | cargo xtask check-ts | cargo xtask compat [...] | \
                  cargo xtask schema-check [--reference BIN] | \
-                 cargo xtask fs-compare [--reference BIN] [--tandem BIN] | cargo xtask soak [...]"
+                 cargo xtask fs-compare [--reference BIN] [--tandem BIN] | \
+                 cargo xtask proxy-interop [--reference BIN] [--tandem BIN] | cargo xtask soak [...]"
             );
             return ExitCode::from(2);
         }
