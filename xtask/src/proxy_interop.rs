@@ -119,10 +119,12 @@ async fn check(args: &[String]) -> Result<bool, InteropError> {
 
     // Tandem's proxies in front of the reference's unix socket server.
     let reference_socket = scratch.join("reference.sock");
-    let mut server = command(&reference, &scratch.join("codex-home"))
+    // In a process group of its own: `codex` is a launcher whose server is its child, and
+    // both must go at the end.
+    let server = command(&reference, &scratch.join("codex-home"))
         .args(["app-server", "--listen"])
         .arg(format!("unix://{}", reference_socket.display()))
-        .kill_on_drop(true)
+        .process_group(0)
         .spawn()
         .map_err(|error| step("codex app-server --listen unix://")(error.to_string()))?;
     wait_for_socket(&reference_socket).await?;
@@ -144,7 +146,12 @@ async fn check(args: &[String]) -> Result<bool, InteropError> {
         "tandem app-server proxy --lines -> codex --listen unix://",
         lines_through(lines).await,
     );
-    let _ = server.kill().await;
+    if let Some(pid) = server.id().and_then(|pid| i32::try_from(pid).ok()) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
     let _ = std::fs::remove_dir_all(&scratch);
     Ok(all)
 }
