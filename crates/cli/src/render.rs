@@ -6,7 +6,8 @@
 use std::io::IsTerminal;
 
 use tandem_protocol::{
-    FileUpdateChange, PatchApplyStatus, PatchChangeKind, TurnPlanStep, TurnPlanStepStatus,
+    DiffLineKind, FileUpdateChange, PatchApplyStatus, TurnPlanStep, TurnPlanStepStatus,
+    diff_line_kinds,
 };
 
 const RESET: &str = "\x1b[0m";
@@ -44,46 +45,22 @@ fn paint(text: &str, codes: &str, colour: bool) -> String {
 }
 
 /// A unified diff, one string per line: file headers bold, hunk headers cyan, added lines
-/// green, removed lines red, context plain. A line's part (header or hunk) is tracked, so a
-/// removed line that reads `--- x` is still a removed line.
+/// green, removed lines red, context plain (`tandem_protocol::diff_line_kinds`).
 pub(crate) fn diff_lines(diff: &str, colour: bool) -> Vec<String> {
-    let mut in_hunk = false;
-    diff.lines()
-        .map(|line| {
-            if line.starts_with("diff --git ") {
-                in_hunk = false;
-            }
-            if line.starts_with("@@") {
-                in_hunk = true;
-                return paint(line, CYAN, colour);
-            }
-            if !in_hunk {
-                return paint(line, BOLD, colour);
-            }
-            match line.as_bytes().first() {
-                Some(b'+') => paint(line, GREEN, colour),
-                Some(b'-') => paint(line, RED, colour),
-                _ => line.to_owned(),
-            }
+    diff_line_kinds(diff)
+        .map(|(line, kind)| match kind {
+            DiffLineKind::FileHeader => paint(line, BOLD, colour),
+            DiffLineKind::HunkHeader => paint(line, CYAN, colour),
+            DiffLineKind::Added => paint(line, GREEN, colour),
+            DiffLineKind::Removed => paint(line, RED, colour),
+            DiffLineKind::Context => line.to_owned(),
         })
         .collect()
 }
 
-/// What a change does to its file, in a word or two: `add a.txt`, `update b.txt -> c.txt`.
-fn change_summary(change: &FileUpdateChange) -> String {
-    match &change.kind {
-        PatchChangeKind::Add => format!("add {}", change.path),
-        PatchChangeKind::Delete => format!("delete {}", change.path),
-        PatchChangeKind::Update {
-            move_path: Some(to),
-        } => format!("update {} -> {to}", change.path),
-        PatchChangeKind::Update { move_path: None } => format!("update {}", change.path),
-    }
-}
-
 /// The lines that show a file change: a title naming every file, then each file's diff.
 pub(crate) fn file_change_lines(changes: &[FileUpdateChange], colour: bool) -> Vec<String> {
-    let summaries: Vec<String> = changes.iter().map(change_summary).collect();
+    let summaries: Vec<String> = changes.iter().map(FileUpdateChange::summary).collect();
     let mut lines = vec![paint(
         &format!("patch: {}", summaries.join(", ")),
         BOLD,
@@ -222,6 +199,7 @@ pub(crate) fn erase_rows_above(rows: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tandem_protocol::PatchChangeKind;
 
     const DIFF: &str = "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n \
                         keep\n--- old\n+new\n";

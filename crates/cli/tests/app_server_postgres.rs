@@ -19,8 +19,20 @@ use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 use tandem_test_support::postgres::PostgresCluster;
 
-/// A server on `url` with lease TTL `ttl_ms`, idle threads unloaded after `unload_secs`.
+/// A server on `url` with lease TTL `ttl_ms`, idle threads unloaded after `unload_secs`, and
+/// the exclusion of issue 20 ([`NO_HANDOFF_WAIT`]).
 fn launch(test: &str, url: &str, ttl_ms: u64, unload_secs: u64) -> (AppServer, Client) {
+    launch_with(test, url, ttl_ms, unload_secs, &["-c", NO_HANDOFF_WAIT])
+}
+
+/// [`launch`] with `extra` arguments instead of the exclusion.
+fn launch_with(
+    test: &str,
+    url: &str,
+    ttl_ms: u64,
+    unload_secs: u64,
+    extra: &[&str],
+) -> (AppServer, Client) {
     let (server, client) = Launch::new(test)
         .args([
             "app-server".to_owned(),
@@ -30,9 +42,8 @@ fn launch(test: &str, url: &str, ttl_ms: u64, unload_secs: u64) -> (AppServer, C
             format!("store.lease_ttl_ms={ttl_ms}"),
             "-c".to_owned(),
             format!("thread_unload_delay_secs={unload_secs}"),
-            "-c".to_owned(),
-            NO_HANDOFF_WAIT.to_owned(),
         ])
+        .args(extra.iter().copied())
         .stdio();
     (server, Client::Stdio(client))
 }
@@ -49,18 +60,7 @@ async fn started_waiting(
     ttl_ms: u64,
     unload_secs: u64,
 ) -> (AppServer, Client) {
-    let (server, client) = Launch::new(test)
-        .args([
-            "app-server".to_owned(),
-            "-c".to_owned(),
-            format!("store.url={url}"),
-            "-c".to_owned(),
-            format!("store.lease_ttl_ms={ttl_ms}"),
-            "-c".to_owned(),
-            format!("thread_unload_delay_secs={unload_secs}"),
-        ])
-        .stdio();
-    let mut client = Client::Stdio(client);
+    let (server, mut client) = launch_with(test, url, ttl_ms, unload_secs, &[]);
     client.initialize(false).await;
     (server, client)
 }

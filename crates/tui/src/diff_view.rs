@@ -6,48 +6,27 @@
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use tandem_protocol::{
-    FileUpdateChange, PatchApplyStatus, PatchChangeKind, TurnPlanStep, TurnPlanStepStatus,
+    DiffLineKind, FileUpdateChange, PatchApplyStatus, TurnPlanStep, TurnPlanStepStatus,
+    diff_line_kinds,
 };
 
 use crate::wrap::wrap;
 
 /// The style of each line of a unified diff: file headers bold, hunk headers cyan, added
-/// lines green, removed lines red, context plain. A line's part is tracked, so a removed line
-/// that reads `--- x` is not taken for a file header.
+/// lines green, removed lines red, context plain (`tandem_protocol::diff_line_kinds`).
 pub(crate) fn diff_styles(diff: &str) -> Vec<(&str, Style)> {
-    let mut in_hunk = false;
-    diff.lines()
-        .map(|line| {
-            if line.starts_with("diff --git ") {
-                in_hunk = false;
-            }
-            let style = if line.starts_with("@@") {
-                in_hunk = true;
-                Style::new().fg(Color::Cyan)
-            } else if !in_hunk {
-                Style::new().add_modifier(Modifier::BOLD)
-            } else {
-                match line.as_bytes().first() {
-                    Some(b'+') => Style::new().fg(Color::Green),
-                    Some(b'-') => Style::new().fg(Color::Red),
-                    _ => Style::new(),
-                }
+    diff_line_kinds(diff)
+        .map(|(line, kind)| {
+            let style = match kind {
+                DiffLineKind::FileHeader => Style::new().add_modifier(Modifier::BOLD),
+                DiffLineKind::HunkHeader => Style::new().fg(Color::Cyan),
+                DiffLineKind::Added => Style::new().fg(Color::Green),
+                DiffLineKind::Removed => Style::new().fg(Color::Red),
+                DiffLineKind::Context => Style::new(),
             };
             (line, style)
         })
         .collect()
-}
-
-/// What a change does to its file: `add a.txt`, `update a.txt -> b.txt`.
-pub(crate) fn change_summary(change: &FileUpdateChange) -> String {
-    match &change.kind {
-        PatchChangeKind::Add => format!("add {}", change.path),
-        PatchChangeKind::Delete => format!("delete {}", change.path),
-        PatchChangeKind::Update {
-            move_path: Some(to),
-        } => format!("update {} -> {to}", change.path),
-        PatchChangeKind::Update { move_path: None } => format!("update {}", change.path),
-    }
 }
 
 /// The rows of a file change at `width` columns: `[status] patch: ...` naming every file,
@@ -67,7 +46,7 @@ pub(crate) fn file_change_rows(
     let title = if changes.is_empty() {
         "patch".to_owned()
     } else {
-        let summaries: Vec<String> = changes.iter().map(change_summary).collect();
+        let summaries: Vec<String> = changes.iter().map(FileUpdateChange::summary).collect();
         format!("patch: {}", summaries.join(", "))
     };
     let indent = " ".repeat(state.chars().count());

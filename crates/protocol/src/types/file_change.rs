@@ -42,6 +42,61 @@ pub struct FileUpdateChange {
     pub diff: String,
 }
 
+impl FileUpdateChange {
+    /// What the change does to its file, in a few words: `add a.txt`, `delete b.txt`,
+    /// `update c.txt`, `update c.txt -> d.txt`; what front ends title a change with.
+    pub fn summary(&self) -> String {
+        match &self.kind {
+            PatchChangeKind::Add => format!("add {}", self.path),
+            PatchChangeKind::Delete => format!("delete {}", self.path),
+            PatchChangeKind::Update {
+                move_path: Some(to),
+            } => format!("update {} -> {to}", self.path),
+            PatchChangeKind::Update { move_path: None } => format!("update {}", self.path),
+        }
+    }
+}
+
+/// The part of a unified diff a line belongs to, for front ends that colour it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiffLineKind {
+    /// `diff --git`, `---`, `+++`, `new file mode` and the like, before a hunk.
+    FileHeader,
+    /// `@@ -a,b +c,d @@`.
+    HunkHeader,
+    /// A `+` line inside a hunk.
+    Added,
+    /// A `-` line inside a hunk (even one that reads `--- x`).
+    Removed,
+    /// Any other line inside a hunk.
+    Context,
+}
+
+/// Each line of the unified diff `diff` with its part. A line's part is tracked (headers until
+/// the first `@@` of each file), so a removed line that reads `--- x` is not taken for a file
+/// header.
+pub fn diff_line_kinds(diff: &str) -> impl Iterator<Item = (&str, DiffLineKind)> {
+    let mut in_hunk = false;
+    diff.lines().map(move |line| {
+        if line.starts_with("diff --git ") {
+            in_hunk = false;
+        }
+        let kind = if line.starts_with("@@") {
+            in_hunk = true;
+            DiffLineKind::HunkHeader
+        } else if !in_hunk {
+            DiffLineKind::FileHeader
+        } else {
+            match line.as_bytes().first() {
+                Some(b'+') => DiffLineKind::Added,
+                Some(b'-') => DiffLineKind::Removed,
+                _ => DiffLineKind::Context,
+            }
+        };
+        (line, kind)
+    })
+}
+
 /// Status of a `fileChange` item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
@@ -151,4 +206,36 @@ pub struct TurnDiffUpdatedNotification {
     pub turn_id: String,
     /// The whole turn's diff (git-style headers, renames and deletions included).
     pub diff: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diff_lines_are_told_apart_by_where_they_sit() {
+        let diff = "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n keep\n--- x\n+y\n\
+                    diff --git a/g b/g\n--- a/g\n";
+        let kinds: Vec<DiffLineKind> = diff_line_kinds(diff).map(|(_, kind)| kind).collect();
+        use DiffLineKind::*;
+        assert_eq!(
+            kinds,
+            [
+                FileHeader, FileHeader, FileHeader, HunkHeader, Context, Removed, Added,
+                FileHeader, FileHeader
+            ]
+        );
+    }
+
+    #[test]
+    fn a_summary_names_the_move() {
+        let change = FileUpdateChange {
+            path: "/w/a".into(),
+            kind: PatchChangeKind::Update {
+                move_path: Some("/w/b".into()),
+            },
+            diff: String::new(),
+        };
+        assert_eq!(change.summary(), "update /w/a -> /w/b");
+    }
 }

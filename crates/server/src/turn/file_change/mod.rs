@@ -197,18 +197,12 @@ impl TurnRun {
         let Some(roots) = roots else {
             return Ok(None);
         };
-        let outside_real: Vec<&Path> = plan
+        let (outside, outside_real): (Vec<&str>, Vec<&Path>) = plan
             .touched
             .iter()
             .filter(|(_, real)| !roots.allows(real))
-            .map(|(_, real)| real.as_path())
-            .collect();
-        let outside: Vec<&str> = plan
-            .touched
-            .iter()
-            .filter(|(_, real)| !roots.allows(real))
-            .map(|(display, _)| display.as_str())
-            .collect();
+            .map(|(display, real)| (display.as_str(), real.as_path()))
+            .unzip();
         if outside.is_empty() {
             return Ok(None);
         }
