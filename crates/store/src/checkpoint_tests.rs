@@ -91,12 +91,18 @@ async fn checkpoints_are_read_newest_first_from_a_turn_and_go_with_their_turns()
             .put_file_checkpoint("x", "nope", &first, ROOMY)
             .await
             .expect_err("unknown turn");
-        assert!(matches!(unknown, StoreError::TurnNotFound { .. }), "{unknown}");
+        assert!(
+            matches!(unknown, StoreError::TurnNotFound { .. }),
+            "{unknown}"
+        );
         let unknown = store
             .file_checkpoints("x", "nope")
             .await
             .expect_err("unknown turn");
-        assert!(matches!(unknown, StoreError::TurnNotFound { .. }), "{unknown}");
+        assert!(
+            matches!(unknown, StoreError::TurnNotFound { .. }),
+            "{unknown}"
+        );
 
         store
             .truncate_turns("x", "t2", &ThreadUpdate::default())

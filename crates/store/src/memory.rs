@@ -12,8 +12,8 @@ use tandem_protocol::{
 
 use super::paging::{self, ItemListQuery, ItemPosition, ItemStart, StoredItem};
 use super::{
-    Compaction, FileCheckpoint, IdempotencyRecord, Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore,
-    ThreadUpdate, TurnEndUpdate, TurnListQuery, effective_limit, parse_thread_cursor,
+    Compaction, FileCheckpoint, IdempotencyRecord, Page, StoreError, ThreadListQuery, ThreadRecord,
+    ThreadStore, ThreadUpdate, TurnEndUpdate, TurnListQuery, effective_limit, parse_thread_cursor,
     thread_cursor,
 };
 
@@ -536,7 +536,11 @@ impl ThreadStore for InMemoryThreadStore {
         let mut threads = self.lock();
         let entry = entry_mut(&mut threads, thread_id)?;
         turn_mut(entry, turn_id)?;
-        match entry.checkpoints.iter_mut().find(|(turn, _)| turn == turn_id) {
+        match entry
+            .checkpoints
+            .iter_mut()
+            .find(|(turn, _)| turn == turn_id)
+        {
             Some((_, stored)) => *stored = checkpoint.clone(),
             None => entry
                 .checkpoints
@@ -556,8 +560,7 @@ impl ThreadStore for InMemoryThreadStore {
             })
             .collect();
         for dropped in crate::checkpoint::over_budget(&newest_first, thread_max_bytes) {
-            if let Some((_, stored)) = entry.checkpoints.iter_mut().find(|(id, _)| *id == dropped)
-            {
+            if let Some((_, stored)) = entry.checkpoints.iter_mut().find(|(id, _)| *id == dropped) {
                 stored.drop_contents(crate::evicted_reason(thread_max_bytes));
             }
         }

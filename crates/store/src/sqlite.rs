@@ -44,9 +44,10 @@ use self::items::read_items;
 
 use super::paging::{self, Anchor, ItemListQuery, StoredItem};
 use super::{
-    Compaction, FileCheckpoint, INTERRUPTED_BY_STOP, IdempotencyRecord, KEY_MAX_AGE_SECS, KEYS_PER_SCOPE, Page,
-    StoreError, ThreadListQuery, ThreadRecord, ThreadStore, ThreadUpdate, TurnEndUpdate,
-    TurnListQuery, close_unfinished_item, parse_thread_cursor, source_kind, thread_cursor,
+    Compaction, FileCheckpoint, INTERRUPTED_BY_STOP, IdempotencyRecord, KEY_MAX_AGE_SECS,
+    KEYS_PER_SCOPE, Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore, ThreadUpdate,
+    TurnEndUpdate, TurnListQuery, close_unfinished_item, parse_thread_cursor, source_kind,
+    thread_cursor,
 };
 
 mod checkpoints;

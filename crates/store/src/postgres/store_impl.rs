@@ -11,8 +11,8 @@ use tokio_postgres::types::ToSql;
 use super::super::lease::{LeaseRenewal, LeaseSettings};
 use super::super::paging::{self, Anchor, ItemListQuery, StoredItem};
 use super::super::{
-    Compaction, FileCheckpoint, IdempotencyRecord, Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore,
-    ThreadUpdate, TurnEndUpdate, TurnListQuery, parse_thread_cursor, thread_cursor,
+    Compaction, FileCheckpoint, IdempotencyRecord, Page, StoreError, ThreadListQuery, ThreadRecord,
+    ThreadStore, ThreadUpdate, TurnEndUpdate, TurnListQuery, parse_thread_cursor, thread_cursor,
 };
 use super::PostgresThreadStore;
 use crate::codec::{encode, encode_exact, encode_word, limit_plus_one};

@@ -92,7 +92,11 @@ impl SqliteThreadStore {
 }
 
 /// Drops the contents of the thread's checkpoints past `thread_max_bytes` (oldest first).
-fn evict(connection: &Connection, thread_id: &str, thread_max_bytes: u64) -> Result<(), StoreError> {
+fn evict(
+    connection: &Connection,
+    thread_id: &str,
+    thread_max_bytes: u64,
+) -> Result<(), StoreError> {
     let newest_first = connection
         .prepare_cached(
             "SELECT c.turn_id, c.kept_bytes FROM file_checkpoints c \
@@ -100,7 +104,10 @@ fn evict(connection: &Connection, thread_id: &str, thread_max_bytes: u64) -> Res
              WHERE c.thread_id = ?1 AND c.kept_bytes > 0 ORDER BY t.seq DESC",
         )?
         .query_map([thread_id], |row| {
-            Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?.max(0) as u64))
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, i64>(1)?.max(0) as u64,
+            ))
         })?
         .collect::<Result<Vec<_>, _>>()?;
     for turn_id in over_budget(&newest_first, thread_max_bytes) {
