@@ -32,12 +32,12 @@ pub(super) enum Before {
     Unreadable(String),
 }
 
-/// One file a patch is about to write: where, what it held, what it will hold (`None`:
-/// removed).
+/// One file a patch is about to write: where, what it held, the [`digest`] of what it will
+/// hold (`None`: removed).
 pub(super) struct Touch<'a> {
     pub(super) path: &'a PathBuf,
     pub(super) before: &'a Before,
-    pub(super) after: Option<&'a str>,
+    pub(super) after_digest: Option<&'a String>,
 }
 
 /// The turn's checkpoint as stored so far.
@@ -54,7 +54,7 @@ impl TurnCheckpoint {
         let mut next = self.stored.clone();
         for touch in touches {
             let path = touch.path.to_string_lossy().into_owned();
-            let after_digest = touch.after.map(digest);
+            let after_digest = touch.after_digest.cloned();
             if let Some(file) = next.files.iter_mut().find(|file| file.path == path) {
                 file.after_digest = after_digest;
                 continue;
@@ -92,7 +92,8 @@ impl TurnCheckpoint {
     }
 }
 
-/// The digest of a file's text that a checkpoint keeps: SHA-256, lowercase hex.
+/// The digest of a file's text that a checkpoint keeps: SHA-256, lowercase hex. Computed
+/// where the file is read or planned, on a blocking thread (a file may have 16 MiB).
 pub(super) fn digest(text: &str) -> String {
     format!("{:x}", Sha256::digest(text.as_bytes()))
 }
@@ -108,13 +109,13 @@ mod tests {
         let first = turn.with(&[Touch {
             path: &path,
             before: &Before::Text(Some("one\n".into())),
-            after: Some("two\n"),
+            after_digest: Some(&digest("two\n")),
         }]);
         turn.replace(first);
         let second = turn.with(&[Touch {
             path: &path,
             before: &Before::Text(Some("two\n".into())),
-            after: None,
+            after_digest: None,
         }]);
         assert_eq!(second.files.len(), 1);
         assert_eq!(second.files[0].before.as_deref(), Some("one\n"));
@@ -127,16 +128,17 @@ mod tests {
         let turn = TurnCheckpoint::default();
         let big = "x".repeat(usize::try_from(TURN_MAX_BYTES).unwrap() / 2 + 1);
         let (a, b) = (PathBuf::from("/w/a"), PathBuf::from("/w/b"));
+        let empty = digest("");
         let over = turn.with(&[
             Touch {
                 path: &a,
                 before: &Before::Text(Some(big.clone())),
-                after: Some(""),
+                after_digest: Some(&empty),
             },
             Touch {
                 path: &b,
                 before: &Before::Text(Some(big)),
-                after: Some(""),
+                after_digest: Some(&empty),
             },
         ]);
         assert_eq!(over.kept_bytes(), 0);
@@ -147,7 +149,7 @@ mod tests {
         let binary = turn.with(&[Touch {
             path: &a,
             before: &Before::Unreadable("it is a binary file".into()),
-            after: Some("text"),
+            after_digest: Some(&empty),
         }]);
         let why = binary.not_restorable.expect("marked");
         assert!(why.contains("/w/a") && why.contains("binary"), "{why}");

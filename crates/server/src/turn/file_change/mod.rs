@@ -105,6 +105,8 @@ struct Plan {
     finals: Vec<FinalState>,
     /// What each of `finals` held before the patch, in the same order.
     befores: Vec<Before>,
+    /// The digest of what each of `finals` will hold (`None`: removed), in the same order.
+    after_digests: Vec<Option<String>>,
     /// Every file written or removed: display path and real path.
     touched: Vec<(String, PathBuf)>,
 }
@@ -155,10 +157,11 @@ impl TurnRun {
             .finals
             .iter()
             .zip(&plan.befores)
-            .map(|(state, before)| Touch {
+            .zip(&plan.after_digests)
+            .map(|((state, before), after_digest)| Touch {
                 path: &state.path,
                 before,
-                after: state.contents.as_deref(),
+                after_digest: after_digest.as_ref(),
             })
             .collect();
         let next = self.checkpoint.with(&touches);
@@ -458,11 +461,16 @@ fn plan(cwd: &Path, text: &str) -> Result<Plan, PlanError> {
             }
         })
         .collect();
+    let after_digests = finals
+        .iter()
+        .map(|state| state.contents.as_deref().map(checkpoint::digest))
+        .collect();
     Ok(Plan {
         applied,
         changes,
         finals,
         befores,
+        after_digests,
         touched,
     })
 }
