@@ -17,6 +17,7 @@ import importlib
 import inspect
 import json
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -57,14 +58,25 @@ class Context:
 
     def __init__(self, server: str, home: str, transport: str, reference: bool):
         self.server = server
+        self.real_server = server
         self.home = home
         self.transport = transport
         self.reference = reference
         self.env = dict(os.environ, TANDEM_HOME=home, CODEX_HOME=home)
         self.ws_url: str | None = None
         self._ws_process: subprocess.Popen | None = None
+        if transport == "proxy":
+            # The client launches "its server" as usual; the wrapper makes that launch
+            # `tandem ... app-server ... proxy --lines`, which starts the home's daemon and
+            # bridges the client's stdio to it (issue 32).
+            self.server = os.path.join(home, "tandem-via-proxy")
+            with open(self.server, "w") as wrapper:
+                wrapper.write(f'#!/bin/sh\nexec {shlex.quote(server)} "$@" proxy --lines\n')
+            os.chmod(self.server, 0o755)
 
     def stdio_argv(self) -> list[str]:
+        if self.transport == "proxy":
+            return [self.real_server, "app-server", "proxy", "--lines"]
         return [self.server, "app-server", "--listen", "stdio://"]
 
     def needs_model(self, what: str) -> None:
@@ -94,6 +106,15 @@ class Context:
         raise RuntimeError("the websocket server did not listen within 30 s")
 
     def stop(self) -> None:
+        if self.transport == "proxy":
+            subprocess.run(
+                [self.real_server, "app-server", "daemon", "stop"],
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                timeout=30,
+                check=False,
+            )
         if self._ws_process is not None:
             self._ws_process.terminate()
             try:
@@ -137,7 +158,7 @@ def run_one(driver_cls, scenario: str, ctx: Context, timeout: float) -> tuple[st
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--client", required=True, help="driver module name")
-    parser.add_argument("--transport", default="stdio", choices=["stdio", "ws"])
+    parser.add_argument("--transport", default="stdio", choices=["stdio", "ws", "proxy"])
     parser.add_argument("--server", required=True, help="binary serving `app-server`")
     parser.add_argument("--reference", action="store_true", help="the server is the reference")
     parser.add_argument("--scenario", action="append", help="run only these")
@@ -146,7 +167,9 @@ def main() -> None:
 
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "drivers"))
     module = importlib.import_module(args.client)
-    if args.transport not in module.TRANSPORTS:
+    # Through the line proxy, a stdio client is launched exactly as over stdio.
+    offered = module.TRANSPORTS + (["proxy"] if "stdio" in module.TRANSPORTS else [])
+    if args.transport not in offered:
         parser.error(f"{module.NAME} has no {args.transport} transport")
     for scenario in args.scenario or SCENARIOS:
         with tempfile.TemporaryDirectory(prefix="compat-") as home:

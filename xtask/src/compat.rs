@@ -7,6 +7,9 @@
 //! building `tandem`, running every (client, transport) pair and the table. It needs the
 //! package registry (or `--venv` with the clients installed), so it is not part of CI.
 //!
+//! Every stdio client runs a second time through `tandem app-server proxy --lines` (rows "(proxy)"),
+//! sharing a daemon per scenario, as a user of the daemon would launch it.
+//!
 //! `--server BIN` runs the same drivers against another server (`BIN app-server`), e.g. the
 //! reference, which is how the drivers themselves are checked; scenarios that would make the
 //! reference call a model are then skipped.
@@ -199,7 +202,14 @@ fn run_checked(args: &[String]) -> Result<bool, CompatError> {
             options.clients.is_empty() || options.clients.iter().any(|c| c == name)
         });
         for (name, module, transports) in selected {
-            for transport in *transports {
+            // Every stdio client also runs through `tandem app-server proxy --lines`, sharing a
+            // daemon (issue 32); the reference has no line proxy.
+            let through_proxy = transports.contains(&"stdio") && !reference;
+            let transports = transports
+                .iter()
+                .copied()
+                .chain(through_proxy.then_some("proxy"));
+            for transport in transports {
                 let mut command = Command::new(&python);
                 command
                     .arg(&harness)

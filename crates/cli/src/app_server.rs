@@ -1,6 +1,7 @@
 //! `tandem app-server`: the reference server out of process, launched the way clients of other
 //! app-servers launch theirs: `--listen stdio://` (the default) serves one client on
-//! stdin/stdout, `--listen ws://IP:PORT` serves websocket clients.
+//! stdin/stdout, `--listen ws://IP:PORT` serves websocket clients, `--listen unix://PATH` (or
+//! `unix://`, a path under the home) serves the same websocket protocol on a unix socket.
 //!
 //! The end of stdin, SIGTERM, SIGINT and SIGHUP (a closed terminal or ssh session) all shut
 //! down the same way: no new work is read, what is owed to each client is written (for a
@@ -15,6 +16,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand, ValueEnum};
 use tandem_host::MessageProcessor;
+use tandem_host::transport::unix_socket;
 use tandem_host::transport::websocket::{self, BearerToken, WebSocketOptions};
 use tandem_host::transport::{TransportHost, TransportHostOptions, stdio};
 use tandem_server::TandemServer;
@@ -36,6 +38,19 @@ Transports:
                  The bound address is printed on stderr as `listening on: ws://ADDR`.
                  GET /readyz and /healthz answer 200; requests with an Origin header get 403.
                  A non-loopback address requires --ws-auth.
+  unix://PATH    the websocket protocol over a unix socket at PATH (mode 0600), as the
+                 reference's --listen unix:// serves it; `unix://` alone uses
+                 $TANDEM_HOME/app-server-control/app-server-control.sock. A live server's socket
+                 is refused (naming its pid), a stale one replaced; a path longer than a socket
+                 address holds (107 bytes) becomes a link to a short private path.
+                 The path is printed on stderr as `listening on: unix://PATH`.
+
+Daemon and proxies:
+  tandem app-server daemon start|stop|status|restart runs one server per TANDEM_HOME in the
+  background on unix://, logging to $TANDEM_HOME/app-server-control/daemon.log.
+  tandem app-server proxy [--lines] bridges stdio to it (starting it when none runs): raw bytes
+  (websocket over stdio, as the reference's proxy) or, with --lines, JSON lines (for clients
+  that launch `tandem app-server` as a child).
 
 Shutdown:
   End of stdin (stdio), SIGTERM, SIGINT or SIGHUP: no new requests are read, what is owed to
@@ -73,7 +88,7 @@ Examples:
 pub(crate) struct AppServerArgs {
     #[command(subcommand)]
     command: Option<AppServerCommand>,
-    /// Where to serve: `stdio://` or `ws://IP:PORT`.
+    /// Where to serve: `stdio://`, `ws://IP:PORT`, `unix://PATH` or `unix://`.
     #[arg(long, value_name = "URL", default_value = "stdio://", value_parser = parse_listen)]
     listen: Listen,
     /// Websocket authentication.
@@ -117,10 +132,35 @@ pub(crate) struct AppServerArgs {
     /// connection to take them over with `process/resume`; then they are killed.
     #[arg(long, value_name = "SECS", default_value_t = tandem_server::DEFAULT_PROCESS_DETACH_GRACE.as_secs_f64())]
     process_detach_grace_secs: f64,
+    /// Write stderr (every log line, at level info unless TANDEM_LOG says otherwise) to PATH
+    /// instead, rotated past 10 MiB (PATH.1 to PATH.3 kept), as the daemon does.
+    #[arg(long, value_name = "PATH")]
+    log_file: Option<PathBuf>,
+    /// Shut down (as on SIGTERM) after SECS with no connection open (websocket and unix
+    /// socket; the daemon's --idle-exit-mins).
+    #[arg(long, value_name = "SECS")]
+    idle_exit_secs: Option<f64>,
+}
+
+impl AppServerArgs {
+    /// Whether the server logs to a file (then at level info by default: nobody watches it
+    /// live, and it is what a daemon's user reads afterwards).
+    pub(crate) fn logs_to_file(&self) -> bool {
+        self.log_file.is_some() && self.command.is_none()
+    }
 }
 
 #[derive(Debug, Subcommand)]
 enum AppServerCommand {
+    /// Run one server per TANDEM_HOME in the background on its unix socket
+    /// (`$TANDEM_HOME/app-server-control/app-server-control.sock`): start, stop, status,
+    /// restart.
+    Daemon(crate::daemon::DaemonArgs),
+    /// Bridge stdio to the daemon's socket, starting the daemon when none runs: raw bytes (the
+    /// client speaks the websocket protocol, as through the reference's proxy) or, with
+    /// --lines, the stdio transport's JSON lines (any client that launches `tandem app-server`
+    /// as a child shares the daemon unchanged).
+    Proxy(crate::proxy::ProxyArgs),
     /// Write the JSON Schema (draft-07) of every protocol message and type into DIR: one
     /// bundle, `tandem_protocol.schema.json`, and one self-contained file per type.
     GenerateJsonSchema(GenerateArgs),
@@ -149,14 +189,33 @@ enum WsAuth {
 enum Listen {
     Stdio,
     WebSocket(SocketAddr),
+    /// A unix socket at this path; `None`: the default under the home.
+    Unix(Option<PathBuf>),
+}
+
+/// The default socket of `--listen unix://` under `home`: the reference's layout, in a
+/// directory only the user can enter.
+pub(crate) fn default_socket_path(home: &std::path::Path) -> PathBuf {
+    home.join("app-server-control")
+        .join("app-server-control.sock")
 }
 
 fn parse_listen(text: &str) -> Result<Listen, String> {
     if matches!(text, "stdio://" | "stdio") {
         return Ok(Listen::Stdio);
     }
+    if let Some(path) = text.strip_prefix("unix://") {
+        return match path {
+            "" => Ok(Listen::Unix(None)),
+            path if path.starts_with('/') => Ok(Listen::Unix(Some(PathBuf::from(path)))),
+            _ => Err(format!(
+                "expected unix://ABSOLUTE-PATH (e.g. unix:///run/user/1000/tandem.sock) or unix://, \
+                 got {text}"
+            )),
+        };
+    }
     let Some(address) = text.strip_prefix("ws://") else {
-        return Err("expected stdio:// or ws://IP:PORT".to_owned());
+        return Err("expected stdio://, ws://IP:PORT, unix://PATH or unix://".to_owned());
     };
     address
         .trim_end_matches('/')
@@ -170,8 +229,30 @@ fn parse_listen(text: &str) -> Result<Listen, String> {
 }
 
 pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
-    if let Some(command) = args.command {
-        return generate(command);
+    match args.command {
+        Some(AppServerCommand::Daemon(daemon)) => return crate::daemon::run(daemon, global).await,
+        Some(AppServerCommand::Proxy(proxy)) => return crate::proxy::run(proxy, global).await,
+        Some(AppServerCommand::GenerateJsonSchema(args)) => {
+            return generate(tandem_protocol::schema::write_json_schema(
+                &args.out,
+                args.experimental,
+            ));
+        }
+        Some(AppServerCommand::GenerateTs(args)) => {
+            return generate(tandem_protocol::schema::write_typescript(
+                &args.out,
+                args.experimental,
+            ));
+        }
+        None => {}
+    }
+    if let Some(path) = &args.log_file {
+        // First, so that a configuration error lands in the log its reader looks at.
+        if let Err(error) = crate::daemon::log_file::redirect_stderr(path) {
+            eprintln!("tandem app-server: --log-file {}: {error}", path.display());
+            return 1;
+        }
+        crate::daemon::log_file::spawn_rotation(path.clone());
     }
     global.warn_unknown_features();
     let auth = match websocket_auth(&args) {
@@ -203,6 +284,7 @@ pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
             return 1;
         }
     };
+    let home = options.config.tandem_home.clone();
     let options = options.with_process_detach_grace(
         Duration::try_from_secs_f64(args.process_detach_grace_secs.max(0.0))
             .unwrap_or(Duration::MAX),
@@ -226,29 +308,54 @@ pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
         move |outgoing| Arc::new(TandemServer::new(outgoing, options)) as Arc<dyn MessageProcessor>,
         host_options,
     );
+    // The websocket protocol's settings, over TCP or a unix socket.
+    let socket_options = WebSocketOptions {
+        auth,
+        max_message_bytes: args.max_message_bytes,
+        writer_queue_capacity: args.ws_writer_queue,
+        slow_connection_grace: Duration::from_secs_f64(args.ws_slow_grace_secs.max(0.0)),
+    };
+    let idle_exit = args
+        .idle_exit_secs
+        .and_then(|secs| Duration::try_from_secs_f64(secs.max(0.0)).ok());
     let served = match args.listen {
         Listen::Stdio => {
             let options = stdio::StdioOptions {
                 max_line_bytes: args.max_message_bytes,
             };
-            until_signal(&host, stdio::serve(&host, options)).await
+            until_signal(&host, None, stdio::serve(&host, options)).await
         }
-        Listen::WebSocket(address) => {
-            let options = WebSocketOptions {
-                auth,
-                max_message_bytes: args.max_message_bytes,
-                writer_queue_capacity: args.ws_writer_queue,
-                slow_connection_grace: Duration::from_secs_f64(args.ws_slow_grace_secs.max(0.0)),
-            };
-            match websocket::bind(address).await {
-                Ok((listener, bound)) => {
-                    eprintln!("listening on: ws://{bound}");
-                    until_signal(&host, websocket::serve(host.clone(), listener, options)).await
+        Listen::WebSocket(address) => match websocket::bind(address).await {
+            Ok((listener, bound)) => {
+                eprintln!("listening on: ws://{bound}");
+                until_signal(
+                    &host,
+                    idle_exit,
+                    websocket::serve(host.clone(), listener, socket_options),
+                )
+                .await
+            }
+            Err(error) => Err(std::io::Error::new(
+                error.kind(),
+                format!("cannot listen on ws://{address}: {error}"),
+            )),
+        },
+        Listen::Unix(path) => {
+            let path = path.unwrap_or_else(|| default_socket_path(&home));
+            match unix_socket::bind(&path).await {
+                Ok(listener) => {
+                    eprintln!("listening on: unix://{}", path.display());
+                    until_signal(
+                        &host,
+                        idle_exit,
+                        websocket::serve_unix(host.clone(), listener, socket_options),
+                    )
+                    .await
                 }
-                Err(error) => Err(std::io::Error::new(
-                    error.kind(),
-                    format!("cannot listen on ws://{address}: {error}"),
-                )),
+                Err(error) => Err(std::io::Error::other(format!(
+                    "cannot listen on unix://{}: {error}",
+                    path.display()
+                ))),
             }
         }
     };
@@ -262,14 +369,22 @@ pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
     }
 }
 
-/// Runs `serve` until it returns or SIGTERM, SIGINT or SIGHUP arrives; a signal stops the host,
-/// which ends `serve` too.
+/// Runs `serve` until it returns, SIGTERM, SIGINT or SIGHUP arrives, or (with `idle_exit`) no
+/// connection was open for that long; a signal or the idle exit stops the host, which ends
+/// `serve` too.
 async fn until_signal(
     host: &TransportHost,
+    idle_exit: Option<Duration>,
     serve: impl Future<Output = std::io::Result<()>>,
 ) -> std::io::Result<()> {
     let mut signals = crate::signals::ShutdownSignals::install()?;
     tokio::pin!(serve);
+    let idle = async {
+        match idle_exit {
+            Some(limit) => idle_for(host, limit).await,
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
         served = &mut serve => served,
         name = signals.recv() => {
@@ -277,6 +392,29 @@ async fn until_signal(
             host.shutdown().await;
             Ok(())
         }
+        () = idle => {
+            tracing::info!(idle_secs = idle_exit.unwrap_or_default().as_secs_f64(), "no connection for the idle limit: shutting down");
+            host.shutdown().await;
+            Ok(())
+        }
+    }
+}
+
+/// Resolves once `host` had no open connection for `limit` without a break (checked every
+/// second: an idle exit is minutes, not milliseconds).
+async fn idle_for(host: &TransportHost, limit: Duration) {
+    let mut idle_since = None;
+    let step = Duration::from_secs(1).min(limit.max(Duration::from_millis(50)));
+    loop {
+        if host.open_connections() == 0 {
+            let since = *idle_since.get_or_insert_with(std::time::Instant::now);
+            if since.elapsed() >= limit {
+                return;
+            }
+        } else {
+            idle_since = None;
+        }
+        tokio::time::sleep(step).await;
     }
 }
 
@@ -306,16 +444,9 @@ fn websocket_auth(args: &AppServerArgs) -> Result<Option<BearerToken>, String> {
     }
 }
 
-/// Writes the bindings generated from the tandem-protocol types; deterministic output.
-fn generate(command: AppServerCommand) -> i32 {
-    let written = match &command {
-        AppServerCommand::GenerateJsonSchema(args) => {
-            tandem_protocol::schema::write_json_schema(&args.out, args.experimental)
-        }
-        AppServerCommand::GenerateTs(args) => {
-            tandem_protocol::schema::write_typescript(&args.out, args.experimental)
-        }
-    };
+/// Reports what writing the bindings generated from the tandem-protocol types did
+/// (deterministic output).
+fn generate<E: std::fmt::Display>(written: Result<Vec<PathBuf>, E>) -> i32 {
     match written {
         Ok(files) => {
             eprintln!("wrote {} files", files.len());

@@ -5,9 +5,14 @@
 //! Lines typed while a turn runs wait for it, except the answer to an approval or a question
 //! the turn is waiting for, and `/interrupt`. Ctrl-C interrupts the running turn; a second
 //! Ctrl-C exits.
+//!
+//! A file change is shown as its diff (with its approval question when it needs one), the
+//! plan as a checklist (replaced in place on a terminal while nothing came between), and
+//! reasoning dimmed and folded to one line (`/reasoning` shows it in full); see
+//! [`crate::agent_view`].
 
 use std::collections::VecDeque;
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -15,18 +20,21 @@ use clap::Args;
 use rustyline::ExternalPrinter;
 use rustyline::error::ReadlineError;
 use tandem_client::{
-    ApprovalRequest, Client, ClientError, TurnEvent, TurnHandle, UserInputRequest,
+    ApprovalRequest, Client, ClientError, FileChangeApprovalRequest, TurnEvent, TurnHandle,
+    UserInputRequest,
 };
 use tandem_protocol::{
-    SessionSource, ThreadItem, ThreadListParams, ThreadResumeParams, Turn, TurnInterruptParams,
-    TurnStatus, UserInput,
+    FileChangeApprovalDecision, ServerNotification, SessionSource, ThreadItem, ThreadListParams,
+    ThreadResumeParams, Turn, TurnInterruptParams, TurnStatus, UserInput,
 };
 use tokio::sync::mpsc;
 
+use crate::agent_view::AgentView;
+use crate::render;
 use crate::run::retry_line;
 use crate::session::{
-    SCRIPTED_COMMANDS, SCRIPTED_NOTICE, ServerArgs, SessionError, approval_question, is_scripted,
-    is_yes, stdin_is_terminal,
+    SCRIPTED_COMMANDS, SCRIPTED_NOTICE, ServerArgs, SessionError, approval_question,
+    file_change_decision, is_scripted, is_yes, stdin_is_terminal,
 };
 use crate::settings::GlobalOptions;
 use crate::signals::ShutdownSignals;
@@ -63,10 +71,11 @@ impl rustyline::Prompt for SharedPrompt {
 }
 
 const HELP: &str = "\
-Type a message for the agent. Commands:
+Type a message for the agent; a line ending in \\ continues it on the next line. Commands:
   /threads      list recent threads
   /resume ID    continue thread ID
   /interrupt    stop the running turn (Ctrl-C does too; a second Ctrl-C exits)
+  /reasoning    show the agent's reasoning in full, or folded to one line (the default)
   /undo         undo the last turn: drop it and put back the files its patches changed
   /quit         leave (Ctrl-D does too)";
 
@@ -88,7 +97,14 @@ enum Input {
 }
 
 /// Where the session writes: stdout, or above the line editor's prompt.
-enum Output {
+struct Output {
+    sink: Sink,
+    /// How many writes there were: a plan replaces the last one only if it is still the last
+    /// thing written.
+    writes: u64,
+}
+
+enum Sink {
     /// Whether the cursor is at the start of a line.
     Plain { at_line_start: bool },
     /// The editor's printer takes whole lines; a partial line waits here.
@@ -99,9 +115,16 @@ enum Output {
 }
 
 impl Output {
+    fn new(sink: Sink) -> Self {
+        Self { sink, writes: 0 }
+    }
+
     fn write(&mut self, text: &str) {
-        match self {
-            Self::Plain { at_line_start } => {
+        if !text.is_empty() {
+            self.writes += 1;
+        }
+        match &mut self.sink {
+            Sink::Plain { at_line_start } => {
                 if text.is_empty() {
                     return;
                 }
@@ -110,7 +133,7 @@ impl Output {
                 let _ = stdout.flush();
                 *at_line_start = text.ends_with('\n');
             }
-            Self::Editor { printer, partial } => {
+            Sink::Editor { printer, partial } => {
                 partial.push_str(text);
                 if let Some(end) = partial.rfind('\n') {
                     let lines: String = partial.drain(..=end).collect();
@@ -124,12 +147,12 @@ impl Output {
 
     /// Ends the current line if something is on it.
     fn end_line(&mut self) {
-        match self {
-            Self::Plain {
+        match &self.sink {
+            Sink::Plain {
                 at_line_start: false,
             } => self.write("\n"),
-            Self::Editor { partial, .. } if !partial.is_empty() => self.write("\n"),
-            Self::Plain { .. } | Self::Editor { .. } => {}
+            Sink::Editor { partial, .. } if !partial.is_empty() => self.write("\n"),
+            Sink::Plain { .. } | Sink::Editor { .. } => {}
         }
     }
 
@@ -145,8 +168,12 @@ fn start_input(prompt: SharedPrompt) -> io::Result<(mpsc::Receiver<Input>, Outpu
     let (tx, rx) = mpsc::channel(64);
     if !stdin_is_terminal() {
         std::thread::spawn(move || {
+            let mut continued = None;
             for line in io::stdin().lock().lines() {
                 let Ok(line) = line else { break };
+                let Some(line) = join_continued(&mut continued, line) else {
+                    continue;
+                };
                 if tx.blocking_send(Input::Line(line)).is_err() {
                     return;
                 }
@@ -155,21 +182,25 @@ fn start_input(prompt: SharedPrompt) -> io::Result<(mpsc::Receiver<Input>, Outpu
         });
         return Ok((
             rx,
-            Output::Plain {
+            Output::new(Sink::Plain {
                 at_line_start: true,
-            },
+            }),
         ));
     }
     let mut editor = rustyline::DefaultEditor::new().map_err(io::Error::other)?;
     let printer = editor.create_external_printer().map_err(io::Error::other)?;
     std::thread::spawn(move || {
+        let mut continued = None;
         loop {
             let input = match editor.readline(&prompt) {
                 Ok(line) => {
                     if !line.trim().is_empty() {
                         let _ = editor.add_history_entry(line.as_str());
                     }
-                    Input::Line(line)
+                    match join_continued(&mut continued, line) {
+                        Some(line) => Input::Line(line),
+                        None => continue,
+                    }
                 }
                 Err(ReadlineError::Interrupted) => Input::Interrupt,
                 Err(ReadlineError::Eof) => Input::Eof,
@@ -184,16 +215,41 @@ fn start_input(prompt: SharedPrompt) -> io::Result<(mpsc::Receiver<Input>, Outpu
             }
         }
     });
-    let output = Output::Editor {
+    let output = Output::new(Sink::Editor {
         printer: Box::new(printer),
         partial: String::new(),
-    };
+    });
     Ok((rx, output))
+}
+
+/// Joins a message typed over several lines: a line ending in `\` is kept (without it) in
+/// `continued` and `None` returned; the next line that does not end in one completes the
+/// message, its lines joined by newlines.
+fn join_continued(continued: &mut Option<String>, line: String) -> Option<String> {
+    let (text, more) = match line.strip_suffix('\\') {
+        Some(text) => (text, true),
+        None => (line.as_str(), false),
+    };
+    let joined = match continued.take() {
+        Some(mut earlier) => {
+            earlier.push('\n');
+            earlier.push_str(text);
+            earlier
+        }
+        None => text.to_owned(),
+    };
+    if more {
+        *continued = Some(joined);
+        None
+    } else {
+        Some(joined)
+    }
 }
 
 /// What the running turn is waiting for from the user.
 enum Waiting {
     Approval(ApprovalRequest),
+    FileChange(FileChangeApprovalRequest),
     Question(UserInputRequest),
 }
 
@@ -214,6 +270,8 @@ struct Chat {
     /// where `run` (one answer) says it each time.
     told_scripted: bool,
     prompt: SharedPrompt,
+    /// File changes, plans and reasoning of the running turn.
+    view: AgentView,
 }
 
 /// Runs `tandem chat` and returns the exit code; errors are reported on stderr.
@@ -256,6 +314,7 @@ async fn execute(args: ChatArgs, global: GlobalOptions) -> Result<i32, SessionEr
         scripted,
         told_scripted: false,
         prompt,
+        view: AgentView::new(render::stdout_colour()),
     };
     chat.output.line(&format!(
         "thread {} (type /help for commands)",
@@ -323,6 +382,14 @@ impl Chat {
                 ("/resume", id) => self.resume(id.trim()).await,
                 ("/interrupt", _) => self.output.line("(no turn is running)"),
                 ("/undo", _) => self.undo().await,
+                ("/reasoning", _) => {
+                    self.view.full_reasoning = !self.view.full_reasoning;
+                    self.output.line(if self.view.full_reasoning {
+                        "(reasoning is shown in full; /reasoning folds it again)"
+                    } else {
+                        "(reasoning is folded to one line; /reasoning shows it in full)"
+                    });
+                }
                 _ => {
                     let params = self.server.turn_params(&self.thread_id, &line);
                     match self.client.start_turn(params).await {
@@ -401,9 +468,9 @@ impl Chat {
     /// A notice on stderr (or, under the line editor, above its prompt: writing to the
     /// terminal behind the editor's back would garble the line being typed).
     fn notice(&mut self, text: &str) {
-        match self.output {
-            Output::Plain { .. } => eprintln!("{text}"),
-            Output::Editor { .. } => self.output.line(text),
+        match self.output.sink {
+            Sink::Plain { .. } => eprintln!("{text}"),
+            Sink::Editor { .. } => self.output.line(text),
         }
     }
 
@@ -411,6 +478,7 @@ impl Chat {
     /// `Some(code)` if the session must end now.
     async fn follow(&mut self, mut turn: TurnHandle) -> Option<i32> {
         let mut waiting: Option<Waiting> = None;
+        self.view.forget_plan();
         loop {
             if let Some(pending) = waiting.take() {
                 waiting = self.answer_from_queue(pending).await;
@@ -445,6 +513,8 @@ impl Chat {
                 input = self.input.recv(), if !self.eof => match input {
                     Some(Input::Line(line)) => {
                         self.interrupts = 0;
+                        // The editor echoed the line below the plan.
+                        self.view.forget_plan();
                         if line.trim() == "/interrupt" {
                             self.interrupt(&turn);
                         } else {
@@ -491,7 +561,32 @@ impl Chat {
         match event {
             TurnEvent::AgentText { delta, .. } => self.output.write(&delta),
             TurnEvent::CommandOutput { delta, .. } => self.output.write(&delta),
-            TurnEvent::ItemCompleted(_) => self.output.end_line(),
+            TurnEvent::ItemStarted(item) => self.view.item_started(&item),
+            TurnEvent::ItemCompleted(item) => {
+                self.output.end_line();
+                let lines = self.view.item_completed(&item);
+                self.lines(&lines);
+            }
+            TurnEvent::Other(ServerNotification::TurnPlanUpdated(update)) => {
+                self.output.end_line();
+                // The line editor's printer writes above the prompt, after clearing it, so
+                // moving up from there reaches the plan just as on a plain terminal.
+                let size = crate::terminal::window_size()
+                    .filter(|_| stdout_is_terminal())
+                    .map(|size| (usize::from(size.cols), usize::from(size.rows)));
+                let plan = self.view.plan(&update, self.output.writes, size);
+                self.output.write(&plan.text);
+                self.view.plan_written(&plan, self.output.writes);
+            }
+            TurnEvent::FileChangeApproval(request) => {
+                self.prompt.set_answering(true);
+                self.output.end_line();
+                let diff = self.view.approval_diff(request.item_id());
+                self.lines(&diff);
+                let question = render::file_change_question(request.params().reason.as_deref());
+                self.lines(&question);
+                return Some(Waiting::FileChange(request));
+            }
             TurnEvent::Approval(request) => {
                 self.prompt.set_answering(true);
                 self.output.line(&approval_question(request.command()));
@@ -523,6 +618,12 @@ impl Chat {
         None
     }
 
+    fn lines(&mut self, lines: &[String]) {
+        for line in lines {
+            self.output.line(line);
+        }
+    }
+
     /// Answers `pending` with the next line (waiting for one if none is queued); declines or
     /// answers nothing once the input has ended.
     async fn answer_from_queue(&mut self, pending: Waiting) -> Option<Waiting> {
@@ -540,11 +641,18 @@ impl Chat {
             },
         };
         self.prompt.set_answering(false);
+        self.view.forget_plan();
         let answered = match (pending, line) {
             (Waiting::Approval(request), Some(line)) if is_yes(&line) => request.accept().await,
             (Waiting::Approval(request), _) => {
                 self.output.line("(declined)");
                 request.decline().await
+            }
+            (Waiting::FileChange(request), line) => {
+                let decision = line
+                    .as_deref()
+                    .map_or(FileChangeApprovalDecision::Decline, file_change_decision);
+                request.decide(decision).await
             }
             (Waiting::Question(request), Some(line)) => request.answer_all(line).await,
             (Waiting::Question(request), None) => request.no_answers().await,
@@ -554,6 +662,10 @@ impl Chat {
         }
         None
     }
+}
+
+fn stdout_is_terminal() -> bool {
+    io::stdout().is_terminal()
 }
 
 /// The lines that show `turns` after `/resume`: each user message after `> `, the agent's
@@ -584,16 +696,12 @@ fn history(turns: &[Turn]) -> Vec<String> {
                 ThreadItem::ContextCompaction { .. } => {
                     lines.push("(earlier turns compacted into a summary)".to_owned());
                 }
-                // reason29: `chat` does not show reasoning (issue 29, point 8, is its own
-                // change).
-                ThreadItem::Reasoning { .. } => {}
+                ThreadItem::Reasoning {
+                    summary, content, ..
+                } => lines.extend(render::reasoning_folded(summary, content, false)),
                 ThreadItem::FileChange {
                     changes, status, ..
-                } => {
-                    let paths: Vec<&str> =
-                        changes.iter().map(|change| change.path.as_str()).collect();
-                    lines.push(format!("(file change {status:?}: {})", paths.join(", ")));
-                }
+                } => lines.extend(render::file_change_outcome(changes, *status)),
             }
         }
         match turn.status {
@@ -614,6 +722,21 @@ fn history(turns: &[Turn]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_backslash_continues_a_message() {
+        let mut continued = None;
+        assert_eq!(join_continued(&mut continued, "/patch\\".into()), None);
+        assert_eq!(join_continued(&mut continued, " keep\\".into()), None);
+        assert_eq!(
+            join_continued(&mut continued, "end".into()).as_deref(),
+            Some("/patch\n keep\nend")
+        );
+        assert_eq!(
+            join_continued(&mut continued, "one".into()).as_deref(),
+            Some("one")
+        );
+    }
 
     #[test]
     fn history_shows_each_message_command_and_ending() {

@@ -4,10 +4,14 @@
 
 use clap::{Parser, Subcommand};
 
+mod agent_view;
 mod allocator;
 mod app_server;
 mod chat;
+mod daemon;
 mod exec;
+mod proxy;
+mod render;
 mod run;
 mod session;
 mod settings;
@@ -92,7 +96,8 @@ fn main() {
     }
     .or_else(|| cli.global.trace_file.clone());
     // A server's stderr is often a pipe nobody reads: keep it to warnings unless asked.
-    let default = match cli.command {
+    let default = match &cli.command {
+        Command::AppServer { args, .. } if args.logs_to_file() => "info",
         Command::AppServer { .. } => "warn",
         // Their stdout and stderr are the user's conversation.
         // The TUI owns the screen: a log line would garble it.

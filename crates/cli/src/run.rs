@@ -2,6 +2,10 @@
 //! streams to stdout; approvals are granted with `--yes`, asked on the terminal when stdin is
 //! one, and declined otherwise; `--json` prints every notification as a JSON line instead.
 //! Ctrl-C interrupts the turn, a second Ctrl-C exits at once.
+//!
+//! Beside the agent's text, stderr shows (as it shows command output) each file change as its
+//! diff, the plan as a checklist (updated in place on a terminal) and reasoning folded to one
+//! dimmed line. A file change that needs approval follows the same rule as a command.
 
 use std::io::{self, Write};
 
@@ -10,11 +14,15 @@ use tandem_client::{
     Client, Event, Overflow, SubscriptionFilter, SubscriptionOptions, TurnEvent, TurnHandle,
 };
 use tandem_protocol::wire::{ServerMessage, encode_server_message};
-use tandem_protocol::{ServerNotification, SessionSource, Turn, TurnStatus};
+use tandem_protocol::{
+    FileChangeApprovalDecision, ServerNotification, SessionSource, Turn, TurnStatus,
+};
 
+use crate::agent_view::AgentView;
+use crate::render;
 use crate::session::{
-    SCRIPTED_NOTICE, ServerArgs, SessionError, approval_question, ask_line, is_scripted, is_yes,
-    stdin_is_terminal,
+    SCRIPTED_NOTICE, ServerArgs, SessionError, approval_question, ask_line, file_change_decision,
+    is_scripted, is_yes, stdin_is_terminal,
 };
 use crate::settings::GlobalOptions;
 use crate::signals::ShutdownSignals;
@@ -26,8 +34,9 @@ const INTERRUPTED_EXIT_CODE: i32 = 130;
 
 const AFTER_HELP: &str = "\
 Approvals:
-  With --yes every command the agent asks to run is approved. Without it, tandem asks on the
-  terminal when stdin is one, and declines otherwise (the agent is told and goes on).
+  With --yes every command the agent asks to run, and every file change it asks to write, is
+  approved. Without it, tandem asks on the terminal when stdin is one (for a file change, after
+  showing its diff), and declines otherwise (the agent is told and goes on).
 
 Exit status:
   0     the turn completed
@@ -54,7 +63,7 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     json: bool,
 
-    /// Approve every command the agent asks to run.
+    /// Approve every command the agent asks to run and every file change it asks to write.
     #[arg(long)]
     yes: bool,
 
@@ -115,7 +124,11 @@ async fn drive(client: &Client, args: &RunArgs) -> Result<i32, SessionError> {
     }
     let ask = !args.yes && stdin_is_terminal();
     let mut interrupts = 0;
-    let mut printed_newline = true;
+    let mut shown = Shown {
+        printed_newline: true,
+        view: AgentView::new(render::stderr_colour()),
+        writes: 0,
+    };
     // Whether the loop below already printed this turn's `turn/completed`: the subscription
     // and the turn handle race, and either may deliver the completion first.
     let mut printed_completion = false;
@@ -123,7 +136,7 @@ async fn drive(client: &Client, args: &RunArgs) -> Result<i32, SessionError> {
         tokio::select! {
             event = turn.next_event() => match event {
                 Some(Ok(TurnEvent::Completed(done))) => break done,
-                Some(Ok(event)) => handle_event(event, args, ask, &mut printed_newline).await,
+                Some(Ok(event)) => handle_event(event, args, ask, &mut shown).await,
                 Some(Err(error)) => {
                     tracing::debug!(%error, "turn events ended early; waiting for completion");
                     break wait(turn).await?;
@@ -162,7 +175,7 @@ async fn drive(client: &Client, args: &RunArgs) -> Result<i32, SessionError> {
             }
         }
     }
-    if !args.json && !printed_newline {
+    if !args.json && !shown.printed_newline {
         println!();
     }
     Ok(exit_code(&finished))
@@ -205,13 +218,105 @@ fn exit_code(turn: &Turn) -> i32 {
     }
 }
 
-async fn handle_event(event: TurnEvent, args: &RunArgs, ask: bool, printed_newline: &mut bool) {
+/// What `run` has shown of the turn.
+struct Shown {
+    /// Whether the agent's text on stdout ends with a newline.
+    printed_newline: bool,
+    /// File changes, plan and reasoning.
+    view: AgentView,
+    /// How many events printed something: a plan is replaced in place only when nothing was
+    /// printed since.
+    writes: u64,
+}
+
+impl Shown {
+    /// Ends the agent's line on stdout, so that what goes to stderr starts on a line of its
+    /// own on a terminal that shows both.
+    fn end_line(&mut self) {
+        if !self.printed_newline {
+            println!();
+            self.printed_newline = true;
+        }
+    }
+
+    /// Prints `lines` on stderr.
+    fn lines(&mut self, lines: &[String]) {
+        if lines.is_empty() {
+            return;
+        }
+        self.end_line();
+        let mut stderr = io::stderr().lock();
+        for line in lines {
+            let _ = writeln!(stderr, "{line}");
+        }
+        self.writes += 1;
+    }
+}
+
+async fn handle_event(event: TurnEvent, args: &RunArgs, ask: bool, shown: &mut Shown) {
+    if !args.json
+        && !matches!(
+            event,
+            TurnEvent::ItemStarted(_)
+                | TurnEvent::Other(_)
+                | TurnEvent::Status(_)
+                | TurnEvent::Started(_)
+                | TurnEvent::RequestResolved(_)
+                | TurnEvent::Lagged { .. }
+        )
+    {
+        // Something may be printed: a plan after it is printed anew.
+        shown.writes += 1;
+    }
     match event {
         TurnEvent::AgentText { delta, .. } if !args.json => {
             let mut stdout = io::stdout().lock();
             let _ = stdout.write_all(delta.as_bytes());
             let _ = stdout.flush();
-            *printed_newline = delta.ends_with('\n');
+            shown.printed_newline = delta.ends_with('\n');
+        }
+        TurnEvent::ItemStarted(item) if !args.json => shown.view.item_started(&item),
+        TurnEvent::ItemCompleted(item) if !args.json => {
+            let lines = shown.view.item_completed(&item);
+            shown.lines(&lines);
+        }
+        TurnEvent::Other(ServerNotification::TurnPlanUpdated(update)) if !args.json => {
+            shown.end_line();
+            let size = crate::terminal::window_size()
+                .filter(|_| std::io::IsTerminal::is_terminal(&io::stderr()))
+                .map(|size| (usize::from(size.cols), usize::from(size.rows)));
+            let plan = shown.view.plan(&update, shown.writes, size);
+            eprint!("{}", plan.text);
+            shown.writes += 1;
+            shown.view.plan_written(&plan, shown.writes);
+        }
+        TurnEvent::FileChangeApproval(request) => {
+            if !args.json {
+                let diff = shown.view.approval_diff(request.item_id());
+                shown.lines(&diff);
+            }
+            let reason = request.params().reason.clone();
+            let decision = if args.yes {
+                FileChangeApprovalDecision::Accept
+            } else if ask {
+                let question = render::file_change_question(reason.as_deref()).join("\n") + " ";
+                tokio::task::spawn_blocking(move || ask_line(&question))
+                    .await
+                    .ok()
+                    .flatten()
+                    .map_or(FileChangeApprovalDecision::Decline, |answer| {
+                        file_change_decision(&answer)
+                    })
+            } else {
+                eprintln!(
+                    "tandem: declined the file change (stdin is not a terminal; pass --yes to \
+                     approve file changes)"
+                );
+                FileChangeApprovalDecision::Decline
+            };
+            if let Err(error) = request.decide(decision).await {
+                eprintln!("tandem: {error}");
+            }
         }
         TurnEvent::CommandOutput { delta, .. } if !args.json => {
             eprint!("{delta}");

@@ -21,8 +21,9 @@ use crate::settings::{GlobalOptions, SettingsError};
 /// The server options of `tandem run` and `tandem chat`.
 #[derive(Debug, Args)]
 pub(crate) struct ServerArgs {
-    /// Use the app-server listening at this websocket URL (e.g. ws://127.0.0.1:4500) instead
-    /// of an in-process server.
+    /// Use the app-server listening at this URL instead of an in-process server: a websocket
+    /// (ws://127.0.0.1:4500) or a unix socket (unix:///PATH, what `tandem app-server --listen
+    /// unix://PATH` serves).
     #[arg(long, value_name = "URL", conflicts_with = "spawn")]
     connect: Option<String>,
 
@@ -56,6 +57,10 @@ pub(crate) const SCRIPTED_NOTICE: &str = "tandem: note: no model is configured, 
 pub(crate) const SCRIPTED_COMMANDS: &str = "\
 The scripted agent (no model configured) answers each line of a message:
   /sh CMD       run CMD with sh -c (asks for approval)
+  /plan JSON    set the plan: {\"plan\": [{\"step\": \"...\", \"status\": \"in_progress\"}]}
+  /think TEXT   reason: a summary part per |-separated piece of TEXT
+  /patch        apply the patch on the lines after it, up to *** End Patch (asks for
+                approval outside the writable roots; type the lines ending each with \\)
   /ask TEXT     ask you TEXT and echo the answer
   /sleep MS     wait MS milliseconds (interruptible)
   /fail TEXT    fail the turn with TEXT
@@ -296,6 +301,16 @@ pub(crate) fn ask_line(question: &str) -> Option<String> {
 /// Whether an answer to a y/n question means yes.
 pub(crate) fn is_yes(answer: &str) -> bool {
     matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+/// The decision an answer to a file change question means: `y` accept, `a` accept for the
+/// session, anything else decline.
+pub(crate) fn file_change_decision(answer: &str) -> tandem_protocol::FileChangeApprovalDecision {
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => tandem_protocol::FileChangeApprovalDecision::Accept,
+        "a" | "always" => tandem_protocol::FileChangeApprovalDecision::AcceptForSession,
+        _ => tandem_protocol::FileChangeApprovalDecision::Decline,
+    }
 }
 
 /// The y/n question of an approval.

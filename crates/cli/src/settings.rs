@@ -75,6 +75,29 @@ impl GlobalOptions {
         self
     }
 
+    /// These options as command-line arguments, for a child `tandem` that must load the same
+    /// configuration (the daemon a proxy or `daemon start` launches). The trace file is not
+    /// passed on: it belongs to this process.
+    pub(crate) fn as_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        for item in &self.config {
+            args.extend(["-c".to_owned(), item.clone()]);
+        }
+        for feature in &self.enable {
+            args.extend(["--enable".to_owned(), feature.clone()]);
+        }
+        for feature in &self.disable {
+            args.extend(["--disable".to_owned(), feature.clone()]);
+        }
+        if let Some(profile) = &self.profile {
+            args.extend(["--profile".to_owned(), profile.clone()]);
+        }
+        if self.strict_config {
+            args.push("--strict-config".to_owned());
+        }
+        args
+    }
+
     /// Warns about feature names Tandem does not know.
     pub(crate) fn warn_unknown_features(&self) {
         for feature in self.enable.iter().chain(&self.disable) {

@@ -2,7 +2,8 @@
 //! (`-c store.url=...`, a short `store.lease_ttl_ms`), and the writer lease between them:
 //! exclusion with the reference's -32600, a race on fresh threads, handoff after an idle
 //! unload, fencing of a paused owner, the database terminating the owner's connections, and
-//! failover after SIGKILL. Plus the same exclusion on SQLite for two servers sharing a home.
+//! failover after SIGKILL, a resume that waits for the handoff (issue 32). Plus the same
+//! exclusion on SQLite for two servers sharing a home.
 //!
 //! Each test skips (saying why) where PostgreSQL is not installed, unless
 //! `TANDEM_REQUIRE_POSTGRES=1` (CI), which makes that a failure.
@@ -28,9 +29,39 @@ fn launch(test: &str, url: &str, ttl_ms: u64, unload_secs: u64) -> (AppServer, C
             format!("store.lease_ttl_ms={ttl_ms}"),
             "-c".to_owned(),
             format!("thread_unload_delay_secs={unload_secs}"),
+            "-c".to_owned(),
+            NO_HANDOFF_WAIT.to_owned(),
         ])
         .stdio();
     (server, Client::Stdio(client))
+}
+
+/// The exclusion of issue 20, which most tests here check: a resume of a thread another
+/// server holds is refused at once, and the holder hears of the request at its next renewal.
+/// [`started_waiting`] is issue 32's resume that waits for the handoff.
+const NO_HANDOFF_WAIT: &str = "store.handoff_wait_ms=0";
+
+/// A server like [`started`] with the default handoff wait (2 s).
+async fn started_waiting(
+    test: &str,
+    url: &str,
+    ttl_ms: u64,
+    unload_secs: u64,
+) -> (AppServer, Client) {
+    let (server, client) = Launch::new(test)
+        .args([
+            "app-server".to_owned(),
+            "-c".to_owned(),
+            format!("store.url={url}"),
+            "-c".to_owned(),
+            format!("store.lease_ttl_ms={ttl_ms}"),
+            "-c".to_owned(),
+            format!("thread_unload_delay_secs={unload_secs}"),
+        ])
+        .stdio();
+    let mut client = Client::Stdio(client);
+    client.initialize(false).await;
+    (server, client)
 }
 
 /// A server like [`started`] that logs the store and the leases to stderr.
@@ -42,6 +73,8 @@ async fn launch_logged(test: &str, url: &str, ttl_ms: u64) -> (AppServer, Client
             format!("store.url={url}"),
             "-c".to_owned(),
             format!("store.lease_ttl_ms={ttl_ms}"),
+            "-c".to_owned(),
+            NO_HANDOFF_WAIT.to_owned(),
         ])
         .env("TANDEM_LOG", "tandem_server=debug")
         .stdio();
@@ -107,6 +140,55 @@ async fn turns_of(client: &mut Client, id: &str, thread_id: &str) -> Vec<Value> 
     read["thread"]["turns"].as_array().expect("turns").clone()
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_of_a_thread_idle_elsewhere_succeeds_on_the_first_request() {
+    let Some(cluster) = cluster() else { return };
+    let url = cluster.create_database();
+    // Neither the TTL nor a renewal (every 200 s) nor an idle unload (600 s) can hand the
+    // thread over within the test: only the request B sends A, and A's release, can.
+    let (a, mut alice) = started_waiting("pg-wait-a", &url, 600_000, 600).await;
+    let (_b, mut bob) = started_waiting("pg-wait-b", &url, 600_000, 600).await;
+    let thread_id = new_thread(&mut alice, "t").await;
+    let turn = start_turn(&mut alice, "turn", &thread_id, "on A").await;
+    assert_eq!(completed(&mut alice, &turn).await["status"], "completed");
+
+    // Idle on A, still loaded and subscribed there: B's first resume waits for the handoff.
+    let answer = bob
+        .call("resume", "thread/resume", json!({"threadId": thread_id}))
+        .await;
+    assert!(
+        answer.get("result").is_some(),
+        "the first resume is granted: {answer}"
+    );
+    alice
+        .notification("thread/closed", |params| params["threadId"] == thread_id)
+        .await;
+    let turn = start_turn(&mut bob, "turn", &thread_id, "on B").await;
+    assert_eq!(completed(&mut bob, &turn).await["status"], "completed");
+    assert_eq!(turns_of(&mut bob, "read", &thread_id).await.len(), 2);
+
+    // A turn running on B: A waits its bound, then is refused with a retryAfterMs.
+    let busy = start_turn(&mut bob, "busy", &thread_id, "/sleep 60000").await;
+    bob.notification("turn/started", |params| params["turn"]["id"] == busy)
+        .await;
+    let answer = alice
+        .call("back", "thread/resume", json!({"threadId": thread_id}))
+        .await;
+    let b_pid = owner_pid_of(&answer);
+    assert_ne!(b_pid, a.pid);
+    assert_leased_elsewhere(&answer, &thread_id, b_pid);
+    assert_eq!(answer["error"]["data"]["retryAfterMs"], 2000, "{answer}");
+}
+
+/// The pid in a refusal's `data.owner` (`host/pid/suffix`).
+fn owner_pid_of(answer: &Value) -> u32 {
+    answer["error"]["data"]["owner"]
+        .as_str()
+        .and_then(|owner| owner.split('/').nth(1))
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no owner pid in {answer}"))
+}
+
 /// Asserts the -32600 answer of a thread leased by `owner_pid`.
 fn assert_leased_elsewhere(answer: &Value, thread_id: &str, owner_pid: u32) {
     let error = &answer["error"];
@@ -122,6 +204,13 @@ fn assert_leased_elsewhere(answer: &Value, thread_id: &str, owner_pid: u32) {
         "owner {owner} is not pid {owner_pid}"
     );
     assert!(error["data"]["expiresAtMs"].as_i64().is_some(), "{answer}");
+    // Refused only after the handoff wait (issue 32): a retry is worth its wait.
+    assert!(
+        error["data"]["retryAfterMs"]
+            .as_u64()
+            .is_some_and(|ms| ms >= 1000),
+        "{answer}"
+    );
 }
 
 /// The -32600 answer's `data.expiresAtMs`, if the answer is that error.
@@ -263,6 +352,8 @@ async fn started_ws(test: &str, url: &str, ttl_ms: u64) -> (AppServer, std::net:
             format!("store.lease_ttl_ms={ttl_ms}"),
             "-c".to_owned(),
             "thread_unload_delay_secs=0".to_owned(),
+            "-c".to_owned(),
+            NO_HANDOFF_WAIT.to_owned(),
         ])
         .websocket()
         .await

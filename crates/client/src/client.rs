@@ -61,8 +61,8 @@ pub enum Transport {
     /// A child process speaking the protocol over its stdin and stdout, started lazily and
     /// restarted by the next request after it dies.
     Child(ChildCommand),
-    /// A websocket server, connected lazily and reconnected by the next request after the
-    /// connection ends.
+    /// A websocket server (over TCP, or a unix socket: [`WebSocketTarget::unix`]), connected
+    /// lazily and reconnected by the next request after the connection ends.
     WebSocket(WebSocketTarget),
 }
 
@@ -222,6 +222,19 @@ impl Client {
     /// A websocket server (lazily connected), with default options.
     pub fn websocket(target: WebSocketTarget) -> Self {
         Self::wire(Connector::WebSocket(target), ClientOptions::default())
+    }
+
+    /// A server listening on the unix socket at `path` (`tandem app-server --listen
+    /// unix://PATH`, or the reference's), connected now: the first connection's failure is
+    /// returned here. Afterwards it behaves as a websocket client: it reconnects by itself and
+    /// resumes its threads from the last event it saw.
+    pub async fn connect_unix(
+        path: impl AsRef<std::path::Path>,
+        options: ClientOptions,
+    ) -> Result<Self, ClientError> {
+        let client = Self::wire(Connector::WebSocket(WebSocketTarget::unix(path)), options);
+        client.connect().await?;
+        Ok(client)
     }
 
     fn from_shared(shared: Arc<Shared>) -> Self {

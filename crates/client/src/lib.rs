@@ -9,7 +9,10 @@
 //!   turn, its text); [`Client::spawn_process`] a [`ProcessHandle`] (bytes per stream,
 //!   stdin, resize, kill, exit).
 //! - Server requests no turn handle takes go to a [`ServerRequestHandler`]; the default one
-//!   declines approvals, answers questions with no answers and fails tool calls.
+//!   declines approvals (of commands and of file changes), answers questions with no answers
+//!   and fails tool calls. A turn handle hands a file change approval over as
+//!   [`TurnEvent::FileChangeApproval`] ([`FileChangeApprovalRequest`]), after the `fileChange`
+//!   item whose diff it asks about.
 //!
 //! # Reconnecting
 //!
@@ -94,8 +97,8 @@ pub use options::{
 };
 pub use process::{AttachedProcess, ProcessEvent, ProcessHandle, ProcessOutput};
 pub use server_request::{
-    ApprovalRequest, DefaultServerRequestHandler, OtherServerRequest, ServerRequestEvent,
-    ServerRequestHandler, ToolCallRequest, UserInputRequest,
+    ApprovalRequest, DefaultServerRequestHandler, FileChangeApprovalRequest, OtherServerRequest,
+    ServerRequestEvent, ServerRequestHandler, ToolCallRequest, UserInputRequest,
 };
 pub use subscription::{
     Event, Overflow, Subscription, SubscriptionError, SubscriptionFilter, SubscriptionOptions,

@@ -1,5 +1,6 @@
 //! Server requests: the typed objects an embedder answers ([`ApprovalRequest`],
-//! [`UserInputRequest`], [`ToolCallRequest`], [`OtherServerRequest`]), the
+//! [`FileChangeApprovalRequest`], [`UserInputRequest`], [`ToolCallRequest`],
+//! [`OtherServerRequest`]), the
 //! [`ServerRequestHandler`] trait for the ones no turn handle takes, and its least-privilege
 //! default.
 //!
@@ -16,9 +17,10 @@ use serde::Serialize;
 use serde_json::Value;
 use tandem_protocol::{
     CommandExecutionApprovalDecision, CommandExecutionRequestApprovalParams,
-    CommandExecutionRequestApprovalResponse, JSONRPCErrorError, RequestId, ServerRequest,
-    SharedText, ToolCallParams, ToolCallResponse, ToolRequestUserInputParams,
-    ToolRequestUserInputResponse, UserInputQuestion,
+    CommandExecutionRequestApprovalResponse, FileChangeApprovalDecision,
+    FileChangeRequestApprovalParams, FileChangeRequestApprovalResponse, JSONRPCErrorError,
+    RequestId, ServerRequest, SharedText, ToolCallParams, ToolCallResponse,
+    ToolRequestUserInputParams, ToolRequestUserInputResponse, UserInputQuestion,
 };
 
 use crate::error::ClientError;
@@ -28,6 +30,8 @@ use crate::error::ClientError;
 pub enum ServerRequestEvent {
     /// `item/commandExecution/requestApproval`: may this command run?
     Approval(ApprovalRequest),
+    /// `item/fileChange/requestApproval`: may these file changes be written?
+    FileChangeApproval(FileChangeApprovalRequest),
     /// `item/tool/requestUserInput`: questions for the user.
     UserInput(UserInputRequest),
     /// `item/tool/call`: a call of a dynamic tool the client registered.
@@ -48,13 +52,8 @@ impl ServerRequestEvent {
             ServerRequest::ToolCall { params, .. } => {
                 Self::ToolCall(ToolCallRequest { params, responder })
             }
-            // Not typed here yet: an embedder answers it by method and params.
             ServerRequest::FileChangeRequestApproval { params, .. } => {
-                Self::Other(OtherServerRequest {
-                    method: "item/fileChange/requestApproval".to_owned(),
-                    params: serialized(&params),
-                    responder,
-                })
+                Self::FileChangeApproval(FileChangeApprovalRequest { params, responder })
             }
             ServerRequest::Custom { method, params, .. } => Self::Other(OtherServerRequest {
                 method,
@@ -73,6 +72,7 @@ impl ServerRequestEvent {
     pub fn method(&self) -> &str {
         match self {
             Self::Approval(_) => "item/commandExecution/requestApproval",
+            Self::FileChangeApproval(_) => "item/fileChange/requestApproval",
             Self::UserInput(_) => "item/tool/requestUserInput",
             Self::ToolCall(_) => "item/tool/call",
             Self::Other(request) => &request.method,
@@ -82,6 +82,7 @@ impl ServerRequestEvent {
     fn responder(&self) -> &Responder {
         match self {
             Self::Approval(request) => &request.responder,
+            Self::FileChangeApproval(request) => &request.responder,
             Self::UserInput(request) => &request.responder,
             Self::ToolCall(request) => &request.responder,
             Self::Other(request) => &request.responder,
@@ -169,11 +170,11 @@ pub(crate) fn fallback_answer(request: &ServerRequest) -> Result<Value, JSONRPCE
         ServerRequest::ToolCall { params, .. } => Ok(serialized(&ToolCallResponse::failure(
             no_tool_handler(&params.tool),
         ))),
-        ServerRequest::FileChangeRequestApproval { .. } => Ok(serialized(
-            &tandem_protocol::FileChangeRequestApprovalResponse {
-                decision: tandem_protocol::FileChangeApprovalDecision::Decline,
-            },
-        )),
+        ServerRequest::FileChangeRequestApproval { .. } => {
+            Ok(serialized(&FileChangeRequestApprovalResponse {
+                decision: FileChangeApprovalDecision::Decline,
+            }))
+        }
         ServerRequest::Custom { method, .. } => Err(JSONRPCErrorError::method_not_found(method)),
     }
 }
@@ -225,6 +226,48 @@ impl ApprovalRequest {
     ) -> Result<(), ClientError> {
         self.responder
             .reply(&CommandExecutionRequestApprovalResponse { decision })
+            .await
+    }
+}
+
+/// `item/fileChange/requestApproval`: the changes are those of the `fileChange` item
+/// [`FileChangeRequestApprovalParams::item_id`], reported by `item/started` just before.
+#[derive(Debug)]
+pub struct FileChangeApprovalRequest {
+    params: FileChangeRequestApprovalParams,
+    responder: Responder,
+}
+
+impl FileChangeApprovalRequest {
+    /// The request's params: the item, why approval is needed.
+    pub fn params(&self) -> &FileChangeRequestApprovalParams {
+        &self.params
+    }
+
+    /// The id of the `fileChange` item whose changes are asked about.
+    pub fn item_id(&self) -> &str {
+        &self.params.item_id
+    }
+
+    /// The server request's id.
+    pub fn id(&self) -> &RequestId {
+        &self.responder.id
+    }
+
+    /// Writes the changes.
+    pub async fn accept(self) -> Result<(), ClientError> {
+        self.decide(FileChangeApprovalDecision::Accept).await
+    }
+
+    /// Does not write the changes; the turn goes on.
+    pub async fn decline(self) -> Result<(), ClientError> {
+        self.decide(FileChangeApprovalDecision::Decline).await
+    }
+
+    /// Answers with `decision`.
+    pub async fn decide(self, decision: FileChangeApprovalDecision) -> Result<(), ClientError> {
+        self.responder
+            .reply(&FileChangeRequestApprovalResponse { decision })
             .await
     }
 }
@@ -370,6 +413,11 @@ pub trait ServerRequestHandler: Send + Sync + 'static {
         report(request.decline().await);
     }
 
+    /// A file change approval. Default: declined.
+    async fn file_change_approval(&self, request: FileChangeApprovalRequest) {
+        report(request.decline().await);
+    }
+
     /// Questions for the user. Default: answered with no answers.
     async fn user_input(&self, request: UserInputRequest) {
         report(request.no_answers().await);
@@ -396,7 +444,7 @@ fn report(result: Result<(), ClientError>) {
     }
 }
 
-/// The least-privilege handler: declines approvals, answers questions with no answers, fails
+/// The least-privilege handler: declines approvals (of commands and of file changes), answers questions with no answers, fails
 /// tool calls with an error naming the missing handler, and answers anything else -32601. An
 /// unattended client therefore never wedges a turn and never approves anything.
 #[derive(Debug, Clone, Copy, Default)]
@@ -408,6 +456,9 @@ impl ServerRequestHandler for DefaultServerRequestHandler {}
 pub(crate) async fn dispatch(handler: &dyn ServerRequestHandler, event: ServerRequestEvent) {
     match event {
         ServerRequestEvent::Approval(request) => handler.approval(request).await,
+        ServerRequestEvent::FileChangeApproval(request) => {
+            handler.file_change_approval(request).await;
+        }
         ServerRequestEvent::UserInput(request) => handler.user_input(request).await,
         ServerRequestEvent::ToolCall(request) => handler.tool_call(request).await,
         ServerRequestEvent::Other(request) => handler.other(request).await,

@@ -16,8 +16,8 @@ use tokio::sync::Notify;
 
 use crate::error::ClientError;
 use crate::server_request::{
-    ApprovalRequest, OtherServerRequest, ServerRequestEvent, ServerRequestHandler, ToolCallRequest,
-    UserInputRequest, dispatch,
+    ApprovalRequest, FileChangeApprovalRequest, OtherServerRequest, ServerRequestEvent,
+    ServerRequestHandler, ToolCallRequest, UserInputRequest, dispatch,
 };
 use crate::subscription::{Event, Item, Subscription, SubscriptionError};
 
@@ -46,6 +46,9 @@ pub enum TurnEvent {
     ItemCompleted(ThreadItem),
     /// The agent asks to run a command: accept or decline it.
     Approval(ApprovalRequest),
+    /// The agent asks to write file changes (those of the `fileChange` item the request
+    /// names, reported by [`TurnEvent::ItemStarted`] before): accept or decline them.
+    FileChangeApproval(FileChangeApprovalRequest),
     /// The agent asks the user questions: answer them.
     Question(UserInputRequest),
     /// The agent calls a dynamic tool the client registered: reply.
@@ -262,7 +265,7 @@ pub(crate) struct TurnSetup {
 /// A running turn, returned by [`crate::Client::start_turn`].
 ///
 /// The handle takes its turn's server requests: they arrive as [`TurnEvent::Approval`],
-/// [`TurnEvent::Question`] and [`TurnEvent::ToolCall`] for the caller to answer.
+/// [`TurnEvent::FileChangeApproval`], [`TurnEvent::Question`] and [`TurnEvent::ToolCall`] for the caller to answer.
 /// [`TurnHandle::wait_completed`] hands the ones it meets to the client's
 /// [`crate::ServerRequestHandler`]; a request dropped unanswered (or one that arrives while
 /// the handle's queue is full) gets the least-privilege answer or goes to the handler, so a
@@ -381,6 +384,9 @@ impl TurnHandle {
             Item::Request(ServerRequestEvent::Approval(request)) => {
                 return Some(TurnEvent::Approval(request));
             }
+            Item::Request(ServerRequestEvent::FileChangeApproval(request)) => {
+                return Some(TurnEvent::FileChangeApproval(request));
+            }
             Item::Request(ServerRequestEvent::UserInput(request)) => {
                 return Some(TurnEvent::Question(request));
             }
@@ -455,6 +461,9 @@ impl TurnHandle {
                 Some(Ok(event)) => {
                     let request = match event {
                         TurnEvent::Approval(request) => ServerRequestEvent::Approval(request),
+                        TurnEvent::FileChangeApproval(request) => {
+                            ServerRequestEvent::FileChangeApproval(request)
+                        }
                         TurnEvent::Question(request) => ServerRequestEvent::UserInput(request),
                         TurnEvent::ToolCall(request) => ServerRequestEvent::ToolCall(request),
                         TurnEvent::OtherRequest(request) => ServerRequestEvent::Other(request),

@@ -124,7 +124,8 @@ pub enum StoreError {
     PostgresUrl(String),
     /// A PostgreSQL statement failed.
     #[error(
-        "PostgreSQL thread store error: {0}; check that the database named by store.url is reachable and retry"
+        "PostgreSQL thread store error: {}; check that the database named by store.url is reachable and retry",
+        describe_postgres(.0)
     )]
     Postgres(#[from] tokio_postgres::Error),
     /// No PostgreSQL connection could be had from the pool.
@@ -257,5 +258,20 @@ fn advice(error: &rusqlite::Error) -> &'static str {
             "the file is damaged; move it aside to start an empty store"
         }
         _ => "check the disk that holds it and that TANDEM_HOME is writable, then retry",
+    }
+}
+
+/// A PostgreSQL error with what the database said: tokio-postgres displays an error the
+/// server reported as just "db error", and the server's message and SQLSTATE (a full disk, a
+/// deadlock, a terminated session) are what an operator needs to act on it.
+fn describe_postgres(error: &tokio_postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => format!(
+            "{}: {} (SQLSTATE {})",
+            db.severity(),
+            db.message(),
+            db.code().code()
+        ),
+        None => error.to_string(),
     }
 }

@@ -35,6 +35,9 @@ pub struct LeaseSettings {
     /// file; servers on this machine then judge by the pid. The SQLite store always uses its
     /// home's.
     pub owner_dir: Option<PathBuf>,
+    /// Whether a refused acquire tells the holder at once (PostgreSQL `NOTIFY`, issue 32)
+    /// rather than at the holder's next renewal: on when the server waits for handoffs.
+    pub notify_handoffs: bool,
 }
 
 impl LeaseSettings {
@@ -46,7 +49,14 @@ impl LeaseSettings {
             owner: format!("{host}/{}/{suffix:08x}", std::process::id()),
             ttl,
             owner_dir: None,
+            notify_handoffs: true,
         }
+    }
+
+    /// These settings with handoff notices on or off ([`LeaseSettings::notify_handoffs`]).
+    pub fn with_handoff_notices(mut self, notify: bool) -> Self {
+        self.notify_handoffs = notify;
+        self
     }
 
     /// These settings with the owner's lock file in `tandem_home`'s `lease-owners` directory,
@@ -295,6 +305,7 @@ mod tests {
 
     fn book() -> LeaseBook {
         LeaseBook::new(LeaseSettings {
+            notify_handoffs: true,
             owner: "me".to_owned(),
             ttl: Duration::from_secs(3),
             owner_dir: None,

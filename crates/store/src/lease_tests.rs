@@ -377,6 +377,7 @@ async fn crashed_owner(pair: &Pair, threads: usize) -> (String, Vec<String>) {
         std::process::id()
     );
     let settings = LeaseSettings {
+        notify_handoffs: true,
         owner: owner.clone(),
         ttl: LONG,
         owner_dir: Some(pair.owners.clone()),

@@ -712,6 +712,23 @@ pub trait ThreadStore: Send + Sync {
         None
     }
 
+    /// The handoff requests other servers send this one as they happen (PostgreSQL's
+    /// `LISTEN`/`NOTIFY`: thread ids whose lease another server was refused), for the server
+    /// to hand each over at once if no turn runs on it; taken once. `None`: the store has no
+    /// such push, and requests arrive with [`ThreadStore::renew_leases`] only.
+    fn take_handoff_requests(&self) -> Option<tokio::sync::mpsc::Receiver<String>> {
+        None
+    }
+
+    /// Waits at most `wait` for a sign that the lease of `thread_id` was given up (a
+    /// notification), returning early on one: what a server waiting for a handoff sleeps on
+    /// between two tries. A notification may be lost, so the caller tries again either way;
+    /// stores without notifications just wait.
+    async fn lease_released(&self, thread_id: &str, wait: std::time::Duration) {
+        let _ = thread_id;
+        tokio::time::sleep(wait).await;
+    }
+
     /// Creates `fork` (see [`ThreadRecord::forked`]) holding the source's turns through
     /// `last_turn_id` (inclusive; all for `None`) and returns the copied turns. Attachments
     /// are not copied: they describe the source thread. An unknown turn fails with

@@ -27,9 +27,9 @@ use ratatui::Terminal;
 use ratatui::backend::Backend;
 use ratatui::layout::Rect;
 use tandem_client::{
-    ApprovalRequest, Client, ClientError, Event as ClientEvent, Overflow, ProcessEvent,
-    ProcessHandle, Subscription, SubscriptionFilter, SubscriptionOptions, TurnEvent, TurnHandle,
-    UserInputRequest,
+    ApprovalRequest, Client, ClientError, Event as ClientEvent, FileChangeApprovalRequest,
+    Overflow, ProcessEvent, ProcessHandle, Subscription, SubscriptionFilter, SubscriptionOptions,
+    TurnEvent, TurnHandle, UserInputRequest,
 };
 use tandem_protocol::{
     ProcessAttachParams, ProcessSpawnParams, ProcessWriteStdinParams, ServerNotification,
@@ -143,8 +143,16 @@ struct Shared {
     thread_follower: Mutex<Option<tokio::task::AbortHandle>>,
     /// Bumped on every change of the state: the renderer and tests wait on it.
     version: watch::Sender<u64>,
-    approvals: Mutex<HashMap<String, ApprovalRequest>>,
+    approvals: Mutex<HashMap<String, LiveApproval>>,
     questions: Mutex<HashMap<String, UserInputRequest>>,
+}
+
+/// A live approval request, answered from the approval prompt.
+enum LiveApproval {
+    /// May this command run?
+    Command(ApprovalRequest),
+    /// May these file changes be written?
+    FileChange(FileChangeApprovalRequest),
 }
 
 /// How many of this client's own turn ids are remembered (a late event of an older own turn

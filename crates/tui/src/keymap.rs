@@ -4,8 +4,8 @@
 //! | where | keys |
 //! |---|---|
 //! | anywhere | Ctrl-C interrupts the turn, twice quits; Ctrl-T thread list |
-//! | composer | Enter sends (steers a running turn); Alt-Enter or Ctrl-J new line; Esc interrupts; Up/Down history; PgUp/PgDn scroll; Tab/Ctrl-O focus the pane; Ctrl-N next pane; Ctrl-D on an empty composer quits |
-//! | approval | y accept, a accept for the session, n or Esc decline |
+//! | composer | Enter sends (steers a running turn); Alt-Enter or Ctrl-J new line; Esc interrupts; Up/Down history; PgUp/PgDn scroll; Tab/Ctrl-O focus the pane; Ctrl-N next pane; Ctrl-R shows reasoning in full or folds it; Ctrl-D on an empty composer quits |
+//! | approval (a command or a file change) | y accept, a accept for the session, n or Esc decline; PgUp/PgDn scroll (to read a diff); Ctrl-R reasoning |
 //! | pane | keys go to the process; Ctrl-O or (for a finished pane) Esc/Tab back; PgUp/PgDn scroll; Ctrl-W hides it |
 //! | thread list | Up/Down (k/j) move; Enter resume; n new; f fork; a archive; r refresh; Esc back |
 
@@ -94,6 +94,8 @@ pub enum Action {
     ArchiveThread,
     /// Reload the thread list.
     RefreshThreads,
+    /// Show reasoning in full, or fold it to one row.
+    ToggleReasoning,
     /// Answer the approval prompt.
     Decide(CommandExecutionApprovalDecision),
     /// Bytes for the focused pane's process.
@@ -143,6 +145,7 @@ pub fn action(mode: Mode, key: KeyEvent, composer_empty: bool) -> Option<Action>
             }
             KeyCode::PageUp => Action::Page(true),
             KeyCode::PageDown => Action::Page(false),
+            KeyCode::Char('r') if ctrl => Action::ToggleReasoning,
             _ => return None,
         }),
         Mode::Pane { live } => match key.code {
@@ -167,6 +170,7 @@ pub fn action(mode: Mode, key: KeyEvent, composer_empty: bool) -> Option<Action>
             KeyCode::Char('o') if ctrl => Action::ToggleFocus,
             KeyCode::Char('n') if ctrl => Action::NextPane,
             KeyCode::Char('w') if ctrl => Action::HidePane,
+            KeyCode::Char('r') if ctrl => Action::ToggleReasoning,
             KeyCode::Char('a') if ctrl => Action::Edit(Edit::Home),
             KeyCode::Char('e') if ctrl => Action::Edit(Edit::End),
             KeyCode::Tab => Action::ToggleFocus,
@@ -324,5 +328,18 @@ mod tests {
             Some(Action::Decide(CommandExecutionApprovalDecision::Decline))
         );
         assert_eq!(decide('x'), None);
+    }
+
+    #[test]
+    fn ctrl_r_toggles_reasoning_where_text_is_read() {
+        let ctrl_r = key(KeyCode::Char('r'), KeyModifiers::CONTROL);
+        for mode in [Mode::Composer, Mode::Approval] {
+            assert_eq!(action(mode, ctrl_r, false), Some(Action::ToggleReasoning));
+        }
+        // A live pane's process gets Ctrl-R (a shell's history search).
+        assert_eq!(
+            action(Mode::Pane { live: true }, ctrl_r, false),
+            Some(Action::PaneInput(vec![18]))
+        );
     }
 }

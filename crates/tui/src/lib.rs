@@ -5,6 +5,8 @@
 //! - [`state`]: what the screens show, as plain data; client events are applied to it as they
 //!   arrive.
 //! - [`ui`]: draws a state into a frame (the real terminal or ratatui's `TestBackend`).
+//!   A coding agent's file changes (coloured diffs), plans (checklists) and reasoning (dimmed,
+//!   folded) are drawn by `diff_view`.
 //! - [`keymap`]: which action a key means where.
 //! - [`Tui`]: the runtime: intake tasks, the bounded-rate renderer, input handling.
 //! - [`TermPane`]: command and process output through a terminal emulator.
@@ -15,6 +17,7 @@
 
 mod app;
 mod composer;
+mod diff_view;
 pub mod keymap;
 mod markdown;
 mod pane;

@@ -7,9 +7,15 @@ use std::collections::VecDeque;
 
 use tandem_client::TurnEvent;
 use tandem_protocol::{
-    CommandExecutionRequestApprovalParams, CommandExecutionStatus, DynamicToolCallStatus,
-    ServerNotification, Thread, ThreadItem, ThreadTokenUsage, Turn, TurnStatus, UserInput,
+    CommandExecutionStatus, DynamicToolCallStatus, FileUpdateChange, PatchApplyStatus,
+    ServerNotification, Thread, ThreadItem, ThreadTokenUsage, Turn, TurnPlanStep, TurnStatus,
+    UserInput,
 };
+
+mod agent_items;
+mod approvals;
+
+pub use approvals::{ApprovalSubject, ApprovalView, QuestionView};
 
 use crate::composer::Composer;
 use crate::markdown::RenderCache;
@@ -159,43 +165,6 @@ impl TurnState {
     }
 }
 
-/// A command approval the user is asked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApprovalView {
-    /// The key the app keeps the live request under (the request id).
-    pub key: String,
-    /// The `commandExecution` item.
-    pub item_id: String,
-    /// The command.
-    pub command: String,
-    /// Its working directory.
-    pub cwd: String,
-    /// Why the agent wants it, if it said.
-    pub reason: Option<String>,
-}
-
-impl ApprovalView {
-    /// The view of an approval request kept under `key`.
-    pub fn new(key: impl Into<String>, params: &CommandExecutionRequestApprovalParams) -> Self {
-        Self {
-            key: key.into(),
-            item_id: params.item_id.clone(),
-            command: params.command.clone(),
-            cwd: params.cwd.clone(),
-            reason: params.reason.clone(),
-        }
-    }
-}
-
-/// Questions of the agent (`item/tool/requestUserInput`); the next submission answers them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QuestionView {
-    /// The key the app keeps the live request under.
-    pub key: String,
-    /// The questions' texts.
-    pub questions: Vec<String>,
-}
-
 /// How a command item stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommandState {
@@ -245,6 +214,34 @@ pub enum Entry {
         tool: String,
         /// Its status.
         status: DynamicToolCallStatus,
+    },
+    /// A file change: its diff, coloured, and how it stands.
+    FileChange {
+        /// The item id.
+        item_id: String,
+        /// Every file, with its diff.
+        changes: Vec<FileUpdateChange>,
+        /// Its status.
+        status: PatchApplyStatus,
+    },
+    /// A turn's plan, as a checklist; replaced in place by each update (one per turn).
+    Plan {
+        /// The turn.
+        turn_id: String,
+        /// Why the plan changed, if the agent said.
+        explanation: Option<String>,
+        /// The steps.
+        steps: Vec<TurnPlanStep>,
+    },
+    /// The model's reasoning, dimmed; folded to one line unless
+    /// [`AppState::reasoning_expanded`].
+    Reasoning {
+        /// The item id.
+        item_id: String,
+        /// The summary's parts.
+        summary: Vec<String>,
+        /// The reasoning text's parts.
+        content: Vec<String>,
     },
     /// A note of the app: a turn's ending, an error, a hint.
     Notice(String),
@@ -313,6 +310,8 @@ pub struct AppState {
     pub interrupts: u32,
     /// A one-line hint for the status line (cleared by the next key).
     pub hint: Option<String>,
+    /// Whether reasoning entries show in full (Ctrl-R toggles it).
+    pub reasoning_expanded: bool,
     /// The limits.
     pub limits: Limits,
 }
@@ -344,6 +343,7 @@ impl AppState {
             },
             interrupts: 0,
             hint: None,
+            reasoning_expanded: false,
             limits,
         }
     }
@@ -388,12 +388,14 @@ impl AppState {
         self.screen = Screen::Chat;
     }
 
-    fn position(&self, item_id: &str) -> Option<usize> {
+    pub(crate) fn position(&self, item_id: &str) -> Option<usize> {
         self.transcript.iter().rposition(|entry| match entry {
             Entry::Agent { item_id: id, .. }
             | Entry::Command { item_id: id, .. }
-            | Entry::Tool { item_id: id, .. } => id == item_id,
-            Entry::User { .. } | Entry::Notice(_) => false,
+            | Entry::Tool { item_id: id, .. }
+            | Entry::FileChange { item_id: id, .. }
+            | Entry::Reasoning { item_id: id, .. } => id == item_id,
+            Entry::User { .. } | Entry::Plan { .. } | Entry::Notice(_) => false,
         })
     }
 
@@ -448,15 +450,24 @@ impl AppState {
             ThreadItem::ContextCompaction { .. } => {
                 Entry::Notice("(earlier turns compacted into a summary)".into())
             }
-            // reason29: the TUI does not show reasoning (issue 29, point 8, is its own change).
-            ThreadItem::Reasoning { .. } => return,
-            // A one-line notice until the TUI renders file changes as diffs.
+            ThreadItem::Reasoning {
+                id,
+                summary,
+                content,
+            } => Entry::Reasoning {
+                item_id: id.clone(),
+                summary: summary.clone(),
+                content: content.clone(),
+            },
             ThreadItem::FileChange {
-                changes, status, ..
-            } => {
-                let paths: Vec<&str> = changes.iter().map(|change| change.path.as_str()).collect();
-                Entry::Notice(format!("(file change {status:?}: {})", paths.join(", ")))
-            }
+                id,
+                changes,
+                status,
+            } => Entry::FileChange {
+                item_id: id.clone(),
+                changes: changes.clone(),
+                status: *status,
+            },
         };
         match self.position(item.id()) {
             Some(index) => self.transcript[index] = entry,
@@ -572,10 +583,11 @@ impl AppState {
             TurnEvent::Other(ServerNotification::ThreadTokenUsageUpdated(usage)) => {
                 self.tokens = Some(usage.token_usage);
             }
+            TurnEvent::Other(note) => self.agent_notification(note),
             TurnEvent::Started(_)
             | TurnEvent::Status(_)
-            | TurnEvent::Other(_)
             | TurnEvent::Approval(_)
+            | TurnEvent::FileChangeApproval(_)
             | TurnEvent::Question(_)
             | TurnEvent::ToolCall(_)
             | TurnEvent::OtherRequest(_) => {}
@@ -742,80 +754,4 @@ impl AppState {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn item(json: serde_json::Value) -> ThreadItem {
-        serde_json::from_value(json).expect("an item")
-    }
-
-    #[test]
-    fn streamed_text_is_replaced_by_the_completed_turns_text() {
-        let mut state = AppState::new("in-process", None, Limits::default());
-        state.turn = TurnState::Starting;
-        state.turn_running("t1");
-        state.apply_turn_event(TurnEvent::AgentText {
-            item_id: "a1".into(),
-            delta: "You said".into(),
-        });
-        // A skipped delta: the completion still brings the whole text.
-        let turn: Turn = serde_json::from_value(serde_json::json!({
-            "id": "t1", "items": [{"type": "agentMessage", "id": "a1", "text": "You said: \"hi\""}],
-            "itemsView": "full", "status": "completed", "error": null,
-            "startedAt": null, "completedAt": null, "durationMs": null
-        }))
-        .expect("a turn");
-        state.apply_turn_event(TurnEvent::Completed(turn));
-        assert_eq!(
-            state.transcript.back(),
-            Some(&Entry::agent("a1", "You said: \"hi\""))
-        );
-        assert_eq!(state.turn, TurnState::Idle);
-    }
-
-    #[test]
-    fn a_command_gets_a_pane_that_ends_with_its_final_output() {
-        let mut state = AppState::new("in-process", None, Limits::default());
-        let running = item(serde_json::json!({
-            "type": "commandExecution", "id": "c1", "command": "echo hi", "cwd": "/",
-            "status": "inProgress", "commandActions": [], "processId": null, "exitCode": null,
-            "aggregatedOutput": null, "durationMs": null
-        }));
-        state.apply_turn_event(TurnEvent::ItemStarted(running));
-        state.apply_turn_event(TurnEvent::CommandOutput {
-            item_id: "c1".into(),
-            delta: "h".into(),
-        });
-        let done = item(serde_json::json!({
-            "type": "commandExecution", "id": "c1", "command": "echo hi", "cwd": "/",
-            "status": "completed", "commandActions": [], "processId": null, "exitCode": 0,
-            "aggregatedOutput": "hi\n", "durationMs": 3
-        }));
-        state.apply_turn_event(TurnEvent::ItemCompleted(done));
-        let pane = state.active_pane().expect("a pane");
-        assert_eq!(pane.text(), "hi");
-        assert_eq!(pane.finished.as_deref(), Some("exit 0"));
-        assert!(matches!(
-            state.transcript.back(),
-            Some(Entry::Command {
-                state: CommandState::Exited(0),
-                ..
-            })
-        ));
-    }
-
-    #[test]
-    fn the_transcript_is_bounded() {
-        let limits = Limits {
-            transcript_entries: 3,
-            ..Limits::default()
-        };
-        let mut state = AppState::new("in-process", None, limits);
-        for n in 0..5 {
-            state.notice(format!("{n}"));
-        }
-        assert_eq!(state.transcript.len(), 3);
-        assert_eq!(state.transcript_dropped, 2);
-        assert_eq!(state.transcript.front(), Some(&Entry::Notice("2".into())));
-    }
-}
+mod tests;

@@ -11,7 +11,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph, Widget};
 use unicode_width::UnicodeWidthStr;
 
-use crate::state::{AppState, CommandState, Entry, Focus, Screen, TurnState};
+use crate::diff_view;
+use crate::state::{
+    AppState, ApprovalSubject, ApprovalView, CommandState, Entry, Focus, Screen, TurnState,
+};
 use crate::wrap::wrap;
 
 /// The most rows the composer grows to before it scrolls.
@@ -49,7 +52,7 @@ pub fn chat_layout(area: Rect, state: &AppState) -> ChatLayout {
     };
     let bottom_height = match state.approvals.front() {
         None => (state.composer.lines().len() as u16).clamp(1, COMPOSER_MAX_ROWS) + 2,
-        Some(approval) => approval_question(&approval.command, area.width).len() as u16 + 4,
+        Some(approval) => approval_rows(approval, area.width).len() as u16 + 4,
     }
     .min(area.height.saturating_sub(1));
     let bottom = Rect {
@@ -141,11 +144,14 @@ fn draw_chat(frame: &mut Frame<'_>, state: &AppState, area: Rect) {
                 .title(title)
                 .border_style(Style::new().fg(Color::Yellow));
             let inner = block.inner(layout.bottom);
-            let mut where_ = format!("in {}", approval.cwd);
+            let mut where_ = match &approval.subject {
+                ApprovalSubject::Command { cwd, .. } => format!("in {cwd}"),
+                ApprovalSubject::FileChange { .. } => "the diff is above".to_owned(),
+            };
             if let Some(reason) = &approval.reason {
                 where_.push_str(&format!(" · {reason}"));
             }
-            let mut lines: Vec<Line<'_>> = approval_question(&approval.command, area.width)
+            let mut lines: Vec<Line<'_>> = approval_rows(approval, area.width)
                 .into_iter()
                 .map(|row| Line::styled(row, Style::new().add_modifier(Modifier::BOLD)))
                 .collect();
@@ -201,6 +207,19 @@ fn draw_chat(frame: &mut Frame<'_>, state: &AppState, area: Rect) {
     draw_status(frame.buffer_mut(), state, layout.status);
 }
 
+/// The question of `approval` wrapped to the prompt's inside on a screen `width` wide.
+fn approval_rows(approval: &ApprovalView, width: u16) -> Vec<String> {
+    match &approval.subject {
+        ApprovalSubject::Command { command, .. } => approval_question(command, width),
+        ApprovalSubject::FileChange { paths } => {
+            let mut rows =
+                diff_view::file_change_question(paths, width.saturating_sub(2).max(4) as usize);
+            rows.truncate(APPROVAL_MAX_ROWS);
+            rows
+        }
+    }
+}
+
 /// The approval's question wrapped to the prompt's inside on a screen `width` wide: at most
 /// [`APPROVAL_MAX_ROWS`] rows, the last one ending in `…` when the command is longer.
 fn approval_question(command: &str, width: u16) -> Vec<String> {
@@ -244,7 +263,7 @@ fn transcript_tail(state: &AppState, width: u16, needed: usize) -> Vec<Line<'sta
             break;
         }
         let preceded = index > 0 || state.transcript_dropped > 0;
-        let rows = entry_rows(entry, width, preceded);
+        let rows = entry_rows(entry, width, preceded, state.reasoning_expanded);
         count += rows.len();
         blocks.push(rows);
     }
@@ -261,8 +280,8 @@ fn transcript_tail(state: &AppState, width: u16, needed: usize) -> Vec<Line<'sta
 }
 
 /// The rows of one entry; `preceded` when rows come before it (a message is set off from them
-/// by a blank row).
-fn entry_rows(entry: &Entry, width: usize, preceded: bool) -> Vec<Line<'static>> {
+/// by a blank row); `expanded` shows reasoning in full.
+fn entry_rows(entry: &Entry, width: usize, preceded: bool, expanded: bool) -> Vec<Line<'static>> {
     let mut rows = Vec::new();
     match entry {
         Entry::User { text, steered } => {
@@ -304,6 +323,15 @@ fn entry_rows(entry: &Entry, width: usize, preceded: bool) -> Vec<Line<'static>>
                 ]));
             }
         }
+        Entry::FileChange {
+            changes, status, ..
+        } => rows.extend(diff_view::file_change_rows(changes, *status, width)),
+        Entry::Plan {
+            explanation, steps, ..
+        } => rows.extend(diff_view::plan_rows(explanation.as_deref(), steps, width)),
+        Entry::Reasoning {
+            summary, content, ..
+        } => rows.extend(diff_view::reasoning_rows(summary, content, expanded, width)),
         Entry::Tool { tool, status, .. } => rows.push(Line::styled(
             format!("tool {tool} [{status:?}]"),
             Style::new().fg(Color::Magenta),

@@ -151,7 +151,7 @@ async fn a_session_from_prompt_to_quit() {
         state
             .approvals
             .front()
-            .is_some_and(|approval| approval.command == "echo hi")
+            .is_some_and(|approval| approval.command() == Some("echo hi"))
     })
     .await
     .unwrap();

@@ -352,3 +352,167 @@ fn a_markdown_answer_is_rendered() {
     assert!(screen.contains("› how do I"), "{screen}");
     assert!(!screen.contains("See the guide"), "{screen}");
 }
+
+/// issue 29, point 8: a file change outside the writable roots, its diff in the transcript
+/// and the approval prompt below it.
+#[test]
+fn a_file_change_diff_with_its_approval_prompt() {
+    let mut state = state_on_thread();
+    state.user_sent("/patch", false);
+    state.turn = TurnState::Starting;
+    state.turn_running("turn-1");
+    let item: tandem_protocol::ThreadItem = serde_json::from_value(serde_json::json!({
+        "type": "fileChange", "id": "f1", "status": "inProgress",
+        "changes": [{"path": "/etc/motd", "kind": {"type": "update", "move_path": null},
+                     "diff": "diff --git a/etc/motd b/etc/motd\n--- a/etc/motd\n+++ b/etc/motd\n\
+                              @@ -1,2 +1,2 @@\n keep\n-old\n+new\n"}]
+    }))
+    .expect("a file change item");
+    state.apply_turn_event(TurnEvent::ItemStarted(item));
+    let params: tandem_protocol::FileChangeRequestApprovalParams =
+        serde_json::from_value(serde_json::json!({
+            "threadId": "t", "turnId": "turn-1", "itemId": "f1", "startedAtMs": 0,
+            "reason": "outside the writable roots", "grantRoot": null
+        }))
+        .expect("approval params");
+    state.approval_requested(ApprovalView::file_change(
+        "8",
+        &params,
+        vec!["/etc/motd".into()],
+    ));
+    let terminal = draw(&state, 60, 16);
+    assert_screen(
+        &terminal,
+        &[
+            "› /patch",
+            "[pending] patch: update /etc/motd",
+            "diff --git a/etc/motd b/etc/motd",
+            "--- a/etc/motd",
+            "+++ b/etc/motd",
+            "@@ -1,2 +1,2 @@",
+            " keep",
+            "-old",
+            "+new",
+            "",
+            "┌ approval ────────────────────────────────────────────────┐",
+            "│Apply the changes to /etc/motd ?                          │",
+            "│the diff is above · outside the writable roots            │",
+            "│[y] accept  [a] accept for session  [n] decline           │",
+            "└──────────────────────────────────────────────────────────┘",
+            " waiting for approval │ scripted (tandem) │ thread …0000abcd",
+        ],
+    );
+    let buffer = terminal.backend().buffer();
+    assert_eq!(buffer[(1, 1)].fg, Color::Yellow, "the status");
+    assert!(
+        buffer[(0, 2)].modifier.contains(Modifier::BOLD),
+        "file header"
+    );
+    assert_eq!(buffer[(0, 5)].fg, Color::Cyan, "hunk header");
+    assert_eq!(buffer[(1, 6)].fg, Color::Reset, "context");
+    assert_eq!(buffer[(0, 7)].fg, Color::Red, "removed");
+    assert_eq!(buffer[(0, 8)].fg, Color::Green, "added");
+}
+
+fn plan_update(statuses: [&str; 3]) -> TurnEvent {
+    let steps: Vec<serde_json::Value> = ["read the code", "fix the bug", "run the tests"]
+        .iter()
+        .zip(statuses)
+        .map(|(step, status)| serde_json::json!({"step": step, "status": status}))
+        .collect();
+    TurnEvent::Other(tandem_protocol::ServerNotification::TurnPlanUpdated(
+        serde_json::from_value(serde_json::json!({
+            "threadId": "t", "turnId": "turn-1", "explanation": "a small fix", "plan": steps
+        }))
+        .expect("a plan"),
+    ))
+}
+
+/// issue 29, point 8: the plan is a checklist, and an update replaces it where it is.
+#[test]
+fn a_plan_checklist_updates_in_place() {
+    let mut state = state_on_thread();
+    state.user_sent("fix it", false);
+    state.turn = TurnState::Starting;
+    state.turn_running("turn-1");
+    state.apply_turn_event(plan_update(["inProgress", "pending", "pending"]));
+    state.apply_turn_event(TurnEvent::AgentText {
+        item_id: "a1".into(),
+        delta: "Reading.".into(),
+    });
+    let before = [
+        "› fix it",
+        "plan",
+        "  a small fix",
+        "  [▸] read the code",
+        "  [ ] fix the bug",
+        "  [ ] run the tests",
+        "Reading.",
+    ];
+    let screen = text(&draw(&state, 40, 12));
+    assert!(screen.starts_with(&before.join("\n")), "{screen}");
+    state.apply_turn_event(plan_update(["completed", "completed", "inProgress"]));
+    let terminal = draw(&state, 40, 12);
+    let after = [
+        "› fix it",
+        "plan",
+        "  a small fix",
+        "  [x] read the code",
+        "  [x] fix the bug",
+        "  [▸] run the tests",
+        "Reading.",
+    ];
+    let screen = text(&terminal);
+    assert!(screen.starts_with(&after.join("\n")), "{screen}");
+    assert_eq!(
+        screen.matches("plan").count(),
+        1,
+        "one plan block: {screen}"
+    );
+    let buffer = terminal.backend().buffer();
+    assert_eq!(
+        buffer[(6, 3)].fg,
+        Color::DarkGray,
+        "a completed step is dimmed"
+    );
+    assert!(
+        buffer[(6, 5)].modifier.contains(Modifier::BOLD),
+        "the current step is bold"
+    );
+}
+
+/// issue 29, point 8: reasoning is dimmed and folded to its first line; Ctrl-R's toggle
+/// shows it in full.
+#[test]
+fn reasoning_folded_and_expanded() {
+    let mut state = state_on_thread();
+    state.user_sent("/think weigh it | pick one", false);
+    let item: tandem_protocol::ThreadItem = serde_json::from_value(serde_json::json!({
+        "type": "reasoning", "id": "r1", "summary": ["weigh it", "pick one"],
+        "content": ["weigh the two designs, then pick one"]
+    }))
+    .expect("a reasoning item");
+    state.apply_turn_event(TurnEvent::ItemCompleted(item));
+    state.apply_turn_event(TurnEvent::AgentText {
+        item_id: "a1".into(),
+        delta: "Done.".into(),
+    });
+    let terminal = draw(&state, 40, 10);
+    let screen = text(&terminal);
+    assert!(
+        screen.starts_with("› /think weigh it | pick one\n▸ thinking: weigh it…\nDone."),
+        "{screen}"
+    );
+    let buffer = terminal.backend().buffer();
+    assert_eq!(buffer[(2, 1)].fg, Color::DarkGray);
+    assert!(buffer[(2, 1)].modifier.contains(Modifier::ITALIC));
+    state.toggle_reasoning();
+    let screen = text(&draw(&state, 40, 10));
+    assert!(
+        screen.starts_with(
+            "› /think weigh it | pick one\n▾ thinking (Ctrl-R folds)\n  weigh it\n  pick one\n  \
+             weigh the two designs, then pick one\nDone."
+        ),
+        "{screen}"
+    );
+}

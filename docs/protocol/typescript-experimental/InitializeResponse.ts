@@ -18,7 +18,8 @@ platformFamily: string,
  */
 platformOs: string,
 /**
- * Absolute path of the server's home directory.
+ * Absolute path of the server's home directory. Tandem always sends it; empty when read
+ * from a server that does not (the reference, reached over a unix socket or websocket).
  */
 tandemHome: string,
 /**
@@ -28,11 +29,12 @@ codexHome: string,
 /**
  * Server name and the upstream protocol revision it implements
  * (`crate::UPSTREAM_PROTOCOL_VERSION`), which clients compare with the release that
- * introduced a feature.
+ * introduced a feature. Empty from a server that does not send it (the reference).
  */
 serverInfo: ServerInfo,
 /**
- * The server's own version (Tandem's release, not the protocol revision).
+ * The server's own version (Tandem's release, not the protocol revision); empty from a
+ * server that does not send it (the reference).
  */
 tandemVersion: string,
 /**

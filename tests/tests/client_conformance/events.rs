@@ -23,6 +23,9 @@ pub(crate) fn turn_event(event: &TurnEvent) -> Value {
         TurnEvent::Approval(request) => {
             json!({"approval": {"id": request.id(), "params": request.params()}})
         }
+        TurnEvent::FileChangeApproval(request) => {
+            json!({"fileChangeApproval": {"id": request.id(), "params": request.params()}})
+        }
         TurnEvent::Question(request) => {
             json!({"question": {"id": request.id(), "params": request.params()}})
         }

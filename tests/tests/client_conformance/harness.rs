@@ -46,6 +46,8 @@ pub(crate) enum Backend {
     Child,
     /// `Transport::WebSocket` to `tandem app-server --listen ws://127.0.0.1:0`.
     WebSocket,
+    /// `Client::connect_unix` to `tandem app-server --listen unix://PATH`.
+    UnixSocket,
 }
 
 impl fmt::Display for Backend {
@@ -54,6 +56,7 @@ impl fmt::Display for Backend {
             Backend::InProcess => "in-process",
             Backend::Child => "child",
             Backend::WebSocket => "websocket",
+            Backend::UnixSocket => "unix-socket",
         })
     }
 }
@@ -97,21 +100,21 @@ pub(crate) fn client_options() -> ClientOptions {
         .request_timeout(Some(LIMIT))
 }
 
-/// A websocket server's process and the stderr lines it printed.
+/// A websocket server's process (over TCP or a unix socket) and the stderr lines it printed.
 struct WebSocketServer {
     process: ServerProcess,
     stderr: Arc<Mutex<Vec<String>>>,
 }
 
 impl WebSocketServer {
-    /// Starts `tandem app-server --listen ws://127.0.0.1:0` in `home` and returns it with the
-    /// URL it printed. Its stderr is drained for as long as it runs (a full pipe would block it).
-    async fn start(home: &Path, setup: &Setup) -> (Self, String) {
+    /// Starts `tandem app-server --listen LISTEN` in `home` and returns it with the URL it
+    /// printed. Its stderr is drained for as long as it runs (a full pipe would block it).
+    async fn start(home: &Path, setup: &Setup, listen: &str) -> (Self, String) {
         let mut command = tandem_command(home)
             .await
             .unwrap_or_else(|error| panic!("[websocket] {error}"));
         command
-            .args(["app-server", "--listen", "ws://127.0.0.1:0"])
+            .args(["app-server", "--listen", listen])
             // Global options after the subcommand here, before it for the child: both work.
             .args(setup.app_server_flags())
             .args(setup.global_flags())
@@ -127,7 +130,7 @@ impl WebSocketServer {
             async move {
                 let mut reader = BufReader::new(stderr).lines();
                 while let Ok(Some(line)) = reader.next_line().await {
-                    if let Some(address) = line.trim().strip_prefix("listening on: ws://")
+                    if let Some(address) = line.trim().strip_prefix("listening on: ")
                         && let Some(sender) = listening.take()
                     {
                         let _ = sender.send(address.to_owned());
@@ -141,9 +144,9 @@ impl WebSocketServer {
             stderr: lines,
         };
         match tokio::time::timeout(LISTEN_LIMIT, address).await {
-            Ok(Ok(address)) => (server, format!("ws://{address}")),
+            Ok(Ok(url)) => (server, url),
             _ => panic!(
-                "[websocket] no `listening on: ws://ADDR` within {LISTEN_LIMIT:?}:\n{}",
+                "[{listen}] no `listening on: URL` within {LISTEN_LIMIT:?}:\n{}",
                 server.stderr_tail()
             ),
         }
@@ -153,6 +156,16 @@ impl WebSocketServer {
         let lines = self.stderr.lock().unwrap_or_else(|p| p.into_inner());
         lines[lines.len().saturating_sub(STDERR_TAIL)..].join("\n")
     }
+}
+
+/// How a harness's client reaches its server (built once per harness, so the size of the
+/// in-process transport costs nothing).
+#[allow(clippy::large_enum_variant)]
+enum Connect {
+    /// `Client::start` on this transport, then `Client::connect`.
+    Transport(Transport),
+    /// `Client::connect_unix` on this socket, the entry point the unix socket backend tests.
+    Unix(std::path::PathBuf),
 }
 
 /// One client of a fresh server.
@@ -182,7 +195,7 @@ impl Harness {
             None => options,
         };
         let mut server = None;
-        let transport = match backend {
+        let connect = match backend {
             Backend::InProcess => {
                 let mut config = ServerConfig::builder().tandem_home(home.path());
                 if let Some(delay) = setup.thread_unload_delay_secs {
@@ -190,7 +203,7 @@ impl Harness {
                 }
                 let options = ServerOptions::load(config)
                     .unwrap_or_else(|error| panic!("[{backend}] server options: {error}"));
-                Transport::InProcess(options)
+                Connect::Transport(Transport::InProcess(options))
             }
             Backend::Child => {
                 let binary = tokio::task::spawn_blocking(tandem_binary)
@@ -205,12 +218,20 @@ impl Harness {
                     .env("TANDEM_HOME", home.path())
                     .env_remove("TANDEM_LOG")
                     .current_dir(home.path());
-                Transport::Child(command)
+                Connect::Transport(Transport::Child(command))
             }
             Backend::WebSocket => {
-                let (started, url) = WebSocketServer::start(home.path(), &setup).await;
+                let (started, url) =
+                    WebSocketServer::start(home.path(), &setup, "ws://127.0.0.1:0").await;
                 server = Some(started);
-                Transport::WebSocket(WebSocketTarget::new(url))
+                Connect::Transport(Transport::WebSocket(WebSocketTarget::new(url)))
+            }
+            Backend::UnixSocket => {
+                let path = home.path().join("app-server.sock");
+                let listen = format!("unix://{}", path.display());
+                let (started, _url) = WebSocketServer::start(home.path(), &setup, &listen).await;
+                server = Some(started);
+                Connect::Unix(path)
             }
         };
         let mut homes = vec![home.path().display().to_string()];
@@ -218,9 +239,14 @@ impl Harness {
             homes.push(canonical.display().to_string());
         }
         let started = tokio::time::timeout(LIMIT, async {
-            let client = Client::start(transport, options).await?;
-            client.connect().await?;
-            Ok::<_, ClientError>(client)
+            match connect {
+                Connect::Transport(transport) => {
+                    let client = Client::start(transport, options).await?;
+                    client.connect().await?;
+                    Ok::<_, ClientError>(client)
+                }
+                Connect::Unix(path) => Client::connect_unix(path, options).await,
+            }
         })
         .await;
         let client = match started {

@@ -61,6 +61,7 @@ client_suite! {
         in_process => InProcess;
         child => Child;
         websocket => WebSocket;
+        unix_socket => UnixSocket;
     }
     scenarios {
         crate::scenarios::handshake::the_client_performs_the_handshake => the_client_performs_the_handshake,

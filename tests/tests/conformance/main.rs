@@ -65,6 +65,7 @@ conformance_suite! {
         in_process => InProcess {};
         stdio => Stdio {};
         websocket => WebSocket {};
+        unix_socket => UnixSocket {};
     }
     scenarios {
         crate::scenarios::handshake::initialize_rules => initialize_rules,

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use crate::driver::{Driver, DriverError};
 use crate::in_process_driver::InProcessDriver;
 use crate::normalize::Normalizer;
-use crate::wire::{StdioDriver, WebSocketDriver};
+use crate::wire::{Listener, StdioDriver, WebSocketDriver};
 
 /// The longest any single message may take to arrive, or any send to complete. Generous:
 /// scenarios wait for real processes on a loaded 2-core machine.
@@ -61,6 +61,8 @@ pub(crate) enum Transport {
     Stdio,
     /// The built binary: `tandem app-server --listen ws://127.0.0.1:0`.
     WebSocket,
+    /// The built binary: `tandem app-server --listen unix://PATH`.
+    UnixSocket,
 }
 
 impl Transport {
@@ -86,6 +88,7 @@ impl fmt::Display for Transport {
             Transport::InProcess => "in-process",
             Transport::Stdio => "stdio",
             Transport::WebSocket => "websocket",
+            Transport::UnixSocket => "unix-socket",
         })
     }
 }
@@ -157,7 +160,10 @@ impl Session {
         let driver: Result<Box<dyn Driver>, DriverError> = match transport {
             Transport::InProcess => InProcessDriver::new(&setup).map(|d| Box::new(d) as _),
             Transport::Stdio => StdioDriver::start(&setup).await.map(|d| Box::new(d) as _),
-            Transport::WebSocket => WebSocketDriver::start(&setup)
+            Transport::WebSocket => WebSocketDriver::start(&setup, Listener::Tcp)
+                .await
+                .map(|d| Box::new(d) as _),
+            Transport::UnixSocket => WebSocketDriver::start(&setup, Listener::Unix)
                 .await
                 .map(|d| Box::new(d) as _),
         };

@@ -1,7 +1,8 @@
-//! The two out-of-process transports: the built `tandem` binary run as
-//! `tandem app-server --listen stdio://` (one JSON object per line) and as
+//! The out-of-process transports: the built `tandem` binary run as
+//! `tandem app-server --listen stdio://` (one JSON object per line), as
 //! `tandem app-server --listen ws://127.0.0.1:0` (one JSON object per text frame, the port
-//! read from `listening on: ws://ADDR` on stderr).
+//! read from `listening on: ws://ADDR` on stderr) and as `tandem app-server --listen
+//! unix://PATH` (the same websocket protocol over a unix socket in the session's home).
 //!
 //! Both read the server's stdout or socket only inside `recv`, so a scenario that stops
 //! reading fills the pipe or the socket and the server meets real backpressure. The server's
@@ -17,11 +18,12 @@ use futures::{SinkExt as _, StreamExt as _};
 use serde_json::Value;
 use tandem_test_support::binary::{ServerProcess, tandem_command};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::oneshot;
+use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tokio_util::either::Either;
 
 use crate::driver::{Driver, DriverError};
 use crate::session::ServerSetup;
@@ -40,8 +42,8 @@ struct StderrLog {
 }
 
 impl StderrLog {
-    /// Drains `stderr` into the log; the first `listening on: ws://ADDR` line's address goes
-    /// to `listening`.
+    /// Drains `stderr` into the log; the first `listening on: URL` line's URL goes to
+    /// `listening`.
     fn collect(
         &self,
         stderr: tokio::process::ChildStderr,
@@ -51,7 +53,7 @@ impl StderrLog {
         tokio::spawn(async move {
             let mut reader = BufReader::new(stderr).lines();
             while let Ok(Some(line)) = reader.next_line().await {
-                if let Some(address) = line.trim().strip_prefix("listening on: ws://")
+                if let Some(address) = line.trim().strip_prefix("listening on: ")
                     && let Some(sender) = listening.take()
                 {
                     let _ = sender.send(address.to_owned());
@@ -210,41 +212,79 @@ fn expect_success(status: ExitStatus, log: &StderrLog) -> Result<(), DriverError
     }
 }
 
-/// `tandem app-server --listen ws://127.0.0.1:0`.
+/// The socket of a websocket driver: TCP, or a unix socket.
+type Socket = WebSocketStream<Either<TcpStream, UnixStream>>;
+
+/// Where a websocket driver's server listens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Listener {
+    /// `--listen ws://127.0.0.1:0`.
+    Tcp,
+    /// `--listen unix://HOME/app-server.sock`.
+    Unix,
+}
+
+/// `tandem app-server --listen ws://127.0.0.1:0` or `--listen unix://PATH`.
 pub(crate) struct WebSocketDriver {
     server: ServerProcess,
-    /// `host:port` the server listens on, for [`Driver::reconnect`].
-    address: String,
-    socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    /// The URL the server printed (`ws://ADDR` or `unix://PATH`), for [`Driver::reconnect`].
+    url: String,
+    socket: Socket,
     log: StderrLog,
     paused: bool,
 }
 
+/// Connects to `url` (`ws://ADDR` or `unix://PATH`) and upgrades to a websocket.
+async fn connect(url: &str) -> Result<Socket, String> {
+    let (io, request) = match url.strip_prefix("unix://") {
+        Some(path) => (
+            Either::Right(UnixStream::connect(path).await.map_err(|e| e.to_string())?),
+            // The socket is the address; the host is a placeholder.
+            "ws://localhost/".to_owned(),
+        ),
+        None => {
+            let address = url.strip_prefix("ws://").unwrap_or(url);
+            let tcp = TcpStream::connect(address)
+                .await
+                .map_err(|e| e.to_string())?;
+            tcp.set_nodelay(true).map_err(|e| e.to_string())?;
+            (Either::Left(tcp), url.to_owned())
+        }
+    };
+    let (socket, _) = tokio_tungstenite::client_async(request, io)
+        .await
+        .map_err(|error| error.to_string())?;
+    Ok(socket)
+}
+
 impl WebSocketDriver {
-    pub(crate) async fn start(setup: &ServerSetup) -> Result<Self, DriverError> {
-        let mut args: Vec<String> = ["app-server", "--listen", "ws://127.0.0.1:0"]
-            .map(str::to_owned)
-            .into();
+    pub(crate) async fn start(
+        setup: &ServerSetup,
+        listener: Listener,
+    ) -> Result<Self, DriverError> {
+        let listen = match listener {
+            Listener::Tcp => "ws://127.0.0.1:0".to_owned(),
+            Listener::Unix => format!("unix://{}", setup.home.join("app-server.sock").display()),
+        };
+        let mut args: Vec<String> = vec!["app-server".into(), "--listen".into(), listen];
         args.extend(app_server_flags(setup));
         args.extend(global_flags(setup));
-        let (server, log, address) = spawn_server(&setup.home, args).await?;
-        let address = match tokio::time::timeout(LISTEN_LIMIT, address).await {
-            Ok(Ok(address)) => address,
+        let (server, log, url) = spawn_server(&setup.home, args).await?;
+        let url = match tokio::time::timeout(LISTEN_LIMIT, url).await {
+            Ok(Ok(url)) => url,
             _ => {
                 return Err(DriverError::Start(format!(
-                    "no `listening on: ws://ADDR` on stderr within {LISTEN_LIMIT:?}:\n{}",
+                    "no `listening on: URL` on stderr within {LISTEN_LIMIT:?}:\n{}",
                     log.tail()
                 )));
             }
         };
-        let (socket, _) = tokio_tungstenite::connect_async(format!("ws://{address}"))
+        let socket = connect(&url)
             .await
-            .map_err(|error| {
-                DriverError::Start(format!("connecting to ws://{address}: {error}"))
-            })?;
+            .map_err(|error| DriverError::Start(format!("connecting to {url}: {error}")))?;
         Ok(Self {
             server,
-            address,
+            url,
             socket,
             log,
             paused: false,
@@ -308,7 +348,7 @@ impl Driver for WebSocketDriver {
 
     async fn reconnect(&mut self) -> Result<(), DriverError> {
         // Dropped without a closing handshake, as a connection lost to the network is.
-        let (socket, _) = tokio_tungstenite::connect_async(format!("ws://{}", self.address))
+        let socket = connect(&self.url)
             .await
             .map_err(|error| self.closed(&format!("reconnecting failed: {error}")))?;
         drop(std::mem::replace(&mut self.socket, socket));

@@ -187,7 +187,10 @@ pub(crate) async fn run_turn(
                         .push(format!("turn ended {:?}", turn.status));
                     seen.final_turn = Some(turn);
                 }
-                TurnEvent::Question(_) | TurnEvent::ToolCall(_) | TurnEvent::OtherRequest(_) => {
+                TurnEvent::Question(_)
+                | TurnEvent::ToolCall(_)
+                | TurnEvent::FileChangeApproval(_)
+                | TurnEvent::OtherRequest(_) => {
                     panic!("turn {n}: a request the script never causes")
                 }
                 TurnEvent::RequestResolved(_)

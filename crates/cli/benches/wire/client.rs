@@ -24,11 +24,15 @@ use tandem_protocol::{
     InitializeParams, RequestId,
 };
 use tokio::io::AsyncWriteExt as _;
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::mpsc;
+use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tokio_util::either::Either;
+
+/// A websocket over TCP or over a unix socket.
+type Socket = WebSocketStream<Either<TcpStream, UnixStream>>;
 
 /// Decoded messages waiting for the measurement loop; the reader blocks beyond this.
 const INCOMING_AHEAD: usize = 1024;
@@ -199,7 +203,7 @@ pub(crate) fn fresh_home() -> io::Result<PathBuf> {
 /// Where queued frames go.
 enum Outlet {
     Stdio(tokio::process::ChildStdin),
-    WebSocket(Box<SplitSink<WebSocketStream<MaybeTlsStream<TcpStream>>, Message>>),
+    WebSocket(Box<SplitSink<Socket, Message>>),
 }
 
 /// One initialized connection to a server.
@@ -245,35 +249,50 @@ impl WireClient {
         let mut server = ServerProcess::spawn(argv)?;
         let (address_tx, address_rx) = std::sync::mpsc::channel();
         server.collect_stderr(move |line| {
-            if let Some(address) = line.trim().strip_prefix("listening on: ws://") {
+            if let Some(address) = line.trim().strip_prefix("listening on: ") {
                 let _ = address_tx.send(address.to_owned());
             }
         });
         let command = server.command.clone();
-        let address = tokio::task::spawn_blocking(move || address_rx.recv_timeout(SERVER_PATIENCE))
+        let url = tokio::task::spawn_blocking(move || address_rx.recv_timeout(SERVER_PATIENCE))
             .await
             .expect("address wait does not panic")
             .map_err(|_| WireError::NoAddress {
                 command: command.clone(),
                 detail: server.stderr_tail(),
             })?;
-        let url = format!("ws://{address}");
+        let connect_error = |detail: String| WireError::Connect {
+            url: url.clone(),
+            detail,
+        };
+        let (io, request) = match url.strip_prefix("unix://") {
+            Some(path) => (
+                Either::Right(
+                    UnixStream::connect(path)
+                        .await
+                        .map_err(|error| connect_error(error.to_string()))?,
+                ),
+                // The socket is the address; the host is a placeholder.
+                "ws://localhost/".to_owned(),
+            ),
+            None => {
+                let address = url.strip_prefix("ws://").unwrap_or(&url);
+                let stream = TcpStream::connect(address)
+                    .await
+                    .map_err(|error| connect_error(error.to_string()))?;
+                // Small frames must leave at once, as on a pipe.
+                let _ = stream.set_nodelay(true);
+                (Either::Left(stream), url.clone())
+            }
+        };
         // Any size: the memory figure's messages carry a turn's whole input (tens of MiB, in
         // one frame), past tungstenite's default 16 MiB frame limit.
         let config = WebSocketConfig::default()
             .max_message_size(None)
             .max_frame_size(None);
-        let (socket, _) =
-            tokio_tungstenite::connect_async_with_config(url.as_str(), Some(config), false)
-                .await
-                .map_err(|error| WireError::Connect {
-                    url: url.clone(),
-                    detail: error.to_string(),
-                })?;
-        if let MaybeTlsStream::Plain(stream) = socket.get_ref() {
-            // Small frames must leave at once, as on a pipe.
-            let _ = stream.set_nodelay(true);
-        }
+        let (socket, _) = tokio_tungstenite::client_async_with_config(request, io, Some(config))
+            .await
+            .map_err(|error| connect_error(error.to_string()))?;
         let (sink, stream) = socket.split();
         let (tx, incoming) = mpsc::channel(INCOMING_AHEAD);
         tokio::spawn(read_frames(stream, tx));
@@ -490,7 +509,7 @@ fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<usize>
 
 /// The websocket reader task: one text frame, one decoded message.
 async fn read_frames(
-    mut stream: futures::stream::SplitStream<WebSocketStream<MaybeTlsStream<TcpStream>>>,
+    mut stream: futures::stream::SplitStream<Socket>,
     tx: mpsc::Sender<Result<ServerMessage, DecodeError>>,
 ) {
     while let Some(Ok(frame)) = stream.next().await {

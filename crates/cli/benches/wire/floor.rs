@@ -107,7 +107,8 @@ impl MessageProcessor for FloorProcessor {
     }
 }
 
-/// Serves the floor on `listen` until stdin ends (stdio) or the bench kills it (websocket).
+/// Serves the floor on `listen` until stdin ends (stdio) or the bench kills it (websocket, unix
+/// socket).
 pub(crate) fn serve(listen: &str) -> std::io::Result<()> {
     // What `tandem app-server` runs on: a multi-thread runtime.
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -123,6 +124,20 @@ pub(crate) fn serve(listen: &str) -> std::io::Result<()> {
             },
             TransportHostOptions::default(),
         );
+        if let Some(path) = listen.strip_prefix("unix://") {
+            let listener = tandem_host::transport::unix_socket::bind(std::path::Path::new(path))
+                .await
+                .map_err(std::io::Error::other)?;
+            eprintln!("listening on: unix://{path}");
+            websocket::serve_unix(
+                host.clone(),
+                listener,
+                websocket::WebSocketOptions::default(),
+            )
+            .await?;
+            host.shutdown().await;
+            return Ok(());
+        }
         match listen.strip_prefix("ws://") {
             None => stdio::serve(&host, stdio::StdioOptions::default()).await?,
             Some(address) => {

@@ -7,6 +7,8 @@
 //! - Tandem over stdio: this package's `tandem app-server --listen stdio://`;
 //! - Tandem over websocket: `tandem app-server --listen ws://127.0.0.1:0`, the port read from
 //!   its `listening on: ws://ADDR` line;
+//! - Tandem over a unix socket: `tandem app-server --listen unix://PATH` (the websocket protocol
+//!   on a socket in a private temporary directory; issue 32: each figure at least 0.9x stdio's);
 //! - every `--server` command line (split on whitespace), driven over its stdin/stdout with
 //!   `TANDEM_HOME` and `CODEX_HOME` set to a fresh empty directory. That is how another
 //!   app-server (the one Tandem's protocol copies) is measured beside Tandem.
@@ -20,7 +22,7 @@
 //! target ratios computed from them.
 //!
 //! Floors (see [`floor`]): the bench binary itself, re-run as an echo server on the same codec
-//! and transports with nothing behind them, over stdio and websocket; every Tandem wire figure
+//! and transports with nothing behind them, over stdio, websocket and a unix socket; every Tandem wire figure
 //! is also shown as a ratio to its floor.
 //!
 //! Memory (see [`memory`], `--memory`, issue 27): the growth of the server's peak resident
@@ -73,6 +75,8 @@ const WEBSOCKET_OVER_STDIO_NOTIFIED_AT_MOST: f64 = 2.0;
 const ROUND_TRIP_OVER_FLOOR_AT_MOST: f64 = 2.0;
 /// Issue 16: websocket throughput and output at least this share of stdio's.
 const WEBSOCKET_OVER_STDIO: f64 = 0.9;
+/// Issue 32: a unix socket's round trip, throughput and output at least this share of stdio's.
+const UNIX_OVER_STDIO: f64 = 0.9;
 /// Issue 16: process output over stdio at least this share of the in-process figure...
 const STDIO_OVER_IN_PROCESS_OUTPUT: f64 = 0.5;
 /// ...and at least this many times the other server's.
@@ -220,6 +224,12 @@ fn main() -> ExitCode {
             listen.to_owned(),
         ]
     };
+    // The unix sockets live in a private directory of this run, removed at the end.
+    let sockets = tempfile::Builder::new()
+        .prefix("tandem-wire-")
+        .tempdir()
+        .expect("a temporary directory for the sockets");
+    let unix_at = |name: &str| format!("unix://{}", sockets.path().join(name).display());
     let mut rows = vec![
         row(FLOOR_STDIO, Target::Stdio(floor_at("stdio://"))),
         row(
@@ -231,6 +241,14 @@ fn main() -> ExitCode {
         row(
             TANDEM_WEBSOCKET,
             Target::WebSocket(tandem_at("ws://127.0.0.1:0")),
+        ),
+        row(
+            FLOOR_UNIX,
+            Target::WebSocket(floor_at(&unix_at("floor.sock"))),
+        ),
+        row(
+            TANDEM_UNIX,
+            Target::WebSocket(tandem_at(&unix_at("tandem.sock"))),
         ),
     ];
     for (n, argv) in options.servers.iter().enumerate() {
@@ -273,7 +291,7 @@ fn main() -> ExitCode {
             // Tandem's websocket with its stdio.
             let notified = matches!(
                 row.label.as_str(),
-                IN_PROCESS | TANDEM_STDIO | TANDEM_WEBSOCKET
+                IN_PROCESS | TANDEM_STDIO | TANDEM_WEBSOCKET | TANDEM_UNIX
             );
             let measured = runtime
                 .block_on(runtime.spawn(measure(target, sizes, notified)))
@@ -372,6 +390,8 @@ const TANDEM_STDIO: &str = "tandem stdio";
 const TANDEM_WEBSOCKET: &str = "tandem websocket";
 const FLOOR_STDIO: &str = "floor stdio";
 const FLOOR_WEBSOCKET: &str = "floor websocket";
+const TANDEM_UNIX: &str = "tandem unix socket";
+const FLOOR_UNIX: &str = "floor unix socket";
 
 /// The label of the `n`th (from 0) `--server`.
 fn other_label(n: usize) -> String {
@@ -487,6 +507,7 @@ fn report(rows: &[Row], options: &Options, sizes: Sizes) {
     for (label, floor_label) in [
         (TANDEM_STDIO, FLOOR_STDIO),
         (TANDEM_WEBSOCKET, FLOOR_WEBSOCKET),
+        (TANDEM_UNIX, FLOOR_UNIX),
     ] {
         let (Some(tandem), Some(floor)) = (find(label), find(floor_label)) else {
             continue;
@@ -522,6 +543,23 @@ fn report(rows: &[Row], options: &Options, sizes: Sizes) {
             "process output, websocket / stdio",
             websocket.output / stdio.output,
             Some(WEBSOCKET_OVER_STDIO),
+        );
+    }
+    if let (Some(unix), Some(stdio)) = (find(TANDEM_UNIX), stdio) {
+        ratio(
+            "round trip, unix socket vs stdio (times faster)",
+            stdio.round_trip / unix.round_trip,
+            Some(UNIX_OVER_STDIO),
+        );
+        ratio(
+            "64 in flight, unix socket / stdio",
+            unix.pipelined / stdio.pipelined,
+            Some(UNIX_OVER_STDIO),
+        );
+        ratio(
+            "process output, unix socket / stdio",
+            unix.output / stdio.output,
+            Some(UNIX_OVER_STDIO),
         );
     }
     if let (Some(in_process), Some(stdio)) = (in_process, stdio) {

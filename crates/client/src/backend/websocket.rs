@@ -1,18 +1,20 @@
-//! The websocket transport: connects to `ws://` URLs with an optional bearer token, moves one
-//! JSON object per text frame, and closes with a close frame.
+//! The websocket transport: connects to `ws://` URLs, or to a unix socket (`unix://PATH`,
+//! the same protocol over a local socket), with an optional bearer token; moves one JSON
+//! object per text frame, and closes with a close frame.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
+use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::http::header::AUTHORIZATION;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tokio_util::either::Either;
 
 use crate::token_file::{TokenFileError, read_token_file};
 
@@ -22,9 +24,17 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 /// How long a close frame may take to go out before the connection is dropped.
 const CLOSE_FRAME_TIMEOUT: Duration = Duration::from_secs(2);
 
-type Stream = WebSocketStream<MaybeTlsStream<TcpStream>>;
+type Stream = WebSocketStream<Either<TcpStream, UnixStream>>;
 
-/// A websocket server to connect to: its URL and, if it checks one, the bearer token sent as
+/// The URL scheme of a unix socket target.
+const UNIX_SCHEME: &str = "unix://";
+
+/// The request URL of an upgrade over a unix socket: the socket is the address, so the host
+/// is a placeholder, as the reference's clients send it.
+const UNIX_REQUEST_URL: &str = "ws://localhost/";
+
+/// A websocket server to connect to: its URL (`ws://HOST:PORT`, or `unix://PATH` for a server
+/// listening on a unix socket) and, if it checks one, the bearer token sent as
 /// `Authorization: Bearer <token>` at the upgrade.
 ///
 /// ```
@@ -32,6 +42,8 @@ type Stream = WebSocketStream<MaybeTlsStream<TcpStream>>;
 ///
 /// let target = WebSocketTarget::new("ws://127.0.0.1:4500").token("s3cret");
 /// assert_eq!(target.url(), "ws://127.0.0.1:4500");
+/// let local = WebSocketTarget::unix("/run/user/1000/tandem.sock");
+/// assert_eq!(local.url(), "unix:///run/user/1000/tandem.sock");
 /// ```
 #[derive(Clone)]
 pub struct WebSocketTarget {
@@ -51,13 +63,26 @@ impl std::fmt::Debug for WebSocketTarget {
 }
 
 impl WebSocketTarget {
-    /// The server at `url` (`ws://IP:PORT`, any path), without a token.
+    /// The server at `url` (`ws://HOST:PORT` with any path, or `unix://PATH`), without a
+    /// token.
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
             token: None,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         }
+    }
+
+    /// The server listening on the unix socket at `path` (`tandem app-server --listen
+    /// unix://PATH`, or the reference's). A path longer than a socket address holds is
+    /// followed through the link the server left there.
+    pub fn unix(path: impl AsRef<Path>) -> Self {
+        Self::new(format!("{UNIX_SCHEME}{}", path.as_ref().display()))
+    }
+
+    /// The unix socket path, for a `unix://` target.
+    fn unix_path(&self) -> Option<PathBuf> {
+        self.url.strip_prefix(UNIX_SCHEME).map(PathBuf::from)
     }
 
     /// Sends `token` as the bearer token.
@@ -85,9 +110,13 @@ impl WebSocketTarget {
 
     /// Connects: the socket's two halves (the link layer wraps them into a `Link`).
     pub(crate) async fn connect(&self) -> Result<(WebSocketSink, WebSocketSource), String> {
-        let mut request = self
-            .url
-            .as_str()
+        let unix = self.unix_path();
+        let request_url = if unix.is_some() {
+            UNIX_REQUEST_URL
+        } else {
+            self.url.as_str()
+        };
+        let mut request = request_url
             .into_client_request()
             .map_err(|error| format!("invalid websocket URL {:?}: {error}", self.url))?;
         if let Some(token) = &self.token {
@@ -98,14 +127,58 @@ impl WebSocketTarget {
         let config = WebSocketConfig::default()
             .max_message_size(Some(self.max_message_bytes))
             .max_frame_size(Some(self.max_message_bytes));
-        // `true`: TCP_NODELAY. Each frame is a whole message; with Nagle's algorithm a request
-        // sent right after another waits for the server's delayed ACK (~40 ms).
+        let socket = match unix {
+            Some(path) => Either::Right(self.connect_unix(&path).await?),
+            None => Either::Left(self.connect_tcp(&request).await?),
+        };
         let (stream, _response) =
-            tokio_tungstenite::connect_async_with_config(request, Some(config), true)
+            tokio_tungstenite::client_async_with_config(request, socket, Some(config))
                 .await
                 .map_err(|error| describe_connect_error(&self.url, error))?;
         let (sink, source) = stream.split();
         Ok((WebSocketSink { sink }, WebSocketSource { source }))
+    }
+
+    async fn connect_tcp(
+        &self,
+        request: &tungstenite::handshake::client::Request,
+    ) -> Result<TcpStream, String> {
+        let uri = request.uri();
+        if uri.scheme_str() != Some("ws") {
+            return Err(format!(
+                "unsupported URL {}: expected ws://HOST:PORT or unix://PATH",
+                self.url
+            ));
+        }
+        let host = uri
+            .host()
+            .ok_or_else(|| format!("the URL {} names no host", self.url))?;
+        // `[::1]` in a URL is `::1` to the resolver.
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let port = uri.port_u16().unwrap_or(80);
+        let socket = TcpStream::connect((host, port))
+            .await
+            .map_err(|error| format!("cannot connect to {}: {error}", self.url))?;
+        // Each frame is a whole message; with Nagle's algorithm a request sent right after
+        // another waits for the server's delayed ACK (~40 ms).
+        socket
+            .set_nodelay(true)
+            .map_err(|error| format!("cannot set TCP_NODELAY: {error}"))?;
+        Ok(socket)
+    }
+
+    async fn connect_unix(&self, path: &Path) -> Result<UnixStream, String> {
+        if !path.is_absolute() {
+            return Err(format!(
+                "{} names no absolute socket path: expected unix:///PATH",
+                self.url
+            ));
+        }
+        let address = tandem_host::transport::unix_socket::connect_path(path)
+            .map_err(|error| format!("cannot connect to {}: {error}", self.url))?;
+        UnixStream::connect(&address)
+            .await
+            .map_err(|error| format!("cannot connect to {}: {error}", self.url))
     }
 }
 

@@ -21,6 +21,7 @@
 //! queue, with everything owed in it, is dropped.
 
 use std::io;
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -68,10 +69,28 @@ impl InFlight {
 /// The reading side of a connection: hand it every frame the transport reads.
 pub(crate) struct Inbound {
     pub(crate) id: ConnectionId,
+    /// Counts this connection as open until its reader lets go of it.
+    pub(crate) _open: OpenCount,
     pub(crate) processor: mpsc::Sender<ProcessorMessage>,
     pub(crate) answers: mpsc::Sender<JSONRPCError>,
     pub(crate) in_flight: Arc<InFlight>,
     pub(crate) server_requests: Arc<PendingServerRequests>,
+}
+
+/// One open connection in its host's count, from its opening until it is dropped.
+pub(crate) struct OpenCount(Arc<AtomicUsize>);
+
+impl OpenCount {
+    pub(crate) fn new(open: &Arc<AtomicUsize>) -> Self {
+        open.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Self(Arc::clone(open))
+    }
+}
+
+impl Drop for OpenCount {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl Inbound {

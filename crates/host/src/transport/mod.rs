@@ -27,7 +27,7 @@
 //! ```
 
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -53,6 +53,8 @@ pub(crate) mod parts;
 pub(crate) mod progress;
 pub mod stdio;
 mod trace;
+#[cfg(all(unix, feature = "websocket"))]
+pub mod unix_socket;
 #[cfg(feature = "websocket")]
 pub mod websocket;
 
@@ -118,6 +120,10 @@ pub struct TransportHost {
     router_shutdown: CancellationToken,
     /// The router's epoch, for each connection's writer to complete the cursors it is sent.
     epoch: Arc<str>,
+    /// Connections open now (each one's [`connection::OpenCount`] holds one).
+    open: Arc<AtomicUsize>,
+    /// When the host started, for [`TransportHost::uptime`].
+    started: std::time::Instant,
 }
 
 impl std::fmt::Debug for TransportHost {
@@ -189,7 +195,19 @@ impl TransportHost {
             processor_stop,
             router_shutdown,
             epoch,
+            open: Arc::new(AtomicUsize::new(0)),
+            started: std::time::Instant::now(),
         })
+    }
+
+    /// How many wire connections are open now (a daemon's status, its idle exit).
+    pub fn open_connections(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
+    }
+
+    /// How long the host has been running.
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed()
     }
 
     /// Cancelled once [`TransportHost::shutdown`] begins; transports stop accepting on it.
@@ -266,6 +284,7 @@ impl TransportHost {
         Ok(OpenedConnection {
             inbound: Inbound {
                 id,
+                _open: connection::OpenCount::new(&self.open),
                 processor,
                 answers: answers_tx,
                 in_flight: in_flight.clone(),

@@ -39,13 +39,13 @@ use axum::extract::connect_info::Connected;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::serve::{IncomingStream, Listener};
+use axum::serve::{IncomingStream, Listener, ListenerExt as _};
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt as _, StreamExt as _};
 use hyper_util::rt::TokioIo;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio_tungstenite::WebSocketStream;
 use tungstenite::protocol::frame::coding::{CloseCode, Data, OpCode};
 use tungstenite::protocol::frame::{CloseFrame, Frame};
@@ -163,6 +163,8 @@ impl BearerToken {
 struct Shared {
     host: Arc<TransportHost>,
     options: WebSocketOptions,
+    /// Whether `GET /status` answers (on a unix socket, which only its user can reach).
+    status_route: bool,
 }
 
 /// Serves websocket clients on `listener` until the host stops.
@@ -171,8 +173,60 @@ pub async fn serve(
     listener: TcpListener,
     options: WebSocketOptions,
 ) -> io::Result<()> {
+    // Without TCP_NODELAY a reply followed by a notification meets Nagle's algorithm against
+    // the peer's delayed ACK: the second frame waits ~40 ms.
+    let listener = listener.tap_io(|socket| {
+        if let Err(error) = socket.set_nodelay(true) {
+            tracing::warn!(%error, "cannot set TCP_NODELAY on an accepted socket");
+        }
+    });
+    serve_on(host, listener, options, false).await
+}
+
+/// Serves websocket clients on a unix socket until the host stops (the same protocol and
+/// rules as over TCP; `unix_socket` says who may connect). The socket file is removed when
+/// serving ends. Beside the TCP routes, `GET /status` answers `{"pid", "uptimeSecs",
+/// "connections"}` (what `tandem app-server daemon status` shows): only the socket's user can
+/// ask.
+#[cfg(unix)]
+pub async fn serve_unix(
+    host: Arc<TransportHost>,
+    listener: super::unix_socket::UnixSocketListener,
+    options: WebSocketOptions,
+) -> io::Result<()> {
+    serve_on(host, listener, options, true).await
+}
+
+#[cfg(unix)]
+impl Listener for super::unix_socket::UnixSocketListener {
+    type Io = tokio::net::UnixStream;
+    type Addr = tokio::net::unix::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        Listener::accept(&mut self.listener).await
+    }
+
+    fn local_addr(&self) -> io::Result<Self::Addr> {
+        self.listener.local_addr()
+    }
+}
+
+async fn serve_on<L>(
+    host: Arc<TransportHost>,
+    listener: L,
+    options: WebSocketOptions,
+    status_route: bool,
+) -> io::Result<()>
+where
+    L: Listener,
+    L::Addr: std::fmt::Debug,
+{
     let stop = host.stopping();
-    let shared = Arc::new(Shared { host, options });
+    let shared = Arc::new(Shared {
+        host,
+        options,
+        status_route,
+    });
     let app = Router::new()
         .fallback(route)
         .with_state(shared)
@@ -182,21 +236,16 @@ pub async fn serve(
         .await
 }
 
-/// Accepts TCP connections whose writes are counted, so that each connection's writer knows
-/// when its peer last took bytes.
-struct CountingListener(TcpListener);
+/// Accepts connections whose writes are counted, so that each connection's writer knows when
+/// its peer last took bytes.
+struct CountingListener<L>(L);
 
-impl Listener for CountingListener {
-    type Io = CountingIo<TcpStream>;
-    type Addr = SocketAddr;
+impl<L: Listener> Listener for CountingListener<L> {
+    type Io = CountingIo<L::Io>;
+    type Addr = L::Addr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        let (socket, address) = Listener::accept(&mut self.0).await;
-        // Without TCP_NODELAY a reply followed by a notification meets Nagle's algorithm
-        // against the peer's delayed ACK: the second frame waits ~40 ms.
-        if let Err(error) = socket.set_nodelay(true) {
-            tracing::warn!(%error, "cannot set TCP_NODELAY on an accepted socket");
-        }
+        let (socket, address) = self.0.accept().await;
         let progress = Arc::new(WriteProgress::default());
         (CountingIo::new(socket, progress), address)
     }
@@ -210,8 +259,8 @@ impl Listener for CountingListener {
 #[derive(Clone)]
 struct PeerProgress(Arc<WriteProgress>);
 
-impl Connected<IncomingStream<'_, CountingListener>> for PeerProgress {
-    fn connect_info(stream: IncomingStream<'_, CountingListener>) -> Self {
+impl<L: Listener> Connected<IncomingStream<'_, CountingListener<L>>> for PeerProgress {
+    fn connect_info(stream: IncomingStream<'_, CountingListener<L>>) -> Self {
         Self(Arc::clone(stream.io().progress()))
     }
 }
@@ -234,6 +283,19 @@ async fn route(State(shared): State<Arc<Shared>>, request: Request) -> Response 
     }
     if matches!(parts.uri.path(), "/readyz" | "/healthz") {
         return (StatusCode::OK, "ok\n").into_response();
+    }
+    if shared.status_route && parts.uri.path() == "/status" {
+        let status = serde_json::json!({
+            "pid": std::process::id(),
+            "uptimeSecs": shared.host.uptime().as_secs(),
+            "connections": shared.host.open_connections(),
+        });
+        return (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            format!("{status}\n"),
+        )
+            .into_response();
     }
     if let Some(token) = &shared.options.auth
         && let Err(reason) = check_bearer(&parts.headers, token)

@@ -65,7 +65,7 @@ pub struct InitializeParams {
 }
 
 /// `serverInfo` of the `initialize` result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ServerInfo {
@@ -86,15 +86,20 @@ pub struct InitializeResponse {
     pub platform_family: String,
     /// e.g. `linux`, `macos`, `windows`.
     pub platform_os: String,
-    /// Absolute path of the server's home directory.
+    /// Absolute path of the server's home directory. Tandem always sends it; empty when read
+    /// from a server that does not (the reference, reached over a unix socket or websocket).
+    #[serde(default)]
     pub tandem_home: String,
     /// The same directory as `tandemHome`, under the reference's name (its schema requires it).
     pub codex_home: String,
     /// Server name and the upstream protocol revision it implements
     /// ([`crate::UPSTREAM_PROTOCOL_VERSION`]), which clients compare with the release that
-    /// introduced a feature.
+    /// introduced a feature. Empty from a server that does not send it (the reference).
+    #[serde(default)]
     pub server_info: ServerInfo,
-    /// The server's own version (Tandem's release, not the protocol revision).
+    /// The server's own version (Tandem's release, not the protocol revision); empty from a
+    /// server that does not send it (the reference).
+    #[serde(default)]
     pub tandem_version: String,
     /// procre: the token of this connection's process session (experimental, sent only to
     /// clients with the `experimentalApi` capability): given back in `process/resume` by a

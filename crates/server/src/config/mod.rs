@@ -240,6 +240,9 @@ pub struct ServerConfig {
     /// `store.lease_ttl_ms`: how long this server's writer lease on a thread lasts without
     /// renewal.
     pub lease_ttl: Duration,
+    /// `store.handoff_wait_ms`: how long a resume of a thread another server holds waits for
+    /// that server to hand it over before it is refused (default 2 s; 0 refuses at once).
+    pub lease_handoff_wait: Duration,
     /// `fs_api`: whether the `fs/*` methods are served (default `true`); they act with the
     /// server's rights (docs/security.md).
     pub fs_api: bool,
@@ -559,6 +562,7 @@ impl ServerConfigBuilder {
             profile,
             store_url: settings.store.url,
             lease_ttl: settings.store.lease_ttl,
+            lease_handoff_wait: settings.store.handoff_wait,
             fs_api: settings.fs_api.enabled.unwrap_or(true),
             fs_read_max_bytes: settings
                 .fs_api

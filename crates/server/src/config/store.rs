@@ -2,7 +2,9 @@
 //! server's writer lease on a thread lasts. `store.url = "postgres://..."` puts threads in
 //! PostgreSQL, shared by every server that names the same database; without it they live in
 //! `TANDEM_HOME/threads.sqlite`. `store.lease_ttl_ms` is the lease TTL (renewed every third
-//! of it); tests shorten it to see failover in seconds.
+//! of it); tests shorten it to see failover in seconds. `store.handoff_wait_ms` is how long a
+//! server asked for a thread another server holds waits for it to be handed over (issue 32)
+//! before it refuses.
 
 use std::time::Duration;
 
@@ -14,7 +16,12 @@ use crate::store::DEFAULT_LEASE_TTL;
 pub const STORE_KEY: &str = "store";
 
 /// The keys of the `[store]` table.
-pub(crate) const STORE_KEYS: &[&str] = &["url", "lease_ttl_ms"];
+pub(crate) const STORE_KEYS: &[&str] = &["url", "lease_ttl_ms", "handoff_wait_ms"];
+
+/// How long a resume waits for a handoff when the configuration sets nothing: 2 s.
+pub(crate) const DEFAULT_HANDOFF_WAIT: Duration = Duration::from_secs(2);
+/// The longest handoff wait accepted: a request waiting longer would look hung to a client.
+const MAX_HANDOFF_WAIT: Duration = Duration::from_secs(60);
 
 /// The shortest lease TTL accepted: renewing every third of it must stay well above a
 /// database round trip.
@@ -25,6 +32,7 @@ const MIN_LEASE_TTL: Duration = Duration::from_millis(300);
 pub(crate) struct StoreSettings {
     pub(crate) url: Option<String>,
     pub(crate) lease_ttl: Duration,
+    pub(crate) handoff_wait: Duration,
 }
 
 impl Default for StoreSettings {
@@ -32,6 +40,7 @@ impl Default for StoreSettings {
         Self {
             url: None,
             lease_ttl: DEFAULT_LEASE_TTL,
+            handoff_wait: DEFAULT_HANDOFF_WAIT,
         }
     }
 }
@@ -90,6 +99,27 @@ pub(crate) fn parse_store(layered: &Layered) -> Result<StoreSettings, ConfigErro
                         "expected a whole number of milliseconds of at least {} (default {})",
                         MIN_LEASE_TTL.as_millis(),
                         DEFAULT_LEASE_TTL.as_millis()
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(wait) = table.get("handoff_wait_ms") {
+        let millis = match wait {
+            toml::Value::Integer(millis) => u64::try_from(*millis).ok(),
+            _ => None,
+        };
+        match millis.map(Duration::from_millis) {
+            Some(wait) if wait <= MAX_HANDOFF_WAIT => settings.handoff_wait = wait,
+            _ => {
+                return Err(invalid(
+                    "handoff_wait_ms",
+                    wait,
+                    &format!(
+                        "expected a whole number of milliseconds from 0 (refuse at once) to {} \
+                         (default {})",
+                        MAX_HANDOFF_WAIT.as_millis(),
+                        DEFAULT_HANDOFF_WAIT.as_millis()
                     ),
                 ));
             }

@@ -723,3 +723,23 @@ fn a_selected_provider_without_its_key_or_a_model_is_reported_at_load() {
     let scripted = load(home.path()).expect("load");
     assert!(validate::provider_warnings(&scripted, |_| None).is_empty());
 }
+
+#[test]
+fn the_handoff_wait_defaults_to_two_seconds_and_takes_zero_to_a_minute() {
+    let home = home_with_config(None);
+    assert_eq!(
+        load(home.path()).expect("load").lease_handoff_wait,
+        Duration::from_secs(2)
+    );
+    let home = home_with_config(Some("[store]\nhandoff_wait_ms = 0\n"));
+    assert_eq!(
+        load(home.path()).expect("load").lease_handoff_wait,
+        Duration::ZERO
+    );
+    for bad in ["-1", "60001", "\"soon\""] {
+        let home = home_with_config(Some(&format!("[store]\nhandoff_wait_ms = {bad}\n")));
+        let error = load(home.path()).expect_err(bad).to_string();
+        assert!(error.contains("store.handoff_wait_ms"), "{bad}: {error}");
+        assert!(error.contains("default 2000"), "{bad}: {error}");
+    }
+}

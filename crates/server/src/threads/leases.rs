@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tandem_protocol::{JSONRPCErrorError, ThreadStatus};
 
@@ -24,8 +24,10 @@ const FENCED_TURN_GRACE: Duration = Duration::from_secs(10);
 
 impl ThreadService {
     /// Takes the writer lease of the durable thread `thread_id` in `store` and makes sure the
-    /// renewal loop runs. A lease held by another server answers -32600 `thread <id> already
-    /// has an active writer` with the owner and its expiry in `data`.
+    /// renewal loop (and the handoff listener) runs. A lease held by another server is asked
+    /// for, and waited for up to `store.handoff_wait_ms` (the holder hands an idle thread over
+    /// at once); still held after that (a turn runs there), it answers -32600 `thread <id>
+    /// already has an active writer` with the owner, its expiry and `retryAfterMs` in `data`.
     pub(super) async fn acquire_lease(
         self: &Arc<Self>,
         store: &dyn ThreadStore,
@@ -35,10 +37,35 @@ impl ThreadService {
             return Ok(());
         };
         let period = settings.renew_period();
-        store.acquire_lease(thread_id).await.map_err(store_error)?;
+        let wait = self.config().lease_handoff_wait;
+        let deadline = Instant::now() + wait;
+        loop {
+            match store.acquire_lease(thread_id).await {
+                Ok(()) => break,
+                Err(error @ StoreError::LeaseHeld { .. }) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        let mut answer = store_error(error);
+                        if let Some(data) = answer.data.as_mut() {
+                            data["retryAfterMs"] = serde_json::json!(retry_after(wait));
+                        }
+                        return Err(answer);
+                    }
+                    // The holder was asked; its release (or the next try) ends the wait.
+                    store
+                        .lease_released(thread_id, left.min(HANDOFF_POLL))
+                        .await;
+                }
+                Err(error) => return Err(store_error(error)),
+            }
+        }
         if !self.renewing.swap(true, Ordering::SeqCst) {
             let service = Arc::downgrade(self);
             tokio::spawn(async move { renew_loop(service, period).await });
+            if let Some(requests) = store.take_handoff_requests() {
+                let service = Arc::downgrade(self);
+                tokio::spawn(async move { hand_over_when_asked(service, requests).await });
+            }
         }
         Ok(())
     }
@@ -173,6 +200,32 @@ impl ThreadService {
         } else {
             false
         }
+    }
+}
+
+/// How often a server waiting for a handoff looks at the lease row again when no release
+/// notification came (one may be lost).
+const HANDOFF_POLL: Duration = Duration::from_millis(100);
+
+/// The `retryAfterMs` of a refusal: the wait a retry would get again, at least a second.
+fn retry_after(wait: Duration) -> u64 {
+    u64::try_from(wait.max(Duration::from_secs(1)).as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Hands each thread another server asks for over as the request arrives (when no turn runs
+/// on it), rather than at the next renewal.
+async fn hand_over_when_asked(
+    service: std::sync::Weak<ThreadService>,
+    mut requests: tokio::sync::mpsc::Receiver<String>,
+) {
+    while let Some(thread_id) = requests.recv().await {
+        let Some(service) = service.upgrade() else {
+            return;
+        };
+        if service.is_stopping() {
+            return;
+        }
+        service.hand_over(&thread_id);
     }
 }
 

@@ -364,7 +364,10 @@ impl ThreadService {
         self.durable
             .get_or_try_init(|| async move {
                 let leases = LeaseSettings::for_this_process(config.lease_ttl)
-                    .with_home(&config.tandem_home);
+                    .with_home(&config.tandem_home)
+                    // A server that does not wait for handoffs asks at the holder's renewal,
+                    // as before issue 32.
+                    .with_handoff_notices(!config.lease_handoff_wait.is_zero());
                 let store: Arc<dyn ThreadStore> = match &config.store_url {
                     Some(url) => Arc::new(PostgresThreadStore::connect(url, leases).await?),
                     None => Arc::new(

@@ -13,7 +13,7 @@ use tandem_protocol::TurnError;
 use super::super::lease::LeaseRenewal;
 use super::super::liveness;
 use super::super::{INTERRUPTED_BY_STOP, StoreError, close_unfinished_item};
-use super::{PostgresThreadStore, Tx};
+use super::{PostgresThreadStore, Tx, handoff};
 use crate::codec::{decode, encode};
 
 impl PostgresThreadStore {
@@ -79,7 +79,8 @@ impl PostgresThreadStore {
             tracing::info!(thread = thread_id, previous = %holder, "took over the lease of a server that is gone");
             return Ok(Acquired::Granted(row.get(0)));
         }
-        // Held elsewhere: ask the holder to hand the thread over once no turn runs on it.
+        // Held elsewhere: ask the holder to hand the thread over once no turn runs on it,
+        // and tell it now (delivered when this transaction commits; `handoff`).
         let holder = db
             .query_one(
                 "UPDATE thread_leases SET handoff_requested_by = $2 WHERE thread_id = $1 \
@@ -87,6 +88,17 @@ impl PostgresThreadStore {
                 &[&thread_id, owner],
             )
             .await?;
+        if self.leases.settings.notify_handoffs {
+            let holder_name: String = holder.get(0);
+            db.execute(
+                "SELECT pg_notify($1, $2)",
+                &[
+                    &handoff::HANDOFF_CHANNEL,
+                    &format!("{holder_name}{}{thread_id}", handoff::PAYLOAD_SEPARATOR),
+                ],
+            )
+            .await?;
+        }
         Ok(Acquired::Held {
             owner: holder.get(0),
             expires_at_ms: holder.get(1),
@@ -98,12 +110,18 @@ impl PostgresThreadStore {
         let Some(epoch) = self.leases.forget(thread_id) else {
             return Ok(());
         };
-        // Expires it now rather than deleting it: the epoch must never go back.
+        // Expires it now rather than deleting it: the epoch must never go back. The release is
+        // announced once it is committed, for a server waiting for this thread (`handoff`).
         self.on_connection(async |db| {
             db.execute(
                 "UPDATE thread_leases SET expires_at = now(), handoff_requested_by = NULL \
                  WHERE thread_id = $1 AND owner = $2 AND epoch = $3",
                 &[&thread_id, &self.leases.settings.owner, &epoch],
+            )
+            .await?;
+            db.execute(
+                "SELECT pg_notify($1, $2)",
+                &[&handoff::RELEASED_CHANNEL, &thread_id],
             )
             .await?;
             Ok(())

@@ -35,6 +35,7 @@
 //! implementation, `checkpoints` the file checkpoints.
 
 mod checkpoints;
+mod handoff;
 mod idempotency;
 mod leases;
 mod statements;
@@ -111,6 +112,8 @@ pub struct PostgresThreadStore {
     /// Idempotency-key claims of one scope take turns here before they take a connection
     /// (see `idempotency`).
     key_scopes: Arc<idempotency::ScopeTurns>,
+    /// The connection outside the pool that hears handoff requests and releases (`handoff`).
+    handoffs: Arc<handoff::Handoffs>,
 }
 
 impl std::fmt::Debug for PostgresThreadStore {
@@ -197,10 +200,19 @@ impl PostgresThreadStore {
             .get_hosts()
             .iter()
             .all(|host| matches!(host, Host::Unix(_)));
-        let manager = if only_sockets || config.get_ssl_mode() == SslMode::Disable {
-            Manager::from_config(config, tokio_postgres::NoTls, manager_config)
+        let owner = settings.owner.clone();
+        let (manager, handoffs) = if only_sockets || config.get_ssl_mode() == SslMode::Disable {
+            let handoffs = Arc::new(handoff::Handoffs::start(
+                config.clone(),
+                tokio_postgres::NoTls,
+                owner,
+            ));
+            let manager = Manager::from_config(config, tokio_postgres::NoTls, manager_config);
+            (manager, handoffs)
         } else {
-            Manager::from_config(config, tls_connector()?, manager_config)
+            let tls = tls_connector()?;
+            let handoffs = Arc::new(handoff::Handoffs::start(config.clone(), tls.clone(), owner));
+            (Manager::from_config(config, tls, manager_config), handoffs)
         };
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
@@ -213,6 +225,7 @@ impl PostgresThreadStore {
             pool,
             leases: Arc::new(LeaseBook::new(settings)),
             key_scopes: Arc::default(),
+            handoffs,
         };
         store.migrate().await?;
         store.release_dead_owners().await;

@@ -544,6 +544,14 @@ impl ThreadStore for PostgresThreadStore {
         self.leases.retire();
     }
 
+    fn take_handoff_requests(&self) -> Option<tokio::sync::mpsc::Receiver<String>> {
+        self.handoffs.take_requests()
+    }
+
+    async fn lease_released(&self, thread_id: &str, wait: std::time::Duration) {
+        self.handoffs.released(thread_id, wait).await;
+    }
+
     fn lease_settings(&self) -> Option<&LeaseSettings> {
         Some(&self.leases.settings)
     }

@@ -9,9 +9,9 @@ use crossterm::event::Event;
 use ratatui::layout::Rect;
 use tandem_protocol::client_methods::ThreadArchive;
 use tandem_protocol::{
-    CommandExecutionApprovalDecision, ProcessResizePtyParams, ProcessSpawnParams,
-    ThreadArchiveParams, ThreadForkParams, ThreadListParams, ThreadResumeParams,
-    TurnInterruptParams, TurnStatus, TurnSteerParams, UserInput,
+    CommandExecutionApprovalDecision, FileChangeApprovalDecision, ProcessResizePtyParams,
+    ProcessSpawnParams, ThreadArchiveParams, ThreadForkParams, ThreadListParams,
+    ThreadResumeParams, TurnInterruptParams, TurnStatus, TurnSteerParams, UserInput,
 };
 use tokio::sync::mpsc;
 
@@ -21,7 +21,7 @@ use crate::state::{AppState, Focus, Screen, TurnState};
 use crate::ui;
 
 use super::follow::{attach_process, follow_process, follow_thread, start_turn, thread_events};
-use super::{ExitReason, Tui, lock};
+use super::{ExitReason, LiveApproval, Tui, lock};
 
 // undo29: `/undo`.
 mod undo;
@@ -52,7 +52,7 @@ fn mode(state: &AppState) -> Mode {
 
 const HELP: &str = "Enter sends (steers a running turn) · Alt-Enter new line · Esc interrupts · \
      Ctrl-C twice quits · Ctrl-T threads · PgUp/PgDn scroll · Tab/Ctrl-O pane focus · Ctrl-N next \
-     pane · Ctrl-W hide pane · !CMD runs CMD in a terminal pane · /share shows how another client \
+     pane · Ctrl-W hide pane · Ctrl-R reasoning in full/folded · !CMD runs CMD in a terminal pane · /share shows how another client \
      watches the pane's process · /attach HANDLE TOKEN watches one · /undo undoes the last turn \
      and its file changes · /new /threads /quit";
 
@@ -197,6 +197,7 @@ impl Controller {
             }
             Action::RefreshThreads => self.load_threads(),
             Action::Decide(decision) => self.decide(decision),
+            Action::ToggleReasoning => self.tui.update(AppState::toggle_reasoning),
             Action::PaneInput(bytes) => self.pane_input(bytes),
         }
     }
@@ -360,16 +361,24 @@ impl Controller {
         let request = lock(&self.tui.shared.approvals).remove(&view.key);
         if decision == CommandExecutionApprovalDecision::AcceptForSession {
             self.tui.update(|state| {
-                state.notice(format!(
-                    "(accepted for the session: `{}` and the like)",
-                    view.command
-                ));
+                state.notice(match view.command() {
+                    Some(command) => {
+                        format!("(accepted for the session: `{command}` and the like)")
+                    }
+                    None => "(accepted for the session: changes to these files)".to_owned(),
+                });
             });
         }
         if let Some(request) = request {
             let tui = self.tui.clone();
             tokio::spawn(async move {
-                if let Err(error) = request.decide(decision).await {
+                let answered = match request {
+                    LiveApproval::Command(request) => request.decide(decision).await,
+                    LiveApproval::FileChange(request) => {
+                        request.decide(file_change_decision(decision)).await
+                    }
+                };
+                if let Err(error) = answered {
                     tui.report("answering the approval", &error);
                 }
             });
@@ -547,5 +556,18 @@ impl Controller {
         .unlimited_output()
         .no_timeout();
         tokio::spawn(follow_process(self.tui.clone(), handle, params));
+    }
+}
+
+/// The file change decision of an approval key: the prompt's keys mean the same for both
+/// kinds of approval.
+fn file_change_decision(decision: CommandExecutionApprovalDecision) -> FileChangeApprovalDecision {
+    match decision {
+        CommandExecutionApprovalDecision::Accept => FileChangeApprovalDecision::Accept,
+        CommandExecutionApprovalDecision::AcceptForSession => {
+            FileChangeApprovalDecision::AcceptForSession
+        }
+        CommandExecutionApprovalDecision::Decline => FileChangeApprovalDecision::Decline,
+        CommandExecutionApprovalDecision::Cancel => FileChangeApprovalDecision::Cancel,
     }
 }

@@ -4,7 +4,7 @@
 //! `/attach` (attach19).
 
 use super::*;
-use crate::state::TurnState;
+use crate::state::{Entry, TurnState};
 use tandem_protocol::TurnStatus;
 
 /// Starts a turn (and first the thread, on a new chat) and follows it.
@@ -122,6 +122,10 @@ pub(super) fn follow_thread(tui: Tui, thread_id: String, mut events: Subscriptio
                     ServerNotification::ThreadTokenUsageUpdated(usage) => {
                         TurnEvent::Other(ServerNotification::ThreadTokenUsageUpdated(usage))
                     }
+                    note @ (ServerNotification::TurnPlanUpdated(_)
+                    | ServerNotification::ReasoningSummaryPartAdded(_)
+                    | ServerNotification::ReasoningSummaryTextDelta(_)
+                    | ServerNotification::ReasoningTextDelta(_)) => TurnEvent::Other(note),
                     _ => continue,
                 };
                 tui.update(|state| {
@@ -149,8 +153,28 @@ async fn follow_turn(tui: Tui, mut turn: TurnHandle) {
             Some(Ok(TurnEvent::Approval(request))) => {
                 let key = request.id().to_string();
                 let view = ApprovalView::new(&key, request.params());
-                lock(&tui.shared.approvals).insert(key, request);
+                lock(&tui.shared.approvals).insert(key, LiveApproval::Command(request));
                 tui.update(|state| state.approval_requested(view));
+            }
+            Some(Ok(TurnEvent::FileChangeApproval(request))) => {
+                let key = request.id().to_string();
+                let params = request.params().clone();
+                // In the map before the prompt shows, so that a quick key finds it.
+                lock(&tui.shared.approvals).insert(key.clone(), LiveApproval::FileChange(request));
+                tui.update(|state| {
+                    // The item started just before, so the transcript has its files.
+                    let paths = match state.position(&params.item_id) {
+                        Some(index) => match &state.transcript[index] {
+                            Entry::FileChange { changes, .. } => {
+                                changes.iter().map(|change| change.path.clone()).collect()
+                            }
+                            _ => Vec::new(),
+                        },
+                        None => Vec::new(),
+                    };
+                    let view = ApprovalView::file_change(&key, &params, paths);
+                    state.approval_requested(view);
+                });
             }
             Some(Ok(TurnEvent::Question(request))) => {
                 let key = request.id().to_string();

@@ -158,7 +158,7 @@ pub(crate) async fn stale_cursors_answer_a_gap_and_the_whole_thread(transport: T
     s.close().await;
 }
 
-/// A client loses its connection in the middle of a turn (websocket: the socket drops;
+/// A client loses its connection in the middle of a turn (websocket, unix socket: the socket drops;
 /// in-process: the event consumer is replaced), comes back and resumes from the last cursor it
 /// saw: it gets every event it missed and then the live ones, each exactly once, and the agent
 /// text and command output it rebuilds from the deltas are the stored ones. Stdio has one
@@ -192,7 +192,7 @@ pub(crate) async fn a_client_that_reconnects_gets_what_it_missed(transport: Tran
     };
 
     s.reconnect().await;
-    if transport == Transport::WebSocket {
+    if matches!(transport, Transport::WebSocket | Transport::UnixSocket) {
         s.initialize(false).await;
     }
     let reply = s
