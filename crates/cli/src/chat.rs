@@ -76,6 +76,7 @@ Type a message for the agent; a line ending in \\ continues it on the next line.
   /resume ID    continue thread ID
   /interrupt    stop the running turn (Ctrl-C does too; a second Ctrl-C exits)
   /reasoning    show the agent's reasoning in full, or folded to one line (the default)
+  /undo         undo the last turn: drop it and put back the files its patches changed
   /quit         leave (Ctrl-D does too)";
 
 /// The options of `tandem chat`.
@@ -380,6 +381,7 @@ impl Chat {
                 ("/threads", _) => self.list_threads().await,
                 ("/resume", id) => self.resume(id.trim()).await,
                 ("/interrupt", _) => self.output.line("(no turn is running)"),
+                ("/undo", _) => self.undo().await,
                 ("/reasoning", _) => {
                     self.view.full_reasoning = !self.view.full_reasoning;
                     self.output.line(if self.view.full_reasoning {
@@ -425,6 +427,20 @@ impl Chat {
                     let title = thread.name.as_deref().unwrap_or(&thread.preview);
                     self.output
                         .line(&format!("{marker} {}  {}", thread.id, title.trim()));
+                }
+            }
+            Err(error) => self.output.line(&format!("error: {error}")),
+        }
+    }
+
+    /// undo29: `/undo`: the last turn dropped, its files put back where nothing changed them
+    /// since, and what became of each file shown.
+    async fn undo(&mut self) {
+        match self.client.undo_last_turn(&self.thread_id).await {
+            Ok(None) => self.output.line("(no turn to undo)"),
+            Ok(Some(undone)) => {
+                for line in tandem_client::undo_report(&undone.file_restore) {
+                    self.output.line(&line);
                 }
             }
             Err(error) => self.output.line(&format!("error: {error}")),

@@ -80,6 +80,8 @@ mod server_request;
 mod subscription;
 mod token_file;
 mod turn;
+// undo29: `/undo` of `tandem chat` and `tandem tui`.
+mod undo;
 
 pub use backend::child::{ChildCommand, ChildStderr, DEFAULT_MAX_LINE_BYTES};
 pub use backend::websocket::{DEFAULT_MAX_MESSAGE_BYTES, WebSocketTarget};
@@ -103,3 +105,4 @@ pub use subscription::{
 };
 pub use token_file::{TokenFileError, read_token_file};
 pub use turn::{TurnEvent, TurnHandle};
+pub use undo::undo_report;

@@ -1106,3 +1106,19 @@ fn thread_list_cwd_accepts_one_path_or_several() {
     assert_eq!(filters.parent_thread_id.as_deref(), Some("p"));
     assert_eq!(filters.ancestor_thread_id.as_deref(), Some("a"));
 }
+
+/// undo29: the Tandem extension `restoreFiles` of `thread/rollback` and its answer's members,
+/// beside the reference's shape that the coverage list checks.
+#[test]
+fn rollback_restoring_files_matches_its_example() {
+    check::<client_methods::ThreadRollback>(
+        json!({"threadId": "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e", "numTurns": 1,
+               "restoreFiles": true}),
+        thread_rollback_restoring_params(),
+        json!({"thread": thread_json(), "restoredFiles": ["/work/a.txt"],
+               "skippedFiles": [{"path": "/work/b.txt",
+                                 "reason": "changed on disk since turn t2 wrote it"}],
+               "unrestorableTurns": []}),
+        thread_rollback_restoring_response(),
+    );
+}

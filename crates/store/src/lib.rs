@@ -65,7 +65,9 @@
 //! compaction summaries and truncation, schema version 2), `idempotency` the idempotency keys
 //! (SQLite schema version 3), `lease` and `sqlite/lease` the writer leases (SQLite schema
 //! version 4; PostgreSQL's migrations are in `crates/store/migrations/postgres`), `liveness`
-//! whether a lease's owner is gone (its lock file under `TANDEM_HOME/lease-owners`).
+//! whether a lease's owner is gone (its lock file under `TANDEM_HOME/lease-owners`),
+//! `checkpoint` the file checkpoints that let a revert restore what a turn's patches changed
+//! (SQLite schema version 5, PostgreSQL migration 4).
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -74,6 +76,7 @@ use tandem_protocol::{
     ThreadAttachment, ThreadAttachmentAddResponse, ThreadItem, ThreadStatus, Turn, TurnItemsView,
 };
 
+mod checkpoint;
 mod codec;
 mod error;
 mod idempotency;
@@ -85,6 +88,8 @@ mod postgres;
 mod recovery;
 mod sqlite;
 
+#[cfg(test)]
+mod checkpoint_tests;
 #[cfg(test)]
 mod idempotency_tests;
 #[cfg(test)]
@@ -102,6 +107,7 @@ mod tests;
 #[cfg(test)]
 mod thread_ops_tests;
 
+pub use checkpoint::{CheckpointFile, FileCheckpoint, evicted_reason};
 pub use error::StoreError;
 pub use idempotency::{IdempotencyRecord, KEY_MAX_AGE_SECS, KEYS_PER_SCOPE, SERVER_SCOPE};
 pub use lease::{DEFAULT_LEASE_TTL, LeaseRenewal, LeaseSettings};
@@ -611,6 +617,29 @@ pub trait ThreadStore: Send + Sync {
 
     /// The summary of the thread's latest stored compaction turn, if it has one.
     async fn latest_compaction(&self, thread_id: &str) -> Result<Option<Compaction>, StoreError>;
+
+    /// Stores `checkpoint` as the file checkpoint of the stored turn `turn_id` (replacing an
+    /// earlier one), then keeps the earlier contents of the thread's newest checkpoints whose
+    /// [`FileCheckpoint::kept_bytes`] add up to at most `thread_max_bytes` and drops those of
+    /// every older one ([`FileCheckpoint::drop_contents`] with [`evicted_reason`]), all or
+    /// nothing. Fails with [`StoreError::TurnNotFound`] for an unknown turn. A checkpoint goes
+    /// with its turn when the turn is truncated or the thread deleted; forks do not copy it.
+    async fn put_file_checkpoint(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        checkpoint: &FileCheckpoint,
+        thread_max_bytes: u64,
+    ) -> Result<(), StoreError>;
+
+    /// The file checkpoints of the stored turn `from_turn_id` and of every later turn, newest
+    /// first, as `(turn id, checkpoint)`; turns that changed no file have none and are left
+    /// out. An unknown turn fails with [`StoreError::TurnNotFound`].
+    async fn file_checkpoints(
+        &self,
+        thread_id: &str,
+        from_turn_id: &str,
+    ) -> Result<Vec<(String, FileCheckpoint)>, StoreError>;
 
     // i-idem: idempotency keys (docs/protocol.md "Idempotent requests"; `idempotency`).
 

@@ -12,8 +12,8 @@ use tandem_protocol::{
 
 use super::paging::{self, ItemListQuery, ItemPosition, ItemStart, StoredItem};
 use super::{
-    Compaction, IdempotencyRecord, Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore,
-    ThreadUpdate, TurnEndUpdate, TurnListQuery, effective_limit, parse_thread_cursor,
+    Compaction, FileCheckpoint, IdempotencyRecord, Page, StoreError, ThreadListQuery, ThreadRecord,
+    ThreadStore, ThreadUpdate, TurnEndUpdate, TurnListQuery, effective_limit, parse_thread_cursor,
     thread_cursor,
 };
 
@@ -27,6 +27,8 @@ struct Entry {
     attachments: Vec<ThreadAttachment>,
     /// Compaction summaries by turn id, in the order they were stored.
     compactions: Vec<(String, String)>,
+    /// File checkpoints by turn id, in the order they were first stored.
+    checkpoints: Vec<(String, FileCheckpoint)>,
     /// Turn id to position in `turns`, for paging: checked on every use and rebuilt when it
     /// no longer matches (turns appended or removed since), so no writer has to maintain it.
     positions: HashMap<String, usize>,
@@ -138,6 +140,7 @@ impl ThreadStore for InMemoryThreadStore {
                 turns: history.to_vec(),
                 attachments: Vec::new(),
                 compactions: Vec::new(),
+                checkpoints: Vec::new(),
                 positions: HashMap::new(),
             },
         );
@@ -478,6 +481,9 @@ impl ThreadStore for InMemoryThreadStore {
         entry
             .compactions
             .retain(|(turn, _)| kept.iter().any(|kept| &kept.id == turn));
+        entry
+            .checkpoints
+            .retain(|(turn, _)| kept.iter().any(|kept| &kept.id == turn));
         update.apply(&mut entry.record);
         Ok(entry.record.clone())
     }
@@ -518,6 +524,74 @@ impl ThreadStore for InMemoryThreadStore {
                 turn_id: turn_id.clone(),
                 summary: summary.clone(),
             }))
+    }
+
+    async fn put_file_checkpoint(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        checkpoint: &FileCheckpoint,
+        thread_max_bytes: u64,
+    ) -> Result<(), StoreError> {
+        let mut threads = self.lock();
+        let entry = entry_mut(&mut threads, thread_id)?;
+        turn_mut(entry, turn_id)?;
+        match entry
+            .checkpoints
+            .iter_mut()
+            .find(|(turn, _)| turn == turn_id)
+        {
+            Some((_, stored)) => *stored = checkpoint.clone(),
+            None => entry
+                .checkpoints
+                .push((turn_id.to_owned(), checkpoint.clone())),
+        }
+        // Newest by turn order, like the durable stores.
+        let newest_first: Vec<(String, u64)> = entry
+            .turns
+            .iter()
+            .rev()
+            .filter_map(|turn| {
+                entry
+                    .checkpoints
+                    .iter()
+                    .find(|(id, _)| *id == turn.id)
+                    .map(|(id, stored)| (id.clone(), stored.kept_bytes()))
+            })
+            .collect();
+        for dropped in crate::checkpoint::over_budget(&newest_first, thread_max_bytes) {
+            if let Some((_, stored)) = entry.checkpoints.iter_mut().find(|(id, _)| *id == dropped) {
+                stored.drop_contents(crate::evicted_reason(thread_max_bytes));
+            }
+        }
+        Ok(())
+    }
+
+    async fn file_checkpoints(
+        &self,
+        thread_id: &str,
+        from_turn_id: &str,
+    ) -> Result<Vec<(String, FileCheckpoint)>, StoreError> {
+        let mut threads = self.lock();
+        let entry = entry_mut(&mut threads, thread_id)?;
+        let position =
+            entry
+                .turn_position(from_turn_id)
+                .ok_or_else(|| StoreError::TurnNotFound {
+                    thread_id: thread_id.to_owned(),
+                    turn_id: from_turn_id.to_owned(),
+                })?;
+        Ok(entry.turns[position..]
+            .iter()
+            .rev()
+            .filter_map(|turn| {
+                entry
+                    .checkpoints
+                    .iter()
+                    .find(|(id, _)| *id == turn.id)
+                    .cloned()
+            })
+            .collect())
     }
 
     // i-idem: idempotency keys.

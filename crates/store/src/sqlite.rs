@@ -44,11 +44,13 @@ use self::items::read_items;
 
 use super::paging::{self, Anchor, ItemListQuery, StoredItem};
 use super::{
-    Compaction, INTERRUPTED_BY_STOP, IdempotencyRecord, KEY_MAX_AGE_SECS, KEYS_PER_SCOPE, Page,
-    StoreError, ThreadListQuery, ThreadRecord, ThreadStore, ThreadUpdate, TurnEndUpdate,
-    TurnListQuery, close_unfinished_item, parse_thread_cursor, source_kind, thread_cursor,
+    Compaction, FileCheckpoint, INTERRUPTED_BY_STOP, IdempotencyRecord, KEY_MAX_AGE_SECS,
+    KEYS_PER_SCOPE, Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore, ThreadUpdate,
+    TurnEndUpdate, TurnListQuery, close_unfinished_item, parse_thread_cursor, source_kind,
+    thread_cursor,
 };
 
+mod checkpoints;
 mod items;
 mod lease;
 mod rows;
@@ -63,7 +65,7 @@ use rows::*;
 use statements::*;
 
 /// The schema version this build writes and reads.
-const SCHEMA_VERSION: i64 = 4;
+const SCHEMA_VERSION: i64 = 5;
 
 /// How long a transaction waits for another process's write lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -538,19 +540,27 @@ fn migrate(connection: &mut Connection, path: &Path) -> Result<(), StoreError> {
                 .execute_batch(lease::SCHEMA_V4)
                 .map_err(open_error)?;
             transaction
+                .execute_batch(checkpoints::SCHEMA_V5)
+                .map_err(open_error)?;
+            transaction
                 .pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(open_error)?;
             tracing::info!(path = %path.display(), version = SCHEMA_VERSION, "created thread database");
         }
-        1..=3 => {
+        1..=4 => {
             if found == 1 {
                 transaction.execute_batch(SCHEMA_V2).map_err(open_error)?;
             }
             if found < 3 {
                 transaction.execute_batch(SCHEMA_V3).map_err(open_error)?;
             }
+            if found < 4 {
+                transaction
+                    .execute_batch(lease::SCHEMA_V4)
+                    .map_err(open_error)?;
+            }
             transaction
-                .execute_batch(lease::SCHEMA_V4)
+                .execute_batch(checkpoints::SCHEMA_V5)
                 .map_err(open_error)?;
             transaction
                 .pragma_update(None, "user_version", SCHEMA_VERSION)

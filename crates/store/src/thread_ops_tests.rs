@@ -285,9 +285,9 @@ async fn sqlite_migrates_a_version_one_database() {
         .expect("raw open")
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .expect("user_version");
-    // Version 1 -> 2 (archiving, compaction) -> 3 (idempotency keys) -> 4 (writer leases) in
-    // one go.
-    assert_eq!(version, 4);
+    // Version 1 -> 2 (archiving, compaction) -> 3 (idempotency keys) -> 4 (writer leases) ->
+    // 5 (file checkpoints) in one go.
+    assert_eq!(version, 5);
     let unfinished_index: i64 = rusqlite::Connection::open(&path)
         .expect("raw open")
         .query_row(

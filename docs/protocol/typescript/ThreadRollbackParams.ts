@@ -11,4 +11,8 @@ threadId: string,
 /**
  * How many turns to drop from the end (at least 1).
  */
-numTurns: number, };
+numTurns: number,
+/**
+ * Tandem extension: as `thread/revert`'s `restoreFiles`.
+ */
+restoreFiles?: boolean | null, };

@@ -95,6 +95,7 @@ export type { ServerRequest } from "./ServerRequest";
 export type { ServerRequestResolvedNotification } from "./ServerRequestResolvedNotification";
 export type { ServerRequestResponses } from "./ServerRequestResponses";
 export type { SessionSource } from "./SessionSource";
+export type { SkippedFile } from "./SkippedFile";
 export type { SortDirection } from "./SortDirection";
 export type { Thread } from "./Thread";
 export type { ThreadActiveFlag } from "./ThreadActiveFlag";

@@ -82,6 +82,11 @@ pub struct ThreadRevertParams {
     pub thread_id: String,
     /// The first turn to drop: it and every later turn are removed from the stored history.
     pub before_turn_id: String,
+    /// Tandem extension: `true` also puts back the files the dropped turns changed through
+    /// patches (docs/protocol.md, "Undoing file changes"); omitted or `false` touches no file,
+    /// as in the reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore_files: Option<bool>,
 }
 
 /// `thread/revert` result.
@@ -96,6 +101,9 @@ pub struct ThreadRevertResponse {
     pub turns_backwards_cursor: Option<String>,
     /// Always `null`.
     pub items_backwards_cursor: Option<String>,
+    /// Tandem extension, with `restoreFiles: true` only: what became of the files.
+    #[serde(flatten)]
+    pub file_restore: FileRestoreResult,
 }
 
 /// `thread/reverted` params: sent to the thread's subscribers after the `thread/revert` reply.
@@ -116,6 +124,9 @@ pub struct ThreadRollbackParams {
     pub thread_id: String,
     /// How many turns to drop from the end (at least 1).
     pub num_turns: u32,
+    /// Tandem extension: as `thread/revert`'s `restoreFiles`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore_files: Option<bool>,
 }
 
 /// `thread/rollback` result.
@@ -125,6 +136,41 @@ pub struct ThreadRollbackParams {
 pub struct ThreadRollbackResponse {
     /// The thread after the rollback, with its remaining turns.
     pub thread: Thread,
+    /// Tandem extension, with `restoreFiles: true` only: what became of the files.
+    #[serde(flatten)]
+    pub file_restore: FileRestoreResult,
+}
+
+/// Tandem extension: what `restoreFiles: true` did to the files the reverted turns changed
+/// through patches (docs/protocol.md, "Undoing file changes"). Every member is absent without
+/// `restoreFiles: true`, so the answer is then the reference's; with it, every member is
+/// present (possibly empty).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct FileRestoreResult {
+    /// The files now as they were before the reverted turns (absolute paths, sorted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored_files: Option<Vec<String>>,
+    /// The files left alone, each with why (changed on disk since a turn wrote it, outside
+    /// the writable roots, or of a turn whose earlier contents were not kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped_files: Option<Vec<SkippedFile>>,
+    /// The reverted turns whose earlier file contents were not kept (past a bound): their
+    /// files are among `skippedFiles`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unrestorable_turns: Option<Vec<String>>,
+}
+
+/// Tandem extension: a file `restoreFiles` left alone, and why.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema, ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct SkippedFile {
+    /// The file (absolute).
+    pub path: String,
+    /// Why it was not restored, in words.
+    pub reason: String,
 }
 
 /// `thread/attachment/list` params.

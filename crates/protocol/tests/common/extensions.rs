@@ -172,6 +172,7 @@ pub(crate) fn thread_revert_params() -> ThreadRevertParams {
     ThreadRevertParams {
         thread_id: s(THREAD_ID),
         before_turn_id: s(TURN_ID_2),
+        restore_files: None,
     }
 }
 
@@ -180,6 +181,7 @@ pub(crate) fn thread_revert_response() -> ThreadRevertResponse {
         thread: thread(),
         turns_backwards_cursor: None,
         items_backwards_cursor: None,
+        file_restore: FileRestoreResult::default(),
     }
 }
 
@@ -187,11 +189,39 @@ pub(crate) fn thread_rollback_params() -> ThreadRollbackParams {
     ThreadRollbackParams {
         thread_id: s(THREAD_ID),
         num_turns: 2,
+        restore_files: None,
     }
 }
 
 pub(crate) fn thread_rollback_response() -> ThreadRollbackResponse {
-    ThreadRollbackResponse { thread: thread() }
+    ThreadRollbackResponse {
+        thread: thread(),
+        file_restore: FileRestoreResult::default(),
+    }
+}
+
+/// undo29: `thread/rollback` with the Tandem extension `restoreFiles`.
+pub(crate) fn thread_rollback_restoring_params() -> ThreadRollbackParams {
+    ThreadRollbackParams {
+        thread_id: s(THREAD_ID),
+        num_turns: 1,
+        restore_files: Some(true),
+    }
+}
+
+/// undo29: its answer, naming what was restored and what was left alone.
+pub(crate) fn thread_rollback_restoring_response() -> ThreadRollbackResponse {
+    ThreadRollbackResponse {
+        thread: thread(),
+        file_restore: FileRestoreResult {
+            restored_files: Some(vec![s("/work/a.txt")]),
+            skipped_files: Some(vec![SkippedFile {
+                path: s("/work/b.txt"),
+                reason: s("changed on disk since turn t2 wrote it"),
+            }]),
+            unrestorable_turns: Some(Vec::new()),
+        },
+    }
 }
 
 pub(crate) fn thread_attachment_list_params() -> ThreadAttachmentListParams {

@@ -1,13 +1,14 @@
 //! The requests that change a thread's stored history or its place in the listing rather than
 //! its live session: `thread/archive` and `thread/unarchive`, `thread/compact/start`,
 //! `thread/revert` and `thread/rollback` (docs/protocol.md section 4). Each runs in the
-//! thread's order, so none of them can interleave with a turn starting or ending.
+//! thread's order, so none of them can interleave with a turn starting or ending. With
+//! `restoreFiles: true`, revert and rollback first put the files back (`file_restore`).
 
 use std::sync::{Arc, Mutex};
 
 use tandem_host::ConnectionRequestId;
 use tandem_protocol::{
-    EmptyResponse, JSONRPCErrorError, ServerNotification, ThreadArchiveParams,
+    EmptyResponse, FileRestoreResult, JSONRPCErrorError, ServerNotification, ThreadArchiveParams,
     ThreadArchivedNotification, ThreadCompactStartParams, ThreadRevertParams, ThreadRevertResponse,
     ThreadRevertedNotification, ThreadRollbackParams, ThreadRollbackResponse,
     ThreadUnarchiveParams, ThreadUnarchiveResponse, ThreadUnarchivedNotification, Turn,
@@ -304,25 +305,34 @@ impl ThreadService {
         let caller = id.connection_id;
         let thread_id = params.thread_id.clone();
         let result = async {
-            let (store, _) = self.find_unarchived(&thread_id).await?;
+            let (store, record) = self.find_unarchived(&thread_id).await?;
             self.ensure_no_running_turn(&thread_id, "reverting")?;
+            let file_restore = match params.restore_files {
+                Some(true) => {
+                    self.restore_files(&record, &store, &params.before_turn_id)
+                        .await?
+                }
+                _ => FileRestoreResult::default(),
+            };
             let record = self
                 .cut_history(&thread_id, store.as_ref(), &params.before_turn_id)
                 .await?;
-            Ok(match self.loaded(&thread_id) {
+            let thread = match self.loaded(&thread_id) {
                 Some(thread) => thread.to_thread(false, self.default_model().as_deref()),
                 None => self.unloaded_thread(&record, Vec::new()),
-            })
+            };
+            Ok((thread, file_restore))
         }
         .await;
-        let thread = match result {
-            Ok(thread) => thread,
+        let (thread, file_restore) = match result {
+            Ok(answer) => answer,
             Err(error) => return self.outgoing.send_error(id, error).await,
         };
         let response = ThreadRevertResponse {
             thread,
             turns_backwards_cursor: None,
             items_backwards_cursor: None,
+            file_restore,
         };
         self.outgoing.send_response_and_wait(id, response).await;
         let note = ServerNotification::ThreadReverted(ThreadRevertedNotification {
@@ -344,7 +354,7 @@ impl ThreadService {
                 "numTurns must be at least 1",
             ));
         }
-        let (store, _) = self.find_unarchived(&thread_id).await?;
+        let (store, stored) = self.find_unarchived(&thread_id).await?;
         self.ensure_no_running_turn(&thread_id, "rolling back")?;
         let (record, history) = store
             .get_thread_with_turns(&thread_id)
@@ -354,6 +364,18 @@ impl ThreadService {
         let drop = usize::try_from(params.num_turns).unwrap_or(usize::MAX);
         // Asking for more turns than there are drops them all, like the upstream rollback.
         let first_dropped = history.len().saturating_sub(drop);
+        let mut file_restore = FileRestoreResult::default();
+        if params.restore_files == Some(true) {
+            file_restore = match history.get(first_dropped) {
+                Some(turn) => self.restore_files(&stored, &store, &turn.id).await?,
+                // No turn to drop: nothing to restore.
+                None => FileRestoreResult {
+                    restored_files: Some(Vec::new()),
+                    skipped_files: Some(Vec::new()),
+                    unrestorable_turns: Some(Vec::new()),
+                },
+            };
+        }
         let (record, kept) = match history.get(first_dropped) {
             None => (record, history),
             Some(turn) => {
@@ -370,6 +392,9 @@ impl ThreadService {
             Some(thread) => thread.to_thread(true, self.default_model().as_deref()),
             None => self.unloaded_thread(&record, kept),
         };
-        Ok(ThreadRollbackResponse { thread })
+        Ok(ThreadRollbackResponse {
+            thread,
+            file_restore,
+        })
     }
 }

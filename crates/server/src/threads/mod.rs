@@ -14,11 +14,14 @@
 //! `lifecycle` loading, subscribing and idle unload; `thread_requests` the `thread/*` handlers;
 //! `attachments` the attachment handlers; `turn_requests` the `turn/*` handlers;
 //! `leases` the writer lease (issue 20: take, renew, release, fence);
-//! `maintenance` archiving, compaction and revert/rollback; `history` `thread/items/list`,
+//! `maintenance` archiving, compaction and revert/rollback (`file_restore` their
+//! `restoreFiles`); `history` `thread/items/list`,
 //! resume paging and loading a history only when it is needed; `idempotency` the keys that
 //! make `turn/start`, `turn/steer`, `thread/start` and `thread/fork` safe to retry.
 
 mod attachments;
+// undo29: `restoreFiles` of `thread/revert` and `thread/rollback`.
+mod file_restore;
 mod history;
 mod idempotency;
 mod leases;

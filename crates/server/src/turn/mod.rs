@@ -23,6 +23,8 @@ mod task;
 // search29: `thread/shellCommand`.
 mod user_shell;
 
+pub(crate) use file_change::restore_files;
+
 use std::collections::HashSet;
 use std::sync::{Arc, MutexGuard, PoisonError};
 use std::time::Instant;
@@ -88,6 +90,8 @@ pub(crate) struct TurnRun {
     reasoning: crate::agent::ReasoningSettings,
     /// The files this turn changed through patches, for `turn/diff/updated`.
     turn_diff: file_change::TurnDiff,
+    /// undo29: what those files held before the turn, stored for `restoreFiles`.
+    checkpoint: file_change::TurnCheckpoint,
 }
 
 impl std::fmt::Debug for TurnRun {

@@ -63,6 +63,7 @@ fn turn_run(
         stored_items: Default::default(),
         reasoning: service.config().reasoning.clone(),
         turn_diff: Default::default(),
+        checkpoint: Default::default(),
     }
 }
 

@@ -192,6 +192,26 @@ impl ThreadStore for FailingStore {
         self.inner.latest_compaction(thread_id).await
     }
 
+    async fn put_file_checkpoint(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        checkpoint: &tandem_server::store::FileCheckpoint,
+        thread_max_bytes: u64,
+    ) -> Result<(), StoreError> {
+        self.write()?;
+        self.inner
+            .put_file_checkpoint(thread_id, turn_id, checkpoint, thread_max_bytes)
+            .await
+    }
+    async fn file_checkpoints(
+        &self,
+        thread_id: &str,
+        from_turn_id: &str,
+    ) -> Result<Vec<(String, tandem_server::store::FileCheckpoint)>, StoreError> {
+        self.inner.file_checkpoints(thread_id, from_turn_id).await
+    }
+
     // i-idem: idempotency keys; claims and releases are writes like any other.
     async fn claim_idempotency_key(
         &self,

@@ -32,8 +32,9 @@
 //! Files: this one holds the connection, the pool, migrations, transactions and the lease
 //! check every write starts with; `leases` taking, renewing and releasing leases;
 //! `statements` the queries of each store operation, `store_impl` the [`ThreadStore`]
-//! implementation.
+//! implementation, `checkpoints` the file checkpoints.
 
+mod checkpoints;
 mod handoff;
 mod idempotency;
 mod leases;
@@ -65,6 +66,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (
         3,
         include_str!("../../migrations/postgres/0003_idempotency_keys.sql"),
+    ),
+    (
+        4,
+        include_str!("../../migrations/postgres/0004_file_checkpoints.sql"),
     ),
 ];
 

@@ -11,8 +11,8 @@ use tokio_postgres::types::ToSql;
 use super::super::lease::{LeaseRenewal, LeaseSettings};
 use super::super::paging::{self, Anchor, ItemListQuery, StoredItem};
 use super::super::{
-    Compaction, IdempotencyRecord, Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore,
-    ThreadUpdate, TurnEndUpdate, TurnListQuery, parse_thread_cursor, thread_cursor,
+    Compaction, FileCheckpoint, IdempotencyRecord, Page, StoreError, ThreadListQuery, ThreadRecord,
+    ThreadStore, ThreadUpdate, TurnEndUpdate, TurnListQuery, parse_thread_cursor, thread_cursor,
 };
 use super::PostgresThreadStore;
 use crate::codec::{encode, encode_exact, encode_word, limit_plus_one};
@@ -483,6 +483,25 @@ impl ThreadStore for PostgresThreadStore {
                 }))
         })
         .await
+    }
+
+    async fn put_file_checkpoint(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        checkpoint: &FileCheckpoint,
+        thread_max_bytes: u64,
+    ) -> Result<(), StoreError> {
+        self.put_checkpoint(thread_id, turn_id, checkpoint, thread_max_bytes)
+            .await
+    }
+
+    async fn file_checkpoints(
+        &self,
+        thread_id: &str,
+        from_turn_id: &str,
+    ) -> Result<Vec<(String, FileCheckpoint)>, StoreError> {
+        self.checkpoints_from(thread_id, from_turn_id).await
     }
 
     async fn claim_idempotency_key(

@@ -491,6 +491,25 @@ impl ThreadStore for SqliteThreadStore {
         .await
     }
 
+    async fn put_file_checkpoint(
+        &self,
+        thread_id: &str,
+        turn_id: &str,
+        checkpoint: &FileCheckpoint,
+        thread_max_bytes: u64,
+    ) -> Result<(), StoreError> {
+        self.put_checkpoint(thread_id, turn_id, checkpoint, thread_max_bytes)
+            .await
+    }
+
+    async fn file_checkpoints(
+        &self,
+        thread_id: &str,
+        from_turn_id: &str,
+    ) -> Result<Vec<(String, FileCheckpoint)>, StoreError> {
+        self.checkpoints_from(thread_id, from_turn_id).await
+    }
+
     // i-idem: idempotency keys.
 
     async fn claim_idempotency_key(

@@ -23,6 +23,9 @@ use crate::ui;
 use super::follow::{attach_process, follow_process, follow_thread, start_turn, thread_events};
 use super::{ExitReason, LiveApproval, Tui, lock};
 
+// undo29: `/undo`.
+mod undo;
+
 /// Turns terminal events into state changes and server requests.
 pub(super) struct Controller {
     pub(super) tui: Tui,
@@ -50,7 +53,8 @@ fn mode(state: &AppState) -> Mode {
 const HELP: &str = "Enter sends (steers a running turn) · Alt-Enter new line · Esc interrupts · \
      Ctrl-C twice quits · Ctrl-T threads · PgUp/PgDn scroll · Tab/Ctrl-O pane focus · Ctrl-N next \
      pane · Ctrl-W hide pane · Ctrl-R reasoning in full/folded · !CMD runs CMD in a terminal pane · /share shows how another client \
-     watches the pane's process · /attach HANDLE TOKEN watches one · /new /threads /quit";
+     watches the pane's process · /attach HANDLE TOKEN watches one · /undo undoes the last turn \
+     and its file changes · /new /threads /quit";
 
 impl Controller {
     pub(super) fn on_event(&mut self, event: Event) {
@@ -299,6 +303,7 @@ impl Controller {
             "/threads" => return self.on_action(Action::ShowThreads),
             "/new" => return self.on_action(Action::NewThread),
             "/help" => return self.tui.update(|state| state.notice(HELP)),
+            "/undo" => return self.undo(),
             _ => {}
         }
         let (thread, turn) = {

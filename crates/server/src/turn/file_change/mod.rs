@@ -10,15 +10,21 @@
 //! `item/fileChange/patchUpdated`), so that after a crash the client can tell which files may
 //! have changed; decide the approval (docs/protocol.md, "File changes"); write (the `write`
 //! module: temporary files renamed into place, undone on failure); complete the item; send the
-//! turn's diff (`turn/diff/updated`, the `turn_diff` module).
+//! turn's diff (`turn/diff/updated`, the `turn_diff` module). Just before writing, the turn's
+//! file checkpoint is stored (the `checkpoint` module), so that a revert can undo the patch.
 //!
 //! Files: `paths` resolves what a patch names, `write` writes a patch's outcome as one change,
-//! `turn_diff` keeps the turn's diff.
+//! `turn_diff` keeps the turn's diff, `checkpoint` the turn's file checkpoint, `restore` puts
+//! reverted turns' files back (`restoreFiles: true`).
 
+mod checkpoint;
 mod paths;
+mod restore;
 mod turn_diff;
 mod write;
 
+pub(crate) use checkpoint::TurnCheckpoint;
+pub(crate) use restore::restore_files;
 pub(crate) use turn_diff::TurnDiff;
 
 use std::path::{Path, PathBuf};
@@ -38,6 +44,7 @@ use crate::store;
 use crate::threads::now_millis;
 
 use super::TurnRun;
+use checkpoint::{Before, THREAD_MAX_BYTES, Touch};
 use paths::ResolvedPath;
 use write::FinalState;
 
@@ -96,6 +103,10 @@ struct Plan {
     changes: Vec<FileUpdateChange>,
     /// What each file becomes.
     finals: Vec<FinalState>,
+    /// What each of `finals` held before the patch, in the same order.
+    befores: Vec<Before>,
+    /// The digest of what each of `finals` will hold (`None`: removed), in the same order.
+    after_digests: Vec<Option<String>>,
     /// Every file written or removed: display path and real path.
     touched: Vec<(String, PathBuf)>,
 }
@@ -142,6 +153,34 @@ impl TurnRun {
             self.item_completed(item(PatchApplyStatus::Declined)).await;
             return Ok(declined);
         }
+        let touches: Vec<Touch<'_>> = plan
+            .finals
+            .iter()
+            .zip(&plan.befores)
+            .zip(&plan.after_digests)
+            .map(|((state, before), after_digest)| Touch {
+                path: &state.path,
+                before,
+                after_digest: after_digest.as_ref(),
+            })
+            .collect();
+        let next = self.checkpoint.with(&touches);
+        // Stored before anything is written, as the item is: after a crash in the middle, a
+        // revert still knows every file the patch may have changed.
+        if let Err(error) = self
+            .store
+            .put_file_checkpoint(&self.thread.id, &self.turn_id, &next, THREAD_MAX_BYTES)
+            .await
+        {
+            self.fail_on_store(&error);
+            return Ok(PatchOutcome::Failed {
+                report: format!(
+                    "The patch was not applied; no file was changed: its undo record could not \
+                     be stored ({error})."
+                ),
+            });
+        }
+        let previous = self.checkpoint.replace(next);
         let tag = id.clone();
         let finals = plan.finals;
         let written = tokio::task::spawn_blocking(move || write::write_all(&finals, &tag))
@@ -152,6 +191,16 @@ impl TurnRun {
             .and_then(|written| written.map_err(|error| error.to_string()));
         if let Err(error) = written {
             tracing::warn!(thread = %self.thread.id, %error, "patch not written");
+            // Nothing was written: the checkpoint goes back to what the turn really did.
+            let stored = self
+                .store
+                .put_file_checkpoint(&self.thread.id, &self.turn_id, &previous, THREAD_MAX_BYTES)
+                .await;
+            if let Err(error) = stored {
+                // Harmless if it stays: a file the patch did not change is as it was before.
+                tracing::warn!(thread = %self.thread.id, %error, "checkpoint not put back");
+            }
+            self.checkpoint.replace(previous);
             self.item_completed(item(PatchApplyStatus::Failed)).await;
             return Ok(PatchOutcome::Failed {
                 report: format!("The patch was not applied: {error}."),
@@ -353,7 +402,14 @@ fn plan(cwd: &Path, text: &str) -> Result<Plan, PlanError> {
             .map(|path| path.absolute.display().to_string())
             .expect("every path of the patch was resolved")
     };
-    let applied = apply(&patch, |display| read_text(&real(display)))?;
+    // What the patch read, kept as the files' earlier content for the checkpoint.
+    let mut originals: Vec<(PathBuf, Option<String>)> = Vec::new();
+    let applied = apply(&patch, |display| {
+        let path = real(display);
+        let text = read_text(&path)?;
+        originals.push((path, text.clone()));
+        Ok(text)
+    })?;
     let changes = applied
         .iter()
         .map(|change| FileUpdateChange {
@@ -404,10 +460,30 @@ fn plan(cwd: &Path, text: &str) -> Result<Plan, PlanError> {
     }
     // A file the patch adds and deletes again never reaches the disk.
     finals.retain(|state| state.exists || state.contents.is_some());
+    let befores = finals
+        .iter()
+        .map(|state| {
+            if let Some((_, text)) = originals.iter().find(|(path, _)| *path == state.path) {
+                return Before::Text(text.clone());
+            }
+            // A file the patch did not read: an added file or a move's destination, which
+            // may exist already.
+            match read_text(&state.path) {
+                Ok(text) => Before::Text(text),
+                Err(error) => Before::Unreadable(error.to_string()),
+            }
+        })
+        .collect();
+    let after_digests = finals
+        .iter()
+        .map(|state| state.contents.as_deref().map(checkpoint::digest))
+        .collect();
     Ok(Plan {
         applied,
         changes,
         finals,
+        befores,
+        after_digests,
         touched,
     })
 }
