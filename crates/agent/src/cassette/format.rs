@@ -7,9 +7,12 @@
 //! file is detected line by line, and request bodies and event payloads (JSON already) are
 //! embedded as JSON instead of being re-encoded as TOML tables or escaped strings.
 //!
-//! Writes never leave a half-written file: the whole file is written to a temporary file beside
-//! it and renamed over it (atomic on one filesystem). While a server records, it holds an
-//! exclusive lock on `PATH.lock`, so a second recorder fails at start instead of losing writes.
+//! Writes never overwrite what is there: a new cassette is written whole to a temporary file
+//! beside it and renamed into place (atomic on one filesystem), and each later exchange is
+//! appended as one line in a single write. A crash in the middle of that write can leave the
+//! last line cut, which the next load reports as truncated, naming the line. While a server
+//! records, it holds an exclusive lock on `PATH.lock`, so a second recorder fails at start
+//! instead of interleaving its writes.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -229,8 +232,6 @@ pub(crate) struct Loaded {
     pub(crate) header: Option<Header>,
     /// Its exchanges, in file order.
     pub(crate) entries: Vec<Entry>,
-    /// The text of every line (header first), to write back unchanged.
-    pub(crate) lines: Vec<String>,
 }
 
 /// Reads and checks the cassette at `path`; a missing or empty file loads as empty.
@@ -280,7 +281,6 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Loaded, CassetteError> {
             })?;
             loaded.entries.push(entry);
         }
-        loaded.lines.push(line.to_owned());
     }
     Ok(loaded)
 }
@@ -349,6 +349,22 @@ pub(crate) fn write_atomically(path: &Path, lines: &[String]) -> Result<(), Cass
         return Err(io_error(error));
     }
     Ok(())
+}
+
+/// Appends `line` and its newline to the cassette at `path` in one write.
+pub(crate) fn append_line(path: &Path, line: &str) -> Result<(), CassetteError> {
+    let mut text = String::with_capacity(line.len() + 1);
+    text.push_str(line);
+    text.push('\n');
+    OpenOptions::new()
+        .append(true)
+        .open(path)
+        .and_then(|mut file| file.write_all(text.as_bytes()))
+        .map_err(|source| CassetteError::Io {
+            action: "append to",
+            path: path.to_owned(),
+            source,
+        })
 }
 
 /// The exclusive right to record to a cassette: a locked `PATH.lock`, removed when dropped.
@@ -446,7 +462,6 @@ mod tests {
         let loaded = parse(&path(), &format!("{HEADER}\n{ENTRY}\n")).unwrap();
         assert_eq!(loaded.header.unwrap().provider, "mock");
         assert_eq!(loaded.entries.len(), 1);
-        assert_eq!(loaded.lines.len(), 2);
     }
 
     #[test]
@@ -498,5 +513,8 @@ mod tests {
         assert_eq!(text, format!("{HEADER}\n{ENTRY}\n"));
         let leftovers: Vec<_> = fs::read_dir(dir.path().join("nested")).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temporary file is left behind");
+        append_line(&cassette, ENTRY).unwrap();
+        let loaded = parse(&cassette, &fs::read_to_string(&cassette).unwrap()).unwrap();
+        assert_eq!(loaded.entries.len(), 2);
     }
 }

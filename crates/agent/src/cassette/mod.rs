@@ -145,15 +145,15 @@ impl std::fmt::Debug for Cassette {
 
 #[derive(Debug, Default)]
 struct State {
-    /// Every exchange, loaded and recorded.
-    entries: Vec<Entry>,
+    /// Every exchange, loaded and recorded (shared: a replay hands one out without copying).
+    entries: Vec<Arc<Entry>>,
     /// The positions in `entries` of each digest's exchanges, in order.
     by_digest: HashMap<String, Vec<usize>>,
     /// How many of each digest's exchanges have been used.
     used: HashMap<String, usize>,
-    /// The file's lines (header first); empty until the first exchange is recorded to a new
-    /// file.
-    lines: Vec<String>,
+    /// Whether the file exists with its header: the first exchange recorded to a new file
+    /// creates it whole (a temporary file renamed), later ones are appended.
+    started: bool,
     /// Why the last write failed: every later request fails with it rather than going on
     /// without recording.
     write_failure: Option<String>,
@@ -166,7 +166,7 @@ impl State {
             .entry(entry.digest.clone())
             .or_default()
             .push(position);
-        self.entries.push(entry);
+        self.entries.push(Arc::new(entry));
         position
     }
 }
@@ -209,7 +209,7 @@ impl Cassette {
             });
         }
         let mut state = State {
-            lines: loaded.lines,
+            started: loaded.header.is_some(),
             ..State::default()
         };
         for mut entry in loaded.entries {
@@ -281,12 +281,12 @@ impl Cassette {
     }
 
     /// The next unused exchange recorded for `digest`, marked used.
-    fn take(&self, digest: &str) -> Option<Entry> {
+    fn take(&self, digest: &str) -> Option<Arc<Entry>> {
         let mut state = lock(&self.state);
         let next = state.used.get(digest).copied().unwrap_or(0);
         let position = *state.by_digest.get(digest)?.get(next)?;
         state.used.insert(digest.to_owned(), next + 1);
-        Some(state.entries[position].clone())
+        Some(Arc::clone(&state.entries[position]))
     }
 
     /// Why a request has no recording, for the turn's error.
@@ -307,29 +307,27 @@ impl Cassette {
             }
         };
         let mut state = lock(&self.state);
-        if state.lines.is_empty() {
+        let digest = entry.digest.clone();
+        state.add(entry);
+        *state.used.entry(digest).or_default() += 1;
+        let written = if state.started {
+            format::append_line(&self.path, &line)
+        } else {
             let header = Header {
                 tandem_cassette: FORMAT_VERSION,
                 provider: self.provider.clone(),
                 wire_api: self.wire_api.to_owned(),
                 recorded_by: concat!("tandem ", env!("CARGO_PKG_VERSION")).to_owned(),
             };
-            match serde_json::to_string(&header) {
-                Ok(header) => state.lines.push(header),
-                Err(error) => {
-                    tracing::error!(%error, "cannot encode a cassette header");
-                    return;
-                }
+            let header = serde_json::to_string(&header).unwrap_or_default();
+            format::write_atomically(&self.path, &[header, line])
+        };
+        match written {
+            Ok(()) => state.started = true,
+            Err(error) => {
+                tracing::error!(%error, "cannot write the cassette");
+                state.write_failure = Some(format!("{error}; the recording stopped there"));
             }
-        }
-        state.lines.push(line);
-        let digest = entry.digest.clone();
-        state.add(entry);
-        *state.used.entry(digest).or_default() += 1;
-        if let Err(error) = format::write_atomically(&self.path, &state.lines) {
-            tracing::error!(%error, "cannot write the cassette");
-            state.lines.pop();
-            state.write_failure = Some(format!("{error}; the recording stopped there"));
         }
     }
 

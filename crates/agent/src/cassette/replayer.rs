@@ -113,7 +113,7 @@ fn sse_text(event: &RecordedEvent) -> String {
 /// recording for its model, or where it first differs from the nearest recording.
 pub(super) fn miss_message(
     cassette: &Cassette,
-    entries: &[Entry],
+    entries: &[std::sync::Arc<Entry>],
     same_digest: Option<&Vec<usize>>,
     canonical: &Value,
 ) -> String {

@@ -265,7 +265,12 @@ impl OpenAiCompatibleAgent {
             cwd: Some(&cwd),
         };
         let idle = self.provider.stream_idle_timeout;
-        let sending = transport::send(&self.client, self.cassette.as_ref(), exchange);
+        let sending = async {
+            match &self.cassette {
+                Some(cassette) => cassette.send(&self.client, exchange).await,
+                None => transport::send_live(&self.client, &exchange).await,
+            }
+        };
         let sent = driver
             .or_interrupted(tokio::time::timeout(idle, sending))
             .await

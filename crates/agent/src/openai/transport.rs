@@ -1,8 +1,8 @@
-//! The one place every model request passes: [`send`] takes a request to the provider and
-//! returns its response head and a body stream, from the network ([`send_live`]) or from a
-//! cassette (crate::cassette). Everything above it (status classification, event decoding,
-//! retries) is the same for both, so a replayed answer goes through the agent exactly as a
-//! live one did.
+//! The one place every model request passes: an [`Exchange`] goes to the provider
+//! ([`send_live`]) or to the provider's cassette (`crate::cassette`, which calls [`send_live`]
+//! when it records), and comes back as a [`ModelResponse`], a response head and a body stream.
+//! Everything above it (status classification, event decoding, retries) is the same for both,
+//! so a replayed answer goes through the agent exactly as a live one did.
 
 use bytes::Bytes;
 use futures::StreamExt;
@@ -12,7 +12,6 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 
 use super::retry::AttemptError;
 use super::{error_chain, send_error};
-use crate::cassette::Cassette;
 
 /// A body chunk that could not be read: the whole error chain as one message, so that a
 /// recorded error reads exactly like the live one did.
@@ -46,18 +45,6 @@ pub(crate) struct Exchange<'a> {
     pub(crate) key: Option<&'a str>,
     /// The thread's working directory, which a cassette normalizes out of the request.
     pub(crate) cwd: Option<&'a str>,
-}
-
-/// Sends `exchange` through `cassette` when there is one, else to the network.
-pub(crate) async fn send(
-    client: &reqwest::Client,
-    cassette: Option<&std::sync::Arc<Cassette>>,
-    exchange: Exchange<'_>,
-) -> Result<ModelResponse, AttemptError> {
-    match cassette {
-        Some(cassette) => cassette.send(client, exchange).await,
-        None => send_live(client, &exchange).await,
-    }
 }
 
 /// Sends `exchange` to the provider.
