@@ -494,8 +494,7 @@ fn bad_cassettes_are_refused_at_start_with_what_to_do() {
             .config_override("model_providers.mock.base_url", DEAD_URL.into())
             .config_override("model_providers.mock.cassette_mode", "reply".into());
         ServerOptions::load(builder)
-            .err()
-            .expect("a bad mode fails")
+            .expect_err("a bad mode fails")
             .to_string()
     };
     assert!(

@@ -358,7 +358,7 @@ fn redact(entry: Entry, secrets: &[String]) -> Entry {
     }
     // Redaction cannot break the JSON (it replaces text inside strings), but if it ever did
     // the entry is not written with the secret in it either.
-    serde_json::from_str(&text).unwrap_or_else(|_| Entry {
+    serde_json::from_str(&text).unwrap_or(Entry {
         digest: entry.digest,
         endpoint: entry.endpoint,
         request: Value::Null,

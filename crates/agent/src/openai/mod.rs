@@ -69,9 +69,9 @@ pub enum AgentBuildError {
     Cassette {
         /// The provider's id.
         provider: String,
-        /// What is wrong with the cassette.
+        /// What is wrong with the cassette (boxed: it is large, and rare).
         #[source]
-        source: CassetteError,
+        source: Box<CassetteError>,
     },
 }
 
@@ -169,7 +169,7 @@ impl OpenAiCompatibleAgent {
             })?;
         let cassette = Cassette::open(&provider).map_err(|source| AgentBuildError::Cassette {
             provider: provider.id.clone(),
-            source,
+            source: Box::new(source),
         })?;
         Ok(Self {
             provider,
