@@ -43,8 +43,11 @@
 //! Files: `driver` holds the [`TurnDriver`] and the [`TurnRuntime`] interface, `scripted` the
 //! [`ScriptedAgent`], `openai` the [`OpenAiCompatibleAgent`], `providers` the
 //! `[model_providers]` configuration, `summary` the default compaction summary, `reasoning`
-//! the plan and the model's reasoning.
+//! the plan and the model's reasoning, `cassette` the recording and replay of a provider's
+//! answers.
 
+// cassette33: record a provider once, replay it offline.
+mod cassette;
 mod driver;
 mod openai;
 pub mod providers;
@@ -53,6 +56,9 @@ mod reasoning;
 mod scripted;
 mod summary;
 
+pub use cassette::{
+    CASSETTE_MODES, CassetteError, CassetteMode, CassetteSettings, CassetteTiming, FORMAT_VERSION,
+};
 pub use driver::{
     CommandOptions, CommandOutcome, PatchOutcome, StreamingMessage, ToolOutcome, TurnDriver,
     TurnItems, TurnRuntime,

@@ -11,6 +11,8 @@ use std::time::Duration;
 use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
+use crate::cassette::{CASSETTE_MODES, CassetteMode, CassetteSettings, CassetteTiming};
+
 /// A provider setting that does not validate: the key, its value and what is wrong.
 /// tandem-server's configuration reports it with the layer (file, profile, override) that
 /// set [`ProviderError::origin_key`].
@@ -55,6 +57,9 @@ pub const PROVIDER_KEYS: &[&str] = &[
     "stream_idle_timeout_ms",
     "http_headers",
     "models",
+    "cassette",
+    "cassette_mode",
+    "cassette_timing",
 ];
 
 /// Which OpenAI API a provider speaks.
@@ -101,6 +106,9 @@ pub struct ModelProviderConfig {
     /// The models `model/list` offers for this provider (besides the configured `model`),
     /// in order; none are fetched from the provider.
     pub models: Vec<String>,
+    /// The cassette its answers are recorded to or replayed from (`cassette`,
+    /// `cassette_mode`, `cassette_timing`); `None` runs live.
+    pub cassette: Option<CassetteSettings>,
 }
 
 impl ModelProviderConfig {
@@ -116,7 +124,14 @@ impl ModelProviderConfig {
             stream_idle_timeout: DEFAULT_STREAM_IDLE_TIMEOUT,
             http_headers: BTreeMap::new(),
             models: Vec::new(),
+            cassette: None,
         }
+    }
+
+    /// This provider with `cassette` (see [`ModelProviderConfig::cassette`]).
+    pub fn with_cassette(mut self, cassette: CassetteSettings) -> Self {
+        self.cassette = Some(cassette);
+        self
     }
 
     /// The entry under its config-file keys, as `config/read` shows it. Header values are
@@ -128,7 +143,7 @@ impl ModelProviderConfig {
             .keys()
             .map(|name| (name.clone(), Value::from("<redacted>")))
             .collect();
-        json!({
+        let mut object = json!({
             "base_url": self.base_url,
             "env_key": self.env_key,
             "wire_api": self.wire_api.as_str(),
@@ -137,7 +152,13 @@ impl ModelProviderConfig {
                 .unwrap_or(u64::MAX),
             "http_headers": headers,
             "models": self.models,
-        })
+        });
+        if let Some(cassette) = &self.cassette {
+            object["cassette"] = Value::from(cassette.path.display().to_string());
+            object["cassette_mode"] = Value::from(cassette.mode.as_str());
+            object["cassette_timing"] = Value::from(cassette.timing.as_str());
+        }
+        object
     }
 }
 
@@ -424,6 +445,7 @@ fn parse_provider(
             ));
         }
     };
+    let cassette = parse_cassette(table, complete, &fail, &key_of)?;
     let Some(base_url) = base_url else {
         if !complete {
             // Checked once the layers are merged: another layer may supply it.
@@ -445,7 +467,83 @@ fn parse_provider(
         stream_idle_timeout,
         http_headers,
         models,
+        cassette,
     }))
+}
+
+/// `cassette`, `cassette_mode` and `cassette_timing` of one provider table: a mode without a
+/// cassette to use is an error (once the layers are merged: `complete`), a cassette without a
+/// mode is replayed.
+fn parse_cassette(
+    table: &toml::Table,
+    complete: bool,
+    fail: &dyn Fn(&str, &toml::Value, String) -> ProviderError,
+    key_of: &dyn Fn(&str) -> String,
+) -> Result<Option<CassetteSettings>, ProviderError> {
+    let text = |name: &str| -> Result<Option<String>, ProviderError> {
+        match table.get(name) {
+            None => Ok(None),
+            Some(toml::Value::String(text)) => Ok(Some(text.clone())),
+            Some(other) => Err(fail(
+                name,
+                other,
+                format!("expected a string, found a {}", other.type_str()),
+            )),
+        }
+    };
+    let path = text("cassette")?;
+    if let Some(path) = &path
+        && path.trim().is_empty()
+    {
+        return Err(fail(
+            "cassette",
+            &path.as_str().into(),
+            "expected the path of a cassette file, such as \"tests/cassettes/hello.jsonl\""
+                .to_owned(),
+        ));
+    }
+    let mode = match text("cassette_mode")? {
+        None => None,
+        Some(mode) => Some(CassetteMode::parse(&mode).ok_or_else(|| {
+            fail(
+                "cassette_mode",
+                &mode.as_str().into(),
+                format!("expected one of {}", CASSETTE_MODES.join(", ")),
+            )
+        })?),
+    };
+    let timing = match text("cassette_timing")?.as_deref() {
+        None | Some("skip") => CassetteTiming::Skip,
+        Some("recorded") => CassetteTiming::Recorded,
+        Some(other) => {
+            return Err(fail(
+                "cassette_timing",
+                &other.into(),
+                "expected \"skip\" (replay at once) or \"recorded\" (replay with the recorded \
+                 delays)"
+                    .to_owned(),
+            ));
+        }
+    };
+    match (path, mode) {
+        (None, None | Some(CassetteMode::Live)) => Ok(None),
+        (None, Some(_)) if !complete => Ok(None),
+        (None, Some(mode)) => Err(ProviderError {
+            key: key_of("cassette_mode"),
+            value: toml::Value::from(mode.as_str()).to_string(),
+            origin_key: key_of("cassette_mode"),
+            reason: format!(
+                "cassette_mode {} needs a cassette: set {} to the cassette file's path",
+                mode.as_str(),
+                key_of("cassette")
+            ),
+        }),
+        (Some(path), mode) => Ok(Some(CassetteSettings {
+            path: path.into(),
+            mode: mode.unwrap_or_default(),
+            timing,
+        })),
+    }
 }
 
 fn validate_base_url(url: &str) -> Result<(), String> {

@@ -16,7 +16,7 @@ use tandem_protocol::{
 };
 use tandem_server::ConfigWarning;
 
-use crate::settings::{GlobalOptions, SettingsError};
+use crate::settings::{CassetteArgs, GlobalOptions, SettingsError};
 
 /// The server options of `tandem run` and `tandem chat`.
 #[derive(Debug, Args)]
@@ -45,6 +45,9 @@ pub(crate) struct ServerArgs {
     /// Do not print the notice that the scripted agent (no model configured) answered.
     #[arg(long)]
     pub(crate) quiet_notices: bool,
+
+    #[command(flatten)]
+    cassette: CassetteArgs,
 }
 
 /// The notice printed when the scripted agent answers (with each `run`, once per `chat`): it
@@ -145,6 +148,7 @@ impl ServerArgs {
             let (server, provider_warnings) = global.load_options_with_sandbox(
                 true,
                 Some(tandem_protocol::SandboxMode::WorkspaceWrite),
+                &self.cassette,
             )?;
             for warning in provider_warnings {
                 // A model named on the command line makes the configured one unnecessary.

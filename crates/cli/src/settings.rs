@@ -13,6 +13,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use tandem_server::config::toml;
 use tandem_server::{
     ConfigWarning, HelperProgram, ServerConfig, ServerConfigBuilder, ServerOptions,
     ServerOptionsError,
@@ -54,6 +55,41 @@ pub(crate) struct GlobalOptions {
     /// of stderr; it is on whenever this is given (see TANDEM_LOG=tandem::wire=trace).
     #[arg(long, value_name = "PATH")]
     pub(crate) trace_file: Option<PathBuf>,
+}
+
+/// `--cassette PATH --cassette-mode MODE` of `tandem run` and `tandem chat`: the selected
+/// provider's `cassette` and `cassette_mode`, for the in-process server.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct CassetteArgs {
+    /// Answer the model's requests from the cassette at PATH, or record them to it (see
+    /// --cassette-mode): the selected provider's `cassette` (docs/cassettes.md).
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["connect", "spawn"])]
+    pub(crate) cassette: Option<PathBuf>,
+    /// What to do with --cassette: replay (answer from it only), record (call the provider and
+    /// append every exchange), record-missing (replay what it has, record the rest) or live.
+    #[arg(
+        long,
+        value_name = "MODE",
+        requires = "cassette",
+        default_value = "replay",
+        value_parser = ["live", "record", "replay", "record-missing"]
+    )]
+    pub(crate) cassette_mode: String,
+}
+
+impl CassetteArgs {
+    /// `builder` with the selected provider's cassette keys set, when --cassette is given.
+    fn apply(&self, builder: ServerConfigBuilder) -> ServerConfigBuilder {
+        let Some(path) = &self.cassette else {
+            return builder;
+        };
+        builder
+            .selected_provider_override("cassette", toml::Value::from(path.display().to_string()))
+            .selected_provider_override(
+                "cassette_mode",
+                toml::Value::from(self.cassette_mode.as_str()),
+            )
+    }
 }
 
 /// A `-c` that is not `key=value`.
@@ -138,17 +174,19 @@ impl GlobalOptions {
         &self,
         create_home: bool,
     ) -> Result<(ServerOptions, Vec<ConfigWarning>), SettingsError> {
-        self.load_options_with_sandbox(create_home, None)
+        self.load_options_with_sandbox(create_home, None, &CassetteArgs::default())
     }
 
     /// [`Self::load_options`], with `default_sandbox` as the sandbox mode of threads when the
-    /// configuration sets no `sandbox_mode` (`None`: the server's own default, read-only).
+    /// configuration sets no `sandbox_mode` (`None`: the server's own default, read-only), and
+    /// the selected provider on `cassette` when it names one.
     pub(crate) fn load_options_with_sandbox(
         &self,
         create_home: bool,
         default_sandbox: Option<tandem_protocol::SandboxMode>,
+        cassette: &CassetteArgs,
     ) -> Result<(ServerOptions, Vec<ConfigWarning>), SettingsError> {
-        let mut builder = self.config_builder()?.create_home(create_home);
+        let mut builder = cassette.apply(self.config_builder()?.create_home(create_home));
         if let Some(mode) = default_sandbox {
             builder = builder.default_sandbox_mode(mode);
         }

@@ -2,8 +2,9 @@
 //! [`TestProcessor`], helpers for reading events with a deadline, so tests fail with a
 //! message instead of hanging, [`mock_http`], a loopback HTTP server for gated, slow,
 //! truncated and reset streams (model providers under test), [`model_streams`], the stream
-//! bodies such a provider sends, and [`binary`], which builds and guards the `tandem` binary
-//! for tests that drive it from outside.
+//! bodies such a provider sends, [`binary`], which builds and guards the `tandem` binary
+//! for tests that drive it from outside, and (feature `cassette`) `cassette`, in-process
+//! servers whose model answers from a recording.
 //!
 //! ```
 //! use std::time::Duration;
@@ -25,6 +26,9 @@
 //! ```
 
 pub mod binary;
+// cassette33: servers on a cassette.
+#[cfg(feature = "cassette")]
+pub mod cassette;
 pub mod mock_app_server;
 pub mod mock_http;
 // reason29: model stream bodies.

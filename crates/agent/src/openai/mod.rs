@@ -14,17 +14,20 @@
 //!
 //! Files: `chat` and `responses` hold the two wires, `tool_calls` the assembly of streamed
 //! calls, `transcript` the conversation, `images` the image input, `tools` the tools, `retry`
-//! the retry policy, `reasoning` the reasoning items of an answer.
+//! the retry policy, `reasoning` the reasoning items of an answer, `transport` the seam every
+//! request passes (to the network, or to a cassette).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tandem_protocol::{TokenUsageBreakdown, Turn, UserInput};
 
+use crate::cassette::{Cassette, CassetteError};
 use crate::providers::{ModelProviderConfig, WireApi};
 use crate::{Agent, AgentError, StreamingMessage, TurnDriver};
 
@@ -34,11 +37,12 @@ mod images;
 // reason29: reasoning items.
 mod reasoning;
 mod responses;
-mod retry;
+pub(crate) mod retry;
 mod tool_calls;
 mod tools;
 pub use tools::user_shell_report;
 mod transcript;
+pub(crate) mod transport;
 mod usage;
 
 use images::UserPart;
@@ -58,6 +62,16 @@ pub enum AgentBuildError {
         /// The client's error.
         #[source]
         source: reqwest::Error,
+    },
+    /// The provider's cassette cannot be used (missing, damaged, recorded against another
+    /// provider, or being recorded by another server).
+    #[error("model provider {provider}: {source}")]
+    Cassette {
+        /// The provider's id.
+        provider: String,
+        /// What is wrong with the cassette (boxed: it is large, and rare).
+        #[source]
+        source: Box<CassetteError>,
     },
 }
 
@@ -80,6 +94,8 @@ pub enum AgentBuildError {
 pub struct OpenAiCompatibleAgent {
     provider: ModelProviderConfig,
     client: reqwest::Client,
+    /// The provider's cassette, unless it runs live.
+    cassette: Option<Arc<Cassette>>,
 }
 
 /// Where the text of an answer goes.
@@ -127,7 +143,8 @@ pub(crate) trait StreamDecoder: Send {
 
 impl OpenAiCompatibleAgent {
     /// An agent for `provider`; the API key is read from its `env_key` variable at each
-    /// request.
+    /// request. A provider with a cassette ([`ModelProviderConfig::cassette`]) opens it here
+    /// (blocking: it reads the file, and locks it when recording).
     pub fn new(provider: ModelProviderConfig) -> Result<Self, AgentBuildError> {
         let mut headers = HeaderMap::new();
         for (name, value) in &provider.http_headers {
@@ -150,7 +167,15 @@ impl OpenAiCompatibleAgent {
                 provider: provider.id.clone(),
                 source,
             })?;
-        Ok(Self { provider, client })
+        let cassette = Cassette::open(&provider).map_err(|source| AgentBuildError::Cassette {
+            provider: provider.id.clone(),
+            source: Box::new(source),
+        })?;
+        Ok(Self {
+            provider,
+            client,
+            cassette,
+        })
     }
 
     /// The provider this agent talks to.
@@ -158,10 +183,11 @@ impl OpenAiCompatibleAgent {
         &self.provider
     }
 
-    fn endpoint(&self) -> String {
+    /// The endpoint under the base URL.
+    fn endpoint(&self) -> &'static str {
         match self.provider.wire_api {
-            WireApi::Chat => format!("{}/chat/completions", self.provider.base_url),
-            WireApi::Responses => format!("{}/responses", self.provider.base_url),
+            WireApi::Chat => "chat/completions",
+            WireApi::Responses => "responses",
         }
     }
 
@@ -222,25 +248,31 @@ impl OpenAiCompatibleAgent {
         sink: TextSink,
         driver: &mut TurnDriver,
     ) -> Result<Reply, AttemptError> {
-        let url = self.endpoint();
+        let endpoint = self.endpoint();
+        let url = format!("{}/{endpoint}", self.provider.base_url);
         let key = self
             .provider
             .env_key
             .as_deref()
             .and_then(|name| std::env::var(name).ok())
             .filter(|key| !key.is_empty());
-        let mut request = self
-            .client
-            .post(&url)
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream")
-            .body(body);
-        if let Some(key) = &key {
-            request = request.bearer_auth(key);
-        }
+        let cwd = driver.cwd().to_owned();
+        let exchange = transport::Exchange {
+            url: &url,
+            endpoint,
+            body,
+            key: key.as_deref(),
+            cwd: Some(&cwd),
+        };
         let idle = self.provider.stream_idle_timeout;
+        let sending = async {
+            match &self.cassette {
+                Some(cassette) => cassette.send(&self.client, exchange).await,
+                None => transport::send_live(&self.client, &exchange).await,
+            }
+        };
         let sent = driver
-            .or_interrupted(tokio::time::timeout(idle, request.send()))
+            .or_interrupted(tokio::time::timeout(idle, sending))
             .await
             .map_err(|_| AttemptError::Interrupted)?;
         let response = match sent {
@@ -250,18 +282,21 @@ impl OpenAiCompatibleAgent {
                     describe(idle)
                 )));
             }
-            Ok(Err(error)) => return Err(send_error(&url, &error)),
+            Ok(Err(error)) => return Err(error),
             Ok(Ok(response)) => response,
         };
-        let status = response.status();
+        let status = response.status;
         if !status.is_success() {
-            let headers = response.headers().clone();
+            let headers = response.headers;
             let text = driver
-                .or_interrupted(tokio::time::timeout(idle, response.text()))
+                .or_interrupted(tokio::time::timeout(
+                    idle,
+                    transport::body_text(response.body),
+                ))
                 .await
                 .map_err(|_| AttemptError::Interrupted)?
                 .ok()
-                .and_then(Result::ok)
+                .flatten()
                 .unwrap_or_default();
             let context = RequestContext {
                 provider: &self.provider.id,
@@ -273,7 +308,7 @@ impl OpenAiCompatibleAgent {
             return Err(retry::classify_status(status, &headers, &text, &context));
         }
 
-        let mut events = response.bytes_stream().eventsource();
+        let mut events = response.body.eventsource();
         let mut decoder: Box<dyn StreamDecoder> = match self.provider.wire_api {
             WireApi::Chat => Box::<chat::ChatDecoder>::default(),
             WireApi::Responses => Box::<responses::ResponsesDecoder>::default(),

@@ -343,6 +343,8 @@ pub struct ServerConfigBuilder {
     file_text: Option<String>,
     /// The sandbox mode used when no layer sets `sandbox_mode`.
     default_sandbox_mode: Option<tandem_protocol::SandboxMode>,
+    /// cassette33: keys of the selected provider's table set over every layer.
+    selected_provider_overrides: Vec<(String, toml::Value)>,
 }
 
 impl ServerConfigBuilder {
@@ -382,6 +384,16 @@ impl ServerConfigBuilder {
     /// ```
     pub fn config_override(mut self, dotted_key: &str, value: toml::Value) -> Self {
         self.overrides.push((dotted_key.to_owned(), value));
+        self
+    }
+
+    /// Sets `key` in the table of whichever provider the merged configuration selects
+    /// (`model_providers.<model_provider>.<key>`), over every layer: what `tandem run
+    /// --cassette` does without knowing the provider's name. Validated like a `-c` override;
+    /// with no provider selected, [`ServerConfigBuilder::load`] fails saying so.
+    pub fn selected_provider_override(mut self, key: &str, value: toml::Value) -> Self {
+        self.selected_provider_overrides
+            .push((key.to_owned(), value));
         self
     }
 
@@ -541,6 +553,26 @@ impl ServerConfigBuilder {
             }
         }
         layered.merge(overrides.table, &Origin::Override);
+        if let Some((first, value)) = self.selected_provider_overrides.first() {
+            let Some(toml::Value::String(selected)) = layered.table.get(MODEL_PROVIDER_KEY) else {
+                return Err(ConfigError::InvalidValue {
+                    key: format!("{MODEL_PROVIDERS_KEY}.<selected>.{first}"),
+                    value: value.to_string(),
+                    origin: Origin::StartArguments.to_string(),
+                    reason: "no model provider is selected: set model_provider in config.toml \
+                             or pass -c model_provider=NAME"
+                        .to_owned(),
+                });
+            };
+            let selected = selected.replace('"', "");
+            for (key, value) in self.selected_provider_overrides {
+                layered.set(
+                    &format!("{MODEL_PROVIDERS_KEY}.\"{selected}\".{key}"),
+                    value,
+                    &Origin::StartArguments,
+                )?;
+            }
+        }
         let mut settings = Settings::parse(&layered, true)?;
         if let Some(secs) = self.thread_unload_delay_secs {
             settings.thread_unload_delay = Some(validate_thread_unload_delay(

@@ -191,7 +191,13 @@ pub(crate) fn provider_warnings(
         return Vec::new();
     };
     let mut found = Vec::new();
+    // A provider replaying a cassette sends nothing, so it needs no key.
+    let replays = provider
+        .cassette
+        .as_ref()
+        .is_some_and(|cassette| cassette.mode == tandem_agent::CassetteMode::Replay);
     if let Some(env_key) = &provider.env_key
+        && !replays
         && env_var(env_key).is_none_or(|value| value.is_empty())
     {
         found.push(ConfigWarning::MissingApiKey {
