@@ -94,7 +94,7 @@ async fn usage_errors_exit_2_with_a_message() {
     let cases: [(&[&str], &str); 10] = [
         (
             &["app-server", "--listen", "http://x"],
-            "expected stdio:// or ws://IP:PORT",
+            "expected stdio://, ws://IP:PORT, unix://PATH or unix://",
         ),
         (
             &["app-server", "--listen", "ws://localhost:4500"],

@@ -54,6 +54,11 @@ async fn started(test: &str, url: &str) -> (AppServer, Client) {
             format!("store.url={url}"),
             "-c".to_owned(),
             format!("store.lease_ttl_ms={TTL_MS}"),
+            // The owner must keep its threads through the restart: another server's resume is
+            // refused at once and asks only at the owner's next renewal, as in issue 20 (with
+            // the default wait, an idle owner would hand the thread over on request).
+            "-c".to_owned(),
+            "store.handoff_wait_ms=0".to_owned(),
         ])
         .env("TANDEM_LOG", "tandem_server=info")
         .stdio();
