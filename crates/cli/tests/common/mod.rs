@@ -12,6 +12,7 @@
 pub(crate) mod bad_input;
 pub(crate) mod client;
 pub(crate) mod http;
+pub(crate) mod postgres;
 pub(crate) mod raw_ws;
 pub(crate) mod sandbox;
 pub(crate) mod server;
