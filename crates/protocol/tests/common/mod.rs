@@ -5,6 +5,8 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub(crate) mod wire_json;
+
 use serde_json::{Map, Value};
 
 pub(crate) const THREAD_ID: &str = "0190f3a2-7c4e-7b1a-9d2e-3f4a5b6c7d8e";
