@@ -140,7 +140,7 @@ pub(crate) async fn run(args: DaemonArgs, global: GlobalOptions) -> i32 {
             }
             0
         }),
-        DaemonCommand::Status => status_command(&paths, &global).await,
+        DaemonCommand::Status => status_command(&paths).await,
         DaemonCommand::Restart(start) => match stop(&paths).await {
             Ok(_) => start_daemon(&paths, &global, &start).await.map(|started| {
                 print_started(&paths, started);
@@ -261,7 +261,7 @@ async fn stop(paths: &DaemonPaths) -> Result<Option<i32>, DaemonError> {
     Ok(Some(pid))
 }
 
-async fn status_command(paths: &DaemonPaths, _global: &GlobalOptions) -> Result<i32, DaemonError> {
+async fn status_command(paths: &DaemonPaths) -> Result<i32, DaemonError> {
     let status = match ask_status(&paths.socket).await {
         Ok(status) => status,
         Err(reason) => {
