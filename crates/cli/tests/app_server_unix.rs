@@ -66,7 +66,9 @@ async fn the_default_socket_is_private_serves_run_and_goes_at_shutdown() {
         .join("app-server-control")
         .join("app-server-control.sock");
     assert_eq!(Path::new(&path), expected);
-    let socket = std::fs::symlink_metadata(&path).expect("the socket exists");
+    // Followed if the path is a link: on a deep checkout the default is too long for a socket
+    // address and points at a short one.
+    let socket = std::fs::metadata(&path).expect("the socket exists");
     assert!(socket.file_type().is_socket());
     assert_eq!(socket.mode() & 0o777, 0o600, "only the user may connect");
     let directory = std::fs::metadata(expected.parent().expect("a parent")).expect("its directory");

@@ -238,7 +238,15 @@ pub(crate) struct WebSocketDriver {
 async fn connect(url: &str) -> Result<Socket, String> {
     let (io, request) = match url.strip_prefix("unix://") {
         Some(path) => (
-            Either::Right(UnixStream::connect(path).await.map_err(|e| e.to_string())?),
+            Either::Right({
+                // A deep checkout's path may be too long for a socket address: the server
+                // left a link to a short one there.
+                let address = tandem_host::transport::unix_socket::connect_path(Path::new(path))
+                    .map_err(|e| e.to_string())?;
+                UnixStream::connect(address)
+                    .await
+                    .map_err(|e| e.to_string())?
+            }),
             // The socket is the address; the host is a placeholder.
             "ws://localhost/".to_owned(),
         ),
