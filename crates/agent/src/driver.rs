@@ -196,9 +196,17 @@ pub trait TurnRuntime: Any + Send + Sync {
     async fn plan_updated(&self, explanation: Option<String>, plan: Vec<TurnPlanStep>);
     /// Sends `delta` of reasoning item `item_id` (`item/reasoning/*`).
     async fn reasoning_delta(&self, item_id: &str, delta: ReasoningDelta);
+    /// Shows a patch the model is still writing (`item/fileChange/patchUpdated` of the
+    /// `fileChange` item `item_id` to come): the changes `partial_patch` names so far. Returns
+    /// whether it named any (and so was sent).
+    async fn patch_progress(&self, item_id: &str, partial_patch: &str) -> bool;
     /// Applies `patch` (the `apply_patch` format) to the files (approval, a `fileChange`
-    /// item, `turn/diff/updated`).
-    async fn apply_patch(&mut self, patch: &str) -> Result<PatchOutcome, AgentError>;
+    /// item, `turn/diff/updated`); the item's id is `item_id` when its progress was shown.
+    async fn apply_patch(
+        &mut self,
+        item_id: Option<String>,
+        patch: &str,
+    ) -> Result<PatchOutcome, AgentError>;
 }
 
 /// The agent's handle on its turn. Every method that waits returns
@@ -455,6 +463,35 @@ impl TurnDriver {
         if self.is_interrupted() {
             return Err(AgentError::Interrupted);
         }
-        self.runtime.apply_patch(patch).await
+        self.runtime.apply_patch(None, patch).await
+    }
+
+    /// A new item id, for an item the agent announces before it exists (a streamed patch's).
+    pub(crate) fn new_item_id(&self) -> String {
+        self.runtime.new_item_id()
+    }
+
+    /// Shows the client a patch the model is still writing, as the changes it names so far
+    /// (`item/fileChange/patchUpdated` of item `item_id`, which
+    /// [`TurnDriver::apply_streamed_patch`] then applies). Returns whether it named any change
+    /// (and so was shown). Sends nothing once the turn is interrupted.
+    pub async fn patch_progress(&self, item_id: &str, partial_patch: &str) -> bool {
+        if self.is_interrupted() {
+            return false;
+        }
+        self.runtime.patch_progress(item_id, partial_patch).await
+    }
+
+    /// [`TurnDriver::apply_patch`] for a patch whose progress was shown under `item_id`: the
+    /// `fileChange` item keeps that id.
+    pub async fn apply_streamed_patch(
+        &mut self,
+        item_id: String,
+        patch: &str,
+    ) -> Result<PatchOutcome, AgentError> {
+        if self.is_interrupted() {
+            return Err(AgentError::Interrupted);
+        }
+        self.runtime.apply_patch(Some(item_id), patch).await
     }
 }

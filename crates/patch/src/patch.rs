@@ -65,6 +65,18 @@ impl Patch {
 }
 
 impl FileChange {
+    /// What the change says before it is applied, as a patch's progress shows it (the
+    /// reference's `item/fileChange/patchUpdated`): an added file's contents, nothing for a
+    /// deletion, an update's hunks as the patch writes them (`@@` lines, then ` `, `-` and `+`
+    /// lines); the unified diff against the file comes once it is applied.
+    pub fn progress_text(&self) -> String {
+        match self {
+            FileChange::Add { contents, .. } => contents.clone(),
+            FileChange::Delete { .. } => String::new(),
+            FileChange::Update { hunks, .. } => Hunks(hunks).to_string(),
+        }
+    }
+
     /// The path the change reads or creates (for an update, the path before any move).
     pub fn path(&self) -> &str {
         match self {
@@ -149,27 +161,37 @@ impl fmt::Display for Patch {
                     if let Some(to) = move_to {
                         writeln!(f, "*** Move to: {to}")?;
                     }
-                    for hunk in hunks {
-                        if hunk.anchors.is_empty() {
-                            writeln!(f, "@@")?;
-                        }
-                        for anchor in &hunk.anchors {
-                            writeln!(f, "@@ {anchor}")?;
-                        }
-                        for line in &hunk.lines {
-                            match line {
-                                HunkLine::Context(text) => writeln!(f, " {text}")?,
-                                HunkLine::Remove(text) => writeln!(f, "-{text}")?,
-                                HunkLine::Add(text) => writeln!(f, "+{text}")?,
-                            }
-                        }
-                        if hunk.end_of_file {
-                            writeln!(f, "*** End of File")?;
-                        }
-                    }
+                    write!(f, "{}", Hunks(hunks))?;
                 }
             }
         }
         writeln!(f, "*** End Patch")
+    }
+}
+
+/// An update's hunks as the patch writes them.
+struct Hunks<'h>(&'h [Hunk]);
+
+impl fmt::Display for Hunks<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for hunk in self.0 {
+            if hunk.anchors.is_empty() {
+                writeln!(f, "@@")?;
+            }
+            for anchor in &hunk.anchors {
+                writeln!(f, "@@ {anchor}")?;
+            }
+            for line in &hunk.lines {
+                match line {
+                    HunkLine::Context(text) => writeln!(f, " {text}")?,
+                    HunkLine::Remove(text) => writeln!(f, "-{text}")?,
+                    HunkLine::Add(text) => writeln!(f, "+{text}")?,
+                }
+            }
+            if hunk.end_of_file {
+                writeln!(f, "*** End of File")?;
+            }
+        }
+        Ok(())
     }
 }

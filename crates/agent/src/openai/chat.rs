@@ -223,7 +223,14 @@ impl StreamDecoder for ChatDecoder {
                 decoded.push(Decoded::Text(content));
             }
             for call in delta.tool_calls {
-                self.calls.push(call);
+                let position = self.calls.push(call);
+                if let Some(fragment) = self.calls.patch_fragment(position) {
+                    decoded.push(Decoded::PatchInput {
+                        call: position,
+                        fragment,
+                        raw: false,
+                    });
+                }
             }
         }
         Ok(decoded)

@@ -14,9 +14,11 @@
 //!
 //! Files: `chat` and `responses` hold the two wires, `tool_calls` the assembly of streamed
 //! calls, `transcript` the conversation, `images` the image input, `tools` the tools, `retry`
-//! the retry policy, `reasoning` the reasoning items of an answer, `transport` the seam every
-//! request passes (to the network, or to a cassette).
+//! the retry policy, `reasoning` the reasoning items of an answer, `patch_stream` a patch's
+//! progress while the model writes it, `transport` the seam every request passes (to the
+//! network, or to a cassette).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,6 +36,7 @@ use crate::{Agent, AgentError, StreamingMessage, TurnDriver};
 mod apply_patch;
 mod chat;
 mod images;
+mod patch_stream;
 // reason29: reasoning items.
 mod reasoning;
 mod responses;
@@ -46,6 +49,7 @@ pub(crate) mod transport;
 mod usage;
 
 use images::UserPart;
+use patch_stream::PatchStreams;
 use reasoning::{ReasoningEvent, ReasoningStream};
 use retry::{AttemptError, RequestContext};
 use tool_calls::ToolCall;
@@ -113,6 +117,9 @@ enum TextSink {
 struct Reply {
     text: String,
     calls: Vec<ToolCall>,
+    /// The `apply_patch` calls whose progress was shown: their position in `calls` and the
+    /// `fileChange` item id the progress announced.
+    patch_items: HashMap<usize, String>,
     /// The reasoning of the answer, as the next request carries it back.
     reasoning: Vec<ReasoningOutput>,
     /// What the request cost, if the stream said.
@@ -128,6 +135,15 @@ pub(crate) enum Decoded {
     Done,
     /// Reasoning, to stream to the client now as a `reasoning` item.
     Reasoning(ReasoningEvent),
+    /// A fragment of an `apply_patch` call's arguments, to show the patch's progress.
+    PatchInput {
+        /// The call's position among the answer's tool calls.
+        call: usize,
+        /// The fragment: JSON arguments, or the free-form tool's input when `raw`.
+        fragment: String,
+        /// Whether it is the free-form tool's input.
+        raw: bool,
+    },
 }
 
 /// Turns the events of one streamed answer into text, reasoning and tool calls; one per wire.
@@ -315,6 +331,7 @@ impl OpenAiCompatibleAgent {
         };
         let mut message: Option<StreamingMessage> = None;
         let mut thinking = ReasoningStream::default();
+        let mut patches = PatchStreams::default();
         let mut collected = String::new();
         let outcome = 'stream: loop {
             let next = match driver
@@ -356,6 +373,11 @@ impl OpenAiCompatibleAgent {
                             break 'stream Err(AttemptError::Interrupted);
                         }
                     }
+                    Decoded::PatchInput {
+                        call,
+                        fragment,
+                        raw,
+                    } => patches.push(call, &fragment, raw, driver).await,
                     Decoded::Text(text) if sink == TextSink::Collected => {
                         collected.push_str(&text);
                     }
@@ -388,11 +410,18 @@ impl OpenAiCompatibleAgent {
             driver.complete_agent_message(message).await;
         }
         outcome?;
+        patches.finish(driver).await;
+        let usage = decoder.usage();
+        let calls = decoder.finish();
+        let patch_items = (0..calls.len())
+            .filter_map(|position| Some((position, patches.item_id(position)?.to_owned())))
+            .collect();
         Ok(Reply {
             text,
             reasoning: thinking.into_outputs(),
-            usage: decoder.usage(),
-            calls: decoder.finish(),
+            usage,
+            calls,
+            patch_items,
         })
     }
 }
@@ -429,6 +458,7 @@ impl Agent for OpenAiCompatibleAgent {
                 driver.report_token_usage(usage).await;
             }
             let calls = reply.calls.clone();
+            let mut patch_items = reply.patch_items;
             conversation
                 .entries
                 .extend(reply.reasoning.into_iter().map(Entry::Reasoning));
@@ -444,8 +474,8 @@ impl Agent for OpenAiCompatibleAgent {
                 conversation.entries.push(transcript::user_entry(&steered));
                 continue;
             }
-            for call in &calls {
-                let output = tools::run(call, driver).await?;
+            for (position, call) in calls.iter().enumerate() {
+                let output = tools::run(call, patch_items.remove(&position), driver).await?;
                 conversation.entries.push(Entry::ToolResult {
                     call_id: call.id.clone(),
                     output,

@@ -204,6 +204,8 @@ struct PartialCall {
     arguments: String,
     /// Whether it is a custom tool call (`custom_tool_call`), whose input is free text.
     custom: bool,
+    /// How much of `arguments` went out as a patch's progress ([`Decoded::PatchInput`]).
+    streamed: usize,
 }
 
 /// Decodes one streamed response.
@@ -218,8 +220,9 @@ fn text_of<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
 }
 
 impl ResponsesDecoder {
-    /// The call an event refers to, by item id, else output index; created if new.
-    fn call_for(&mut self, item_id: Option<&str>, output_index: Option<u64>) -> &mut PartialCall {
+    /// The position of the call an event refers to, by item id, else output index; created if
+    /// new.
+    fn position_for(&mut self, item_id: Option<&str>, output_index: Option<u64>) -> usize {
         let found = self
             .calls
             .iter()
@@ -227,25 +230,48 @@ impl ResponsesDecoder {
                 (Some(id), Some(existing)) => id == existing,
                 _ => output_index.is_some() && call.output_index == output_index,
             });
-        let position = found.unwrap_or_else(|| {
+        found.unwrap_or_else(|| {
             self.calls.push(PartialCall {
                 item_id: item_id.map(str::to_owned),
                 output_index,
                 ..PartialCall::default()
             });
             self.calls.len() - 1
-        });
-        &mut self.calls[position]
+        })
     }
 
-    /// Takes the settled fields of a `function_call` output item.
-    fn function_item(&mut self, item: &Value, output_index: Option<u64>, done: bool) {
+    /// What the call at `position` adds to a patch's progress, when it is an `apply_patch`
+    /// call whose arguments grew.
+    fn patch_input(&mut self, position: usize) -> Vec<Decoded> {
+        let call = &mut self.calls[position];
+        if call.name.as_deref() != Some(apply_patch::APPLY_PATCH_TOOL) {
+            return Vec::new();
+        }
+        super::patch_stream::unstreamed(&call.arguments, &mut call.streamed)
+            .map(|fragment| Decoded::PatchInput {
+                call: position,
+                fragment,
+                raw: call.custom,
+            })
+            .into_iter()
+            .collect()
+    }
+
+    /// Takes the settled fields of a `function_call` output item; returns the position of its
+    /// call.
+    fn function_item(
+        &mut self,
+        item: &Value,
+        output_index: Option<u64>,
+        done: bool,
+    ) -> Option<usize> {
         let (custom, arguments_key) = match text_of(item, "type") {
             Some("function_call") => (false, "arguments"),
             Some("custom_tool_call") => (true, "input"),
-            _ => return,
+            _ => return None,
         };
-        let call = self.call_for(text_of(item, "id"), output_index);
+        let position = self.position_for(text_of(item, "id"), output_index);
+        let call = &mut self.calls[position];
         call.custom = custom;
         if let Some(call_id) = text_of(item, "call_id").filter(|id| !id.is_empty()) {
             call.call_id = Some(call_id.to_owned());
@@ -258,6 +284,7 @@ impl ResponsesDecoder {
         {
             call.arguments = arguments.to_owned();
         }
+        Some(position)
     }
 }
 
@@ -308,8 +335,10 @@ impl StreamDecoder for ResponsesDecoder {
                         ReasoningEvent::Started
                     })]);
                 }
-                self.function_item(item, output_index, done);
-                Ok(Vec::new())
+                Ok(match self.function_item(item, output_index, done) {
+                    Some(position) => self.patch_input(position),
+                    None => Vec::new(),
+                })
             }
             "response.reasoning_summary_part.added" => Ok(vec![Decoded::Reasoning(
                 ReasoningEvent::Delta(ReasoningDelta::SummaryPartAdded {
@@ -336,11 +365,16 @@ impl StreamDecoder for ResponsesDecoder {
                 ))])
             }
             "response.function_call_arguments.delta" | "response.custom_tool_call_input.delta" => {
-                if let Some(delta) = text_of(&value, "delta") {
-                    let call = self.call_for(text_of(&value, "item_id"), output_index);
-                    call.arguments.push_str(delta);
+                let Some(delta) = text_of(&value, "delta") else {
+                    return Ok(Vec::new());
+                };
+                let position = self.position_for(text_of(&value, "item_id"), output_index);
+                let call = &mut self.calls[position];
+                call.arguments.push_str(delta);
+                if kind.starts_with("response.custom") {
+                    call.custom = true;
                 }
-                Ok(Vec::new())
+                Ok(self.patch_input(position))
             }
             "response.function_call_arguments.done" | "response.custom_tool_call_input.done" => {
                 let key = if kind.starts_with("response.custom") {
@@ -348,11 +382,12 @@ impl StreamDecoder for ResponsesDecoder {
                 } else {
                     "arguments"
                 };
-                if let Some(arguments) = text_of(&value, key) {
-                    let call = self.call_for(text_of(&value, "item_id"), output_index);
-                    call.arguments = arguments.to_owned();
-                }
-                Ok(Vec::new())
+                let Some(arguments) = text_of(&value, key) else {
+                    return Ok(Vec::new());
+                };
+                let position = self.position_for(text_of(&value, "item_id"), output_index);
+                self.calls[position].arguments = arguments.to_owned();
+                Ok(self.patch_input(position))
             }
             "response.completed" => {
                 self.usage = value

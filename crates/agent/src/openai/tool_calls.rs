@@ -45,6 +45,10 @@ struct PartialCall {
     id: Option<String>,
     name: Option<String>,
     arguments: String,
+    /// How much of `arguments` went out as a patch's progress ([`Decoded::PatchInput`]).
+    ///
+    /// [`Decoded::PatchInput`]: super::Decoded::PatchInput
+    streamed: usize,
 }
 
 /// Collects the fragments of every tool call of one streamed answer.
@@ -56,8 +60,8 @@ pub(crate) struct ToolCallAssembler {
 }
 
 impl ToolCallAssembler {
-    /// Adds one fragment.
-    pub(crate) fn push(&mut self, delta: ToolCallDelta) {
+    /// Adds one fragment; returns the position of the call it belongs to.
+    pub(crate) fn push(&mut self, delta: ToolCallDelta) -> usize {
         let index = delta.index.unwrap_or(0);
         let id = delta.id.filter(|id| !id.is_empty());
         let position = match self.current.get(&index).copied() {
@@ -92,6 +96,18 @@ impl ToolCallAssembler {
                 call.arguments.push_str(&arguments);
             }
         }
+        position
+    }
+
+    /// The arguments of the call at `position` not handed out yet, when it is an
+    /// `apply_patch` call (from the start once its name is known, so arguments that came
+    /// before the name are not lost).
+    pub(crate) fn patch_fragment(&mut self, position: usize) -> Option<String> {
+        let call = self.calls.get_mut(position)?;
+        if call.name.as_deref() != Some(super::apply_patch::APPLY_PATCH_TOOL) {
+            return None;
+        }
+        super::patch_stream::unstreamed(&call.arguments, &mut call.streamed)
     }
 
     /// The calls in the order they started; a call without an id gets one, so its result can

@@ -54,8 +54,13 @@ struct AskUserArguments {
     question: String,
 }
 
-/// Runs `call` and returns the text the model sees as its result.
-pub(crate) async fn run(call: &ToolCall, driver: &mut TurnDriver) -> Result<String, AgentError> {
+/// Runs `call` and returns the text the model sees as its result. `patch_item` is the
+/// `fileChange` item id an `apply_patch` call's streamed progress announced.
+pub(crate) async fn run(
+    call: &ToolCall,
+    patch_item: Option<String>,
+    driver: &mut TurnDriver,
+) -> Result<String, AgentError> {
     let arguments = if call.arguments.trim().is_empty() {
         "{}"
     } else {
@@ -77,7 +82,13 @@ pub(crate) async fn run(call: &ToolCall, driver: &mut TurnDriver) -> Result<Stri
             }
         }
         APPLY_PATCH_TOOL => match apply_patch::patch_of(arguments) {
-            Ok(patch) => Ok(driver.apply_patch(&patch).await?.report().to_owned()),
+            Ok(patch) => {
+                let outcome = match patch_item {
+                    Some(item_id) => driver.apply_streamed_patch(item_id, &patch).await?,
+                    None => driver.apply_patch(&patch).await?,
+                };
+                Ok(outcome.report().to_owned())
+            }
             Err(error) => Ok(error),
         },
         ASK_USER_TOOL => {

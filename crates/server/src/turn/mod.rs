@@ -637,7 +637,15 @@ impl TurnRuntime for TurnRun {
         TurnRun::reasoning_delta(self, item_id, delta).await;
     }
 
-    async fn apply_patch(&mut self, patch: &str) -> Result<PatchOutcome, AgentError> {
-        TurnRun::apply_patch(self, patch).await
+    async fn patch_progress(&self, item_id: &str, partial_patch: &str) -> bool {
+        TurnRun::patch_progress(self, item_id, partial_patch).await
+    }
+
+    async fn apply_patch(
+        &mut self,
+        item_id: Option<String>,
+        patch: &str,
+    ) -> Result<PatchOutcome, AgentError> {
+        TurnRun::apply_patch(self, item_id, patch).await
     }
 }

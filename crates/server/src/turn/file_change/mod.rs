@@ -112,9 +112,55 @@ struct Plan {
 }
 
 impl TurnRun {
-    /// Applies `patch` as one `fileChange` item (see the module doc).
-    pub(super) async fn apply_patch(&mut self, patch: &str) -> Result<PatchOutcome, AgentError> {
-        let id = store::new_id();
+    /// Sends `item/fileChange/patchUpdated` for item `item_id` with the changes a patch the
+    /// model is still writing names so far (paths made absolute against the cwd as the item's
+    /// are, without reading the disk; each change's `diff` is its part of the patch as written
+    /// so far). Returns whether it named any change; a text that does not start as a patch
+    /// names none (it fails as a whole when applied).
+    pub(super) async fn patch_progress(&self, item_id: &str, partial_patch: &str) -> bool {
+        let Ok(patch) = tandem_patch::parse_partial(partial_patch, &LIMITS) else {
+            return false;
+        };
+        if patch.changes.is_empty() {
+            return false;
+        }
+        let cwd = Path::new(&self.cwd);
+        let absolute = |written: &str| paths::absolute(cwd, written).display().to_string();
+        let changes = patch
+            .changes
+            .iter()
+            .map(|change| FileUpdateChange {
+                path: absolute(change.path()),
+                kind: match change {
+                    FileChange::Add { .. } => PatchChangeKind::Add,
+                    FileChange::Delete { .. } => PatchChangeKind::Delete,
+                    FileChange::Update { move_to, .. } => PatchChangeKind::Update {
+                        move_path: move_to.as_deref().map(absolute),
+                    },
+                },
+                diff: change.progress_text(),
+            })
+            .collect();
+        self.notify(ServerNotification::FileChangePatchUpdated(
+            FileChangePatchUpdatedNotification {
+                thread_id: self.thread.id.clone(),
+                turn_id: self.turn_id.clone(),
+                item_id: item_id.to_owned(),
+                changes,
+            },
+        ))
+        .await;
+        true
+    }
+
+    /// Applies `patch` as one `fileChange` item (see the module doc), with id `item_id` when
+    /// the patch's progress was shown under it.
+    pub(super) async fn apply_patch(
+        &mut self,
+        item_id: Option<String>,
+        patch: &str,
+    ) -> Result<PatchOutcome, AgentError> {
+        let id = item_id.unwrap_or_else(store::new_id);
         let started_at_ms = now_millis();
         let cwd = PathBuf::from(&self.cwd);
         let text = patch.to_owned();

@@ -32,9 +32,15 @@ pub(super) struct ResolvedPath {
     pub(super) real: PathBuf,
 }
 
+/// `written` made absolute against `cwd`, `..` applied, links not followed: where a path is
+/// shown before the disk is read.
+pub(super) fn absolute(cwd: &Path, written: &str) -> PathBuf {
+    normalize(&cwd.join(written))
+}
+
 /// Resolves `written` (relative to `cwd`, or absolute).
 pub(super) fn resolve(cwd: &Path, written: &str) -> Result<ResolvedPath, PathError> {
-    let absolute = normalize(&cwd.join(written));
+    let absolute = absolute(cwd, written);
     let real = real_path(&absolute).map_err(|source| PathError::Unresolvable {
         written: written.to_owned(),
         source,
