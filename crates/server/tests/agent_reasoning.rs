@@ -388,6 +388,28 @@ async fn model_list_reports_the_configured_effort() {
     shutdown(handle).await;
 }
 
+#[tokio::test]
+async fn thread_answers_carry_the_configured_effort() {
+    for (configured, expected) in [(Some("high"), json!("high")), (None, Value::Null)] {
+        let home = home();
+        let extra: Vec<(&str, toml::Value)> = configured
+            .map(|effort| ("model_reasoning_effort", effort.into()))
+            .into_iter()
+            .collect();
+        let handle = start(memory_options(home.path(), "http://127.0.0.1:9/v1", &extra)).await;
+        let started =
+            call::<tandem_protocol::client_methods::ThreadStart>(&handle, json!({})).await;
+        assert_eq!(json!(started.session.reasoning_effort), expected);
+        let resumed = call::<tandem_protocol::client_methods::ThreadResume>(
+            &handle,
+            json!({"threadId": started.thread.id}),
+        )
+        .await;
+        assert_eq!(json!(resumed.session.reasoning_effort), expected);
+        shutdown(handle).await;
+    }
+}
+
 #[path = "failing_store/mod.rs"]
 mod failing_store;
 

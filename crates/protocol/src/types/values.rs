@@ -206,15 +206,16 @@ pub struct SessionSettings {
     pub approvals_reviewer: ApprovalsReviewer,
     /// The sandbox policy the thread's commands run under, as enforced.
     pub sandbox: SandboxPolicy,
-    /// Always `null`: Tandem has no reasoning-effort setting.
+    /// The reasoning effort the thread's turns ask of the model (config
+    /// `model_reasoning_effort`); `null` when none is configured, and then none is sent.
     pub reasoning_effort: Option<String>,
     /// Always `null`: Tandem has no service tiers.
     pub service_tier: Option<String>,
 }
 
 impl SessionSettings {
-    /// Settings with the members Tandem fixes (`approvalsReviewer`, `reasoningEffort`,
-    /// `serviceTier`) at their only values.
+    /// Settings with `approvalsReviewer` and `serviceTier` at their only values and no
+    /// `reasoningEffort`.
     pub fn new(
         model: impl Into<String>,
         model_provider: impl Into<String>,

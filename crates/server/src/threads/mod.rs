@@ -273,14 +273,11 @@ impl LoadedThread {
         thread
     }
 
-    fn session(
-        &self,
-        default_model: Option<&str>,
-        default_sandbox: &tandem_protocol::SandboxPolicy,
-    ) -> SessionSettings {
+    /// The thread's `...session` settings: its own where it has them, else `config`'s.
+    fn session(&self, default_model: Option<&str>, config: &ServerConfig) -> SessionSettings {
         let state = self.state();
         let record = &state.record;
-        SessionSettings::new(
+        let mut session = SessionSettings::new(
             // Only a configured provider without any model leaves this empty; its turns then
             // fail with a message saying how to choose one.
             record
@@ -291,8 +288,11 @@ impl LoadedThread {
             record.model_provider.clone(),
             record.cwd.clone(),
             record.approval_policy,
-            crate::config::sandbox::thread_policy(&record.config, default_sandbox),
-        )
+            crate::config::sandbox::thread_policy(&record.config, &config.sandbox),
+        );
+        // What the thread's next turn asks of the model (the key is read at each turn).
+        session.reasoning_effort = config.reasoning.effort.clone();
+        session
     }
 }
 

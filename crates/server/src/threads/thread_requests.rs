@@ -170,7 +170,7 @@ impl ThreadService {
     pub(super) async fn announce_started(&self, thread: &Arc<LoadedThread>) -> ThreadStartResponse {
         let response = ThreadStartResponse {
             thread: thread.to_thread(true, self.default_model().as_deref()),
-            session: thread.session(self.default_model().as_deref(), &self.config().sandbox),
+            session: thread.session(self.default_model().as_deref(), &self.config()),
             cursor: None,
         };
         let note = tandem_protocol::ServerNotification::ThreadStarted(ThreadStartedNotification {
@@ -260,7 +260,7 @@ impl ThreadService {
             self.backwards_cursors(&*store, &thread.id).await?;
         Ok(ThreadResumeResponse {
             thread: thread.to_thread(all_turns, self.default_model().as_deref()),
-            session: thread.session(self.default_model().as_deref(), &self.config().sandbox),
+            session: thread.session(self.default_model().as_deref(), &self.config()),
             initial_turns_page,
             turns_backwards_cursor,
             items_backwards_cursor,
