@@ -591,7 +591,7 @@ fn explicit_null_for_every_optional_member_decodes() {
             json!({"id": 10, "method": "turn/start", "params": {"threadId": "t",
                    "input": [{"type": "text", "text": "hi", "text_elements": null}],
                    "clientUserMessageId": null, "approvalPolicy": null, "model": null,
-                   "sandboxPolicy": null}}),
+                   "sandboxPolicy": null, "effort": null, "summary": null}}),
             request::<m::TurnStart>(
                 10,
                 TurnStartParams {
@@ -601,6 +601,8 @@ fn explicit_null_for_every_optional_member_decodes() {
                     approval_policy: Some(None),
                     model: Some(None),
                     sandbox_policy: Some(None),
+                    effort: Some(None),
+                    summary: Some(None),
                 },
             ),
         ),

@@ -328,6 +328,73 @@ async fn reasoning_keys_are_validated_and_a_write_applies_to_the_next_turn() {
     shutdown(handle).await;
 }
 
+/// `turn/start`'s `effort` and `summary` hold from that turn on, `null` returns to the
+/// configuration's, and a value no model takes is refused before anything is stored.
+#[tokio::test]
+async fn turn_start_overrides_the_reasoning_from_that_turn_on() {
+    let home = home();
+    let mock = MockHttpServer::start().await.expect("mock");
+    for _ in 0..3 {
+        mock.push(
+            MockResponse::sse().bytes([responses::text("ok"), responses::completed()].concat()),
+        );
+    }
+    let mut handle = start(memory_options(
+        home.path(),
+        &mock.url("/v1"),
+        &responses_wire(&[("model_reasoning_effort", "low".into())]),
+    ))
+    .await;
+    let thread = start_thread(&handle, json!({})).await;
+    let turn = |text: &str, overrides: Value| {
+        let mut params = json!({"threadId": thread, "input": [{"type": "text", "text": text}]});
+        params
+            .as_object_mut()
+            .unwrap()
+            .extend(overrides.as_object().unwrap().clone());
+        params
+    };
+    let refused = try_call::<tandem_protocol::client_methods::TurnStart>(
+        &handle,
+        turn("bad", json!({"effort": "extreme"})),
+    )
+    .await
+    .expect_err("an unknown effort is refused");
+    assert_eq!(refused.code, -32600);
+    assert!(refused.message.contains("\"xhigh\""), "{}", refused.message);
+
+    for (text, overrides) in [
+        ("one", json!({"effort": "high", "summary": "detailed"})),
+        ("two", json!({})),
+        ("three", json!({"effort": null, "summary": null})),
+    ] {
+        call::<tandem_protocol::client_methods::TurnStart>(&handle, turn(text, overrides)).await;
+        drive_turn(&mut handle, &Answers::default()).await;
+        if text == "two" {
+            let resumed = call::<tandem_protocol::client_methods::ThreadResume>(
+                &handle,
+                json!({"threadId": thread}),
+            )
+            .await;
+            assert_eq!(resumed.session.reasoning_effort.as_deref(), Some("high"));
+        }
+    }
+    let sent: Vec<Value> = mock
+        .requests()
+        .iter()
+        .map(|request| request.json()["reasoning"].clone())
+        .collect();
+    assert_eq!(
+        sent,
+        vec![
+            json!({"effort": "high", "summary": "detailed"}),
+            json!({"effort": "high", "summary": "detailed"}),
+            json!({"effort": "low"}),
+        ]
+    );
+    shutdown(handle).await;
+}
+
 #[tokio::test]
 async fn the_scripted_agent_thinks_on_request() {
     let home = home();

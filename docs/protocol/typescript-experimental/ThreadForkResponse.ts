@@ -43,7 +43,8 @@ approvalsReviewer: ApprovalsReviewer,
  */
 sandbox: SandboxPolicy,
 /**
- * Always `null`: Tandem has no reasoning-effort setting.
+ * The reasoning effort the thread's turns ask of the model (config
+ * `model_reasoning_effort`); `null` when none is configured, and then none is sent.
  */
 reasoningEffort: string | null,
 /**

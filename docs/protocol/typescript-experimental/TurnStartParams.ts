@@ -32,4 +32,15 @@ model?: string | null,
  * Sandbox policy from this turn on: omitted keeps the thread's, `null` asks for the
  * server default.
  */
-sandboxPolicy?: SandboxPolicy | null, };
+sandboxPolicy?: SandboxPolicy | null,
+/**
+ * Reasoning effort from this turn on (`none`, `minimal`, `low`, `medium`, `high`,
+ * `xhigh`): omitted keeps the thread's, `null` asks for the server default (config
+ * `model_reasoning_effort`).
+ */
+effort?: string | null,
+/**
+ * Reasoning summary from this turn on (`auto`, `concise`, `detailed`, `none`): omitted
+ * keeps the thread's, `null` asks for the server default (config `model_reasoning_summary`).
+ */
+summary?: string | null, };

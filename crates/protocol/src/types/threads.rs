@@ -506,6 +506,25 @@ pub struct TurnStartParams {
         ts(as = "Option<SandboxPolicy>")
     )]
     pub sandbox_policy: Option<Option<SandboxPolicy>>,
+    /// Reasoning effort from this turn on (`none`, `minimal`, `low`, `medium`, `high`,
+    /// `xhigh`): omitted keeps the thread's, `null` asks for the server default (config
+    /// `model_reasoning_effort`).
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "three_state")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "Option<Option<String>>"),
+        ts(as = "Option<String>")
+    )]
+    pub effort: Option<Option<String>>,
+    /// Reasoning summary from this turn on (`auto`, `concise`, `detailed`, `none`): omitted
+    /// keeps the thread's, `null` asks for the server default (config `model_reasoning_summary`).
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "three_state")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "Option<Option<String>>"),
+        ts(as = "Option<String>")
+    )]
+    pub summary: Option<Option<String>>,
 }
 
 /// `turn/start` result.

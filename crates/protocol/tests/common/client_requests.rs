@@ -330,6 +330,8 @@ pub(crate) fn turn_start_params() -> TurnStartParams {
             exclude_tmpdir_env_var: false,
             exclude_slash_tmp: true,
         })),
+        effort: Some(Some(s("high"))),
+        summary: Some(None),
     }
 }
 

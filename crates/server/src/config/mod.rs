@@ -30,7 +30,7 @@ mod client_apis;
 mod fs_api;
 mod layers;
 // reason29: the model's reasoning.
-mod reasoning;
+pub(crate) mod reasoning;
 pub(crate) mod sandbox;
 mod settings;
 mod store;

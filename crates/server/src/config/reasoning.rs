@@ -3,6 +3,7 @@
 //! to the next turn; sent to the provider as each wire takes them (docs/protocol.md,
 //! "Reasoning").
 
+use serde_json::{Map, Value};
 use tandem_agent::{REASONING_EFFORTS, REASONING_SUMMARIES, ReasoningSettings};
 
 use super::ConfigError;
@@ -41,4 +42,81 @@ pub(super) fn parse_reasoning(layered: &Layered) -> Result<ReasoningSettings, Co
         effort: read(MODEL_REASONING_EFFORT_KEY, REASONING_EFFORTS)?,
         summary: read(MODEL_REASONING_SUMMARY_KEY, REASONING_SUMMARIES)?,
     })
+}
+
+/// The reasoning settings of a thread: its own overrides (`turn/start`'s `effort` and
+/// `summary`, or the keys in `thread/start`'s `config`), each falling back to `default`.
+pub(crate) fn thread_reasoning(
+    thread_config: &Map<String, Value>,
+    default: &ReasoningSettings,
+) -> ReasoningSettings {
+    let own = |key: &str, accepted: &[&str]| {
+        thread_config
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|value| accepted.contains(value))
+            .map(str::to_owned)
+    };
+    ReasoningSettings {
+        effort: own(MODEL_REASONING_EFFORT_KEY, REASONING_EFFORTS)
+            .or_else(|| default.effort.clone()),
+        summary: own(MODEL_REASONING_SUMMARY_KEY, REASONING_SUMMARIES)
+            .or_else(|| default.summary.clone()),
+    }
+}
+
+/// Why a `turn/start` reasoning override is refused.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{member} `{value}` is not one of {accepted}; send one of them, or null for the server's default"
+)]
+pub(crate) struct BadReasoningOverride {
+    member: &'static str,
+    value: String,
+    accepted: String,
+}
+
+/// Records `turn/start`'s `effort` and `summary` in a thread's `config` overrides: omitted
+/// (`None`) keeps the thread's, `Some(None)` returns it to the server's default.
+pub(crate) fn set_thread_reasoning(
+    thread_config: &mut Map<String, Value>,
+    effort: Option<Option<&str>>,
+    summary: Option<Option<&str>>,
+) -> Result<(), BadReasoningOverride> {
+    for (member, key, accepted, value) in [
+        (
+            "effort",
+            MODEL_REASONING_EFFORT_KEY,
+            REASONING_EFFORTS,
+            effort,
+        ),
+        (
+            "summary",
+            MODEL_REASONING_SUMMARY_KEY,
+            REASONING_SUMMARIES,
+            summary,
+        ),
+    ] {
+        match value {
+            None => {}
+            Some(None) => {
+                thread_config.remove(key);
+            }
+            Some(Some(value)) if accepted.contains(&value) => {
+                thread_config.insert(key.to_owned(), Value::from(value));
+            }
+            Some(Some(value)) => {
+                return Err(BadReasoningOverride {
+                    member,
+                    value: value.to_owned(),
+                    accepted: accepted
+                        .iter()
+                        .map(|value| format!("\"{value}\""))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                });
+            }
+        }
+    }
+    Ok(())
 }

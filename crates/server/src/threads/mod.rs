@@ -290,8 +290,9 @@ impl LoadedThread {
             record.approval_policy,
             crate::config::sandbox::thread_policy(&record.config, &config.sandbox),
         );
-        // What the thread's next turn asks of the model (the key is read at each turn).
-        session.reasoning_effort = config.reasoning.effort.clone();
+        // What the thread's next turn asks of the model (read again at each turn).
+        session.reasoning_effort =
+            crate::config::reasoning::thread_reasoning(&record.config, &config.reasoning).effort;
         session
     }
 }

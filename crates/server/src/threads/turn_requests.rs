@@ -148,6 +148,26 @@ impl ThreadService {
             self.outgoing.send_error(id, error).await;
             return None;
         }
+        let overrides_config =
+            params.sandbox_policy.is_some() || params.effort.is_some() || params.summary.is_some();
+        let config = if overrides_config {
+            let mut config = thread.state().record.config.clone();
+            if let Some(policy) = &params.sandbox_policy {
+                crate::config::sandbox::set_thread_policy(&mut config, policy.as_ref());
+            }
+            let effort = params.effort.as_ref().map(Option::as_deref);
+            let summary = params.summary.as_ref().map(Option::as_deref);
+            if let Err(error) =
+                crate::config::reasoning::set_thread_reasoning(&mut config, effort, summary)
+            {
+                let error = JSONRPCErrorError::invalid_request(format!("Invalid request: {error}"));
+                self.outgoing.send_error(id, error).await;
+                return None;
+            }
+            Some(config)
+        } else {
+            None
+        };
         let now = now_secs();
         let first_turn = thread.state().record.preview.is_empty();
         // Settings, preview and the turn with its input in one write: when `turn/start`
@@ -157,11 +177,7 @@ impl ThreadService {
                 .approval_policy
                 .map(|policy| policy.unwrap_or(ApprovalPolicy::OnRequest)),
             model: params.model.clone(),
-            config: params.sandbox_policy.as_ref().map(|policy| {
-                let mut config = thread.state().record.config.clone();
-                crate::config::sandbox::set_thread_policy(&mut config, policy.as_ref());
-                config
-            }),
+            config,
             preview: first_turn.then(|| turn_work::preview_of(&params.input)),
             updated_at: Some(now),
             ..ThreadUpdate::default()

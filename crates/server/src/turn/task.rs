@@ -61,7 +61,10 @@ fn turn_run(
         stored_started: Vec::new(),
         store_failure: None,
         stored_items: Default::default(),
-        reasoning: service.config().reasoning.clone(),
+        reasoning: crate::config::reasoning::thread_reasoning(
+            &state.record.config,
+            &service.config().reasoning,
+        ),
         turn_diff: Default::default(),
         checkpoint: Default::default(),
     }
