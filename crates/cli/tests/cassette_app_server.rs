@@ -11,9 +11,10 @@ use std::time::Instant;
 
 use common::client::{Client, StdioClient};
 use common::server::{AppServer, Launch};
-use serde_json::{Value, json};
+use serde_json::json;
 use tandem_test_support::mock_http::{MockHttpServer, MockResponse};
 use tandem_test_support::model_streams::chat;
+use tandem_test_support::transcript::TranscriptNormalizer;
 
 /// A port nothing listens on.
 const DEAD_URL: &str = "http://127.0.0.1:9/v1";
@@ -50,7 +51,7 @@ fn launch(test: &str, cassette: &Path, mode: &str, base_url: &str) -> (AppServer
 }
 
 /// Runs one thread with one turn per prompt in `cwd`; returns every notification and server
-/// request from `thread/start` on, in order, normalized (see [`normalize`]).
+/// request from `thread/start` on, in order, normalized (see [`TranscriptNormalizer`]).
 async fn session(client: &mut Client, cwd: &Path, prompts: &[&str]) -> Vec<String> {
     client.initialize(false).await;
     let mut seen = Vec::new();
@@ -85,48 +86,10 @@ async fn session(client: &mut Client, cwd: &Path, prompts: &[&str]) -> Vec<Strin
             }
         }
     }
-    let mut ids = Vec::new();
-    let cwd = cwd.display().to_string();
+    let mut normalizer = TranscriptNormalizer::new(cwd.display().to_string());
     seen.into_iter()
-        .map(|message| normalize(message, None, &mut ids, &cwd).to_string())
+        .map(|message| normalizer.normalize(message).to_string())
         .collect()
-}
-
-/// Generated ids renumbered by first appearance, times blanked, the working directory named.
-fn normalize(value: Value, key: Option<&str>, ids: &mut Vec<String>, cwd: &str) -> Value {
-    let is_time = |key: &str| key.ends_with("At") || key.ends_with("Ms");
-    // `epoch` is the random epoch of the server's replay cursors.
-    let is_id = |key: &str| key == "id" || key.ends_with("Id") || key == "epoch";
-    match value {
-        Value::Object(members) => Value::Object(
-            members
-                .into_iter()
-                .map(|(name, member)| {
-                    let normalized = normalize(member, Some(&name), ids, cwd);
-                    (name, normalized)
-                })
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(
-            items
-                .into_iter()
-                .map(|item| normalize(item, key, ids, cwd))
-                .collect(),
-        ),
-        Value::String(text) if key.is_some_and(is_id) => {
-            let position = ids
-                .iter()
-                .position(|seen| *seen == text)
-                .unwrap_or_else(|| {
-                    ids.push(text);
-                    ids.len() - 1
-                });
-            Value::from(format!("<id {position}>"))
-        }
-        _ if key.is_some_and(is_time) => Value::from("<time>"),
-        Value::String(text) => Value::from(text.replace(cwd, "<cwd>")),
-        other => other,
-    }
 }
 
 fn scratch(name: &str) -> PathBuf {

@@ -14,6 +14,7 @@ use tandem_server::config::toml;
 use tandem_server::{ServerConfig, ServerOptions};
 use tandem_test_support::mock_http::{MockHttpServer, MockResponse};
 use tandem_test_support::model_streams::responses;
+use tandem_test_support::transcript::TranscriptNormalizer;
 
 /// A port nothing listens on: replay must not need the provider.
 const DEAD_URL: &str = "http://127.0.0.1:9/v1";
@@ -54,8 +55,7 @@ async fn shutdown_handle(handle: InProcessClientHandle) {
 /// The turns' events as JSON lines with generated ids renumbered in order of appearance,
 /// times blanked and `cwd` replaced: what must be equal between a recording and its replay.
 fn transcript(turns: &[Vec<InProcessServerEvent>], cwd: &Path) -> Vec<String> {
-    let mut ids = Vec::<String>::new();
-    let cwd = cwd.display().to_string();
+    let mut normalizer = TranscriptNormalizer::new(cwd.display().to_string());
     let mut lines = Vec::new();
     for events in turns {
         for event in events {
@@ -73,47 +73,10 @@ fn transcript(turns: &[Vec<InProcessServerEvent>], cwd: &Path) -> Vec<String> {
                 }
                 InProcessServerEvent::Lagged { .. } => panic!("events were dropped"),
             };
-            lines.push(normalize(value, None, &mut ids, &cwd).to_string());
+            lines.push(normalizer.normalize(value).to_string());
         }
     }
     lines
-}
-
-fn normalize(value: Value, key: Option<&str>, ids: &mut Vec<String>, cwd: &str) -> Value {
-    let is_time = |key: &str| {
-        key.ends_with("At") || key.ends_with("Ms") || key == "timestamp" || key == "duration"
-    };
-    let is_id = |key: &str| key == "id" || key.ends_with("Id");
-    match value {
-        Value::Object(members) => Value::Object(
-            members
-                .into_iter()
-                .map(|(name, member)| {
-                    let normalized = normalize(member, Some(&name), ids, cwd);
-                    (name, normalized)
-                })
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(
-            items
-                .into_iter()
-                .map(|item| normalize(item, key, ids, cwd))
-                .collect(),
-        ),
-        Value::String(text) if key.is_some_and(is_id) => {
-            let position = ids
-                .iter()
-                .position(|seen| *seen == text)
-                .unwrap_or_else(|| {
-                    ids.push(text);
-                    ids.len() - 1
-                });
-            Value::from(format!("<id {position}>"))
-        }
-        _ if key.is_some_and(is_time) => Value::from("<time>"),
-        Value::String(text) => Value::from(text.replace(cwd, "<cwd>")),
-        other => other,
-    }
 }
 
 fn text_of(turn: &[InProcessServerEvent]) -> String {

@@ -3,8 +3,9 @@
 //! message instead of hanging, [`mock_http`], a loopback HTTP server for gated, slow,
 //! truncated and reset streams (model providers under test), [`model_streams`], the stream
 //! bodies such a provider sends, [`binary`], which builds and guards the `tandem` binary
-//! for tests that drive it from outside, and (feature `cassette`) `cassette`, in-process
-//! servers whose model answers from a recording.
+//! for tests that drive it from outside, [`transcript`], which takes ids, times and the working
+//! directory out of two runs' messages so they compare, and (feature `cassette`) `cassette`,
+//! in-process servers whose model answers from a recording.
 //!
 //! ```
 //! use std::time::Duration;
@@ -34,6 +35,7 @@ pub mod mock_http;
 // reason29: model stream bodies.
 pub mod model_streams;
 pub mod postgres;
+pub mod transcript;
 
 pub use mock_app_server::MockWebSocketServer;
 
