@@ -66,7 +66,10 @@ mod tests {
         GuardedGroup::prepare(&mut command);
         let mut child = command.spawn().expect("spawn sh");
         let group = GuardedGroup::watch(child.id().expect("pid"));
-        assert_eq!(group.id(), i32::try_from(child.id().expect("pid")).expect("pid"));
+        assert_eq!(
+            group.id(),
+            i32::try_from(child.id().expect("pid")).expect("pid")
+        );
         drop(group);
         let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
             .await
