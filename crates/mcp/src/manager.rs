@@ -119,6 +119,8 @@ pub struct McpServerSnapshot {
     pub tools: Vec<Tool>,
     /// Why its tools could not be listed.
     pub tools_error: Option<String>,
+    /// The tools it has that are not offered (`enabled_tools`, `disabled_tools`).
+    pub hidden_tools: Vec<String>,
     /// Its resources.
     pub resources: Vec<Resource>,
     /// Its resource templates.
@@ -151,6 +153,7 @@ struct Entry {
     connection: Option<Arc<McpConnection>>,
     tools: Vec<Tool>,
     tools_error: Option<String>,
+    hidden_tools: Vec<String>,
     resources: Vec<Resource>,
     resource_templates: Vec<ResourceTemplate>,
     /// Cancelled to stop this server's task (a reload or shutdown).
@@ -173,6 +176,7 @@ impl Entry {
             connection: None,
             tools: Vec::new(),
             tools_error: None,
+            hidden_tools: Vec::new(),
             resources: Vec::new(),
             resource_templates: Vec::new(),
             stop: CancellationToken::new(),
@@ -259,6 +263,7 @@ impl McpManager {
                 error: entry.error.clone(),
                 tools: entry.tools.clone(),
                 tools_error: entry.tools_error.clone(),
+                hidden_tools: entry.hidden_tools.clone(),
                 resources: entry.resources.clone(),
                 resource_templates: entry.resource_templates.clone(),
                 server_info: entry
@@ -511,6 +516,7 @@ impl McpManager {
                 entry.connection = Some(ready.connection);
                 entry.tools = ready.tools;
                 entry.tools_error = ready.tools_error;
+                entry.hidden_tools = ready.hidden_tools;
                 entry.resources = ready.resources;
                 entry.resource_templates = ready.resource_templates;
                 entry.settled.send_replace(true);
@@ -551,6 +557,7 @@ struct Ready {
     connection: Arc<McpConnection>,
     tools: Vec<Tool>,
     tools_error: Option<String>,
+    hidden_tools: Vec<String>,
     resources: Vec<Resource>,
     resource_templates: Vec<ResourceTemplate>,
 }
@@ -558,15 +565,18 @@ struct Ready {
 /// Connects to the server of `config` and lists what it offers.
 async fn start(config: &McpServerConfig) -> Result<Ready, McpError> {
     let connection = McpConnection::connect(config).await?;
-    let (tools, tools_error) = match connection.list_tools().await {
-        Ok(tools) => (
-            tools
+    let (tools, hidden_tools, tools_error) = match connection.list_tools().await {
+        Ok(tools) => {
+            let (offered, hidden): (Vec<Tool>, Vec<Tool>) = tools
                 .into_iter()
-                .filter(|tool| config.tool_enabled(&tool.name))
-                .collect(),
-            None,
-        ),
-        Err(error) => (Vec::new(), Some(error.to_string())),
+                .partition(|tool| config.tool_enabled(&tool.name));
+            let hidden = hidden
+                .into_iter()
+                .map(|tool| tool.name.to_string())
+                .collect();
+            (offered, hidden, None)
+        }
+        Err(error) => (Vec::new(), Vec::new(), Some(error.to_string())),
     };
     let resources = connection.list_resources().await.unwrap_or_else(|error| {
         tracing::debug!(server = %config.name, %error, "cannot list resources");
@@ -583,6 +593,7 @@ async fn start(config: &McpServerConfig) -> Result<Ready, McpError> {
         connection: Arc::new(connection),
         tools,
         tools_error,
+        hidden_tools,
         resources,
         resource_templates,
     })
