@@ -120,6 +120,14 @@ impl McpService {
     }
 }
 
+impl Drop for McpService {
+    /// A server dropped without its shutdown still stops its MCP servers and the forwarding
+    /// task (which holds an outgoing sender).
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
 /// `mcpServer/startupStatus/updated` of `update`. Tandem's connections serve every thread,
 /// so `threadId` is always `null`.
 fn startup_notification(update: &McpStartupUpdate) -> ServerNotification {
