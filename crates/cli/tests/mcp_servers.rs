@@ -1,8 +1,8 @@
-//! MCP servers (issue 30) against the real binary: `tandem app-server` over stdio starts the
-//! configured test server in the background and serves `mcpServerStatus/list` and
-//! `mcpServer/tool/call` on the wire; a `kill -9` of the app-server takes the MCP server with
-//! it (its group is registered with the watchdog); `tandem mcp list` prints the server's state
-//! and the tools a session gets.
+//! MCP servers (issue 30) against the real binary: `tandem app-server`, over stdio and over a
+//! websocket, starts the configured test server in the background and serves
+//! `mcpServerStatus/list` and `mcpServer/tool/call` on the wire; a `kill -9` of the app-server
+//! takes the MCP server with it (its group is registered with the watchdog); `tandem mcp list`
+//! prints the server's state and the tools a session gets.
 
 mod common;
 
@@ -71,14 +71,9 @@ fn is_alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn app_server_serves_mcp_over_stdio_and_its_server_dies_with_it() {
-    let home = home_with_test_server("mcp_stdio").await;
-    let (server, client) = Launch::new("mcp_stdio")
-        .home(home)
-        .args(["app-server"])
-        .stdio();
-    let mut client = Client::Stdio(client);
+/// Waits until the test server is connected (as `mcpServerStatus/list` tells), then calls
+/// its echo tool: the MCP methods on a wire connection.
+async fn list_and_call(client: &mut Client) {
     client.initialize(false).await;
     let deadline = Instant::now() + PROMPT;
     let mut id = 1;
@@ -98,12 +93,39 @@ async fn app_server_serves_mcp_over_stdio_and_its_server_dies_with_it() {
         .ok(
             id,
             "mcpServer/tool/call",
-            json!({"threadId": "t", "server": "test", "tool": "echo", "arguments": {"text": "over stdio"}}),
+            json!({"threadId": "t", "server": "test", "tool": "echo", "arguments": {"text": "over the wire"}}),
         )
         .await;
-    assert_eq!(echoed["content"][0]["text"], "over stdio");
+    assert_eq!(echoed["content"][0]["text"], "over the wire");
     assert_eq!(echoed["isError"], Value::Bool(false));
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn app_server_serves_mcp_over_a_websocket() {
+    let home = home_with_test_server("mcp_ws").await;
+    let (server, address) = Launch::new("mcp_ws")
+        .home(home)
+        .args(["app-server", "--listen", "ws://127.0.0.1:0"])
+        .websocket()
+        .await;
+    let mut client = Client::Ws(
+        common::client::connect(address, &[])
+            .await
+            .expect("connect"),
+    );
+    list_and_call(&mut client).await;
+    server.terminate().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn app_server_serves_mcp_over_stdio_and_its_server_dies_with_it() {
+    let home = home_with_test_server("mcp_stdio").await;
+    let (server, client) = Launch::new("mcp_stdio")
+        .home(home)
+        .args(["app-server"])
+        .stdio();
+    let mut client = Client::Stdio(client);
+    list_and_call(&mut client).await;
     let children = mcp_servers_of(server.pid);
     assert_eq!(children.len(), 1, "one MCP server process: {children:?}");
     let since = Instant::now();
