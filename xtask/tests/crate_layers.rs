@@ -43,6 +43,13 @@ const LAYERS: &[Layer] = &[
         may_use: &["tandem-protocol"],
         never: &["rusqlite", "tokio-postgres", "pty-process"],
     },
+    // The MCP client: its stdio servers run under tandem-process's watchdog; it talks HTTP to
+    // remote servers, and knows no store.
+    Layer {
+        krate: "tandem-mcp",
+        may_use: &["tandem-protocol", "tandem-process"],
+        never: &["rusqlite", "tokio-postgres"],
+    },
     Layer {
         krate: "tandem-host",
         may_use: &["tandem-protocol"],
@@ -57,6 +64,7 @@ const LAYERS: &[Layer] = &[
             "tandem-process",
             "tandem-agent",
             "tandem-patch",
+            "tandem-mcp",
         ],
         never: &[],
     },

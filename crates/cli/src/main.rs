@@ -10,6 +10,7 @@ mod app_server;
 mod chat;
 mod daemon;
 mod exec;
+mod mcp;
 mod proxy;
 mod render;
 mod run;
@@ -68,6 +69,14 @@ enum Command {
         #[command(flatten)]
         global: settings::GlobalOptions,
     },
+    /// MCP servers: `tandem mcp list` starts the configured servers and prints each one's
+    /// state and the tools a session gets from it.
+    Mcp {
+        #[command(flatten)]
+        args: mcp::McpArgs,
+        #[command(flatten)]
+        global: settings::GlobalOptions,
+    },
     /// A full-screen terminal UI: threads, the streamed transcript, approvals, and command
     /// output in terminal panes.
     Tui {
@@ -92,6 +101,7 @@ fn main() {
         | Command::AppServer { global, .. }
         | Command::Run { global, .. }
         | Command::Chat { global, .. }
+        | Command::Mcp { global, .. }
         | Command::Tui { global, .. } => global.trace_file.clone(),
     }
     .or_else(|| cli.global.trace_file.clone());
@@ -104,6 +114,8 @@ fn main() {
         Command::Exec { .. } | Command::Run { .. } | Command::Chat { .. } | Command::Tui { .. } => {
             "off"
         }
+        // Its stdout is the listing; the reasons of failures are in it already.
+        Command::Mcp { .. } => "error",
     };
     if let Err(error) = init_logging(default, trace_file.as_deref()) {
         eprintln!("tandem: {error}");
@@ -131,6 +143,7 @@ fn main() {
             runtime.block_on(chat::run(args, cli.global.then(global)))
         }
         Command::Tui { args, global } => runtime.block_on(tui::run(args, cli.global.then(global))),
+        Command::Mcp { args, global } => runtime.block_on(mcp::run(args, cli.global.then(global))),
     };
     // Exit without dropping the runtime: a task blocked reading a terminal (stdin forwarding)
     // would otherwise hold the exit until the user pressed a key.

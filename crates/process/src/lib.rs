@@ -74,6 +74,7 @@ mod error;
 mod exec;
 pub(crate) mod group;
 pub(crate) mod guard;
+mod guarded;
 mod launch;
 mod manager;
 mod plan;
@@ -86,6 +87,7 @@ mod tests;
 
 pub use exec::ExecRequest;
 pub use guard::enable_watchdog;
+pub use guarded::GuardedGroup;
 pub use manager::{ProcessManager, SpawnedProcess};
 pub use screen::PtyScreen;
 

@@ -53,6 +53,8 @@ mod turn;
 
 /// The agents and the turn driver they act through: `tandem-agent`.
 pub use tandem_agent as agent;
+/// The MCP client (issue 30): `[mcp_servers]`, connections, the manager.
+pub use tandem_mcp as mcp;
 /// Processes, pipes and PTYs: `tandem-process`.
 pub use tandem_process as process;
 pub use tandem_process::sandbox;

@@ -34,6 +34,8 @@ mod command_exec;
 mod fs;
 // search29: `fuzzyFileSearch`.
 pub mod fuzzy_search;
+// mcp30: MCP servers.
+pub mod mcp;
 mod process_attach;
 mod process_session;
 
@@ -86,6 +88,8 @@ pub struct TandemServer {
     fs: fs::FsService,
     /// search29: the `fuzzyFileSearch` requests of every connection.
     search: fuzzy_search::FuzzySearchService,
+    /// mcp30: the configured MCP servers, started in the background with the server.
+    mcp: mcp::McpService,
 }
 
 impl std::fmt::Debug for TandemServer {
@@ -133,6 +137,7 @@ impl TandemServer {
             crate::turn::RUNNER,
         ));
         Self {
+            mcp: mcp::McpService::start(outgoing.clone(), &options.config),
             fs: fs::FsService::new(outgoing.clone()),
             search: fuzzy_search::FuzzySearchService::new(outgoing.clone()),
             outgoing,
@@ -146,6 +151,11 @@ impl TandemServer {
     /// The options the server was built with.
     pub fn options(&self) -> &ServerOptions {
         &self.options
+    }
+
+    /// The server's MCP servers (issue 30): their states, tools and calls.
+    pub fn mcp(&self) -> &tandem_mcp::McpManager {
+        self.mcp.manager()
     }
 
     /// How many `fs/watch` watches `connection` has running (0 once it closed).
@@ -367,6 +377,10 @@ impl MessageProcessor for TandemServer {
         })
     }
 
+    fn handles_custom_method(&self, method: &str) -> bool {
+        mcp::METHODS.contains(&method)
+    }
+
     async fn process_request(&self, request: ClientRequest, context: RequestContext) {
         if fs::is_fs_request(&request) {
             // The effective configuration: a config write turns the API off from then on.
@@ -379,6 +393,12 @@ impl MessageProcessor for TandemServer {
             return;
         }
         match request {
+            ClientRequest::Custom { method, params, .. }
+                if mcp::METHODS.contains(&method.as_str()) =>
+            {
+                self.mcp
+                    .handle(&method, params, context, self.threads.config());
+            }
             ClientRequest::FuzzyFileSearch { params, .. } => {
                 // The effective configuration: a config write turns it off from then on.
                 let enabled = self.threads.config().file_search_api;
@@ -450,6 +470,7 @@ impl MessageProcessor for TandemServer {
         // turn/completed, which is what is waited for below before the store is checkpointed.
         let turns = self.threads.shutdown();
         self.fs.shutdown();
+        self.mcp.shutdown();
         let all: Vec<Arc<ConnectionProcesses>> = self.lock().drain().map(|(_, p)| p).collect();
         let detached: Vec<Arc<ProcessSession>> = self
             .detached

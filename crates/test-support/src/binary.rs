@@ -143,6 +143,22 @@ pub fn sandbox_probe_binary() -> Result<&'static Path, &'static BinaryError> {
         .map(PathBuf::as_path)
 }
 
+/// The `tandem-mcp-test-server` binary of this package (see its source), built on the first
+/// call of this test process.
+pub fn mcp_test_server_binary() -> Result<&'static Path, &'static BinaryError> {
+    static BINARY: OnceLock<Result<PathBuf, BinaryError>> = OnceLock::new();
+    BINARY
+        .get_or_init(|| {
+            build_binary(
+                "tandem-test-support",
+                "tandem-mcp-test-server",
+                "client_backends",
+            )
+        })
+        .as_ref()
+        .map(PathBuf::as_path)
+}
+
 /// The `tandem` binary, built on the first call of this test process; later calls (from any
 /// thread) wait for that build and share its outcome.
 pub fn tandem_binary() -> Result<&'static Path, &'static BinaryError> {

@@ -30,6 +30,8 @@ pub mod binary;
 // cassette33: servers on a cassette.
 #[cfg(feature = "cassette")]
 pub mod cassette;
+// mcp30: the MCP test server.
+pub mod mcp_server;
 pub mod mock_app_server;
 pub mod mock_http;
 // reason29: model stream bodies.

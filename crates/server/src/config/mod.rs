@@ -52,6 +52,7 @@ pub use tandem_agent::providers::{
     DEFAULT_STREAM_IDLE_TIMEOUT, DEFAULT_STREAM_MAX_RETRIES, MAX_STREAM_MAX_RETRIES,
     MODEL_PROVIDER_KEY, MODEL_PROVIDERS_KEY, ModelProviderConfig, WireApi,
 };
+pub use tandem_mcp::MCP_SERVERS_KEY;
 pub use validate::ConfigWarning;
 
 use settings::{Settings, toml_to_json};
@@ -114,6 +115,7 @@ const KNOWN_KEYS: &[&str] = &[
     FS_READ_MAX_BYTES_KEY,
     MODEL_REASONING_EFFORT_KEY,
     MODEL_REASONING_SUMMARY_KEY,
+    MCP_SERVERS_KEY,
 ];
 
 /// Why a configuration could not be resolved.
@@ -261,6 +263,9 @@ pub struct ServerConfig {
     /// `model_reasoning_effort` and `model_reasoning_summary`: what turns ask of the model's
     /// reasoning; unset keys send nothing.
     pub reasoning: tandem_agent::ReasoningSettings,
+    /// `[mcp_servers.NAME]`: the MCP servers whose tools turns offer the model (issue 30,
+    /// docs/agents.md "MCP servers").
+    pub mcp_servers: BTreeMap<String, tandem_mcp::McpServerConfig>,
 }
 
 impl ServerConfig {
@@ -307,6 +312,11 @@ impl ServerConfig {
             SHELL_COMMAND_API_KEY: self.shell_command_api,
             MODEL_REASONING_EFFORT_KEY: self.reasoning.effort,
             MODEL_REASONING_SUMMARY_KEY: self.reasoning.summary,
+            MCP_SERVERS_KEY: self
+                .mcp_servers
+                .iter()
+                .map(|(name, server)| (name.clone(), server.to_config_object()))
+                .collect::<serde_json::Map<String, Value>>(),
         })
     }
 
@@ -607,6 +617,7 @@ impl ServerConfigBuilder {
             file_search_api: settings.client_apis.file_search.unwrap_or(true),
             shell_command_api: settings.client_apis.shell_command.unwrap_or(true),
             reasoning: settings.reasoning,
+            mcp_servers: settings.mcp_servers,
             source: Box::new(source),
             sandbox: match (settings.sandbox, self.default_sandbox_mode) {
                 (Some(policy), _) => policy,
@@ -706,5 +717,7 @@ fn parse_file(path: &Path, text: &str) -> Result<toml::Table, ConfigError> {
     })
 }
 
+#[cfg(test)]
+mod mcp_tests;
 #[cfg(test)]
 mod tests;

@@ -18,6 +18,7 @@ pub(super) struct Settings {
     pub(super) fs_api: fs_api::FsApiSettings,
     pub(super) client_apis: client_apis::ClientApiSettings,
     pub(super) reasoning: tandem_agent::ReasoningSettings,
+    pub(super) mcp_servers: BTreeMap<String, tandem_mcp::McpServerConfig>,
 }
 
 /// A TOML value as JSON (TOML dates become strings), for the parsers shared with JSON input.
@@ -86,7 +87,19 @@ impl Settings {
                 reason,
             }
         })?;
+        let mcp_servers = match table.get(MCP_SERVERS_KEY) {
+            None => BTreeMap::new(),
+            Some(value) => {
+                tandem_mcp::parse_mcp_servers(value).map_err(|error| ConfigError::InvalidValue {
+                    origin: layered.origin_of(MCP_SERVERS_KEY).to_string(),
+                    key: error.key,
+                    value: error.value,
+                    reason: error.reason,
+                })?
+            }
+        };
         Ok(Self {
+            mcp_servers,
             store: store::parse_store(layered)?,
             fs_api: fs_api::parse_fs_api(layered)?,
             client_apis: client_apis::parse_client_apis(layered)?,

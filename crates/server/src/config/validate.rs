@@ -16,6 +16,8 @@ use super::layers::Origin;
 use super::sandbox::{SANDBOX_WORKSPACE_WRITE_KEY, WORKSPACE_WRITE_KEYS};
 use super::{KNOWN_KEYS, MODEL_PROVIDERS_KEY, PROFILES_KEY, ServerConfig};
 use tandem_agent::providers::PROVIDER_KEYS;
+use tandem_mcp::MCP_SERVERS_KEY;
+use tandem_mcp::config::{SERVER_KEYS, TOOL_KEYS};
 
 /// Something a loaded configuration gets wrong that does not stop it from loading.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,6 +118,35 @@ fn collect_top_level(table: &toml::Table, origin: &Origin, found: &mut Vec<Confi
                         let mut warning = unknown(name, WORKSPACE_WRITE_KEYS, origin);
                         prefix_key(&mut warning, &format!("{SANDBOX_WORKSPACE_WRITE_KEY}."));
                         found.push(warning);
+                    }
+                }
+            }
+            (MCP_SERVERS_KEY, toml::Value::Table(servers)) => {
+                for (server, table) in servers {
+                    let toml::Value::Table(table) = table else {
+                        continue;
+                    };
+                    let prefix = format!("{MCP_SERVERS_KEY}.{server}.");
+                    for (name, value) in table {
+                        if !SERVER_KEYS.contains(&name.as_str()) {
+                            let mut warning = unknown(name, SERVER_KEYS, origin);
+                            prefix_key(&mut warning, &prefix);
+                            found.push(warning);
+                        } else if let ("tools", toml::Value::Table(tools)) = (name.as_str(), value)
+                        {
+                            for (tool, settings) in tools {
+                                let toml::Value::Table(settings) = settings else {
+                                    continue;
+                                };
+                                for key in settings.keys() {
+                                    if !TOOL_KEYS.contains(&key.as_str()) {
+                                        let mut warning = unknown(key, TOOL_KEYS, origin);
+                                        prefix_key(&mut warning, &format!("{prefix}tools.{tool}."));
+                                        found.push(warning);
+                                    }
+                                }
+                            }
+                        }
                     }
                 }
             }

@@ -1,0 +1,406 @@
+//! One connection to one MCP server, over rmcp's client: a stdio child's pipes or streamable
+//! HTTP. The connection routes the server's progress notifications to the call they belong to
+//! (through the progress token of the request, MCP's request relation); what belongs to no
+//! call in flight is logged and dropped, and elicitation requests are declined (Tandem does
+//! not advertise the capability).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, Implementation,
+    InitializeRequestParams, JsonObject, ProgressNotificationParam, ProgressToken,
+    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, ServerResult, Tool,
+};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RoleClient, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{HttpServerConfig, McpServerConfig, McpTransportConfig};
+use crate::error::McpError;
+use crate::stdio;
+
+/// How many progress updates of one call may wait for their consumer; more are dropped (and
+/// counted in the log), so a server flooding notifications cannot grow memory.
+pub const PROGRESS_QUEUE: usize = 64;
+
+/// The most bytes of a JSON response body (or of one SSE event) accepted from an HTTP
+/// server, as [`stdio::MAX_MESSAGE_BYTES`] is for a stdio one.
+pub const MAX_HTTP_MESSAGE_BYTES: usize = stdio::MAX_MESSAGE_BYTES;
+
+/// One progress notification of a tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpProgress {
+    /// The progress so far.
+    pub progress: f64,
+    /// The total, when the server knows it.
+    pub total: Option<f64>,
+    /// What the server says it is doing.
+    pub message: Option<String>,
+}
+
+/// The calls in flight that want their progress, by progress token.
+type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, mpsc::Sender<McpProgress>>>>;
+
+/// What Tandem's side of the connection does with what the server sends unasked.
+#[derive(Clone)]
+struct Handler {
+    server: String,
+    routes: ProgressRoutes,
+}
+
+impl rmcp::ClientHandler for Handler {
+    fn get_info(&self) -> InitializeRequestParams {
+        let mut info = InitializeRequestParams::default();
+        info.client_info = Implementation::new("tandem", env!("CARGO_PKG_VERSION"));
+        info
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let sender = self
+            .routes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(&params.progress_token)
+            .cloned();
+        let Some(sender) = sender else {
+            tracing::debug!(server = %self.server, token = ?params.progress_token, "progress for no call in flight; dropped");
+            return;
+        };
+        let progress = McpProgress {
+            progress: params.progress,
+            total: params.total,
+            message: params.message,
+        };
+        if sender.try_send(progress).is_err() {
+            tracing::debug!(server = %self.server, "progress queue of a call full; update dropped");
+        }
+    }
+}
+
+/// A live connection to one server. Dropping it closes the connection and kills a stdio
+/// server's process group.
+pub struct McpConnection {
+    server: String,
+    peer: Peer<RoleClient>,
+    routes: ProgressRoutes,
+    /// Cancelled to stop the service loop.
+    stop: CancellationToken,
+    /// Becomes `true` once the service loop ended (the server exited, crashed, or sent what
+    /// closed the connection).
+    closed: watch::Receiver<bool>,
+    /// What the server said about itself at the handshake.
+    server_info: Option<Implementation>,
+    capabilities: serde_json::Value,
+}
+
+impl std::fmt::Debug for McpConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpConnection")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpConnection {
+    /// Starts (stdio) or reaches (HTTP) the server of `config` and makes the MCP handshake.
+    /// No timeout of its own: the caller bounds it with `startup_timeout_sec`. Dropping the
+    /// future kills a child it started.
+    pub async fn connect(config: &McpServerConfig) -> Result<Self, McpError> {
+        let server = config.name.clone();
+        let routes = ProgressRoutes::default();
+        let handler = Handler {
+            server: server.clone(),
+            routes: Arc::clone(&routes),
+        };
+        let stop = CancellationToken::new();
+        let handshake_failed = |error: rmcp::service::ClientInitializeError| {
+            if error.is_authorization_required() {
+                McpError::AuthenticationRequired {
+                    server: server.clone(),
+                }
+            } else {
+                McpError::Connect {
+                    server: server.clone(),
+                    reason: error.to_string(),
+                }
+            }
+        };
+        let (service, guard) = match &config.transport {
+            McpTransportConfig::Stdio(stdio_config) => {
+                let child = stdio::spawn(&server, stdio_config)?;
+                let stdio::StdioChild {
+                    child,
+                    stdin,
+                    stdout,
+                    group,
+                } = child;
+                let service =
+                    rmcp::service::serve_client_with_ct(handler, (stdout, stdin), stop.clone())
+                        .await
+                        .map_err(handshake_failed)?;
+                (service, Some((child, group)))
+            }
+            McpTransportConfig::StreamableHttp(http) => {
+                let transport = http_transport(&server, http)?;
+                let service = rmcp::service::serve_client_with_ct(handler, transport, stop.clone())
+                    .await
+                    .map_err(handshake_failed)?;
+                (service, None)
+            }
+        };
+        let peer = service.peer().clone();
+        let (server_info, capabilities) = match peer.peer_info() {
+            Some(info) => (
+                info.server_info.clone(),
+                serde_json::to_value(&info.capabilities).unwrap_or_default(),
+            ),
+            None => (None, serde_json::Value::Null),
+        };
+        let (closed_tx, closed) = watch::channel(false);
+        let log_server = server.clone();
+        tokio::spawn(async move {
+            // Holds the child and its group for as long as the connection runs; both go when
+            // the loop ends, which kills whatever the server left behind.
+            let _guard = guard;
+            let reason = service.waiting().await;
+            tracing::info!(server = %log_server, ?reason, "MCP connection closed");
+            let _ = closed_tx.send(true);
+        });
+        Ok(Self {
+            server,
+            peer,
+            routes,
+            stop,
+            closed,
+            server_info,
+            capabilities,
+        })
+    }
+
+    /// What the server said about itself at the handshake.
+    pub fn server_info(&self) -> Option<&Implementation> {
+        self.server_info.as_ref()
+    }
+
+    /// The capabilities the server advertised, as JSON.
+    pub fn capabilities(&self) -> &serde_json::Value {
+        &self.capabilities
+    }
+
+    /// Whether the connection has closed.
+    pub fn is_closed(&self) -> bool {
+        *self.closed.borrow()
+    }
+
+    /// Resolves once the connection has closed.
+    pub async fn closed(&self) {
+        let mut closed = self.closed.clone();
+        let _ = closed.wait_for(|closed| *closed).await;
+    }
+
+    /// Every tool of the server (all pages).
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, McpError> {
+        self.peer
+            .list_all_tools()
+            .await
+            .map_err(|error| self.failed(error))
+    }
+
+    /// Every resource of the server; a server without resources has none.
+    pub async fn list_resources(&self) -> Result<Vec<Resource>, McpError> {
+        if !self.has_capability("resources") {
+            return Ok(Vec::new());
+        }
+        self.peer
+            .list_all_resources()
+            .await
+            .map_err(|error| self.failed(error))
+    }
+
+    /// Every resource template of the server; a server without resources has none.
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, McpError> {
+        if !self.has_capability("resources") {
+            return Ok(Vec::new());
+        }
+        self.peer
+            .list_all_resource_templates()
+            .await
+            .map_err(|error| self.failed(error))
+    }
+
+    /// Reads one resource.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, McpError> {
+        self.peer
+            .read_resource(ReadResourceRequestParams::new(uri))
+            .await
+            .map_err(|error| self.failed(error))
+    }
+
+    /// Calls `tool` with `arguments`. Progress goes to `progress` (at most
+    /// [`PROGRESS_QUEUE`] waiting); past `timeout`, or once `cancel` is cancelled, the server
+    /// is sent `notifications/cancelled` and the call fails.
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: Option<JsonObject>,
+        timeout: Duration,
+        progress: Option<mpsc::Sender<McpProgress>>,
+        cancel: CancellationToken,
+    ) -> Result<CallToolResult, McpError> {
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        params.arguments = arguments;
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let mut handle = self
+            .peer
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|error| self.failed(error))?;
+        let token = handle.progress_token.clone();
+        let _route = progress.map(|sender| {
+            self.lock_routes().insert(token.clone(), sender);
+            RouteGuard {
+                routes: Arc::clone(&self.routes),
+                token,
+            }
+        });
+        let answer = tokio::select! {
+            answer = &mut handle.rx => answer,
+            () = tokio::time::sleep(timeout) => {
+                let _ = handle.cancel(Some("tool_timeout_sec elapsed".to_owned())).await;
+                return Err(McpError::ToolTimeout {
+                    server: self.server.clone(),
+                    tool: tool.to_owned(),
+                    timeout,
+                });
+            }
+            () = cancel.cancelled() => {
+                let _ = handle.cancel(Some("the turn was interrupted".to_owned())).await;
+                return Err(McpError::Cancelled { server: self.server.clone() });
+            }
+            () = self.closed() => {
+                return Err(McpError::ConnectionClosed { server: self.server.clone() });
+            }
+        };
+        match answer {
+            Ok(Ok(ServerResult::CallToolResult(result))) => Ok(result),
+            Ok(Ok(ServerResult::EmptyResult(_))) => Ok(CallToolResult::default()),
+            Ok(Ok(other)) => Err(McpError::Server {
+                server: self.server.clone(),
+                message: format!(
+                    "expected a tools/call result, got {}",
+                    serde_json::to_string(&other).unwrap_or_default()
+                ),
+            }),
+            Ok(Err(error)) => Err(self.failed(error)),
+            Err(_) => Err(McpError::ConnectionClosed {
+                server: self.server.clone(),
+            }),
+        }
+    }
+
+    /// Closes the connection (a stdio server's group is killed).
+    pub fn close(&self) {
+        self.stop.cancel();
+    }
+
+    fn has_capability(&self, name: &str) -> bool {
+        self.capabilities
+            .get(name)
+            .is_some_and(|value| !value.is_null())
+    }
+
+    fn lock_routes(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, mpsc::Sender<McpProgress>>> {
+        self.routes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn failed(&self, error: ServiceError) -> McpError {
+        let server = self.server.clone();
+        match error {
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                McpError::ConnectionClosed { server }
+            }
+            ServiceError::McpError(error) => McpError::Server {
+                server,
+                message: error.message.to_string(),
+            },
+            other => McpError::Server {
+                server,
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+impl Drop for McpConnection {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// Removes a call's progress route when the call ends, however it ends.
+struct RouteGuard {
+    routes: ProgressRoutes,
+    token: ProgressToken,
+}
+
+impl Drop for RouteGuard {
+    fn drop(&mut self) {
+        self.routes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remove(&self.token);
+    }
+}
+
+/// The streamable HTTP transport of `http`: its headers, its bearer token, its bounds.
+fn http_transport(
+    server: &str,
+    http: &HttpServerConfig,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, McpError> {
+    let missing = |variable: &str| McpError::MissingVariable {
+        server: server.to_owned(),
+        variable: variable.to_owned(),
+    };
+    let mut config = StreamableHttpClientTransportConfig::with_uri(http.url.clone());
+    if let Some(variable) = &http.bearer_token_env_var {
+        let token = std::env::var(variable).map_err(|_| missing(variable))?;
+        config.auth_header = Some(token);
+    }
+    let mut headers: Vec<(String, String)> = http
+        .http_headers
+        .iter()
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    for (name, variable) in &http.env_http_headers {
+        let value = std::env::var(variable).map_err(|_| missing(variable))?;
+        headers.push((name.clone(), value));
+    }
+    for (name, value) in headers {
+        let invalid = |what: &str| McpError::Connect {
+            server: server.to_owned(),
+            reason: format!("header {name} has an invalid {what}; fix http_headers"),
+        };
+        let name_value =
+            http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid("name"))?;
+        let header_value = http::HeaderValue::from_str(&value).map_err(|_| invalid("value"))?;
+        config.custom_headers.insert(name_value, header_value);
+    }
+    config.max_json_response_size = MAX_HTTP_MESSAGE_BYTES;
+    config.max_sse_event_size = MAX_HTTP_MESSAGE_BYTES;
+    Ok(StreamableHttpClientTransport::with_client(
+        reqwest::Client::new(),
+        config,
+    ))
+}

@@ -1,0 +1,369 @@
+//! The MCP client against tandem-test-support's MCP test server (rmcp's server side), over
+//! streamable HTTP (in process) and stdio (the `tandem-mcp-test-server` binary): startup and
+//! status, tools, progress, resources, timeouts, cancellation, a crash mid-call and the
+//! restart after it, an oversized message, a flood of notifications, the environment a stdio
+//! server gets.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tandem_mcp::model::JsonObject;
+use tandem_mcp::{
+    McpError, McpManager, McpServerConfig, McpServerState, McpStartupState, McpStartupUpdate,
+    parse_mcp_servers,
+};
+use tandem_test_support::mcp_server::{CrashMode, TestMcpServer, serve_http};
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn servers(toml_text: &str) -> BTreeMap<String, McpServerConfig> {
+    let table: toml::Table = toml::from_str(toml_text).expect("toml");
+    parse_mcp_servers(&table["mcp_servers"]).expect("valid servers")
+}
+
+fn stdio_binary() -> String {
+    tandem_test_support::binary::mcp_test_server_binary()
+        .expect("build tandem-mcp-test-server")
+        .display()
+        .to_string()
+}
+
+async fn stdio_binary_async() -> String {
+    tokio::task::spawn_blocking(stdio_binary)
+        .await
+        .expect("build task")
+}
+
+fn args(value: Value) -> Option<JsonObject> {
+    match value {
+        Value::Object(object) => Some(object),
+        _ => None,
+    }
+}
+
+/// Waits for `name` to reach `state`, returning the update.
+async fn wait_for(
+    updates: &mut broadcast::Receiver<McpStartupUpdate>,
+    name: &str,
+    state: McpStartupState,
+) -> McpStartupUpdate {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            let update = updates.recv().await.expect("updates");
+            if update.name == name && update.state == state {
+                return update;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{name} never reached {state:?}"))
+}
+
+fn text_of(result: &tandem_mcp::model::CallToolResult) -> String {
+    serde_json::to_value(&result.content).expect("json")[0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_server_is_listed_called_and_read() {
+    let http = serve_http(TestMcpServer::new(CrashMode::Refuse), 0)
+        .await
+        .expect("http server");
+    let manager = McpManager::new(servers(&format!(
+        "[mcp_servers.web]\nurl = \"{}\"\ndisabled_tools = [\"crash\"]\n\
+         [mcp_servers.off]\ncommand = \"true\"\nenabled = false\n",
+        http.url
+    )));
+    let mut updates = manager.subscribe();
+    manager.start();
+    wait_for(&mut updates, "web", McpStartupState::Ready).await;
+
+    let statuses = manager.statuses();
+    let web = statuses
+        .iter()
+        .find(|s| s.config.name == "web")
+        .expect("web");
+    assert_eq!(web.state, McpServerState::Connected);
+    let tools: Vec<&str> = web.tools.iter().map(|tool| tool.name.as_ref()).collect();
+    assert!(
+        tools.contains(&"echo") && !tools.contains(&"crash"),
+        "{tools:?}"
+    );
+    assert_eq!(web.resources[0].uri, "test://greeting");
+    assert_eq!(web.resource_templates[0].uri_template, "test://echo/{text}");
+    assert_eq!(
+        web.server_info.as_ref().map(|info| info.name.as_str()),
+        Some("tandem-mcp-test-server")
+    );
+    let off = statuses
+        .iter()
+        .find(|s| s.config.name == "off")
+        .expect("off");
+    assert_eq!(off.state, McpServerState::Disabled);
+    let names: Vec<String> = manager
+        .ready_tools()
+        .into_iter()
+        .map(|tool| tool.model_name)
+        .collect();
+    assert!(names.contains(&"mcp__web__echo".to_owned()), "{names:?}");
+
+    let echoed = manager
+        .call_tool(
+            "web",
+            "echo",
+            args(json!({"text": "hi"})),
+            None,
+            CancellationToken::new(),
+        )
+        .await
+        .expect("echo");
+    assert_eq!(text_of(&echoed), "hi");
+    assert_eq!(echoed.structured_content, Some(json!({"echo": "hi"})));
+    let failed = manager
+        .call_tool("web", "fail", None, None, CancellationToken::new())
+        .await
+        .expect("a tool error is a result");
+    assert_eq!(failed.is_error, Some(true));
+
+    let (progress_tx, mut progress) = mpsc::channel(tandem_mcp::PROGRESS_QUEUE);
+    let slow = manager
+        .call_tool(
+            "web",
+            "slow",
+            args(json!({"steps": 3, "delay_ms": 10})),
+            Some(progress_tx),
+            CancellationToken::new(),
+        )
+        .await
+        .expect("slow");
+    assert_eq!(text_of(&slow), "done");
+    let mut messages = Vec::new();
+    while let Ok(update) = progress.try_recv() {
+        messages.extend(update.message);
+    }
+    // Each notification is handled on a task of its own, so the last may arrive after the
+    // answer, when nobody wants it any more; the earlier ones came 10 ms before it.
+    assert!(messages.contains(&"step 1/3".to_owned()), "{messages:?}");
+    assert!(
+        messages
+            .iter()
+            .all(|message| ["step 1/3", "step 2/3", "step 3/3"].contains(&message.as_str())),
+        "{messages:?}"
+    );
+
+    let read = manager
+        .read_resource("web", "test://echo/abc")
+        .await
+        .expect("read");
+    let contents = serde_json::to_value(&read.contents).expect("json");
+    assert_eq!(contents[0]["text"], "abc");
+
+    let cancel = CancellationToken::new();
+    let call = manager.call_tool("web", "never_answer", None, None, cancel.clone());
+    let (result, ()) = tokio::join!(call, async { cancel.cancel() });
+    assert!(
+        matches!(result, Err(McpError::Cancelled { .. })),
+        "{result:?}"
+    );
+    let unknown = manager
+        .call_tool("nope", "echo", None, None, CancellationToken::new())
+        .await;
+    assert!(matches!(unknown, Err(McpError::UnknownServer(_))));
+    manager.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_server_gets_the_allowed_environment_and_times_out_a_silent_tool() {
+    let binary = stdio_binary_async().await;
+    let manager = McpManager::new(servers(&format!(
+        "[mcp_servers.local]\ncommand = \"{binary}\"\ntool_timeout_sec = 0.5\n\
+         env = {{ FROM_CONFIG = \"yes\" }}\n"
+    )));
+    let mut updates = manager.subscribe();
+    manager.start();
+    wait_for(&mut updates, "local", McpStartupState::Ready).await;
+    let env = |name: &'static str| {
+        let manager = manager.clone();
+        async move {
+            let result = manager
+                .call_tool(
+                    "local",
+                    "env",
+                    args(json!({"name": name})),
+                    None,
+                    CancellationToken::new(),
+                )
+                .await
+                .expect("env");
+            text_of(&result)
+        }
+    };
+    assert_eq!(env("FROM_CONFIG").await, "yes");
+    assert_ne!(env("PATH").await, "unset");
+    // cargo sets it for the test process; it is not on the allow-list.
+    assert!(std::env::var("CARGO_MANIFEST_DIR").is_ok());
+    assert_eq!(env("CARGO_MANIFEST_DIR").await, "unset");
+
+    let silent = manager
+        .call_tool(
+            "local",
+            "never_answer",
+            None,
+            None,
+            CancellationToken::new(),
+        )
+        .await;
+    assert!(
+        matches!(silent, Err(McpError::ToolTimeout { .. })),
+        "{silent:?}"
+    );
+    manager.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_mid_call_fails_the_call_and_the_server_restarts() {
+    let binary = stdio_binary_async().await;
+    let manager = McpManager::with_restart_backoff(
+        servers(&format!("[mcp_servers.local]\ncommand = \"{binary}\"\n")),
+        Duration::from_millis(50),
+    );
+    let mut updates = manager.subscribe();
+    manager.start();
+    wait_for(&mut updates, "local", McpStartupState::Ready).await;
+    let crashed = manager
+        .call_tool("local", "crash", None, None, CancellationToken::new())
+        .await;
+    assert!(
+        matches!(crashed, Err(McpError::ConnectionClosed { .. })),
+        "{crashed:?}"
+    );
+    let failed = wait_for(&mut updates, "local", McpStartupState::Failed).await;
+    assert!(failed.error.expect("why").contains("closed the connection"));
+    wait_for(&mut updates, "local", McpStartupState::Ready).await;
+    let echoed = manager
+        .call_tool(
+            "local",
+            "echo",
+            args(json!({"text": "back"})),
+            None,
+            CancellationToken::new(),
+        )
+        .await
+        .expect("echo after the restart");
+    assert_eq!(text_of(&echoed), "back");
+    manager.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_and_malformed_messages_close_only_that_connection() {
+    let binary = stdio_binary_async().await;
+    let manager = McpManager::with_restart_backoff(
+        servers(&format!(
+            "[mcp_servers.big]\ncommand = \"{binary}\"\ntool_timeout_sec = 30\n\
+             [mcp_servers.bad]\ncommand = \"{binary}\"\ntool_timeout_sec = 30\n\
+             [mcp_servers.fine]\ncommand = \"{binary}\"\n"
+        )),
+        Duration::from_secs(3600),
+    );
+    let mut updates = manager.subscribe();
+    manager.start();
+    let mut ready = std::collections::BTreeSet::new();
+    while ready.len() < 3 {
+        let update = tokio::time::timeout(WAIT, updates.recv())
+            .await
+            .expect("startup")
+            .expect("updates");
+        if update.state == McpStartupState::Ready {
+            ready.insert(update.name);
+        }
+    }
+    let within = manager
+        .call_tool(
+            "big",
+            "huge",
+            args(json!({"bytes": 1 << 20})),
+            None,
+            CancellationToken::new(),
+        )
+        .await
+        .expect("1 MiB fits");
+    assert_eq!(text_of(&within).len(), 1 << 20);
+    let past = manager
+        .call_tool(
+            "big",
+            "huge",
+            args(json!({"bytes": tandem_mcp::stdio::MAX_MESSAGE_BYTES + 1})),
+            None,
+            CancellationToken::new(),
+        )
+        .await;
+    assert!(
+        matches!(past, Err(McpError::ConnectionClosed { .. })),
+        "{past:?}"
+    );
+    let malformed = manager
+        .call_tool("bad", "malformed", None, None, CancellationToken::new())
+        .await;
+    assert!(
+        matches!(malformed, Err(McpError::ConnectionClosed { .. })),
+        "{malformed:?}"
+    );
+
+    // A flood of progress the caller never reads is dropped past the queue's bound.
+    let (progress_tx, mut progress) = mpsc::channel(tandem_mcp::PROGRESS_QUEUE);
+    let flooded = manager
+        .call_tool(
+            "fine",
+            "flood",
+            args(json!({"count": 5000})),
+            Some(progress_tx),
+            CancellationToken::new(),
+        )
+        .await
+        .expect("flood");
+    assert_eq!(text_of(&flooded), "flooded");
+    let mut kept = 0;
+    while progress.try_recv().is_ok() {
+        kept += 1;
+    }
+    assert!(kept <= tandem_mcp::PROGRESS_QUEUE, "{kept}");
+    let echoed = manager
+        .call_tool(
+            "fine",
+            "echo",
+            args(json!({"text": "still here"})),
+            None,
+            CancellationToken::new(),
+        )
+        .await
+        .expect("the other server is untouched");
+    assert_eq!(text_of(&echoed), "still here");
+    manager.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_slow_to_start_times_out_and_only_a_required_one_is_waited_for() {
+    let binary = stdio_binary_async().await;
+    let manager = McpManager::new(servers(&format!(
+        "[mcp_servers.slow]\ncommand = \"{binary}\"\nargs = [\"--start-delay-ms\", \"60000\"]\n\
+         startup_timeout_sec = 0.5\nrequired = true\n"
+    )));
+    let mut updates = manager.subscribe();
+    manager.start();
+    let failed = wait_for(&mut updates, "slow", McpStartupState::Failed).await;
+    assert!(failed.error.expect("why").contains("startup_timeout_sec"));
+    let required = tokio::time::timeout(WAIT, manager.wait_required())
+        .await
+        .expect("settled");
+    assert!(
+        matches!(required, Err(McpError::NotConnected { .. })),
+        "{required:?}"
+    );
+    assert_eq!(manager.statuses()[0].state, McpServerState::Failed);
+    manager.shutdown();
+}
