@@ -30,7 +30,8 @@ pub use server_requests::{
 /// Message text of the -32603 that resolves everything still pending at shutdown.
 pub(crate) const SHUTTING_DOWN: &str = "in-process runtime is shutting down";
 
-/// attach19: a notification queued by [`OutgoingMessageSender::queue_stream_notification`].
+/// A notification queued by [`OutgoingMessageSender::queue_stream_notification`] (attach19) or
+/// [`OutgoingMessageSender::queue_notification`]: resolves on its delivery.
 #[derive(Debug)]
 pub struct StreamDelivery(oneshot::Receiver<bool>);
 
@@ -248,6 +249,26 @@ impl OutgoingMessageSender {
         )
         .await;
         delivered.await.unwrap_or(false)
+    }
+
+    /// [`Self::send_notification_and_wait`] in two steps: resolves once the notification is in
+    /// the router's queue (behind everything sent before it, ahead of everything sent after),
+    /// handing back what resolves once the connection took it. A producer keeps several
+    /// messages in flight this way, in order, and still learns of each delivery (tandem's
+    /// process output: a bounded window of deltas per stream).
+    pub async fn queue_notification(
+        &self,
+        connection: ConnectionId,
+        notification: ServerNotification,
+    ) -> StreamDelivery {
+        let (ack, delivered) = DeliveryAck::new();
+        self.route(
+            Target::Connection(connection),
+            OutgoingMessage::Notification(notification),
+            Some(ack),
+        )
+        .await;
+        StreamDelivery(delivered)
     }
 
     /// Sends a notification to one connection, runs `on_delivered` at the moment it is handed

@@ -107,6 +107,12 @@ fn launch_pipes(plan: &SpawnPlan, marker: Option<&str>) -> Result<Launched, Laun
         .process_group(0);
     let mut child = command.spawn()?;
     let pid = child.id().ok_or(LaunchError::NoPid)?;
+    if let Some(stdout) = &child.stdout {
+        enlarge_pipe(stdout);
+    }
+    if let Some(stderr) = &child.stderr {
+        enlarge_pipe(stderr);
+    }
     let stdin = child
         .stdin
         .take()
@@ -122,6 +128,17 @@ fn launch_pipes(plan: &SpawnPlan, marker: Option<&str>) -> Result<Launched, Laun
         stderr,
         pty_control: None,
     })
+}
+
+/// Raises an output pipe's capacity to [`crate::PIPE_BYTES`], so that the child writes on while
+/// the pump hands a chunk over and a read finds a whole chunk waiting. Best effort: a kernel
+/// that refuses (a lower `pipe-max-size`, a user over its pipe quota) leaves the default, which
+/// is only slower.
+fn enlarge_pipe(pipe: &impl AsFd) {
+    let size = i32::try_from(crate::PIPE_BYTES).unwrap_or(i32::MAX);
+    if let Err(error) = nix::fcntl::fcntl(pipe.as_fd(), nix::fcntl::FcntlArg::F_SETPIPE_SZ(size)) {
+        tracing::debug!(%error, "the child's output pipe keeps its default size");
+    }
 }
 
 fn launch_pty(plan: &SpawnPlan, marker: Option<&str>) -> Result<Launched, LaunchError> {
