@@ -134,7 +134,8 @@ pub const DELTAS_IN_FLIGHT: usize = 16;
 pub const BYTES_IN_FLIGHT: usize = DELTAS_IN_FLIGHT * DELTA_MERGE_BYTES;
 
 /// What the child's output pipes are enlarged to (`F_SETPIPE_SZ`; Linux's default for an
-/// unprivileged process may go up to 1 MiB, `/proc/sys/fs/pipe-max-size`): the child then
+/// unprivileged process may go up to 1 MiB, `/proc/sys/fs/pipe-max-size`), for at most 16
+/// pipes open at once server-wide (the kernel charges pipe buffers to the user): the child then
 /// writes on while the pump hands a chunk over, and each read finds a whole chunk waiting.
 /// A refusal leaves the pipe at its default size.
 pub const PIPE_BYTES: usize = 1024 * 1024;
@@ -227,21 +228,12 @@ impl DeltaDelivery {
     pub(crate) fn is_done(&self) -> bool {
         self.0.is_none()
     }
-}
 
-impl Future for DeltaDelivery {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, context: &mut std::task::Context<'_>) -> std::task::Poll<()> {
-        match self.0.as_mut() {
-            None => std::task::Poll::Ready(()),
-            Some(delivery) => {
-                let polled = delivery.as_mut().poll(context);
-                if polled.is_ready() {
-                    self.0 = None;
-                }
-                polled
-            }
+    /// Waits for the delivery. Cancel safe: what is left to wait for stays in `self`.
+    pub async fn wait(&mut self) {
+        if let Some(delivery) = self.0.as_mut() {
+            delivery.as_mut().await;
+            self.0 = None;
         }
     }
 }

@@ -284,7 +284,7 @@ impl InFlight {
             }
             () = async {
                 match pending.front_mut() {
-                    Some((delivery, _)) => delivery.await,
+                    Some((delivery, _)) => delivery.wait().await,
                     None => std::future::pending().await,
                 }
             }, if !pending.is_empty() => {
