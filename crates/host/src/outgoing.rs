@@ -85,6 +85,13 @@ impl OutgoingMessageSender {
         }
     }
 
+    /// The capacity of the queue every message to the router shares (the host's
+    /// `channel_capacity`): a producer that keeps several messages in flight keeps them to a
+    /// fraction of it, so that the others (the dispatcher's own answers) still find room.
+    pub fn queue_capacity(&self) -> usize {
+        self.shared.router.max_capacity()
+    }
+
     pub(crate) fn add_reply_lane(&self, connection: ConnectionId, lane: mpsc::Sender<LaneReply>) {
         self.shared
             .reply_lanes

@@ -198,6 +198,14 @@ pub trait ProcessEventSink: Send + Sync + 'static {
         DeltaDelivery::delivered()
     }
 
+    /// The most deltas of one stream this sink lets be in flight (clamped to 1 ..=
+    /// [`DELTAS_IN_FLIGHT`]). A sink whose deliveries share a bounded queue with other
+    /// producers keeps this to a fraction of that queue, so that a stalled consumer's output
+    /// never takes all of it. By default [`DELTAS_IN_FLIGHT`].
+    fn deltas_in_flight(&self) -> usize {
+        DELTAS_IN_FLIGHT
+    }
+
     /// [`Self::exited`], plus `release`, which frees the process handle. A sink that can run
     /// code at the very moment of hand-over runs `release` there, so that a request the
     /// consumer sends in reaction to the notification finds the handle already free (protocol:

@@ -232,8 +232,9 @@ type Handing = Pin<Box<dyn Future<Output = DeltaDelivery> + Send>>;
 
 /// The deltas of one stream handed over and not yet delivered, oldest first: the credit
 /// window, bounded by [`DELTAS_IN_FLIGHT`] and [`BYTES_IN_FLIGHT`].
-#[derive(Default)]
 struct InFlight {
+    /// The sink's window in deltas, at most [`DELTAS_IN_FLIGHT`].
+    limit: usize,
     /// At most one delta being handed over: the next is handed over only once this one is
     /// queued, which is what keeps the stream in order.
     handing: Option<(Handing, usize)>,
@@ -242,6 +243,15 @@ struct InFlight {
 }
 
 impl InFlight {
+    fn new(limit: usize) -> Self {
+        Self {
+            limit: limit.clamp(1, DELTAS_IN_FLIGHT),
+            handing: None,
+            pending: VecDeque::new(),
+            bytes: 0,
+        }
+    }
+
     fn is_empty(&self) -> bool {
         self.handing.is_none() && self.pending.is_empty()
     }
@@ -250,7 +260,7 @@ impl InFlight {
     fn has_room(&self) -> bool {
         // Room for a whole delta, so the bytes in flight never exceed the bound.
         self.handing.is_none()
-            && self.pending.len() < DELTAS_IN_FLIGHT
+            && self.pending.len() < self.limit
             && self.bytes + DELTA_MERGE_BYTES <= BYTES_IN_FLIGHT
     }
 
@@ -266,6 +276,7 @@ impl InFlight {
             handing,
             pending,
             bytes,
+            ..
         } = self;
         tokio::select! {
             biased;
@@ -325,7 +336,10 @@ pub(crate) async fn pump(
     let streaming = matches!(config.mode, StreamMode::Stream(_));
     let mut reader = Some(reader);
     let mut pending = ChunkQueue::default();
-    let mut in_flight = InFlight::default();
+    let mut in_flight = InFlight::new(match &config.mode {
+        StreamMode::Stream(sink) => sink.deltas_in_flight(),
+        StreamMode::Capture => 1,
+    });
     let mut accepted: u64 = 0;
     let mut cap_reached = false;
     let mut drain_timed_out = false;

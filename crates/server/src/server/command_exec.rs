@@ -58,6 +58,10 @@ impl ProcessEventSink for ExecSink {
         }
     }
 
+    fn deltas_in_flight(&self) -> usize {
+        super::process_session::window_for(&self.outgoing)
+    }
+
     async fn queue_output_delta(&self, delta: ProcessOutputDeltaNotification) -> DeltaDelivery {
         let note = ServerNotification::CommandExecOutputDelta(CommandExecOutputDeltaNotification {
             process_id: self.process_id.clone(),

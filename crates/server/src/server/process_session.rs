@@ -263,6 +263,14 @@ fn same_secret(known: &str, offered: &str) -> bool {
             == 0
 }
 
+/// A process stream's window of deltas in flight: at most an eighth of the host's shared
+/// router queue (16 at the default capacity of 128), so that a consumer that stops reading
+/// never has every slot of it taken by output, and the dispatcher's own answers (a
+/// `-32601`, a `Not initialized`) still find room; at least one.
+pub(super) fn window_for(outgoing: &OutgoingMessageSender) -> usize {
+    (outgoing.queue_capacity() / 8).max(1)
+}
+
 fn stream_name(origin: &str, handle: &str) -> String {
     format!("process/{origin}/{handle}")
 }
@@ -326,6 +334,10 @@ impl ProcessEventSink for SessionSink {
         if !queued.delivered().await {
             tracing::trace!("process output kept for a resume, not delivered");
         }
+    }
+
+    fn deltas_in_flight(&self) -> usize {
+        window_for(&self.outgoing)
     }
 
     async fn queue_output_delta(&self, delta: ProcessOutputDeltaNotification) -> DeltaDelivery {
