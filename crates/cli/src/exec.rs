@@ -7,7 +7,8 @@
 //! user (signals, stdin, window resizes) runs on a task of its own, so the output relay never
 //! stalls behind them.
 
-use std::io::{self, Write};
+use std::io::{self, IoSlice};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -344,9 +345,13 @@ struct Exit {
     ended_line: bool,
 }
 
-/// Writes each delta to stdout or stderr as it arrives (flushed, so output is live) until
-/// `process/exited`. If tandem's own output is closed, the command is killed, as it would be
-/// by SIGPIPE without tandem in between.
+/// Most deltas gathered into one vectored write (far below `IOV_MAX`).
+const DELTAS_PER_WRITE: usize = 64;
+
+/// Writes each delta to stdout or stderr as it arrives until `process/exited`, straight to the
+/// descriptor: no buffer to flush, and the deltas of one stream already waiting go in one
+/// vectored write. If tandem's own output is closed, the command is killed, as it would be by
+/// SIGPIPE without tandem in between.
 async fn relay_output(
     handle: &mut InProcessClientHandle,
     client: &Client,
@@ -355,9 +360,13 @@ async fn relay_output(
     // runtime's workers, and a stalled reader of our stdout backpressures the command.
     let mut output_closed = false;
     let mut ended_line = true;
+    let mut batch: Vec<Bytes> = Vec::with_capacity(DELTAS_PER_WRITE);
+    // An event taken while gathering a batch, handled next.
+    let mut taken: Option<InProcessServerEvent> = None;
     loop {
-        let Some(event) = handle.next_event().await else {
-            return Err(ExecError::HostStopped);
+        let event = match taken.take() {
+            Some(event) => event,
+            None => handle.next_event().await.ok_or(ExecError::HostStopped)?,
         };
         match event {
             InProcessServerEvent::ServerNotification(ServerNotification::ProcessOutputDelta(
@@ -366,20 +375,35 @@ async fn relay_output(
                 if output_closed {
                     continue;
                 }
-                if let Some(last) = delta.delta.last() {
+                let stream = delta.stream;
+                batch.push(delta.delta);
+                // The deltas of the same stream that are already waiting join this write.
+                while batch.len() < DELTAS_PER_WRITE {
+                    match futures::FutureExt::now_or_never(handle.next_event()) {
+                        Some(Some(InProcessServerEvent::ServerNotification(
+                            ServerNotification::ProcessOutputDelta(more),
+                        ))) if more.process_handle == HANDLE && more.stream == stream => {
+                            batch.push(more.delta);
+                        }
+                        Some(Some(other)) => {
+                            taken = Some(other);
+                            break;
+                        }
+                        // Nothing waiting, or the host stopped (the next wait says so).
+                        Some(None) | None => break,
+                    }
+                }
+                if let Some(last) = batch.iter().rev().find_map(|bytes| bytes.last()) {
                     ended_line = *last == b'\n';
                 }
-                // The bytes are the chunk the pump read from the command's pipe.
-                let written = match delta.stream {
-                    ProcessOutputStream::Stdout => {
-                        write_all_flush(&mut io::stdout().lock(), &delta.delta)
-                    }
-                    ProcessOutputStream::Stderr => {
-                        write_all_flush(&mut io::stderr().lock(), &delta.delta)
-                    }
+                // The bytes are the chunks the pump read from the command's pipe.
+                let written = match stream {
+                    ProcessOutputStream::Stdout => write_all_vectored(io::stdout(), &batch),
+                    ProcessOutputStream::Stderr => write_all_vectored(io::stderr(), &batch),
                 };
+                batch.clear();
                 if let Err(error) = written {
-                    tracing::debug!(%error, stream = ?delta.stream, "output closed; killing the command");
+                    tracing::debug!(%error, ?stream, "output closed; killing the command");
                     output_closed = true;
                     client.kill().await;
                 }
@@ -405,9 +429,25 @@ async fn relay_output(
     }
 }
 
-fn write_all_flush(out: &mut impl Write, bytes: &[u8]) -> io::Result<()> {
-    out.write_all(bytes)?;
-    out.flush()
+/// Writes every byte of `chunks` to `output`'s descriptor with as few `writev`s as it takes.
+/// Nothing else of tandem writes to stdout during `exec`, so `Stdout`'s own buffer is empty and
+/// bypassing it keeps the order (and skips its search of every chunk for a newline).
+fn write_all_vectored(output: impl AsFd, chunks: &[Bytes]) -> io::Result<()> {
+    let mut slices: Vec<IoSlice<'_>> = chunks
+        .iter()
+        .filter(|chunk| !chunk.is_empty())
+        .map(|chunk| IoSlice::new(chunk))
+        .collect();
+    let mut slices = &mut slices[..];
+    while !slices.is_empty() {
+        match rustix::io::writev(&output, slices) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(written) => IoSlice::advance_slices(&mut slices, written),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    Ok(())
 }
 
 /// The signals that kill the command: Ctrl-C (SIGINT), SIGTERM and SIGHUP.

@@ -9,15 +9,15 @@
 //! meanwhile, without extra slack).
 //!
 //! How the slow connection's writer queue fills, deterministically: it starts [`FLOODERS`]
-//! streamed processes that print without end. Each process has at most one output delta
-//! undelivered (docs/protocol.md section 8; on the wire a delta counts as delivered once the writer
-//! takes it), so once the socket buffers are full the connection owes exactly one delta per
-//! process beside the one stuck in the blocked writer (whose process already sent its next):
-//! [`WRITER_QUEUE`] in the full queue, the rest in the router's backlog. The broadcasts the 50
-//! conversations cause (`thread/started`) add [`CONVERSATIONS`] more. The backlog stays below the writer queue's
-//! capacity, far from its ceiling (seven queues), the point at which the router would close
-//! the connection at once, so it is the grace period (no byte taken by the socket) that ends
-//! it, which is what is under test.
+//! streamed processes that print without end. Each process has at most [`DELTAS_IN_FLIGHT`]
+//! output deltas undelivered (its window, docs/protocol.md section 8; on the wire a delta counts
+//! as delivered once the writer takes it), so once the socket buffers are full the connection
+//! owes exactly that many deltas per process beside those the blocked writer already took
+//! (whose processes already sent their next): [`WRITER_QUEUE`] in the full queue, the rest in
+//! the router's backlog. The broadcasts the 50 conversations cause (`thread/started`) add
+//! [`CONVERSATIONS`] more. The backlog stays below two writer queues, far from its ceiling
+//! (seven queues), the point at which the router would close the connection at once, so it is
+//! the grace period (no byte taken by the socket) that ends it, which is what is under test.
 
 mod common;
 
@@ -28,6 +28,7 @@ use common::client::{self, Client, Ended, WsClient};
 use common::server::Launch;
 use common::{PROMPT, within};
 use serde_json::json;
+use tandem_server::process::DELTAS_IN_FLIGHT;
 
 const CONVERSATIONS: usize = 50;
 const TURNS: usize = 3;
@@ -35,7 +36,7 @@ const TURNS: usize = 3;
 /// burst a reading connection meets (at most [`CONVERSATIONS`] broadcasts at once).
 const WRITER_QUEUE: usize = 64;
 /// Processes of the slow connection; see the module docs for the arithmetic.
-const FLOODERS: usize = WRITER_QUEUE + 6;
+const FLOODERS: usize = 6;
 /// `--ws-slow-grace-secs`: long enough for a conversation run to fit inside the stall with room
 /// to spare on a busy machine, short enough to keep the test well under 30 s.
 const GRACE: Duration = Duration::from_secs(5);
@@ -44,8 +45,9 @@ const GRACE: Duration = Duration::from_secs(5);
 const DETACH_GRACE: Duration = Duration::from_secs(1);
 
 // What the module docs promise about the backlog.
-const _: () = assert!(FLOODERS - WRITER_QUEUE + CONVERSATIONS < WRITER_QUEUE);
-const _: () = assert!(FLOODERS > WRITER_QUEUE + 1);
+const _: () =
+    assert!(FLOODERS * DELTAS_IN_FLIGHT - WRITER_QUEUE + CONVERSATIONS < 2 * WRITER_QUEUE);
+const _: () = assert!(FLOODERS * DELTAS_IN_FLIGHT > WRITER_QUEUE + 1);
 
 /// One client: a thread with [`TURNS`] turns, each to completion.
 async fn converse(address: SocketAddr, n: usize) {
@@ -168,13 +170,17 @@ async fn a_connection_that_never_reads_delays_no_other_and_is_closed_after_the_g
         line.contains("its peer took no bytes for the grace period"),
         "closed for the wrong reason: {line}"
     );
-    // Everything it was owed is still held for it, beside the delta in the blocked writer: one
-    // delta per process, and every broadcast of the stalled run.
+    // Everything it was owed is still held for it, beside what the blocked writer took: a
+    // full window of deltas per process, and every broadcast of the stalled run.
     let queued = line
         .split_once("queued=")
         .and_then(|(_, rest)| rest.split_whitespace().next()?.parse::<usize>().ok())
         .unwrap_or_else(|| panic!("no queued count in {line}"));
-    assert_eq!(queued, FLOODERS + CONVERSATIONS, "{line}");
+    assert_eq!(
+        queued,
+        FLOODERS * DELTAS_IN_FLIGHT + CONVERSATIONS,
+        "{line}"
+    );
     // Not before the grace period: the stall cannot have begun before the flood did.
     assert!(
         closed_at >= flood_began + GRACE,

@@ -30,7 +30,8 @@ pub use server_requests::{
 /// Message text of the -32603 that resolves everything still pending at shutdown.
 pub(crate) const SHUTTING_DOWN: &str = "in-process runtime is shutting down";
 
-/// attach19: a notification queued by [`OutgoingMessageSender::queue_stream_notification`].
+/// A notification queued by [`OutgoingMessageSender::queue_stream_notification`] (attach19) or
+/// [`OutgoingMessageSender::queue_notification`]: resolves on its delivery.
 #[derive(Debug)]
 pub struct StreamDelivery(oneshot::Receiver<bool>);
 
@@ -82,6 +83,13 @@ impl OutgoingMessageSender {
                 server_requests,
             }),
         }
+    }
+
+    /// The capacity of the queue every message to the router shares (the host's
+    /// `channel_capacity`): a producer that keeps several messages in flight keeps them to a
+    /// fraction of it, so that the others (the dispatcher's own answers) still find room.
+    pub fn queue_capacity(&self) -> usize {
+        self.shared.router.max_capacity()
     }
 
     pub(crate) fn add_reply_lane(&self, connection: ConnectionId, lane: mpsc::Sender<LaneReply>) {
@@ -248,6 +256,26 @@ impl OutgoingMessageSender {
         )
         .await;
         delivered.await.unwrap_or(false)
+    }
+
+    /// [`Self::send_notification_and_wait`] in two steps: resolves once the notification is in
+    /// the router's queue (behind everything sent before it, ahead of everything sent after),
+    /// handing back what resolves once the connection took it. A producer keeps several
+    /// messages in flight this way, in order, and still learns of each delivery (tandem's
+    /// process output: a bounded window of deltas per stream).
+    pub async fn queue_notification(
+        &self,
+        connection: ConnectionId,
+        notification: ServerNotification,
+    ) -> StreamDelivery {
+        let (ack, delivered) = DeliveryAck::new();
+        self.route(
+            Target::Connection(connection),
+            OutgoingMessage::Notification(notification),
+            Some(ack),
+        )
+        .await;
+        StreamDelivery(delivered)
     }
 
     /// Sends a notification to one connection, runs `on_delivered` at the moment it is handed

@@ -4,10 +4,13 @@
 //! sees uniform boxed readers and writers plus an optional PTY control handle for resizing.
 
 use std::os::fd::{AsFd, OwnedFd};
+use std::pin::Pin;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 
 use tandem_protocol::PtySize;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::process::{Child, Command};
 
 use super::plan::SpawnPlan;
@@ -111,8 +114,8 @@ fn launch_pipes(plan: &SpawnPlan, marker: Option<&str>) -> Result<Launched, Laun
         .stdin
         .take()
         .map(|stdin| Box::new(stdin) as InputWriter);
-    let stdout = child.stdout.take().map(|s| Box::new(s) as OutputReader);
-    let stderr = child.stderr.take().map(|s| Box::new(s) as OutputReader);
+    let stdout = child.stdout.take().map(output_reader);
+    let stderr = child.stderr.take().map(output_reader);
     let stdout = stdout.ok_or_else(|| std::io::Error::other("stdout pipe missing"))?;
     Ok(Launched {
         child,
@@ -122,6 +125,72 @@ fn launch_pipes(plan: &SpawnPlan, marker: Option<&str>) -> Result<Launched, Laun
         stderr,
         pty_control: None,
     })
+}
+
+/// Most output pipes enlarged to [`crate::PIPE_BYTES`] and open at once, server-wide. The
+/// kernel charges pipe buffers to the user (`/proc/sys/fs/pipe-user-pages-soft`, 64 MiB by
+/// default), and once a user is over that every new pipe of theirs, in any program, gets only
+/// two pages: 16 pipes of 1 MiB take a quarter of it, and later pipes keep the default size.
+const ENLARGED_PIPES_MAX: usize = 16;
+
+/// Output pipes enlarged and still open.
+static ENLARGED_PIPES: AtomicUsize = AtomicUsize::new(0);
+
+/// One of [`ENLARGED_PIPES_MAX`], given back when the pipe's reader is dropped.
+struct EnlargedSlot;
+
+impl EnlargedSlot {
+    fn take() -> Option<Self> {
+        ENLARGED_PIPES
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |open| {
+                (open < ENLARGED_PIPES_MAX).then_some(open + 1)
+            })
+            .ok()
+            .map(|_| Self)
+    }
+}
+
+impl Drop for EnlargedSlot {
+    fn drop(&mut self) {
+        ENLARGED_PIPES.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A pipe reader holding its [`EnlargedSlot`].
+struct EnlargedPipe<R> {
+    reader: R,
+    _slot: EnlargedSlot,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for EnlargedPipe<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        context: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.reader).poll_read(context, buf)
+    }
+}
+
+/// The pump's reader of one output pipe, raised to [`crate::PIPE_BYTES`] while fewer than
+/// [`ENLARGED_PIPES_MAX`] are: the child then writes on while the pump hands a chunk over, and
+/// a read finds a whole chunk waiting. Best effort: a kernel that refuses (a lower
+/// `pipe-max-size`, a user over its pipe quota) leaves the default size, which is only slower.
+fn output_reader<R: AsyncRead + AsFd + Send + Unpin + 'static>(pipe: R) -> OutputReader {
+    let Some(slot) = EnlargedSlot::take() else {
+        return Box::new(pipe);
+    };
+    let size = i32::try_from(crate::PIPE_BYTES).unwrap_or(i32::MAX);
+    match nix::fcntl::fcntl(pipe.as_fd(), nix::fcntl::FcntlArg::F_SETPIPE_SZ(size)) {
+        Ok(_) => Box::new(EnlargedPipe {
+            reader: pipe,
+            _slot: slot,
+        }),
+        Err(error) => {
+            tracing::debug!(%error, "the child's output pipe keeps its default size");
+            Box::new(pipe)
+        }
+    }
 }
 
 fn launch_pty(plan: &SpawnPlan, marker: Option<&str>) -> Result<Launched, LaunchError> {

@@ -7,9 +7,9 @@
 //!
 //! Start from [`ProcessManager`] (one per client connection): it talks to the outside only
 //! through a [`ProcessEventSink`], whose `await` is the backpressure signal. Each output stream
-//! keeps at most one delta in flight and stops reading its pipe once [`READ_AHEAD_LIMIT`] bytes
-//! wait for the consumer, so a stalled client throttles the child instead of growing server
-//! memory. Control requests never await the sink, so they answer even while it is stalled
+//! keeps at most [`DELTAS_IN_FLIGHT`] deltas ([`BYTES_IN_FLIGHT`] bytes) handed over and not yet
+//! delivered, and stops reading its pipe once [`READ_AHEAD_LIMIT`] bytes wait behind them, so
+//! a stalled client throttles the child instead of growing server memory. Control requests never await the sink, so they answer even while it is stalled
 //! forever.
 //!
 //! ```
@@ -61,6 +61,8 @@
 //! present screen of each PTY child for `process/screen`; `sandbox` resolves and applies the
 //! OS sandbox, `helper` holds the jobs of the re-executed binary.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -124,6 +126,22 @@ pub const READ_AHEAD_LIMIT: usize = 4 * 1024 * 1024;
 /// [`DELTA_MERGE_BYTES`].
 pub const READ_CHUNK_BYTES: usize = DELTA_MERGE_BYTES;
 
+/// Most deltas of one output stream handed to the consumer and not yet delivered (the credit
+/// window). More than one lets the pump read the next chunk while the consumer takes the
+/// previous ones, instead of one round trip per delta; see [`ProcessEventSink::queue_output_delta`].
+pub const DELTAS_IN_FLIGHT: usize = 16;
+
+/// Most bytes of one output stream handed to the consumer and not yet delivered: a stream
+/// holds at most this plus [`READ_AHEAD_LIMIT`] (plus its pipe) for a stalled consumer.
+pub const BYTES_IN_FLIGHT: usize = DELTAS_IN_FLIGHT * DELTA_MERGE_BYTES;
+
+/// What the child's output pipes are enlarged to (`F_SETPIPE_SZ`; Linux's default for an
+/// unprivileged process may go up to 1 MiB, `/proc/sys/fs/pipe-max-size`), for at most 16
+/// pipes open at once server-wide (the kernel charges pipe buffers to the user): the child then
+/// writes on while the pump hands a chunk over, and each read finds a whole chunk waiting.
+/// A refusal leaves the pipe at its default size.
+pub const PIPE_BYTES: usize = 1024 * 1024;
+
 /// Terminal size used when a `tty` spawn omits `size` (the classic VT100 geometry).
 pub const DEFAULT_PTY_SIZE: PtySize = PtySize { rows: 24, cols: 80 };
 
@@ -137,8 +155,11 @@ pub const PTY_EOF_BYTE: u8 = 0x04;
 /// Receives the notifications of the processes a [`ProcessManager`] runs.
 ///
 /// The host implements this over its outgoing sender. A method returns once the message was
-/// handed to the consumer (or the consumer is gone); the manager never has more than one delta
-/// per stream outstanding, so waiting here is how backpressure reaches the child.
+/// handed to the consumer (or the consumer is gone), so waiting here is how backpressure
+/// reaches the child. A stream's pump hands over one delta at a time, in order; a sink that
+/// can tell "queued in order" apart from "delivered" overrides
+/// [`Self::queue_output_delta`] (and [`Self::queue_screen_delta`]) to let up to
+/// [`DELTAS_IN_FLIGHT`] deltas ([`BYTES_IN_FLIGHT`] bytes) of a stream be in flight at once.
 #[async_trait::async_trait]
 pub trait ProcessEventSink: Send + Sync + 'static {
     /// Hands one delta to the consumer; resolves once it was delivered (or the consumer is gone).
@@ -156,6 +177,37 @@ pub trait ProcessEventSink: Send + Sync + 'static {
         self.output_delta(delta).await;
     }
 
+    /// Hands one delta to the consumer in order and returns what resolves once it was
+    /// delivered. The pump calls this for one delta at a time and keeps at most
+    /// [`DELTAS_IN_FLIGHT`] returned deliveries ([`BYTES_IN_FLIGHT`] bytes) pending, so
+    /// returning before delivery is what lets a stream have more than one delta in flight;
+    /// resolving only once the delta is queued ahead of any later one is what keeps them in
+    /// order. By default it is [`Self::output_delta`] with nothing left to wait for: one delta
+    /// in flight.
+    async fn queue_output_delta(&self, delta: ProcessOutputDeltaNotification) -> DeltaDelivery {
+        self.output_delta(delta).await;
+        DeltaDelivery::delivered()
+    }
+
+    /// [`Self::queue_output_delta`] for a PTY process (see [`Self::screen_delta`]). By default
+    /// it is [`Self::screen_delta`] with nothing left to wait for.
+    async fn queue_screen_delta(
+        &self,
+        delta: ProcessOutputDeltaNotification,
+        screen: Arc<PtyScreen>,
+    ) -> DeltaDelivery {
+        self.screen_delta(delta, screen).await;
+        DeltaDelivery::delivered()
+    }
+
+    /// The most deltas of one stream this sink lets be in flight (clamped to 1 ..=
+    /// [`DELTAS_IN_FLIGHT`]). A sink whose deliveries share a bounded queue with other
+    /// producers keeps this to a fraction of that queue, so that a stalled consumer's output
+    /// never takes all of it. By default [`DELTAS_IN_FLIGHT`].
+    fn deltas_in_flight(&self) -> usize {
+        DELTAS_IN_FLIGHT
+    }
+
     /// [`Self::exited`], plus `release`, which frees the process handle. A sink that can run
     /// code at the very moment of hand-over runs `release` there, so that a request the
     /// consumer sends in reaction to the notification finds the handle already free (protocol:
@@ -164,6 +216,45 @@ pub trait ProcessEventSink: Send + Sync + 'static {
     async fn exited_then(&self, exited: ProcessExitedNotification, release: HandleRelease) {
         self.exited(exited).await;
         release.run();
+    }
+}
+
+/// What resolves once a delta queued by [`ProcessEventSink::queue_output_delta`] was
+/// delivered (or the consumer is gone).
+pub struct DeltaDelivery(Option<Pin<Box<dyn Future<Output = ()> + Send>>>);
+
+impl DeltaDelivery {
+    /// A delivery that already happened.
+    pub fn delivered() -> Self {
+        Self(None)
+    }
+
+    /// A delivery that happens when `delivered` resolves.
+    pub fn pending(delivered: impl Future<Output = ()> + Send + 'static) -> Self {
+        Self(Some(Box::pin(delivered)))
+    }
+
+    /// Whether nothing is left to wait for.
+    pub(crate) fn is_done(&self) -> bool {
+        self.0.is_none()
+    }
+
+    /// Waits for the delivery. Cancel safe: what is left to wait for stays in `self`.
+    pub async fn wait(&mut self) {
+        if let Some(delivery) = self.0.as_mut() {
+            delivery.as_mut().await;
+            self.0 = None;
+        }
+    }
+}
+
+impl std::fmt::Debug for DeltaDelivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_none() {
+            "DeltaDelivery(delivered)"
+        } else {
+            "DeltaDelivery(pending)"
+        })
     }
 }
 

@@ -1,14 +1,18 @@
 //! The output pump of one child stream: read-ahead, merging, cap, backpressure and drain budget.
 //!
-//! One task per stream owns the pipe. It reads while a delivery is in flight (so a slow consumer
-//! costs at most [`READ_AHEAD_LIMIT`] of memory), keeps at most one delta in flight, and stops
-//! reading when the read-ahead is full so that the child blocks on its own pipe instead of the
-//! server buffering without bound. The post-exit drain budget only runs while the pump is
-//! waiting on the pipe, never while it waits for the consumer.
+//! One task per stream owns the pipe. It hands deltas to the sink one at a time, in order, and
+//! keeps at most [`DELTAS_IN_FLIGHT`] of them ([`BYTES_IN_FLIGHT`] bytes) handed over and not
+//! yet delivered: the credit window. It reads while deliveries are pending (so a slow consumer
+//! costs at most the window plus [`READ_AHEAD_LIMIT`] of memory) and stops reading when the
+//! read-ahead is full, so that the child blocks on its own pipe instead of the server buffering
+//! without bound. The post-exit drain budget only runs while the pump is waiting on the pipe,
+//! never while it waits for the consumer.
 //!
 //! The pump reads straight into the buffers that become deltas and freezes them into
 //! [`Bytes`]: nothing is copied or encoded on the way to the consumer. Base64 exists only in a
-//! wire transport's writer.
+//! wire transport's writer. A chunk the consumer has dropped is read into again (the pump keeps
+//! a handle to the chunks it handed over, at most a window's worth), so a fast stream does not
+//! allocate, fault in and free a fresh 64 KiB per delta.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -25,7 +29,8 @@ use tokio::time::Instant;
 
 use super::launch::OutputReader;
 use super::{
-    DELTA_MERGE_BYTES, DRAIN_BUDGET, ProcessEventSink, READ_AHEAD_LIMIT, READ_CHUNK_BYTES,
+    BYTES_IN_FLIGHT, DELTA_MERGE_BYTES, DELTAS_IN_FLIGHT, DRAIN_BUDGET, DeltaDelivery,
+    ProcessEventSink, READ_AHEAD_LIMIT, READ_CHUNK_BYTES,
 };
 
 /// Where the pump sends what it reads.
@@ -110,6 +115,10 @@ struct ChunkQueue {
     chunks: VecDeque<BytesMut>,
     /// Bytes queued (excluding the unused capacity of the last chunk).
     len: usize,
+    /// Handles to the last chunks handed over as deltas, oldest first, at most
+    /// [`DELTAS_IN_FLIGHT`]: once the consumer has dropped its own, the chunk is read into
+    /// again instead of a fresh allocation.
+    handed_over: VecDeque<Bytes>,
 }
 
 // Deltas are whole chunks; see `ChunkQueue`.
@@ -124,10 +133,28 @@ impl ChunkQueue {
             .back()
             .is_none_or(|last| last.len() >= READ_CHUNK_BYTES)
         {
-            self.chunks
-                .push_back(BytesMut::with_capacity(READ_CHUNK_BYTES));
+            let chunk = self
+                .reclaim()
+                .unwrap_or_else(|| BytesMut::with_capacity(READ_CHUNK_BYTES));
+            self.chunks.push_back(chunk);
         }
         self.chunks.back_mut().expect("a chunk was just ensured")
+    }
+
+    /// The oldest chunk handed over, emptied, if nobody else holds it any more. Deltas are
+    /// consumed in order, so when the oldest is still held the later ones almost always are.
+    fn reclaim(&mut self) -> Option<BytesMut> {
+        if !self.handed_over.front()?.is_unique() {
+            return None;
+        }
+        let mut chunk = self.handed_over.pop_front()?.try_into_mut().ok()?;
+        chunk.clear();
+        Some(chunk)
+    }
+
+    /// Forgets the chunks handed over.
+    fn forget_handed_over(&mut self) {
+        self.handed_over.clear();
     }
 
     /// Accounts for a read of `read` bytes into [`Self::tail_for_read`], of which only the
@@ -150,7 +177,15 @@ impl ChunkQueue {
         }
         let chunk = self.chunks.pop_front()?;
         self.len -= chunk.len();
-        Some(chunk.freeze())
+        let delta = chunk.freeze();
+        // Only whole chunks are worth reading into again.
+        if delta.len() == READ_CHUNK_BYTES {
+            if self.handed_over.len() == DELTAS_IN_FLIGHT {
+                self.handed_over.pop_front();
+            }
+            self.handed_over.push_back(delta.clone());
+        }
+        Some(delta)
     }
 
     fn into_bytes(self) -> Vec<u8> {
@@ -192,7 +227,84 @@ impl DrainBudget {
     }
 }
 
-type Delivery = Pin<Box<dyn Future<Output = ()> + Send>>;
+/// A delta being handed to the sink; resolves to what resolves on its delivery.
+type Handing = Pin<Box<dyn Future<Output = DeltaDelivery> + Send>>;
+
+/// The deltas of one stream handed over and not yet delivered, oldest first: the credit
+/// window, bounded by [`DELTAS_IN_FLIGHT`] and [`BYTES_IN_FLIGHT`].
+struct InFlight {
+    /// The sink's window in deltas, at most [`DELTAS_IN_FLIGHT`].
+    limit: usize,
+    /// At most one delta being handed over: the next is handed over only once this one is
+    /// queued, which is what keeps the stream in order.
+    handing: Option<(Handing, usize)>,
+    pending: VecDeque<(DeltaDelivery, usize)>,
+    bytes: usize,
+}
+
+impl InFlight {
+    fn new(limit: usize) -> Self {
+        Self {
+            limit: limit.clamp(1, DELTAS_IN_FLIGHT),
+            handing: None,
+            pending: VecDeque::new(),
+            bytes: 0,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.handing.is_none() && self.pending.is_empty()
+    }
+
+    /// Whether another delta may be handed over now.
+    fn has_room(&self) -> bool {
+        // Room for a whole delta, so the bytes in flight never exceed the bound.
+        self.handing.is_none()
+            && self.pending.len() < self.limit
+            && self.bytes + DELTA_MERGE_BYTES <= BYTES_IN_FLIGHT
+    }
+
+    fn hand_over(&mut self, handing: Handing, len: usize) {
+        self.bytes += len;
+        self.handing = Some((handing, len));
+    }
+
+    /// Waits for the delta being handed over to be queued, or the oldest to be delivered,
+    /// and accounts for it. Pending forever when nothing is in flight.
+    async fn progress(&mut self) {
+        let Self {
+            handing,
+            pending,
+            bytes,
+            ..
+        } = self;
+        tokio::select! {
+            biased;
+            delivery = async {
+                match handing.as_mut() {
+                    Some((handing, _)) => handing.as_mut().await,
+                    None => std::future::pending().await,
+                }
+            }, if handing.is_some() => {
+                let (_, len) = handing.take().expect("the branch ran on a handing delta");
+                if delivery.is_done() {
+                    *bytes -= len;
+                } else {
+                    pending.push_back((delivery, len));
+                }
+            }
+            () = async {
+                match pending.front_mut() {
+                    Some((delivery, _)) => delivery.wait().await,
+                    None => std::future::pending().await,
+                }
+            }, if !pending.is_empty() => {
+                let (_, len) = pending.pop_front().expect("the branch ran on a pending delta");
+                *bytes -= len;
+            }
+        }
+    }
+}
 
 /// Takes the next delta (at most [`DELTA_MERGE_BYTES`]) off `pending`.
 fn next_delta(
@@ -224,7 +336,10 @@ pub(crate) async fn pump(
     let streaming = matches!(config.mode, StreamMode::Stream(_));
     let mut reader = Some(reader);
     let mut pending = ChunkQueue::default();
-    let mut in_flight: Option<Delivery> = None;
+    let mut in_flight = InFlight::new(match &config.mode {
+        StreamMode::Stream(sink) => sink.deltas_in_flight(),
+        StreamMode::Capture => 1,
+    });
     let mut accepted: u64 = 0;
     let mut cap_reached = false;
     let mut drain_timed_out = false;
@@ -236,38 +351,35 @@ pub(crate) async fn pump(
         if let StreamMode::Stream(sink) = &config.mode
             && is_started
         {
-            // Keep exactly one delta in flight while there is something to send.
-            if in_flight.is_none()
+            // Hand over the next delta whenever the window has room.
+            if in_flight.has_room()
                 && let Some(delta) = next_delta(&config, &mut pending, cap_reached)
             {
                 let sink = Arc::clone(sink);
-                in_flight = Some(match config.screen.clone() {
-                    Some(screen) => Box::pin(async move { sink.screen_delta(delta, screen).await }),
-                    None => Box::pin(async move { sink.output_delta(delta).await }),
-                });
+                let len = delta.delta.len();
+                let handing: Handing = match config.screen.clone() {
+                    Some(screen) => {
+                        Box::pin(async move { sink.queue_screen_delta(delta, screen).await })
+                    }
+                    None => Box::pin(async move { sink.queue_output_delta(delta).await }),
+                };
+                in_flight.hand_over(handing, len);
             }
         }
 
-        if reader.is_none() && in_flight.is_none() && (pending.is_empty() || !streaming) {
+        if reader.is_none() && in_flight.is_empty() && (pending.is_empty() || !streaming) {
             break;
         }
 
         // Capture mode is bounded by the cap instead of the read-ahead limit.
         let can_read = reader.is_some() && (!streaming || pending.len < READ_AHEAD_LIMIT);
         // Waiting for the consumer (or for the spawn reply) must not eat the drain budget.
-        let waiting_on_consumer = streaming && (in_flight.is_some() || !is_started);
+        let waiting_on_consumer = streaming && (!in_flight.is_empty() || !is_started);
         budget.set_running(child_exited && can_read && !waiting_on_consumer);
         let deadline = budget.deadline();
 
         tokio::select! {
-            () = async {
-                match in_flight.as_mut() {
-                    Some(delivery) => delivery.await,
-                    None => std::future::pending().await,
-                }
-            }, if in_flight.is_some() => {
-                in_flight = None;
-            }
+            () = in_flight.progress(), if !in_flight.is_empty() => {}
             // `read_buf` is cancel safe: when another branch wins, nothing was read.
             read = async {
                 match reader.as_mut() {
@@ -283,6 +395,12 @@ pub(crate) async fn pump(
                     };
                     if let Some(budget) = &config.budget {
                         take = budget.take(take);
+                    }
+                    // A short read into an empty queue with nothing in flight: the child is not
+                    // writing at full speed, so the chunks kept for reuse are let go (a quiet
+                    // long-lived process keeps no spare memory).
+                    if n < READ_CHUNK_BYTES / 2 && pending.is_empty() && in_flight.is_empty() {
+                        pending.forget_handed_over();
                     }
                     pending.commit_read(n, take);
                     accepted += take as u64;
@@ -386,6 +504,37 @@ mod unit_tests {
         let last = queue.pop_delta().unwrap();
         assert_eq!(last, vec![3u8; 7]);
         assert_eq!(queue.pop_delta(), None);
+    }
+
+    #[test]
+    fn a_whole_chunk_the_consumer_dropped_is_read_into_again() {
+        let mut queue = ChunkQueue::default();
+        read_into(&mut queue, &vec![1u8; READ_CHUNK_BYTES], READ_CHUNK_BYTES);
+        let delta = queue.pop_delta().unwrap();
+        let address = delta.as_ptr();
+        // Still held by the consumer: the next read goes into a fresh chunk.
+        read_into(&mut queue, b"short", 5);
+        let short = queue.pop_delta().unwrap();
+        assert_ne!(short.as_ptr(), address);
+        drop(delta);
+        read_into(&mut queue, &vec![2u8; READ_CHUNK_BYTES], READ_CHUNK_BYTES);
+        let again = queue.pop_delta().unwrap();
+        assert_eq!(again.as_ptr(), address, "the dropped chunk was reused");
+        assert_eq!(again, vec![2u8; READ_CHUNK_BYTES]);
+        // A partial chunk is not kept for reuse, and forgetting lets go of the rest.
+        drop(short);
+        assert_eq!(queue.handed_over.len(), 1);
+        queue.forget_handed_over();
+        assert!(queue.handed_over.is_empty());
+        // No more than a window's worth is kept.
+        let held: Vec<Bytes> = (0..DELTAS_IN_FLIGHT + 3)
+            .map(|_| {
+                read_into(&mut queue, &vec![3u8; READ_CHUNK_BYTES], READ_CHUNK_BYTES);
+                queue.pop_delta().unwrap()
+            })
+            .collect();
+        assert_eq!(queue.handed_over.len(), DELTAS_IN_FLIGHT);
+        drop(held);
     }
 
     #[test]

@@ -24,6 +24,7 @@ use super::{DELTA_MERGE_BYTES, ProcessEventSink, ProcessManager};
 
 mod errors;
 mod kept_output;
+mod window;
 
 const INVALID_REQUEST: i64 = -32600;
 const INVALID_PARAMS: i64 = -32602;

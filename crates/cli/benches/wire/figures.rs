@@ -271,6 +271,55 @@ async fn process_output(client: &mut WireClient, bytes: u64) -> Result<(), WireE
     }
 }
 
+// ---- the pipe read floor -------------------------------------------------------------------
+
+/// The floor of the in-process output figure (issue 31): the same child (`head -c N
+/// /dev/zero`), its stdout pipe read to EOF by a plain loop of 64 KiB reads on a blocking
+/// thread of this process (a release build, like the host it is compared with), timed from
+/// the spawn to the child's exit. Only the output figure; the others are NaN.
+pub(crate) async fn measure_pipe_floor(sizes: Sizes) -> Result<Figures, String> {
+    let bytes = sizes.output_bytes;
+    let output = tokio::task::spawn_blocking(move || read_pipe(bytes))
+        .await
+        .map_err(|error| format!("the pipe reader panicked: {error}"))?
+        .map_err(|error| format!("the pipe read floor: {error}"))?;
+    Ok(Figures {
+        round_trip: f64::NAN,
+        pipelined: f64::NAN,
+        output,
+        notified_round_trip: f64::NAN,
+    })
+}
+
+/// Bytes per second of `head -c bytes /dev/zero` read from its pipe.
+fn read_pipe(bytes: u64) -> std::io::Result<f64> {
+    use std::io::Read as _;
+    let began = Instant::now();
+    let mut child = std::process::Command::new("head")
+        .args(["-c", &bytes.to_string(), "/dev/zero"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()?;
+    let mut stdout = child.stdout.take().expect("stdout is piped");
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut received = 0u64;
+    loop {
+        match stdout.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => received += n as u64,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    let status = child.wait()?;
+    if !status.success() || received != bytes {
+        return Err(std::io::Error::other(format!(
+            "the child exited with {status} after {received} of {bytes} bytes"
+        )));
+    }
+    Ok(bytes as f64 / began.elapsed().as_secs_f64())
+}
+
 // ---- in-process ----------------------------------------------------------------------------
 
 /// The three figures through an in-process host serving a `TandemServer`.

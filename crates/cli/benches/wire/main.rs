@@ -21,6 +21,10 @@
 //! Runs go round every target in turn, after one warm-up round; medians are reported with the
 //! target ratios computed from them.
 //!
+//! The in-process output figure has a floor of its own (issue 31), `pipe read floor`: the same
+//! child's pipe read by a plain loop in this process, in the same run
+//! ([`figures::measure_pipe_floor`]).
+//!
 //! Floors (see [`floor`]): the bench binary itself, re-run as an echo server on the same codec
 //! and transports with nothing behind them, over stdio, websocket and a unix socket; every Tandem wire figure
 //! is also shown as a ratio to its floor.
@@ -41,7 +45,7 @@ mod floor;
 mod memory;
 
 use client::WireClient;
-use figures::{Figures, IN_FLIGHT, Sizes, measure_in_process, measure_wire};
+use figures::{Figures, IN_FLIGHT, Sizes, measure_in_process, measure_pipe_floor, measure_wire};
 use memory::{MemoryCase, MemoryFigure};
 
 pub(crate) const MIB: u64 = 1024 * 1024;
@@ -77,6 +81,8 @@ const ROUND_TRIP_OVER_FLOOR_AT_MOST: f64 = 2.0;
 const WEBSOCKET_OVER_STDIO: f64 = 0.9;
 /// Issue 32: a unix socket's round trip, throughput and output at least this share of stdio's.
 const UNIX_OVER_STDIO: f64 = 0.9;
+/// Issue 31: process output in-process at least this share of its pipe read floor's.
+const IN_PROCESS_OVER_PIPE_FLOOR: f64 = 0.8;
 /// Issue 16: process output over stdio at least this share of the in-process figure...
 const STDIO_OVER_IN_PROCESS_OUTPUT: f64 = 0.5;
 /// ...and at least this many times the other server's.
@@ -85,6 +91,8 @@ const STDIO_OVER_OTHER_OUTPUT_16: f64 = 2.0;
 #[derive(Debug, Clone)]
 enum Target {
     InProcess,
+    /// The in-process output figure's floor: the child's pipe read in this process.
+    PipeFloor,
     Stdio(Vec<String>),
     WebSocket(Vec<String>),
 }
@@ -236,6 +244,7 @@ fn main() -> ExitCode {
             FLOOR_WEBSOCKET,
             Target::WebSocket(floor_at("ws://127.0.0.1:0")),
         ),
+        row(PIPE_FLOOR, Target::PipeFloor),
         row(IN_PROCESS, Target::InProcess),
         row(TANDEM_STDIO, Target::Stdio(tandem_at("stdio://"))),
         row(
@@ -386,6 +395,7 @@ fn mib(bytes: u64) -> f64 {
 }
 
 const IN_PROCESS: &str = "tandem in-process";
+const PIPE_FLOOR: &str = "pipe read floor";
 const TANDEM_STDIO: &str = "tandem stdio";
 const TANDEM_WEBSOCKET: &str = "tandem websocket";
 const FLOOR_STDIO: &str = "floor stdio";
@@ -409,6 +419,7 @@ fn row(label: &str, target: Target) -> Row {
 async fn measure(target: Target, sizes: Sizes, notified: bool) -> Result<Figures, String> {
     let client = match target {
         Target::InProcess => return measure_in_process(sizes).await,
+        Target::PipeFloor => return measure_pipe_floor(sizes).await,
         Target::Stdio(argv) => WireClient::stdio(&argv).await,
         Target::WebSocket(argv) => WireClient::websocket(&argv).await,
     };
@@ -560,6 +571,13 @@ fn report(rows: &[Row], options: &Options, sizes: Sizes) {
             "process output, unix socket / stdio",
             unix.output / stdio.output,
             Some(UNIX_OVER_STDIO),
+        );
+    }
+    if let (Some(in_process), Some(floor)) = (in_process, find(PIPE_FLOOR)) {
+        ratio(
+            "process output, tandem in-process / pipe read floor",
+            in_process.output / floor.output,
+            Some(IN_PROCESS_OVER_PIPE_FLOOR),
         );
     }
     if let (Some(in_process), Some(stdio)) = (in_process, stdio) {

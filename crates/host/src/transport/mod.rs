@@ -51,6 +51,8 @@ pub(crate) mod connection;
 mod frame_reads;
 pub(crate) mod parts;
 pub(crate) mod progress;
+#[cfg(feature = "websocket")]
+mod split_writer;
 pub mod stdio;
 mod trace;
 #[cfg(all(unix, feature = "websocket"))]

@@ -55,6 +55,7 @@ use tungstenite::{Bytes, Message, Utf8Bytes};
 use super::connection::{CloseReason, FrameSink, Inbound};
 use super::frame_reads::{FrameReads, HeaderReads};
 use super::progress::{CountingIo, WriteProgress};
+use super::split_writer::SplitWriterSink;
 use super::{TransportHost, WriterPolicy};
 
 /// Default [`WebSocketOptions::max_message_bytes`]: 64 MiB.
@@ -460,7 +461,10 @@ async fn connection(
     let (sink, stream) = socket.split();
     let writer = shared
         .host
-        .spawn_connection_task(opened.outbound.run(SocketSink { sink }));
+        .spawn_connection_task(opened.outbound.run(SplitWriterSink::spawn(
+            SocketSink { sink },
+            CLOSE_FRAME_TIMEOUT,
+        )));
     let close = opened.close.clone();
     read_frames(&shared, &opened.inbound, stream, &close, &header_reads).await;
     let id = opened.inbound.id;

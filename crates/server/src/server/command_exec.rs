@@ -18,7 +18,7 @@ use tandem_protocol::{
 };
 
 use super::{StdinTable, TandemServer};
-use crate::process::{ExecRequest, HandleRelease, ProcessEventSink};
+use crate::process::{DeltaDelivery, ExecRequest, HandleRelease, ProcessEventSink};
 
 /// Delivers one `command/exec` child's events to the connection that started it.
 struct ExecSink {
@@ -56,6 +56,29 @@ impl ProcessEventSink for ExecSink {
         {
             tracing::trace!(connection = %self.connection, "command/exec output not delivered");
         }
+    }
+
+    fn deltas_in_flight(&self) -> usize {
+        super::process_session::window_for(&self.outgoing)
+    }
+
+    async fn queue_output_delta(&self, delta: ProcessOutputDeltaNotification) -> DeltaDelivery {
+        let note = ServerNotification::CommandExecOutputDelta(CommandExecOutputDeltaNotification {
+            process_id: self.process_id.clone(),
+            stream: delta.stream,
+            delta: delta.delta,
+            cap_reached: delta.cap_reached,
+        });
+        let delivery = self
+            .outgoing
+            .queue_notification(self.connection, note)
+            .await;
+        let connection = self.connection;
+        DeltaDelivery::pending(async move {
+            if !delivery.delivered().await {
+                tracing::trace!(%connection, "command/exec output not delivered");
+            }
+        })
     }
 
     async fn exited(&self, exited: ProcessExitedNotification) {

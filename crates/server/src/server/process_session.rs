@@ -22,7 +22,7 @@ use tandem_protocol::{
 use tokio::sync::watch;
 
 use super::{StdinOrder, TandemServer};
-use crate::process::{HandleRelease, ProcessEventSink, ProcessManager, PtyScreen};
+use crate::process::{DeltaDelivery, HandleRelease, ProcessEventSink, ProcessManager, PtyScreen};
 
 /// How many finished processes of a session keep their replay stream, for a client that
 /// resumes after missing their `process/exited`; the oldest is forgotten past it.
@@ -263,6 +263,14 @@ fn same_secret(known: &str, offered: &str) -> bool {
             == 0
 }
 
+/// A process stream's window of deltas in flight: at most an eighth of the host's shared
+/// router queue (16 at the default capacity of 128), so that a consumer that stops reading
+/// never has every slot of it taken by output, and the dispatcher's own answers (a
+/// `-32601`, a `Not initialized`) still find room; at least one.
+pub(super) fn window_for(outgoing: &OutgoingMessageSender) -> usize {
+    (outgoing.queue_capacity() / 8).max(1)
+}
+
 fn stream_name(origin: &str, handle: &str) -> String {
     format!("process/{origin}/{handle}")
 }
@@ -326,6 +334,48 @@ impl ProcessEventSink for SessionSink {
         if !queued.delivered().await {
             tracing::trace!("process output kept for a resume, not delivered");
         }
+    }
+
+    fn deltas_in_flight(&self) -> usize {
+        window_for(&self.outgoing)
+    }
+
+    async fn queue_output_delta(&self, delta: ProcessOutputDeltaNotification) -> DeltaDelivery {
+        let stream: Arc<str> = stream_name(&self.origin, &delta.process_handle).into();
+        if !self.ready(&delta.process_handle).await {
+            return DeltaDelivery::delivered();
+        }
+        let note = ServerNotification::ProcessOutputDelta(delta);
+        let queued = self.outgoing.queue_stream_notification(stream, note).await;
+        DeltaDelivery::pending(async move {
+            if !queued.delivered().await {
+                tracing::trace!("process output kept for a resume, not delivered");
+            }
+        })
+    }
+
+    async fn queue_screen_delta(
+        &self,
+        delta: ProcessOutputDeltaNotification,
+        screen: Arc<PtyScreen>,
+    ) -> DeltaDelivery {
+        let stream: Arc<str> = stream_name(&self.origin, &delta.process_handle).into();
+        if !self.ready(&delta.process_handle).await {
+            return DeltaDelivery::delivered();
+        }
+        // Fed and queued under the screen's order lock, as in `screen_delta`.
+        let queued = {
+            let _order = screen.order.lock().await;
+            screen.feed(&delta.delta);
+            self.outgoing
+                .queue_stream_notification(stream, ServerNotification::ProcessOutputDelta(delta))
+                .await
+        };
+        DeltaDelivery::pending(async move {
+            if !queued.delivered().await {
+                tracing::trace!("process output kept for a resume, not delivered");
+            }
+        })
     }
 
     async fn exited(&self, exited: ProcessExitedNotification) {
