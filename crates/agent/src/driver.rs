@@ -207,6 +207,11 @@ pub trait TurnRuntime: Any + Send + Sync {
         item_id: Option<String>,
         patch: &str,
     ) -> Result<PatchOutcome, AgentError>;
+    /// Writes and reports whatever the runtime holds back before the agent waits (see
+    /// [`crate::Agent::waits_only_through_driver`]): a completed item whose write waits for
+    /// the next call or the turn's end. The driver calls it before every wait of its own;
+    /// the default holds nothing back.
+    async fn settle(&self) {}
 }
 
 /// The agent's handle on its turn. Every method that waits returns
@@ -302,6 +307,8 @@ impl TurnDriver {
         &self,
         work: F,
     ) -> Result<F::Output, AgentError> {
+        // Nothing completed stays unreported while the agent waits.
+        self.runtime.settle().await;
         tokio::select! {
             biased;
             () = self.runtime.interruption().cancelled() => Err(AgentError::Interrupted),
@@ -403,6 +410,7 @@ impl TurnDriver {
 
     /// Waits for `duration`, or until the turn is interrupted.
     pub async fn sleep(&mut self, duration: Duration) -> Result<(), AgentError> {
+        self.runtime.settle().await;
         tokio::select! {
             () = self.runtime.interruption().cancelled() => Err(AgentError::Interrupted),
             () = tokio::time::sleep(duration) => Ok(()),

@@ -99,6 +99,19 @@ pub trait Agent: Send + Sync + 'static {
         driver: &mut TurnDriver,
     ) -> Result<(), AgentError>;
 
+    /// Whether this agent waits on nothing but its [`TurnDriver`] during a turn: no model
+    /// request, socket or timer of its own between two driver calls, except through
+    /// [`TurnDriver::or_interrupted`] or [`TurnDriver::sleep`]. When `true`, the server may
+    /// hold a completed item's write and its `item/completed` until the driver's next call
+    /// or the turn's end, so that a turn's last item is written in the same commit as the
+    /// turn's end: one durable write per turn fewer (docs/reliability.md, "What is durable
+    /// when"). Still written before it is reported, never later than the agent's next
+    /// wait. The default, `false`, writes and reports every item as it completes, which
+    /// suits an agent that waits on a model between driver calls.
+    fn waits_only_through_driver(&self) -> bool {
+        false
+    }
+
     /// Summarizes `history` for `thread/compact/start`: later turns are given the returned
     /// summary instead of these turns. `driver` is the compaction turn's (its model, its
     /// interruption, retry reports); the driver reports the `contextCompaction` item itself,

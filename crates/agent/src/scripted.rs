@@ -67,6 +67,11 @@ impl Agent for ScriptedAgent {
         }
         Ok(())
     }
+
+    /// Every wait of a scripted turn (`/sleep`, approvals, tool calls) is the driver's.
+    fn waits_only_through_driver(&self) -> bool {
+        true
+    }
 }
 
 /// The text of a turn's user input (every text input of its user messages, joined by a

@@ -175,8 +175,9 @@ async fn a_store_failing_on_any_write_never_reports_unstored_work() {
     let session_clean = session(Arc::clone(&clean)).await;
     assert!(session_clean.refusals.is_empty());
     let total = clean.writes.load(Ordering::SeqCst);
-    // thread/start, and per turn at least its start, one item and its end.
-    assert!(total > 3 * TURNS.len(), "{total} writes");
+    // thread/start, and per turn at least its start and its end (which may carry its last
+    // item: issue 31).
+    assert!(total > 2 * TURNS.len(), "{total} writes");
     let mut failed_turns = 0;
     for fail_at in 1..=total {
         let store = Arc::new(FailingStore::new(fail_at));

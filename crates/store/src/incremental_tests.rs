@@ -171,7 +171,7 @@ async fn a_turn_is_written_as_it_happens(store: Arc<dyn ThreadStore>) {
     };
     let before = store.get_thread(&thread.id).await.unwrap().expect("thread");
     store
-        .finish_turn(&thread.id, &finished, &end)
+        .finish_turn(&thread.id, &finished, None, &end)
         .await
         .expect("finish");
     // The end changes the thread's status and update time, and nothing else.
@@ -193,13 +193,16 @@ async fn a_turn_is_written_as_it_happens(store: Arc<dyn ThreadStore>) {
                     id: "no-such-turn".to_owned(),
                     ..finished.clone()
                 },
+                None,
                 &end
             )
             .await,
         Err(StoreError::TurnNotFound { .. })
     ));
     assert!(matches!(
-        store.finish_turn("no-such-thread", &finished, &end).await,
+        store
+            .finish_turn("no-such-thread", &finished, None, &end)
+            .await,
         Err(StoreError::ThreadNotFound(_))
     ));
     store.checkpoint().await.expect("checkpoint");
@@ -239,6 +242,7 @@ async fn concurrent_turn_writes_each_land(store: Arc<dyn ThreadStore>) {
                 .finish_turn(
                     &thread.id,
                     &done,
+                    None,
                     &TurnEndUpdate {
                         status: ThreadStatus::Idle,
                         updated_at: 1,

@@ -541,13 +541,17 @@ pub trait ThreadStore: Send + Sync {
 
     /// Records the end of the stored turn `turn.id`: its status, error, completion time and
     /// duration (its items are already stored through [`ThreadStore::put_item`]; `turn.items`
-    /// is ignored), and applies `end` to the thread, all or nothing. Fails with
+    /// is ignored), and applies `end` to the thread. `last_item`, when given, is stored first
+    /// as [`ThreadStore::put_item`] would store it (`(index, item)`), in the same commit: a
+    /// turn's final item and its end then cost one durable write, not two. All or nothing:
+    /// after a crash the store holds the item and the end, or neither. Fails with
     /// [`StoreError::ThreadNotFound`] or [`StoreError::TurnNotFound`] when there is nothing
     /// to end.
     async fn finish_turn(
         &self,
         thread_id: &str,
         turn: &Turn,
+        last_item: Option<(usize, &ThreadItem)>,
         end: &TurnEndUpdate,
     ) -> Result<(), StoreError>;
 
@@ -678,6 +682,19 @@ pub trait ThreadStore: Send + Sync {
     async fn acquire_lease(&self, thread_id: &str) -> Result<(), StoreError> {
         let _ = thread_id;
         Ok(())
+    }
+
+    /// Stores the new `thread` as [`ThreadStore::create_thread`] does and takes its writer
+    /// lease as [`ThreadStore::acquire_lease`] does, in one commit where the store keeps
+    /// leases: `thread/start` and `thread/fork` are then one durable write, not two. Stores
+    /// nothing if either part fails. The default runs the two one after the other.
+    async fn create_leased_thread(
+        &self,
+        thread: &ThreadRecord,
+        history: &[Turn],
+    ) -> Result<(), StoreError> {
+        self.create_thread(thread, history).await?;
+        self.acquire_lease(&thread.id).await
     }
 
     /// Gives the lease of `thread_id` up (the thread was unloaded, its connection closed, the

@@ -250,12 +250,7 @@ impl ThreadStore for InMemoryThreadStore {
         match stored.items.get_mut(index) {
             Some(slot) => *slot = item.clone(),
             None if index == len => stored.items.push(item.clone()),
-            None => {
-                return Err(StoreError::Unavailable(format!(
-                    "item {index} of turn {turn_id} in thread {thread_id} would leave a gap \
-                     after item {len}; this is a bug in the caller"
-                )));
-            }
+            None => return Err(gap(thread_id, turn_id, index, len)),
         }
         Ok(())
     }
@@ -264,11 +259,22 @@ impl ThreadStore for InMemoryThreadStore {
         &self,
         thread_id: &str,
         turn: &Turn,
+        last_item: Option<(usize, &ThreadItem)>,
         end: &TurnEndUpdate,
     ) -> Result<(), StoreError> {
         let mut threads = self.lock();
         let entry = entry_mut(&mut threads, thread_id)?;
         let stored = turn_mut(entry, &turn.id)?;
+        if let Some((index, item)) = last_item {
+            // Checked before anything changes: all or nothing.
+            if index > stored.items.len() {
+                return Err(gap(thread_id, &turn.id, index, stored.items.len()));
+            }
+            match stored.items.get_mut(index) {
+                Some(slot) => *slot = item.clone(),
+                None => stored.items.push(item.clone()),
+            }
+        }
         stored.status = turn.status;
         stored.items_view = turn.items_view;
         stored.error = turn.error.clone();
@@ -627,4 +633,12 @@ impl ThreadStore for InMemoryThreadStore {
             .release(scope, key);
         Ok(())
     }
+}
+
+/// The error of an item stored past the end of its turn's items (a caller's bug).
+fn gap(thread_id: &str, turn_id: &str, index: usize, len: usize) -> StoreError {
+    StoreError::Unavailable(format!(
+        "item {index} of turn {turn_id} in thread {thread_id} would leave a gap after item \
+         {len}; this is a bug in the caller"
+    ))
 }

@@ -509,11 +509,22 @@ async fn sqlite_resume_and_open_statements_search_by_index() {
                 ))?
                 .query_map([], |row| row.get::<_, String>(3))?
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok((unfinished, plan(super::sqlite::LATEST_COMPACTION)?))
+            Ok((
+                unfinished,
+                plan(super::sqlite::LATEST_COMPACTION)?,
+                plan(super::sqlite::UNFINISHED_TURNS_OF_THREAD)?,
+            ))
         })
         .await
         .expect("plans");
-    let (unfinished, compaction) = plans;
+    let (unfinished, compaction, unfinished_of_thread) = plans;
+    // Every lease taken (every cold resume) reads the thread's running turns.
+    assert_eq!(unfinished_of_thread.len(), 1, "{unfinished_of_thread:?}");
+    assert!(
+        unfinished_of_thread[0].starts_with("SEARCH turns USING")
+            && unfinished_of_thread[0].contains("INDEX turns_unfinished"),
+        "{unfinished_of_thread:?}"
+    );
     assert_eq!(unfinished.len(), 1, "{unfinished:?}");
     assert!(
         unfinished[0].contains("USING INDEX turns_unfinished")

@@ -64,6 +64,9 @@ use crate::codec::{
 use rows::*;
 use statements::*;
 
+#[cfg(test)]
+pub(super) use lease::UNFINISHED_TURNS_OF_THREAD;
+
 /// The schema version this build writes and reads.
 const SCHEMA_VERSION: i64 = 5;
 

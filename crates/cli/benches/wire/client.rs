@@ -105,13 +105,16 @@ pub(crate) struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// Starts `argv` with a fresh empty home and piped stdio.
-    fn spawn(argv: &[String]) -> Result<Self, WireError> {
+    /// Starts `argv` with `home` (a fresh empty one if `None`) and piped stdio.
+    fn spawn(argv: &[String], home: Option<PathBuf>) -> Result<Self, WireError> {
         let command = argv.join(" ");
-        let home = fresh_home().map_err(|source| WireError::Spawn {
-            command: command.clone(),
-            source,
-        })?;
+        let home = match home {
+            Some(home) => home,
+            None => fresh_home().map_err(|source| WireError::Spawn {
+                command: command.clone(),
+                source,
+            })?,
+        };
         let child = Command::new(&argv[0])
             .args(&argv[1..])
             // Tandem's home and the reference server's: both start empty, so neither reads the
@@ -223,7 +226,17 @@ pub(crate) struct WireClient {
 impl WireClient {
     /// Starts `argv`, which must serve the protocol on its stdin/stdout, and initializes.
     pub(crate) async fn stdio(argv: &[String]) -> Result<Self, WireError> {
-        let mut server = ServerProcess::spawn(argv)?;
+        Self::stdio_with(argv, None).await
+    }
+
+    /// [`WireClient::stdio`] with `home` (already filled) as the server's home; it is removed
+    /// when the server is gone.
+    pub(crate) async fn stdio_in(argv: &[String], home: PathBuf) -> Result<Self, WireError> {
+        Self::stdio_with(argv, Some(home)).await
+    }
+
+    async fn stdio_with(argv: &[String], home: Option<PathBuf>) -> Result<Self, WireError> {
+        let mut server = ServerProcess::spawn(argv, home)?;
         server.collect_stderr(|_| {});
         let stdout = server.child.stdout.take().expect("stdout is piped");
         let stdin = server.child.stdin.take().expect("stdin is piped");
@@ -246,7 +259,7 @@ impl WireClient {
     /// Starts `argv` (a websocket listener that prints `listening on: ws://ADDR` on stderr),
     /// connects to it and initializes.
     pub(crate) async fn websocket(argv: &[String]) -> Result<Self, WireError> {
-        let mut server = ServerProcess::spawn(argv)?;
+        let mut server = ServerProcess::spawn(argv, None)?;
         let (address_tx, address_rx) = std::sync::mpsc::channel();
         server.collect_stderr(move |line| {
             if let Some(address) = line.trim().strip_prefix("listening on: ") {

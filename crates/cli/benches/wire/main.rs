@@ -34,6 +34,10 @@
 //! over websocket and stdio, against the bound 4 N + 32 MiB. With `--memory` only this figure is measured, once
 //! per run, and every run is reported.
 //!
+//! History (see [`history`], `--history`, issue 31): a cold paged `thread/resume` and history
+//! pages over stdio at 10, 2 000 and 100 000 turns, on SQLite and PostgreSQL, each as a ratio
+//! to its 10-turn figure (target 1.5x). With `--history` only these are measured.
+//!
 //! Without `--bench` (as under `cargo test --benches`) the sizes shrink and one round runs, so
 //! it finishes in a second or two; the memory figure then runs once at 1 MiB.
 
@@ -42,6 +46,7 @@ use std::process::ExitCode;
 mod client;
 mod figures;
 mod floor;
+mod history;
 mod memory;
 
 use client::WireClient;
@@ -107,6 +112,8 @@ struct Options {
     full: bool,
     /// Measure the memory figure only.
     memory: bool,
+    /// Measure the history figures only (issue 31).
+    history: bool,
     /// The `tandem` binary to measure instead of this package's (e.g. an older build).
     tandem: Option<String>,
     /// Measure only the targets whose label contains this (for profiling one of them).
@@ -117,8 +124,10 @@ struct Options {
 }
 
 fn usage() -> &'static str {
-    "usage: wire [--bench] [--memory] [--tandem PATH] [--runs N] [--output-mib N] [--only TEXT] [--server 'CMD ARGS...']...\n  \
+    "usage: wire [--bench] [--memory] [--history] [--tandem PATH] [--runs N] [--output-mib N] [--only TEXT] [--server 'CMD ARGS...']...\n  \
      --memory  measure only the server's memory growth for one large turn (issue 27)\n  \
+     --history measure only a cold paged resume and history pages at 10, 2 000 and 100 000 \
+     turns, SQLite and PostgreSQL (issue 31)\n  \
      --tandem  the tandem binary to measure instead of this package's (e.g. an older build)\n  \
      --server  another app-server command line, served on stdin/stdout (repeatable; split on \
      whitespace)\n  \
@@ -131,6 +140,7 @@ fn parse_options() -> Result<Options, String> {
     let mut options = Options {
         full: false,
         memory: false,
+        history: false,
         tandem: None,
         only: None,
         runs: 0,
@@ -146,6 +156,7 @@ fn parse_options() -> Result<Options, String> {
         match arg.as_str() {
             "--bench" => options.full = true,
             "--memory" => options.memory = true,
+            "--history" => options.history = true,
             "--tandem" => options.tandem = Some(value("--tandem")?),
             "--server" => {
                 let argv: Vec<String> = value("--server")?
@@ -279,6 +290,15 @@ fn main() -> ExitCode {
         .build()
         .expect("tokio runtime");
     let memory_cases = memory::memory_cases(options.full);
+    if options.history {
+        return match runtime.block_on(history::run(&tandem, options.full)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("wire bench: history: {error}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if options.memory {
         return match measure_memory(&runtime, &tandem, &memory_cases, options.runs) {
             Ok(()) => ExitCode::SUCCESS,

@@ -33,10 +33,9 @@ impl ThreadService {
         store: &dyn ThreadStore,
         thread_id: &str,
     ) -> Result<(), JSONRPCErrorError> {
-        let Some(settings) = store.lease_settings() else {
+        if store.lease_settings().is_none() {
             return Ok(());
-        };
-        let period = settings.renew_period();
+        }
         let wait = self.config().lease_handoff_wait;
         let deadline = Instant::now() + wait;
         loop {
@@ -59,6 +58,17 @@ impl ThreadService {
                 Err(error) => return Err(store_error(error)),
             }
         }
+        self.keep_leases_renewed(store);
+        Ok(())
+    }
+
+    /// Makes sure the renewal loop (and the handoff listener) of `store`'s leases runs, once
+    /// this server holds one.
+    pub(super) fn keep_leases_renewed(self: &Arc<Self>, store: &dyn ThreadStore) {
+        let Some(settings) = store.lease_settings() else {
+            return;
+        };
+        let period = settings.renew_period();
         if !self.renewing.swap(true, Ordering::SeqCst) {
             let service = Arc::downgrade(self);
             tokio::spawn(async move { renew_loop(service, period).await });
@@ -67,7 +77,6 @@ impl ThreadService {
                 tokio::spawn(async move { hand_over_when_asked(service, requests).await });
             }
         }
-        Ok(())
     }
 
     /// Gives the lease of a thread that was just unloaded back (nothing for ephemeral

@@ -150,11 +150,12 @@ impl ThreadService {
         };
         overrides_update(&params.overrides, &record.config)?.apply(&mut record);
         let store = self.store_for(ephemeral).await?;
+        // The thread and its lease in one commit: `thread/start` is durable once.
         store
-            .create_thread(&record, &[])
+            .create_leased_thread(&record, &[])
             .await
             .map_err(store_error)?;
-        self.acquire_lease(&*store, &record.id).await?;
+        self.keep_leases_renewed(&*store);
         let thread = self.insert_loaded(record, Vec::new(), ThreadStatus::Idle);
         let attachment = self
             .attach_subscriber(&thread, context.id.connection_id, None)
@@ -555,10 +556,10 @@ impl ThreadService {
         record.status = ThreadStatus::Idle;
         let target = self.store_for(ephemeral).await?;
         target
-            .create_thread(&record, &history)
+            .create_leased_thread(&record, &history)
             .await
             .map_err(store_error)?;
-        self.acquire_lease(&*target, &record.id).await?;
+        self.keep_leases_renewed(&*target);
         // The fork keeps the source's summary when it copied the compaction turn.
         let compaction = source_store
             .latest_compaction(&source.id)

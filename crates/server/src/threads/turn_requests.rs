@@ -446,7 +446,8 @@ impl ThreadService {
     }
 
     /// Records the end of a turn in `store` (status, error, times; the items are already
-    /// stored) and in the live state. If the store cannot write it, the turn becomes `failed`
+    /// stored, but for `last_item`, the agent's last item held back to go in the same
+    /// commit: returned, and added to the turn, when it was stored) and in the live state. If the store cannot write it, the turn becomes `failed`
     /// with the store's error (and the thread `systemError`), and that failure is written if
     /// the store takes it, so the client is never told `completed` about a turn a restart
     /// would not read back as completed. If the store takes neither (a full disk), the end is
@@ -458,15 +459,23 @@ impl ThreadService {
         thread: &Arc<LoadedThread>,
         store: &dyn ThreadStore,
         turn: &mut Turn,
+        last_item: Option<(usize, ThreadItem)>,
         status: &mut ThreadStatus,
-    ) {
+    ) -> Option<ThreadItem> {
         let end = |status: &ThreadStatus| TurnEndUpdate {
             status: status.clone(),
             updated_at: now_secs(),
         };
+        let held = last_item.as_ref().map(|(index, item)| (*index, item));
         let mut result = self
-            .store_turn_end(store, &thread.id, turn, &end(status))
+            .store_turn_end(store, &thread.id, turn, held, &end(status))
             .await;
+        // Stored with the end or not at all: a refused item is never reported, and the end
+        // is then tried alone below (or owed).
+        let last_item = last_item.filter(|_| result.is_ok()).map(|(_, item)| item);
+        if let Some(item) = &last_item {
+            turn.items.push(item.clone());
+        }
         if let Err(error) = &result
             && error.is_storage_failure()
         {
@@ -480,7 +489,7 @@ impl ThreadService {
             // A transient failure (a lock held by another process) may let the failure
             // itself be recorded at once; if not, it is owed, below.
             result = self
-                .store_turn_end(store, &thread.id, turn, &end(status))
+                .store_turn_end(store, &thread.id, turn, None, &end(status))
                 .await;
         }
         let mut state = thread.state();
@@ -503,6 +512,7 @@ impl ThreadService {
         if let Some(active) = &state.active {
             lock(&active.snapshot).items = Vec::new();
         }
+        last_item
     }
 
     /// Writes the end of a turn that `store` refused earlier
@@ -528,7 +538,7 @@ impl ThreadService {
             };
             (turn, end)
         };
-        let result = store.finish_turn(&thread.id, &turn, &end).await;
+        let result = store.finish_turn(&thread.id, &turn, None, &end).await;
         match &result {
             Ok(()) => {
                 tracing::info!(thread = %thread.id, turn = %turn.id, "the owed turn end is stored");
@@ -595,6 +605,7 @@ impl ThreadService {
         store: &dyn ThreadStore,
         thread_id: &str,
         turn: &Turn,
+        last_item: Option<(usize, &ThreadItem)>,
         end: &TurnEndUpdate,
     ) -> Result<(), store::StoreError> {
         let window = store
@@ -603,7 +614,7 @@ impl ThreadService {
         let deadline = tokio::time::Instant::now() + window;
         let mut pause = END_RETRY_FIRST_PAUSE;
         loop {
-            match store.finish_turn(thread_id, turn, end).await {
+            match store.finish_turn(thread_id, turn, last_item, end).await {
                 Err(error)
                     if error.is_lost_connection()
                         && !self.is_stopping()

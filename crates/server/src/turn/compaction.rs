@@ -45,7 +45,7 @@ impl TurnRun {
             return Ok(());
         }
         self.item_completed(item).await;
-        if self.store_failure.is_some() {
+        if self.has_failed() {
             return Ok(());
         }
         self.thread.state().compaction = Some(Compaction {

@@ -26,7 +26,7 @@ mod user_shell;
 pub(crate) use file_change::restore_files;
 
 use std::collections::HashSet;
-use std::sync::{Arc, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use serde_json::Value;
@@ -81,11 +81,18 @@ pub(crate) struct TurnRun {
     /// their completion replaces them in place.
     stored_started: Vec<(String, usize)>,
     /// The first store failure: the turn then stops and ends `failed` with this message, and
-    /// no later item is reported as completed.
-    store_failure: Option<String>,
+    /// no later item is reported as completed. (Locks here and below: a held item is written
+    /// from `&self` paths too, see [`TurnRun::flush_held`].)
+    store_failure: Mutex<Option<String>>,
     /// The ids of the items the store took: `turn/completed` carries these only (an item
     /// whose write was refused was shown started, never completed, and is not in the store).
-    stored_items: HashSet<String>,
+    stored_items: Mutex<HashSet<String>>,
+    /// Whether a completed item may wait in `held` (the agent waits only through its driver:
+    /// [`crate::agent::Agent::waits_only_through_driver`]).
+    hold_completed: bool,
+    /// The last completed item, neither written nor reported yet: written and reported
+    /// before anything else the turn sends or writes, or with the turn's end in one commit.
+    held: Mutex<Option<ThreadItem>>,
     /// The reasoning settings of the configuration when the turn started.
     reasoning: crate::agent::ReasoningSettings,
     /// The files this turn changed through patches, for `turn/diff/updated`.
@@ -152,14 +159,16 @@ impl TurnRun {
         .await;
     }
 
+    /// Sends `note` to the thread's subscribers, after the held item, if any.
     async fn notify(&self, note: ServerNotification) {
+        self.flush_held().await;
         self.thread.notify(&self.outgoing, note, None).await;
     }
 
     /// Stores `item` as item `index` of the turn. On failure the turn stops (it ends `failed`
     /// with the error) and `false` is returned: the caller must not report the item.
-    async fn persist(&mut self, index: usize, item: &ThreadItem) -> bool {
-        if self.store_failure.is_some() {
+    async fn persist(&self, index: usize, item: &ThreadItem) -> bool {
+        if self.has_failed() {
             return false;
         }
         let stored = self
@@ -168,7 +177,7 @@ impl TurnRun {
             .await;
         match stored {
             Ok(()) => {
-                self.stored_items.insert(item.id().to_owned());
+                lock(&self.stored_items).insert(item.id().to_owned());
                 true
             }
             Err(error) => {
@@ -178,26 +187,71 @@ impl TurnRun {
         }
     }
 
+    /// Whether a write of this turn has failed (the turn is ending `failed`).
+    fn has_failed(&self) -> bool {
+        lock(&self.store_failure).is_some()
+    }
+
     /// Records the store failure that ends this turn and stops the agent.
-    fn fail_on_store(&mut self, error: &StoreError) {
+    fn fail_on_store(&self, error: &StoreError) {
         tracing::error!(thread = %self.thread.id, turn = %self.turn_id, %error, "turn cannot be stored");
-        if self.store_failure.is_none() {
-            self.store_failure = Some(error.to_string());
-        }
+        lock(&self.store_failure).get_or_insert_with(|| error.to_string());
         self.active.cancel.cancel();
     }
 
     /// The ids of the items the store took, for the turn's end.
     pub(crate) fn take_stored_items(&mut self) -> HashSet<String> {
-        std::mem::take(&mut self.stored_items)
+        std::mem::take(&mut *lock(&self.stored_items))
     }
 
     /// The store failure that ended the turn, if any.
     pub(crate) fn take_store_failure(&mut self) -> Option<String> {
-        self.store_failure.take()
+        lock(&self.store_failure).take()
+    }
+
+    /// The completed item still held (written with the turn's end, then reported).
+    pub(crate) fn take_held(&mut self) -> Option<ThreadItem> {
+        lock(&self.held).take()
+    }
+
+    /// Writes the held item, if any, then reports it (`item/completed`): called before
+    /// anything else the turn sends or writes, and before the agent waits, so the client
+    /// hears of everything in order and nothing completed waits on the agent.
+    async fn flush_held(&self) {
+        let Some(item) = lock(&self.held).take() else {
+            return;
+        };
+        let active = Arc::clone(&self.active);
+        let mut next = active.next_item.lock().await;
+        if !self.persist(*next, &item).await {
+            return;
+        }
+        *next += 1;
+        drop(next);
+        self.report_completed(item).await;
+    }
+
+    /// Sends `item/completed` for the stored `item` and puts it in the snapshot.
+    async fn report_completed(&self, item: ThreadItem) {
+        // Straight to the thread: `notify` would flush the held item first, and this is it.
+        self.thread
+            .notify(
+                &self.outgoing,
+                ServerNotification::ItemCompleted(ItemCompletedNotification {
+                    thread_id: self.thread.id.clone(),
+                    turn_id: self.turn_id.clone(),
+                    item: item.clone(),
+                    completed_at_ms: now_millis(),
+                }),
+                None,
+            )
+            .await;
+        self.set_snapshot_item(item);
     }
 
     async fn item_started(&mut self, item: &ThreadItem) {
+        // An item held before this one is written first: the items keep their order.
+        self.flush_held().await;
         // A call is stored as soon as it starts, so that a crash while it runs leaves a
         // started item for recovery to close (and the model an explicit "interrupted" result)
         // rather than no trace of an action that may have taken effect.
@@ -230,13 +284,20 @@ impl TurnRun {
     }
 
     /// Stores `item` (written before it is reported: "completed" means durable), then sends
-    /// `item/completed`. Not reported at all if it cannot be stored.
+    /// `item/completed`. Not reported at all if it cannot be stored. With `hold_completed`
+    /// an item not stored when it started is held instead (see [`TurnRun::flush_held`]):
+    /// if it is the turn's last, it is written in the commit of the turn's end.
     async fn item_completed(&mut self, item: ThreadItem) {
+        self.flush_held().await;
         let started = self
             .stored_started
             .iter()
             .position(|(id, _)| id == item.id())
             .map(|position| self.stored_started.swap_remove(position).1);
+        if started.is_none() && self.hold_completed && !self.has_failed() {
+            *lock(&self.held) = Some(item);
+            return;
+        }
         let stored = match started {
             Some(index) => self.persist(index, &item).await,
             None => {
@@ -252,16 +313,7 @@ impl TurnRun {
         if !stored {
             return;
         }
-        self.notify(ServerNotification::ItemCompleted(
-            ItemCompletedNotification {
-                thread_id: self.thread.id.clone(),
-                turn_id: self.turn_id.clone(),
-                item: item.clone(),
-                completed_at_ms: now_millis(),
-            },
-        ))
-        .await;
-        self.set_snapshot_item(item);
+        self.report_completed(item).await;
     }
 
     /// Reports the user's input, which `turn/start` stored as item 0 before it answered.
@@ -270,7 +322,7 @@ impl TurnRun {
             let mut next = self.active.next_item.lock().await;
             *next = (*next).max(1);
         }
-        self.stored_items.insert(item.id().to_owned());
+        lock(&self.stored_items).insert(item.id().to_owned());
         self.notify(ServerNotification::ItemStarted(ItemStartedNotification {
             thread_id: self.thread.id.clone(),
             turn_id: self.turn_id.clone(),
@@ -352,6 +404,7 @@ impl TurnRun {
         &self,
         build: impl FnOnce(RequestId) -> tandem_protocol::ServerRequest,
     ) -> PendingServerRequest {
+        self.flush_held().await;
         let audience = self.thread.subscribers();
         self.outgoing
             .send_shared_request(&self.thread.id, audience, build)
@@ -410,6 +463,7 @@ impl TurnRun {
                 active_flags: flags,
             }
         };
+        self.flush_held().await;
         self.thread.set_status(&self.outgoing, status).await;
     }
 
@@ -648,4 +702,13 @@ impl TurnRuntime for TurnRun {
     ) -> Result<PatchOutcome, AgentError> {
         TurnRun::apply_patch(self, item_id, patch).await
     }
+
+    async fn settle(&self) {
+        self.flush_held().await;
+    }
+}
+
+/// Locks `mutex`, whatever a panicking holder left in it (plain values, always consistent).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

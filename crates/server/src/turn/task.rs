@@ -9,14 +9,15 @@ use std::sync::{Arc, PoisonError};
 use std::time::Instant;
 
 use tandem_protocol::{
-    EmptyResponse, ErrorNotification, ServerNotification, ThreadStatus, Turn,
-    TurnCompletedNotification, TurnError, TurnItemsView, TurnStartedNotification, TurnStatus,
+    EmptyResponse, ErrorNotification, ItemCompletedNotification, ServerNotification, ThreadStatus,
+    Turn, TurnCompletedNotification, TurnError, TurnItemsView, TurnStartedNotification, TurnStatus,
 };
 
 use crate::agent::AgentError;
 use crate::store;
 use crate::threads::{
-    ActiveTurn, LoadedThread, SideCommand, StartedTurn, ThreadService, TurnWork, now_secs,
+    ActiveTurn, LoadedThread, SideCommand, StartedTurn, ThreadService, TurnWork, now_millis,
+    now_secs,
 };
 
 use crate::agent::TurnDriver;
@@ -59,8 +60,10 @@ fn turn_run(
         processes: active.processes.clone(),
         store,
         stored_started: Vec::new(),
-        store_failure: None,
+        store_failure: Default::default(),
         stored_items: Default::default(),
+        hold_completed: false,
+        held: Default::default(),
         reasoning: crate::config::reasoning::thread_reasoning(
             &state.record.config,
             &service.config().reasoning,
@@ -142,6 +145,9 @@ async fn run(
             input,
         } => {
             run.stored_user_message(user_message).await;
+            // Only the agent's own items wait for the turn's end, not a compaction's or a
+            // user's shell command's.
+            run.hold_completed = agent.waits_only_through_driver();
             let mut driver = TurnDriver::new(run);
             let result = agent.run_turn(&history, input, &mut driver).await;
             (driver, result)
@@ -187,7 +193,11 @@ async fn run(
         .unwrap_or_else(PoisonError::into_inner)
         .closed = true;
     let run = TurnRun::of(&mut driver);
+    // The agent's last completed item, not written yet: it goes with the turn's end. After
+    // a store failure it is dropped, as any item after the failure is.
+    let mut held = run.take_held();
     if let Some(failure) = run.take_store_failure() {
+        held = None;
         result = Err(AgentError::Failed(failure));
     } else if active.cancel.is_cancelled() {
         result = Err(AgentError::Interrupted);
@@ -260,9 +270,41 @@ async fn run(
         for item in &mut finished.items {
             store::close_unfinished_item(item);
         }
-        service
-            .record_turn_end(&thread, store.as_ref(), &mut finished, &mut thread_status)
+        // The held item takes the next index: every other writer of the turn (the agent,
+        // users' shell commands) is done by now.
+        let held = match held {
+            Some(item) => {
+                let mut next = active.next_item.lock().await;
+                let index = *next;
+                *next += 1;
+                Some((index, item))
+            }
+            None => None,
+        };
+        let last_item = service
+            .record_turn_end(
+                &thread,
+                store.as_ref(),
+                &mut finished,
+                held,
+                &mut thread_status,
+            )
             .await;
+        // Reported once stored, with the end, before anything else about the turn's end.
+        if let Some(item) = last_item {
+            thread
+                .notify(
+                    &outgoing,
+                    ServerNotification::ItemCompleted(ItemCompletedNotification {
+                        thread_id: thread.id.clone(),
+                        turn_id: finished.id.clone(),
+                        item,
+                        completed_at_ms: now_millis(),
+                    }),
+                    None,
+                )
+                .await;
+        }
         if finished.status == TurnStatus::Failed
             && let Some(error) = finished.error.clone()
         {

@@ -116,8 +116,10 @@ impl ThreadStore for FailingStore {
         &self,
         thread_id: &str,
         turn: &Turn,
+        last_item: Option<(usize, &ThreadItem)>,
         end: &TurnEndUpdate,
     ) -> Result<(), StoreError> {
+        // One write, as the real stores make it one commit.
         self.write()?;
         let unreachable =
             self.unreachable_ends
@@ -129,7 +131,9 @@ impl ThreadStore for FailingStore {
                 "injected: the database system is starting up".to_owned(),
             ));
         }
-        self.inner.finish_turn(thread_id, turn, end).await
+        self.inner
+            .finish_turn(thread_id, turn, last_item, end)
+            .await
     }
     async fn list_turns(
         &self,

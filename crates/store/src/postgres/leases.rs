@@ -8,11 +8,11 @@
 use std::time::Instant;
 
 use deadpool_postgres::ClientWrapper;
-use tandem_protocol::TurnError;
+use tandem_protocol::{Turn, TurnError};
 
 use super::super::lease::LeaseRenewal;
 use super::super::liveness;
-use super::super::{INTERRUPTED_BY_STOP, StoreError, close_unfinished_item};
+use super::super::{INTERRUPTED_BY_STOP, StoreError, ThreadRecord, close_unfinished_item};
 use super::{PostgresThreadStore, Tx, handoff};
 use crate::codec::{decode, encode};
 
@@ -38,6 +38,38 @@ impl PostgresThreadStore {
                 expires_at_ms,
             }),
         }
+    }
+
+    /// See [`crate::ThreadStore::create_leased_thread`]: the thread's rows and its lease in
+    /// one transaction (one commit).
+    pub(super) async fn create_leased(
+        &self,
+        thread: &ThreadRecord,
+        history: &[Turn],
+    ) -> Result<(), StoreError> {
+        let sent = Instant::now();
+        let tx = self.write(Some(&thread.id)).await?;
+        let result = async {
+            super::statements::insert_new_thread(tx.db(), thread, history).await?;
+            // Refused (a live lease elsewhere on a thread that did not exist: an id chosen by
+            // a client) rolls the thread back with it.
+            match self.acquire_in(&tx, &thread.id).await? {
+                Acquired::Granted(epoch) => Ok(epoch),
+                Acquired::Held {
+                    owner,
+                    expires_at_ms,
+                } => Err(StoreError::LeaseHeld {
+                    thread_id: thread.id.clone(),
+                    owner,
+                    expires_at_ms,
+                }),
+            }
+        }
+        .await;
+        let epoch = tx.finish(result).await?;
+        self.leases
+            .granted(&thread.id, epoch, self.leases.deadline_from(sent));
+        Ok(())
     }
 
     async fn acquire_in(&self, tx: &Tx, thread_id: &str) -> Result<Acquired, StoreError> {
@@ -214,14 +246,16 @@ enum Acquired {
     Held { owner: String, expires_at_ms: i64 },
 }
 
+/// The turns of thread `$1` left running, through the partial index
+/// [`super::UNFINISHED_TURNS_INDEX`]: read on every lease taken, so on every cold resume.
+pub(super) const UNFINISHED_TURNS_OF_THREAD: &str =
+    "SELECT id FROM turns WHERE thread_id = $1 AND status = 'inProgress'";
+
 /// Closes the turns of `thread_id` a previous writer left `inProgress` (it died or lost its
 /// lease mid-turn): nobody else can be running them once this server holds the lease.
 async fn close_unfinished_turns(db: &ClientWrapper, thread_id: &str) -> Result<(), StoreError> {
     let unfinished: Vec<String> = db
-        .query(
-            "SELECT id FROM turns WHERE thread_id = $1 AND status = 'inProgress'",
-            &[&thread_id],
-        )
+        .query(UNFINISHED_TURNS_OF_THREAD, &[&thread_id])
         .await?
         .iter()
         .map(|row| row.get(0))

@@ -85,6 +85,94 @@ pub(super) async fn require_thread(db: &ClientWrapper, thread_id: &str) -> Resul
     }
 }
 
+/// Stores `item` (its JSON) as item `index` of the stored turn `turn_id`: replaces the item
+/// at that index or appends it; an index past the end is the caller's bug.
+pub(super) async fn store_item(
+    db: &ClientWrapper,
+    thread_id: &str,
+    turn_id: &str,
+    index: i64,
+    item: &str,
+) -> Result<(), StoreError> {
+    if turn_seq(db, thread_id, turn_id).await?.is_none() {
+        return Err(StoreError::TurnNotFound {
+            thread_id: thread_id.to_owned(),
+            turn_id: turn_id.to_owned(),
+        });
+    }
+    let count = db
+        .prepare_cached("SELECT COUNT(*) FROM items WHERE thread_id = $1 AND turn_id = $2")
+        .await?;
+    let count: i64 = db.query_one(&count, &[&thread_id, &turn_id]).await?.get(0);
+    if index > count {
+        return Err(StoreError::Unavailable(format!(
+            "item {index} of turn {turn_id} in thread {thread_id} would leave a gap after item \
+             {count}; this is a bug in the caller"
+        )));
+    }
+    let statement = db
+        .prepare_cached(
+            "INSERT INTO items (thread_id, turn_id, idx, item) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (thread_id, turn_id, idx) DO UPDATE SET item = excluded.item",
+        )
+        .await?;
+    db.execute(&statement, &[&thread_id, &turn_id, &index, &item])
+        .await?;
+    Ok(())
+}
+
+/// The statement of an items page newest or oldest first: `$1` the thread, then `$2` the
+/// turn's `seq` when `scoped` to one turn, then the anchor's `seq` and index when `anchor`
+/// (whether the anchor is included), then the limit. The planner walks the turns through
+/// `(thread_id, seq)` and each turn's items through the items key, stopping at the limit
+/// (`plan_tests` pins it).
+pub(super) fn items_page_sql(
+    direction: SortDirection,
+    scoped: bool,
+    anchor: Option<bool>,
+) -> String {
+    let order = sql_order(direction);
+    let mut sql = String::from(
+        "SELECT t.id, i.idx, i.item FROM turns AS t \
+         JOIN items AS i ON i.thread_id = t.thread_id AND i.turn_id = t.id \
+         WHERE t.thread_id = $1",
+    );
+    let mut next = 2;
+    if scoped {
+        sql.push_str(&format!(" AND t.seq = ${next}"));
+        next += 1;
+    }
+    if let Some(inclusive) = anchor {
+        let turn_bound = sql_comparison(direction, true);
+        let item_bound = sql_comparison(direction, inclusive);
+        sql.push_str(&format!(
+            " AND t.seq {turn_bound} ${next} AND (t.seq <> ${next} OR i.idx {item_bound} ${})",
+            next + 1
+        ));
+        next += 2;
+    }
+    sql.push_str(&format!(
+        " ORDER BY t.seq {order}, i.idx {order} LIMIT ${next}"
+    ));
+    sql
+}
+
+/// Inserts the new `thread` with `history` as its turns; fails if the id is taken.
+pub(super) async fn insert_new_thread(
+    db: &ClientWrapper,
+    thread: &ThreadRecord,
+    history: &[Turn],
+) -> Result<(), StoreError> {
+    if read_thread(db, &thread.id).await?.is_some() {
+        return Err(StoreError::ThreadExists(thread.id.clone()));
+    }
+    upsert_thread(db, thread).await?;
+    for (seq, turn) in (1..).zip(history) {
+        insert_turn(db, &thread.id, seq, turn).await?;
+    }
+    Ok(())
+}
+
 pub(super) async fn turn_seq(
     db: &ClientWrapper,
     thread_id: &str,
@@ -236,6 +324,25 @@ pub(super) async fn load_turn(
     Ok(turn)
 }
 
+/// The statement of a turns page: `$1` the thread, then `$2` the anchor's `seq` when
+/// `anchor` (whether it is included), then the limit. Read through `(thread_id, seq)`,
+/// stopping at the limit (`plan_tests` pins it).
+pub(super) fn turns_page_sql(direction: SortDirection, anchor: Option<bool>) -> String {
+    let order = sql_order(direction);
+    match anchor {
+        None => format!(
+            "SELECT {TURN_COLUMNS} FROM turns WHERE thread_id = $1 ORDER BY seq {order} LIMIT $2"
+        ),
+        Some(inclusive) => {
+            let comparison = sql_comparison(direction, inclusive);
+            format!(
+                "SELECT {TURN_COLUMNS} FROM turns WHERE thread_id = $1 AND seq {comparison} $2 \
+                 ORDER BY seq {order} LIMIT $3"
+            )
+        }
+    }
+}
+
 pub(super) async fn read_turns(
     db: &ClientWrapper,
     thread_id: &str,
@@ -244,26 +351,12 @@ pub(super) async fn read_turns(
     limit: Option<i64>,
     view: TurnItemsView,
 ) -> Result<Vec<Turn>, StoreError> {
-    let order = sql_order(direction);
     // `LIMIT NULL` is no limit.
+    let sql = turns_page_sql(direction, anchor.as_ref().map(|anchor| anchor.inclusive));
+    let statement = db.prepare_cached(&sql).await?;
     let rows = match anchor {
-        None => {
-            let statement = db
-                .prepare_cached(&format!(
-                    "SELECT {TURN_COLUMNS} FROM turns WHERE thread_id = $1 \
-                     ORDER BY seq {order} LIMIT $2"
-                ))
-                .await?;
-            db.query(&statement, &[&thread_id, &limit]).await?
-        }
+        None => db.query(&statement, &[&thread_id, &limit]).await?,
         Some(anchor) => {
-            let comparison = sql_comparison(direction, anchor.inclusive);
-            let statement = db
-                .prepare_cached(&format!(
-                    "SELECT {TURN_COLUMNS} FROM turns WHERE thread_id = $1 AND seq {comparison} $2 \
-                     ORDER BY seq {order} LIMIT $3"
-                ))
-                .await?;
             db.query(&statement, &[&thread_id, &anchor.position, &limit])
                 .await?
         }
@@ -326,33 +419,20 @@ pub(super) async fn read_items(
             ))
         }
     };
-    let order = sql_order(query.direction);
-    let mut sql = String::from(
-        "SELECT t.id, i.idx, i.item FROM turns AS t \
-         JOIN items AS i ON i.thread_id = t.thread_id AND i.turn_id = t.id \
-         WHERE t.thread_id = $1",
-    );
     let mut values: Vec<Param> = vec![Box::new(thread_id.to_owned())];
     if let Some(seq) = scope {
         values.push(Box::new(seq));
-        sql.push_str(&format!(" AND t.seq = ${}", values.len()));
     }
-    if let Some((seq, index, inclusive)) = anchor {
-        let turn_bound = sql_comparison(query.direction, true);
-        let item_bound = sql_comparison(query.direction, inclusive);
+    if let Some((seq, index, _)) = anchor {
         values.push(Box::new(seq));
-        let seq_at = values.len();
         values.push(Box::new(index));
-        sql.push_str(&format!(
-            " AND t.seq {turn_bound} ${seq_at} AND (t.seq <> ${seq_at} OR i.idx {item_bound} ${})",
-            values.len()
-        ));
     }
     values.push(Box::new(limit_plus_one(query.limit)));
-    sql.push_str(&format!(
-        " ORDER BY t.seq {order}, i.idx {order} LIMIT ${}",
-        values.len()
-    ));
+    let sql = items_page_sql(
+        query.direction,
+        scope.is_some(),
+        anchor.map(|(_, _, inclusive)| inclusive),
+    );
     let statement = db.prepare_cached(&sql).await?;
     let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|value| value.as_ref() as _).collect();
     db.query(&statement, &params)

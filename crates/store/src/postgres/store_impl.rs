@@ -27,14 +27,7 @@ impl ThreadStore for PostgresThreadStore {
         history: &[Turn],
     ) -> Result<(), StoreError> {
         self.in_write(Some(&thread.id), async |db| {
-            if read_thread(db, &thread.id).await?.is_some() {
-                return Err(StoreError::ThreadExists(thread.id.clone()));
-            }
-            upsert_thread(db, thread).await?;
-            for (seq, turn) in (1..).zip(history) {
-                insert_turn(db, &thread.id, seq, turn).await?;
-            }
-            Ok(())
+            insert_new_thread(db, thread, history).await
         })
         .await
     }
@@ -198,31 +191,7 @@ impl ThreadStore for PostgresThreadStore {
         let index = i64::try_from(index).expect("a turn holds fewer than i64::MAX items");
         let item = encode_exact(item, "item")?;
         self.in_write(Some(thread_id), async |db| {
-            if turn_seq(db, thread_id, turn_id).await?.is_none() {
-                return Err(StoreError::TurnNotFound {
-                    thread_id: thread_id.to_owned(),
-                    turn_id: turn_id.to_owned(),
-                });
-            }
-            let count = db
-                .prepare_cached("SELECT COUNT(*) FROM items WHERE thread_id = $1 AND turn_id = $2")
-                .await?;
-            let count: i64 = db.query_one(&count, &[&thread_id, &turn_id]).await?.get(0);
-            if index > count {
-                return Err(StoreError::Unavailable(format!(
-                    "item {index} of turn {turn_id} in thread {thread_id} would leave a gap \
-                     after item {count}; this is a bug in the caller"
-                )));
-            }
-            let statement = db
-                .prepare_cached(
-                    "INSERT INTO items (thread_id, turn_id, idx, item) VALUES ($1, $2, $3, $4) \
-                     ON CONFLICT (thread_id, turn_id, idx) DO UPDATE SET item = excluded.item",
-                )
-                .await?;
-            db.execute(&statement, &[&thread_id, &turn_id, &index, &item])
-                .await?;
-            Ok(())
+            store_item(db, thread_id, turn_id, index, &item).await
         })
         .await
     }
@@ -231,8 +200,15 @@ impl ThreadStore for PostgresThreadStore {
         &self,
         thread_id: &str,
         turn: &Turn,
+        last_item: Option<(usize, &ThreadItem)>,
         end: &TurnEndUpdate,
     ) -> Result<(), StoreError> {
+        let last_item = last_item
+            .map(|(index, item)| {
+                let index = i64::try_from(index).expect("a turn holds fewer than i64::MAX items");
+                encode_exact(item, "item").map(|item| (index, item))
+            })
+            .transpose()?;
         let status = encode_word(&turn.status, "turn status")?;
         let items_view = encode_word(&turn.items_view, "turn itemsView")?;
         let error = turn
@@ -242,6 +218,9 @@ impl ThreadStore for PostgresThreadStore {
             .transpose()?;
         let thread_status = encode(&end.status, "thread status")?;
         self.in_write(Some(thread_id), async |db| {
+            if let Some((index, item)) = &last_item {
+                store_item(db, thread_id, &turn.id, *index, item).await?;
+            }
             // Only the two columns the end changes: the row's preview stays where it is.
             let statement = db
                 .prepare_cached("UPDATE threads SET status = $2, updated_at = $3 WHERE id = $1")
@@ -526,6 +505,14 @@ impl ThreadStore for PostgresThreadStore {
 
     async fn acquire_lease(&self, thread_id: &str) -> Result<(), StoreError> {
         self.acquire(thread_id).await
+    }
+
+    async fn create_leased_thread(
+        &self,
+        thread: &ThreadRecord,
+        history: &[Turn],
+    ) -> Result<(), StoreError> {
+        self.create_leased(thread, history).await
     }
 
     async fn release_lease(&self, thread_id: &str) -> Result<(), StoreError> {

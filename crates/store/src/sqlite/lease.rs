@@ -14,13 +14,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rusqlite::{Connection, OptionalExtension, params};
-use tandem_protocol::TurnError;
+use tandem_protocol::{Turn, TurnError};
 
 use super::SqliteThreadStore;
 use crate::codec::encode;
 use crate::lease::{Fence, LeaseBook, LeaseRenewal, LeaseSettings};
 use crate::liveness::{self, OWNERS_DIR};
-use crate::{INTERRUPTED_BY_STOP, StoreError};
+use crate::{INTERRUPTED_BY_STOP, StoreError, ThreadRecord, ThreadStore};
 
 /// Schema version 4: the lease table (see the PostgreSQL migration
 /// `0002_writer_leases.sql`, whose columns these are; `expires_at` in unix milliseconds).
@@ -125,6 +125,39 @@ impl SqliteThreadStore {
                 expires_at_ms,
             }),
         }
+    }
+
+    /// See [`crate::ThreadStore::create_leased_thread`]: the thread's rows and its lease in
+    /// one write (one commit).
+    pub(super) async fn create_leased(
+        &self,
+        thread: &ThreadRecord,
+        history: &[Turn],
+    ) -> Result<(), StoreError> {
+        let Some(leases) = self.leases.clone() else {
+            return self.create_thread(thread, history).await;
+        };
+        let sent = Instant::now();
+        let thread = thread.clone();
+        let history = history.to_vec();
+        let id = thread.id.clone();
+        let book = Arc::clone(&leases);
+        let epoch = self
+            .write(move |connection| {
+                super::statements::insert_new_thread(connection, &thread, &history)?;
+                // Refused (a live lease elsewhere on a thread that did not exist: an id
+                // chosen by a client) rolls the thread back with it.
+                acquire_in(connection, &thread.id, &book)?.map_err(|(owner, expires_at_ms)| {
+                    StoreError::LeaseHeld {
+                        thread_id: thread.id.clone(),
+                        owner,
+                        expires_at_ms,
+                    }
+                })
+            })
+            .await?;
+        leases.granted(&id, epoch, leases.deadline_from(sent));
+        Ok(())
     }
 
     pub(super) async fn release(&self, thread_id: &str) -> Result<(), StoreError> {
@@ -327,10 +360,15 @@ fn release_for_gone(
     Ok(released)
 }
 
+/// The turns of thread `?1` left running, through the partial index `turns_unfinished`:
+/// read on every lease taken, so on every cold resume.
+pub(crate) const UNFINISHED_TURNS_OF_THREAD: &str =
+    "SELECT id FROM turns WHERE thread_id = ?1 AND status = 'inProgress'";
+
 /// Closes the turns of `thread_id` its previous writer left `inProgress`.
 fn close_unfinished_turns(connection: &Connection, thread_id: &str) -> Result<(), StoreError> {
     let unfinished: Vec<String> = connection
-        .prepare_cached("SELECT id FROM turns WHERE thread_id = ?1 AND status = 'inProgress'")?
+        .prepare_cached(UNFINISHED_TURNS_OF_THREAD)?
         .query_map([thread_id], |row| row.get(0))?
         .collect::<Result<_, _>>()?;
     if unfinished.is_empty() {

@@ -36,6 +36,22 @@ pub(super) fn require_thread(connection: &Connection, thread_id: &str) -> Result
         .ok_or_else(|| StoreError::ThreadNotFound(thread_id.to_owned()))
 }
 
+/// Inserts the new `thread` with `history` as its turns; fails if the id is taken.
+pub(super) fn insert_new_thread(
+    connection: &Connection,
+    thread: &ThreadRecord,
+    history: &[Turn],
+) -> Result<(), StoreError> {
+    if read_thread(connection, &thread.id)?.is_some() {
+        return Err(StoreError::ThreadExists(thread.id.clone()));
+    }
+    upsert_thread(connection, thread)?;
+    for (seq, turn) in (1..).zip(history) {
+        insert_turn(connection, &thread.id, seq, turn)?;
+    }
+    Ok(())
+}
+
 /// Inserts the thread, or overwrites every member of an existing one in place (an
 /// `INSERT OR REPLACE` would delete the row first and cascade to its turns).
 pub(super) fn upsert_thread(
@@ -136,6 +152,35 @@ pub(super) fn write_item(
     statement.raw_bind_parameter(4, item.as_str())?;
     drop(item);
     statement.raw_execute()
+}
+
+/// Stores `item` (its JSON) as item `index` of the stored turn `turn_id`: replaces the item
+/// at that index or appends it; an index past the end is the caller's bug.
+pub(super) fn store_item(
+    connection: &Connection,
+    thread_id: String,
+    turn_id: String,
+    index: i64,
+    item: String,
+) -> Result<(), StoreError> {
+    if turn_seq(connection, &thread_id, &turn_id)?.is_none() {
+        return Err(StoreError::TurnNotFound { thread_id, turn_id });
+    }
+    let count: i64 = connection
+        .prepare_cached("SELECT COUNT(*) FROM items WHERE thread_id = ?1 AND turn_id = ?2")?
+        .query_row(params![thread_id, turn_id], |row| row.get(0))?;
+    if index > count {
+        return Err(StoreError::Unavailable(format!(
+            "item {index} of turn {turn_id} in thread {thread_id} would leave a gap after item \
+             {count}; this is a bug in the caller"
+        )));
+    }
+    let mut statement = connection.prepare_cached(
+        "INSERT INTO items (thread_id, turn_id, idx, item) VALUES (?1, ?2, ?3, ?4) \
+         ON CONFLICT (thread_id, turn_id, idx) DO UPDATE SET item = excluded.item",
+    )?;
+    write_item(&mut statement, &thread_id, &turn_id, index, item)?;
+    Ok(())
 }
 
 /// The thread's turns past `anchor` (a `seq`, inclusive or not) in `direction`, at most

@@ -13,14 +13,7 @@ impl ThreadStore for SqliteThreadStore {
         let thread = thread.clone();
         let history = history.to_vec();
         self.write_thread(thread.id.clone(), move |connection| {
-            if read_thread(connection, &thread.id)?.is_some() {
-                return Err(StoreError::ThreadExists(thread.id));
-            }
-            upsert_thread(connection, &thread)?;
-            for (seq, turn) in (1..).zip(&history) {
-                insert_turn(connection, &thread.id, seq, turn)?;
-            }
-            Ok(())
+            insert_new_thread(connection, &thread, &history)
         })
         .await
     }
@@ -191,24 +184,7 @@ impl ThreadStore for SqliteThreadStore {
         // Encoded here, on the caller's task, so the writer only copies bytes.
         let item = encode_exact(item, "item")?;
         self.write_thread(thread_id.clone(), move |connection| {
-            if turn_seq(connection, &thread_id, &turn_id)?.is_none() {
-                return Err(StoreError::TurnNotFound { thread_id, turn_id });
-            }
-            let count: i64 = connection
-                .prepare_cached("SELECT COUNT(*) FROM items WHERE thread_id = ?1 AND turn_id = ?2")?
-                .query_row(params![thread_id, turn_id], |row| row.get(0))?;
-            if index > count {
-                return Err(StoreError::Unavailable(format!(
-                    "item {index} of turn {turn_id} in thread {thread_id} would leave a gap \
-                     after item {count}; this is a bug in the caller"
-                )));
-            }
-            let mut statement = connection.prepare_cached(
-                "INSERT INTO items (thread_id, turn_id, idx, item) VALUES (?1, ?2, ?3, ?4) \
-                 ON CONFLICT (thread_id, turn_id, idx) DO UPDATE SET item = excluded.item",
-            )?;
-            write_item(&mut statement, &thread_id, &turn_id, index, item)?;
-            Ok(())
+            store_item(connection, thread_id, turn_id, index, item)
         })
         .await
     }
@@ -217,10 +193,18 @@ impl ThreadStore for SqliteThreadStore {
         &self,
         thread_id: &str,
         turn: &Turn,
+        last_item: Option<(usize, &ThreadItem)>,
         end: &TurnEndUpdate,
     ) -> Result<(), StoreError> {
         let thread_id = thread_id.to_owned();
         let turn_id = turn.id.clone();
+        // Encoded here, on the caller's task, as `put_item` does.
+        let last_item = last_item
+            .map(|(index, item)| {
+                let index = i64::try_from(index).expect("a turn holds fewer than i64::MAX items");
+                encode_exact(item, "item").map(|item| (index, item))
+            })
+            .transpose()?;
         let status = encode_word(&turn.status, "turn status")?;
         let items_view = encode_word(&turn.items_view, "turn itemsView")?;
         let error = turn
@@ -232,6 +216,9 @@ impl ThreadStore for SqliteThreadStore {
         let thread_status = encode(&end.status, "thread status")?;
         let updated_at = end.updated_at;
         self.write_thread(thread_id.clone(), move |connection| {
+            if let Some((index, item)) = last_item {
+                store_item(connection, thread_id.clone(), turn_id.clone(), index, item)?;
+            }
             // Only the two columns the end changes: the row's preview stays where it is.
             let found = connection
                 .prepare_cached("UPDATE threads SET status = ?2, updated_at = ?3 WHERE id = ?1")?
@@ -631,6 +618,14 @@ impl ThreadStore for SqliteThreadStore {
 
     async fn acquire_lease(&self, thread_id: &str) -> Result<(), StoreError> {
         self.acquire(thread_id).await
+    }
+
+    async fn create_leased_thread(
+        &self,
+        thread: &ThreadRecord,
+        history: &[Turn],
+    ) -> Result<(), StoreError> {
+        self.create_leased(thread, history).await
     }
 
     async fn release_lease(&self, thread_id: &str) -> Result<(), StoreError> {
