@@ -248,14 +248,10 @@ impl OutgoingMessageSender {
         connection: ConnectionId,
         notification: ServerNotification,
     ) -> bool {
-        let (ack, delivered) = DeliveryAck::new();
-        self.route(
-            Target::Connection(connection),
-            OutgoingMessage::Notification(notification),
-            Some(ack),
-        )
-        .await;
-        delivered.await.unwrap_or(false)
+        self.queue_notification(connection, notification)
+            .await
+            .delivered()
+            .await
     }
 
     /// [`Self::send_notification_and_wait`] in two steps: resolves once the notification is in
