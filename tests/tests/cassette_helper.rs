@@ -98,3 +98,58 @@ async fn a_missing_cassette_fails_the_start_with_what_to_do() {
         "{message}"
     );
 }
+
+#[tokio::test]
+async fn a_shut_down_recorder_lets_the_next_one_record() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cassette = dir.path().join("twice.jsonl");
+    let mock = MockHttpServer::start().await.expect("mock starts");
+    for text in ["First.", "Second."] {
+        mock.push(
+            MockResponse::sse()
+                .bytes(chat::text(text))
+                .bytes(chat::done()),
+        );
+    }
+    let mut first = within(
+        LIMIT,
+        "the first recorder starts",
+        builder(&cassette, &mock.url("/v1"))
+            .mode(CassetteMode::Record)
+            .start(),
+    )
+    .await
+    .expect("starts");
+    let thread = first
+        .start_thread(serde_json::json!({}))
+        .await
+        .expect("thread");
+    within(LIMIT, "the first turn", first.run_turn(&thread, "one"))
+        .await
+        .expect("turn");
+    // Shut down but not dropped: a harness that keeps its server value to the end of the test
+    // must still be able to record again once the server has stopped.
+    within(LIMIT, "the first shutdown", first.shutdown())
+        .await
+        .expect("shutdown");
+
+    let mut second = within(
+        LIMIT,
+        "the second recorder starts",
+        builder(&cassette, &mock.url("/v1"))
+            .mode(CassetteMode::RecordMissing)
+            .start(),
+    )
+    .await
+    .expect("the first server's lock went with its shutdown");
+    let thread = second
+        .start_thread(serde_json::json!({}))
+        .await
+        .expect("thread");
+    let turn = within(LIMIT, "the second turn", second.run_turn(&thread, "two"))
+        .await
+        .expect("turn");
+    assert_eq!(agent_text(&turn), "Second.");
+    second.shutdown().await.expect("shutdown");
+    drop(first);
+}

@@ -173,9 +173,13 @@ impl ThreadService {
         let delay = self.config().thread_unload_delay;
         let service = Arc::clone(self);
         let thread = Arc::clone(thread);
+        let stopping = self.stopping.clone();
         tokio::spawn(async move {
             // The delay was validated at config load, so the deadline cannot overflow.
-            tokio::time::sleep(delay).await;
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = stopping.cancelled() => return,
+            }
             let id = thread.id.clone();
             let unload = Arc::clone(&service);
             service.sequenced(&id, async move {
@@ -233,8 +237,7 @@ impl ThreadService {
     /// process exits) and the token that is cancelled once its interrupted state is stored
     /// and its `turn/completed` queued.
     pub(crate) fn shutdown(&self) -> Vec<(ProcessManager, CancellationToken)> {
-        self.stopping
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.stopping.cancel();
         let mut turns = Vec::new();
         for thread in lock(&self.loaded).values() {
             if let Some(active) = &thread.state().active {
@@ -247,7 +250,7 @@ impl ThreadService {
 
     /// Whether the host is shutting down (see [`ThreadService::shutdown`]).
     pub(crate) fn is_stopping(&self) -> bool {
-        self.stopping.load(std::sync::atomic::Ordering::SeqCst)
+        self.stopping.is_cancelled()
     }
 
     /// Moves everything the durable store wrote into its main file (see

@@ -323,9 +323,11 @@ pub(crate) struct ThreadService {
     run_turn: TurnRunner,
     loaded: Mutex<BTreeMap<String, Arc<LoadedThread>>>,
     sequencer: Mutex<Sequencer>,
-    /// Set when the host shuts down: no new turn starts from then on, so every running turn
-    /// is one that shutdown interrupts and waits for.
-    stopping: std::sync::atomic::AtomicBool,
+    /// Cancelled when the host shuts down: no new turn starts from then on, so every running
+    /// turn is one that shutdown interrupts and waits for; and the service's timers (idle
+    /// unloads, retries of an owed end) end at once instead of keeping the service, its agent
+    /// and what that holds (a cassette's recording lock) alive past the shutdown.
+    stopping: CancellationToken,
     /// Set once the writer-lease renewal loop runs (see `leases`).
     renewing: std::sync::atomic::AtomicBool,
 }
@@ -351,7 +353,7 @@ impl ThreadService {
             run_turn,
             loaded: Mutex::new(BTreeMap::new()),
             sequencer: Mutex::new(Sequencer::default()),
-            stopping: std::sync::atomic::AtomicBool::new(false),
+            stopping: CancellationToken::new(),
             renewing: std::sync::atomic::AtomicBool::new(false),
         }
     }

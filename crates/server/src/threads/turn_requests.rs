@@ -566,10 +566,14 @@ impl ThreadService {
     fn retry_owed_end(self: &Arc<Self>, thread: &Arc<LoadedThread>) {
         let service = Arc::clone(self);
         let thread = Arc::clone(thread);
+        let stopping = self.stopping.clone();
         tokio::spawn(async move {
             let mut pause = OWED_RETRY_FIRST_PAUSE;
             loop {
-                tokio::time::sleep(pause).await;
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    () = stopping.cancelled() => return,
+                }
                 pause = (pause * 2).min(OWED_RETRY_MAX_PAUSE);
                 let current = service
                     .loaded(&thread.id)
