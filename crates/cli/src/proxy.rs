@@ -9,6 +9,12 @@
 //!   client) shares the daemon unchanged. It keeps the stdio transport's rules: a line over
 //!   the size limit is answered with -32600 and skipped, and at the end of stdin the requests
 //!   already read are answered (for at most 1 s) before the connection closes.
+//!
+//! In both forms, a server that goes away under a connected client (a daemon stopped,
+//! restarted or killed) ends the proxy at once with exit status 1 and a message on stderr that
+//! says so, rather than leaving the client on a silent pipe.
+
+mod raw;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -61,6 +67,17 @@ enum ProxyError {
     Io(#[from] std::io::Error),
     #[error("the server closed the connection: {0}")]
     Closed(String),
+    #[error(
+        "the server at {socket} went away: {why}{}; start the client again (without --sock the \
+         proxy starts a daemon when none runs)",
+        unanswered.filter(|count| *count > 0).map(|count| format!(", with {count} request(s) unanswered")).unwrap_or_default()
+    )]
+    ServerGone {
+        socket: PathBuf,
+        why: String,
+        /// Requests the line mode had sent and not seen answered.
+        unanswered: Option<usize>,
+    },
 }
 
 pub(crate) async fn run(args: ProxyArgs, global: GlobalOptions) -> i32 {
@@ -78,12 +95,7 @@ async fn proxy(args: ProxyArgs, global: GlobalOptions) -> Result<(), ProxyError>
     if args.lines {
         lines(stream, &socket_path, args.max_message_bytes).await
     } else {
-        let mut stdio = tokio::io::join(tokio::io::stdin(), tokio::io::stdout());
-        let mut stream = stream;
-        // Ends when both directions ended: stdin's end is passed on as a write shutdown, and the
-        // server's answer to it still reaches stdout.
-        tokio::io::copy_bidirectional(&mut stdio, &mut stream).await?;
-        Ok(())
+        raw::bridge(stream, &socket_path).await
     }
 }
 
@@ -141,6 +153,12 @@ async fn lines(
     let (answers_tx, mut answers_rx) = tokio::sync::mpsc::channel::<String>(16);
 
     let writer_pending = pending.clone();
+    let gone_pending = pending.clone();
+    let gone = |why: String| ProxyError::ServerGone {
+        socket: socket_path.to_owned(),
+        why,
+        unanswered: Some(gone_pending.lock().unwrap_or_else(|p| p.into_inner()).len()),
+    };
     let to_stdout = async move {
         let mut stdout = tokio::io::stdout();
         loop {
@@ -149,18 +167,17 @@ async fn lines(
                     let text = match frame {
                         Some(Ok(Message::Text(text))) => text.to_string(),
                         Some(Ok(Message::Binary(bytes))) => String::from_utf8_lossy(&bytes).into_owned(),
+                        // Before the end of stdin the client has not closed: whatever ends the
+                        // connection here is the server going away (a daemon that shuts down
+                        // says so with 1001). After it, the select below takes it as the end.
                         Some(Ok(Message::Close(frame))) => {
-                            return match frame {
-                                // A server that shuts down says so with 1001.
-                                Some(frame) if u16::from(frame.code) != 1000 && u16::from(frame.code) != 1001 => {
-                                    Err(ProxyError::Closed(format!("{} {}", u16::from(frame.code), frame.reason)))
-                                }
-                                _ => Ok(()),
-                            };
+                            return Err(gone(raw::describe_close(frame.map(|frame| u16::from(frame.code)))));
                         }
                         Some(Ok(_)) => continue,
-                        Some(Err(error)) => return Err(ProxyError::Closed(error.to_string())),
-                        None => return Ok(()),
+                        Some(Err(error)) if !ended_unclosed(&error) => {
+                            return Err(gone(format!("the connection broke: {error}")));
+                        }
+                        Some(Err(_)) | None => return Err(gone(raw::UNCLOSED_END.to_owned())),
                     };
                     if let Some(id) = answered_id(&text) {
                         writer_pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
@@ -237,7 +254,7 @@ async fn lines(
             // client is done, a server that resets instead of answering the close (the
             // reference does) has lost nothing.
             match tokio::time::timeout(DRAIN_LIMIT, to_stdout).await {
-                Ok(Err(ProxyError::Closed(reason))) => {
+                Ok(Err(ProxyError::Closed(reason) | ProxyError::ServerGone { why: reason, .. })) => {
                     tracing::debug!(%reason, "the server ended the connection after the client's end");
                     Ok(())
                 }
@@ -245,6 +262,22 @@ async fn lines(
                 Err(_) => Ok(()),
             }
         }
+    }
+}
+
+/// Whether `error` is the end of a connection whose server sent no close frame.
+fn ended_unclosed(error: &tokio_tungstenite::tungstenite::Error) -> bool {
+    use tokio_tungstenite::tungstenite::Error;
+    use tokio_tungstenite::tungstenite::error::ProtocolError;
+    match error {
+        Error::Protocol(ProtocolError::ResetWithoutClosingHandshake) => true,
+        Error::Io(error) => matches!(
+            error.kind(),
+            std::io::ErrorKind::ConnectionReset
+                | std::io::ErrorKind::BrokenPipe
+                | std::io::ErrorKind::UnexpectedEof
+        ),
+        _ => false,
     }
 }
 

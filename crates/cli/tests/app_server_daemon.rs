@@ -2,7 +2,9 @@
 //! app-server daemon start|status|stop`, a proxy starting the daemon when none runs, two
 //! line-mode proxies (stdio JSON clients) and a websocket-over-proxy client sharing one daemon
 //! and seeing each other's threads, a daemon killed with -9 replaced, a home too long for a
-//! socket address, a second server on the daemon's socket refused, and the idle exit.
+//! socket address, a second server on the daemon's socket refused, the idle exit, and both
+//! proxies exiting with a message when their daemon goes away (stopped or killed), but quietly
+//! when their client closes.
 
 mod common;
 
@@ -344,4 +346,93 @@ async fn an_idle_daemon_exits() {
     assert_eq!(home.daemon(&["status"]).await.status.code(), Some(3));
     let log = std::fs::read_to_string(home.log()).expect("the log");
     assert!(log.contains("no connection for the idle limit"), "{log}");
+}
+
+/// Waits for a proxy's exit and returns its status code and what it printed on stderr.
+async fn exit_and_stderr(child: &mut Child) -> (Option<i32>, String) {
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let status = within(PROMPT, "the proxy's exit", child.wait())
+        .await
+        .expect("the proxy's status");
+    let mut text = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut text)
+        .await
+        .expect("the proxy's stderr");
+    (status.code(), text)
+}
+
+/// A raw proxy whose client has done the websocket upgrade and is idle.
+async fn upgraded_raw_proxy(
+    home: &Home,
+) -> (
+    Child,
+    tokio_tungstenite::WebSocketStream<
+        tokio::io::Join<tokio::process::ChildStdout, tokio::process::ChildStdin>,
+    >,
+) {
+    let mut raw = home.proxy(&[]);
+    let io = tokio::io::join(
+        raw.stdout.take().expect("piped stdout"),
+        raw.stdin.take().expect("piped stdin"),
+    );
+    let (socket, response) = within(
+        PROMPT,
+        "the upgrade through the proxy",
+        tokio_tungstenite::client_async("ws://localhost/", io),
+    )
+    .await
+    .expect("the upgrade through the raw proxy");
+    assert_eq!(response.status(), 101);
+    (raw, socket)
+}
+
+#[tokio::test]
+async fn proxies_whose_daemon_goes_away_say_so_and_exit() {
+    let home = Home::new("daemon-gone");
+    // Stopped: the daemon closes each connection with 1001.
+    let (mut line_child, mut line) = line_client(&home).await;
+    let (mut raw_child, raw_socket) = upgraded_raw_proxy(&home).await;
+    let stopped = home.daemon(&["stop"]).await;
+    assert!(stopped.status.success(), "{}", text(&stopped));
+    for child in [&mut line_child, &mut raw_child] {
+        let (code, stderr) = exit_and_stderr(child).await;
+        assert_eq!(code, Some(1), "{stderr}");
+        assert!(
+            stderr.contains("went away") && stderr.contains("shutting down"),
+            "{stderr}"
+        );
+    }
+    drop((line, raw_socket));
+
+    // Killed: the connection ends with no close frame at all.
+    let (mut line_child, line_client_again) = line_client(&home).await;
+    line = line_client_again;
+    let (mut raw_child, raw_socket) = upgraded_raw_proxy(&home).await;
+    let pid = status_pid(&home.daemon(&["status"]).await);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill the daemon");
+    for child in [&mut line_child, &mut raw_child] {
+        let (code, stderr) = exit_and_stderr(child).await;
+        assert_eq!(code, Some(1), "{stderr}");
+        assert!(
+            stderr.contains("went away") && stderr.contains("stopped or was killed"),
+            "{stderr}"
+        );
+    }
+    drop((line, raw_socket));
+}
+
+#[tokio::test]
+async fn a_client_that_closes_ends_the_raw_proxy_quietly() {
+    let home = Home::new("daemon-quiet-close");
+    let (mut raw_child, mut raw_socket) = upgraded_raw_proxy(&home).await;
+    within(PROMPT, "the client's close", raw_socket.close(None))
+        .await
+        .expect("a close handshake");
+    let (code, stderr) = exit_and_stderr(&mut raw_child).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("went away"), "{stderr}");
 }
