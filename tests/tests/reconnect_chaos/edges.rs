@@ -15,7 +15,7 @@ use tandem_client::{
 };
 use tandem_protocol::{ProcessSpawnParams, ThreadNameSetParams, TurnStartParams, TurnStatus};
 
-use crate::proxy::{CutPlan, Proxy};
+use crate::proxy::{CutPlan, Proxy, Upstream};
 use crate::{client_options, script, websocket_server_with};
 
 /// How long a step that waits on the server may take.
@@ -53,8 +53,8 @@ async fn setup(
 ) {
     let home = tempfile::tempdir().expect("a home");
     let (server, address) = websocket_server_with(home.path(), args).await;
-    let proxy = Proxy::start(address, None).await;
-    let target = WebSocketTarget::new(format!("ws://{}", proxy.address));
+    let proxy = Proxy::start(Upstream::Tcp(address), None).await;
+    let target = WebSocketTarget::new(proxy.url.clone());
     let client = Client::start(Transport::WebSocket(target), client_options())
         .await
         .expect("a client");
@@ -257,11 +257,11 @@ async fn a_process_handle_sees_every_byte_once_and_its_exit_across_cuts() {
     let home = tempfile::tempdir().expect("a home");
     let (mut server, address) = websocket_server_with(home.path(), &[]).await;
     let proxy = Proxy::start(
-        address,
+        Upstream::Tcp(address),
         Some(CutPlan::seeded(env_seed(), PROCESS_CUT_BYTES)),
     )
     .await;
-    let target = WebSocketTarget::new(format!("ws://{}", proxy.address));
+    let target = WebSocketTarget::new(proxy.url.clone());
     let client = Client::start(Transport::WebSocket(target), client_options())
         .await
         .expect("a client");

@@ -5,7 +5,8 @@
 //! - Over a websocket, through a loopback proxy that cuts the connection after a drawn number
 //!   of server bytes (mid-frame as often as not): the transcript each turn's handle saw
 //!   equals, byte for byte, that of the same script run with no cuts; the store holds each
-//!   turn once and every command ran (no approval lost).
+//!   turn once and every command ran (no approval lost). The same over a unix socket
+//!   (`--listen unix://PATH`, a client of `unix://PATH`) through a proxy of unix sockets.
 //! - Over a stdio child that is SIGKILLed on the approval of seeded turns and restarted by the
 //!   client: the turns cut short report an explicit gap, resync from the durable snapshot and
 //!   end `interrupted`; every handle saw each stored item of its turn exactly once; no turn
@@ -42,7 +43,7 @@ use tandem_protocol::TurnStatus;
 use tandem_test_support::binary::{ServerProcess, tandem_binary, tandem_command};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 
-use crate::proxy::{CutPlan, Proxy};
+use crate::proxy::{CutPlan, Proxy, Upstream};
 use crate::script::{Hook, Seen};
 
 /// Turns per run unless `TANDEM_CHAOS_TURNS` says otherwise.
@@ -167,8 +168,19 @@ pub(crate) async fn websocket_server_with(
     home: &Path,
     args: &[&str],
 ) -> (ServerProcess, SocketAddr) {
+    let (server, address) = server_listening(home, "ws://127.0.0.1:0", args).await;
+    (server, address.parse().expect("a socket address"))
+}
+
+/// A server started with `--listen LISTEN` on a fresh home, and the address (after its
+/// scheme) it printed; its stderr is drained for the test's lifetime.
+async fn server_listening(home: &Path, listen: &str, args: &[&str]) -> (ServerProcess, String) {
+    let scheme = listen
+        .split_once("://")
+        .map(|(scheme, _)| format!("listening on: {scheme}://"))
+        .expect("a listen URL");
     let mut command = tandem_command(home).await.expect("the tandem binary");
-    command.args(["app-server", "--listen", "ws://127.0.0.1:0"]);
+    command.args(["app-server", "--listen", listen]);
     command.args(args);
     let mut server = ServerProcess::spawn(&mut command).expect("start the server");
     let stderr = server.child_mut().stderr.take().expect("piped stderr");
@@ -177,7 +189,7 @@ pub(crate) async fn websocket_server_with(
         let mut lines = BufReader::new(stderr).lines();
         let mut address_tx = Some(address_tx);
         while let Ok(Some(line)) = lines.next_line().await {
-            if let Some(address) = line.strip_prefix("listening on: ws://")
+            if let Some(address) = line.strip_prefix(scheme.as_str())
                 && let Some(tx) = address_tx.take()
             {
                 let _ = tx.send(address.trim().to_owned());
@@ -191,15 +203,44 @@ pub(crate) async fn websocket_server_with(
         .await
         .expect("the server listens in time")
         .expect("the server printed its address");
-    (server, address.parse().expect("a socket address"))
+    (server, address)
+}
+
+/// How the client reaches the server through the cutting proxy.
+#[derive(Clone, Copy, Debug)]
+enum Socket {
+    /// A websocket over TCP.
+    Tcp,
+    /// The same protocol over a unix socket (`Client::connect_unix`'s transport).
+    Unix,
 }
 
 /// One websocket run: through a proxy that cuts with `seed`, or never.
-async fn websocket_run(turns: usize, seed: Option<u64>) -> (Outcome, u64) {
+async fn websocket_run(socket: Socket, turns: usize, seed: Option<u64>) -> (Outcome, u64) {
     let home = tempfile::tempdir().expect("a home");
-    let (mut server, address) = websocket_server(home.path()).await;
-    let proxy = Proxy::start(address, seed.map(|seed| CutPlan::seeded(seed, CUT_BYTES))).await;
-    let target = WebSocketTarget::new(format!("ws://{}", proxy.address));
+    let (mut server, upstream) = match socket {
+        Socket::Tcp => {
+            let (server, address) = websocket_server(home.path()).await;
+            (server, Upstream::Tcp(address))
+        }
+        Socket::Unix => {
+            // A short private directory: a socket address holds about 108 bytes.
+            let sockets = tempfile::Builder::new()
+                .prefix("chaos")
+                .tempdir_in("/tmp")
+                .expect("a socket directory")
+                .keep();
+            let listen = format!("unix://{}", sockets.join("server.sock").display());
+            let (server, path) = server_listening(home.path(), &listen, &[]).await;
+            (server, Upstream::Unix(path.into()))
+        }
+    };
+    let socket_dir = match &upstream {
+        Upstream::Unix(path) => path.parent().map(Path::to_path_buf),
+        Upstream::Tcp(_) => None,
+    };
+    let proxy = Proxy::start(upstream, seed.map(|seed| CutPlan::seeded(seed, CUT_BYTES))).await;
+    let target = WebSocketTarget::new(proxy.url.clone());
     let client = Client::start(Transport::WebSocket(target), client_options())
         .await
         .expect("a client");
@@ -211,19 +252,36 @@ async fn websocket_run(turns: usize, seed: Option<u64>) -> (Outcome, u64) {
         .terminate_within(Duration::from_secs(10))
         .await
         .expect("the server stops");
+    if let Some(dir) = socket_dir {
+        let _ = std::fs::remove_dir_all(dir);
+    }
     (outcome, cuts)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn websocket_cuts_lose_nothing() {
+    cuts_lose_nothing(Socket::Tcp).await;
+}
+
+/// The same over a unix socket: `--listen unix://PATH` and a client of `unix://PATH`
+/// reconnect by cursor exactly as over TCP (issue 32, point 4).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unix_socket_cuts_lose_nothing() {
+    cuts_lose_nothing(Socket::Unix).await;
+}
+
+/// Runs the script without cuts and with seeded cuts over `socket`, and compares.
+async fn cuts_lose_nothing(socket: Socket) {
     let turns = env_u64("TANDEM_CHAOS_TURNS", DEFAULT_TURNS) as usize;
     let seed = env_u64("TANDEM_CHAOS_SEED", DEFAULT_SEED);
-    println!("websocket chaos: {turns} turns over {THREADS} threads, TANDEM_CHAOS_SEED={seed}");
-    let (baseline, no_cuts) = websocket_run(turns, None).await;
-    assert_eq!(no_cuts, 0);
-    let (chaos, cuts) = websocket_run(turns, Some(seed)).await;
     println!(
-        "websocket chaos: {cuts} cuts, {} reconnects, {} events replayed, {} duplicates dropped, \
+        "{socket:?} websocket chaos: {turns} turns over {THREADS} threads, TANDEM_CHAOS_SEED={seed}"
+    );
+    let (baseline, no_cuts) = websocket_run(socket, turns, None).await;
+    assert_eq!(no_cuts, 0);
+    let (chaos, cuts) = websocket_run(socket, turns, Some(seed)).await;
+    println!(
+        "{socket:?} websocket chaos: {cuts} cuts, {} reconnects, {} events replayed, {} duplicates dropped, \
          {} gaps (TANDEM_CHAOS_SEED={seed})",
         chaos.stats.reconnects,
         chaos.stats.replayed_events,

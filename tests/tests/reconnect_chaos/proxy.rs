@@ -1,16 +1,17 @@
-//! A loopback TCP proxy between a client and a websocket server that cuts the connection at
-//! seeded points: after a drawn number of bytes from the server (so a cut can fall in the
+//! A loopback proxy (TCP, or a unix socket in front of a unix socket) between a client and a
+//! websocket server that cuts the connection at seeded points: after a drawn number of bytes from the server (so a cut can fall in the
 //! middle of a frame), both sockets are dropped. The client sees its websocket fail and has to
 //! come back through the proxy, which forwards the next connection the same way.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::task::JoinHandle;
 
 /// Where cuts fall: every cut comes after a number of server bytes drawn from `range`.
@@ -44,9 +45,18 @@ struct State {
     dropped: u64,
 }
 
+/// Where a server listens, and so where the proxy connects each client's connection.
+pub(crate) enum Upstream {
+    /// `--listen ws://ADDRESS`.
+    Tcp(SocketAddr),
+    /// `--listen unix://PATH`; the proxy listens on a socket of its own beside it.
+    Unix(PathBuf),
+}
+
 /// The running proxy; stops with the test.
 pub(crate) struct Proxy {
-    pub(crate) address: SocketAddr,
+    /// The URL a client connects to: `ws://ADDRESS` or `unix://PATH`.
+    pub(crate) url: String,
     state: Arc<Mutex<State>>,
     cut_now: tokio::sync::watch::Sender<u64>,
     cuts: Arc<AtomicU64>,
@@ -61,11 +71,7 @@ impl Drop for Proxy {
 
 impl Proxy {
     /// A proxy to `upstream`; `plan: None` forwards without ever cutting.
-    pub(crate) async fn start(upstream: SocketAddr, plan: Option<CutPlan>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the proxy");
-        let address = listener.local_addr().expect("the proxy's address");
+    pub(crate) async fn start(upstream: Upstream, plan: Option<CutPlan>) -> Self {
         let mut plan = plan;
         let budget = plan.as_mut().map_or(u64::MAX, CutPlan::next_budget);
         let state = Arc::new(Mutex::new(State {
@@ -77,35 +83,51 @@ impl Proxy {
         }));
         let cuts = Arc::new(AtomicU64::new(0));
         let (cut_now, _) = tokio::sync::watch::channel(0u64);
-        let task = {
-            let cuts = cuts.clone();
-            let state = state.clone();
-            let cut_now = cut_now.clone();
-            tokio::spawn(async move {
-                loop {
-                    let Ok((client, _)) = listener.accept().await else {
-                        return;
-                    };
-                    let Ok(server) = TcpStream::connect(upstream).await else {
-                        continue;
-                    };
-                    // A new connection: a frozen path was cut, this one carries bytes again.
-                    state.lock().unwrap_or_else(PoisonError::into_inner).frozen = false;
-                    let _ = client.set_nodelay(true);
-                    let _ = server.set_nodelay(true);
-                    // One connection at a time is all the client keeps; each pumps until cut.
-                    tokio::spawn(pump(
-                        client,
-                        server,
-                        state.clone(),
-                        cuts.clone(),
-                        cut_now.subscribe(),
-                    ));
-                }
-            })
+        let connection = Connection {
+            state: state.clone(),
+            cuts: cuts.clone(),
+            cut_now: cut_now.clone(),
+        };
+        let (url, task) = match upstream {
+            Upstream::Tcp(upstream) => {
+                let listener = TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("bind the proxy");
+                let address = listener.local_addr().expect("the proxy's address");
+                let task = tokio::spawn(async move {
+                    loop {
+                        let Ok((client, _)) = listener.accept().await else {
+                            return;
+                        };
+                        let Ok(server) = TcpStream::connect(upstream).await else {
+                            continue;
+                        };
+                        let _ = client.set_nodelay(true);
+                        let _ = server.set_nodelay(true);
+                        connection.pump(client, server);
+                    }
+                });
+                (format!("ws://{address}"), task)
+            }
+            Upstream::Unix(upstream) => {
+                let path = upstream.with_file_name("chaos-proxy.sock");
+                let listener = UnixListener::bind(&path).expect("bind the proxy's socket");
+                let task = tokio::spawn(async move {
+                    loop {
+                        let Ok((client, _)) = listener.accept().await else {
+                            return;
+                        };
+                        let Ok(server) = UnixStream::connect(&upstream).await else {
+                            continue;
+                        };
+                        connection.pump(client, server);
+                    }
+                });
+                (format!("unix://{}", path.display()), task)
+            }
         };
         Self {
-            address,
+            url,
             state,
             cut_now,
             cuts,
@@ -149,11 +171,39 @@ impl Proxy {
     }
 }
 
+/// What each accepted connection's pump shares with the proxy.
+struct Connection {
+    state: Arc<Mutex<State>>,
+    cuts: Arc<AtomicU64>,
+    cut_now: tokio::sync::watch::Sender<u64>,
+}
+
+impl Connection {
+    /// Forwards a new connection; one at a time is all the client keeps, each pumps until cut.
+    fn pump<S>(&self, client: S, server: S)
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        // A new connection: a frozen path was cut, this one carries bytes again.
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .frozen = false;
+        tokio::spawn(pump(
+            client,
+            server,
+            self.state.clone(),
+            self.cuts.clone(),
+            self.cut_now.subscribe(),
+        ));
+    }
+}
+
 /// Moves bytes both ways until either side ends or the budget of server bytes runs out; then
 /// both sockets are dropped (the cut).
-async fn pump(
-    mut client: TcpStream,
-    mut server: TcpStream,
+async fn pump<S: AsyncRead + AsyncWrite + Unpin>(
+    mut client: S,
+    mut server: S,
     state: Arc<Mutex<State>>,
     cuts: Arc<AtomicU64>,
     mut cut_now: tokio::sync::watch::Receiver<u64>,
