@@ -436,3 +436,77 @@ async fn a_client_that_closes_ends_the_raw_proxy_quietly() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(!stderr.contains("went away"), "{stderr}");
 }
+
+#[tokio::test]
+async fn daemon_stop_stores_the_running_turn_and_leaves_no_child() {
+    let home = Home::new("daemon-stop-turn");
+    let (mut child, mut client) = line_client(&home).await;
+    let started = client
+        .ok(
+            1,
+            "thread/start",
+            json!({"approvalPolicy": "never", "cwd": home.path.display().to_string()}),
+        )
+        .await;
+    let thread = started["thread"]["id"]
+        .as_str()
+        .expect("a thread id")
+        .to_owned();
+    let turn = client
+        .ok(
+            2,
+            "turn/start",
+            json!({
+                "threadId": thread,
+                "input": [{"type": "text", "text": "/sh sleep 6061"}],
+            }),
+        )
+        .await;
+    let turn_id = turn["turn"]["id"].as_str().expect("a turn id").to_owned();
+    // The turn's command, found by its unusual argument.
+    let command_pid: i32 = within(PROMPT, "the turn's command", async {
+        loop {
+            let found = std::fs::read_dir("/proc").ok().and_then(|entries| {
+                entries.flatten().find_map(|entry| {
+                    let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+                    let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+                    cmdline.starts_with(b"sleep\x006061").then_some(pid)
+                })
+            });
+            if let Some(pid) = found {
+                return pid;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(Path::new(&format!("/proc/{command_pid}")).exists());
+
+    let stopped = home.daemon(&["stop"]).await;
+    assert!(stopped.status.success(), "{}", text(&stopped));
+    // `stop` returns once the daemon exited: its command went with it.
+    assert!(
+        !Path::new(&format!("/proc/{command_pid}")).exists(),
+        "the turn's command outlived the daemon"
+    );
+    drop(client);
+    let _ = exit_and_stderr(&mut child).await;
+
+    // The next daemon (started by the next proxy) reads the turn back, interrupted.
+    let (mut child, mut client) = line_client(&home).await;
+    let read = client
+        .ok(
+            1,
+            "thread/read",
+            json!({"threadId": thread, "includeTurns": true}),
+        )
+        .await;
+    let turns = read["thread"]["turns"].as_array().expect("turns");
+    let stored = turns
+        .iter()
+        .find(|turn| turn["id"] == turn_id.as_str())
+        .unwrap_or_else(|| panic!("the turn was stored: {read}"));
+    assert_eq!(stored["status"], "interrupted", "{read}");
+    drop(client);
+    let _ = within(PROMPT, "the proxy's exit", child.wait()).await;
+}
