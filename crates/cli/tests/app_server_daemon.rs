@@ -510,3 +510,34 @@ async fn daemon_stop_stores_the_running_turn_and_leaves_no_child() {
     drop(client);
     let _ = within(PROMPT, "the proxy's exit", child.wait()).await;
 }
+
+#[tokio::test]
+async fn proxies_started_at_once_share_one_daemon() {
+    let home = Home::new("daemon-race");
+    // No daemon yet: every proxy tries to start one at the same moment.
+    let clients = futures::future::join_all((0..4).map(|_| line_client(&home))).await;
+    let status = home.daemon(&["status"]).await;
+    assert!(status.status.success(), "{}", text(&status));
+    let out = text(&status);
+    assert!(
+        out.contains("connections  4"),
+        "one daemon serves all four:\n{out}"
+    );
+    let daemons = std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter(|entry| {
+            std::fs::read(entry.path().join("environ")).is_ok_and(|environ| {
+                environ
+                    .split(|byte| *byte == 0)
+                    .any(|var| var == format!("TANDEM_HOME={}", home.path.display()).as_bytes())
+            }) && std::fs::read(entry.path().join("cmdline"))
+                .is_ok_and(|cmdline| cmdline.windows(7).any(|w| w == b"unix://"))
+        })
+        .count();
+    assert_eq!(daemons, 1, "exactly one daemon process for the home");
+    for (mut child, client) in clients {
+        drop(client);
+        let _ = within(PROMPT, "the proxy's exit", child.wait()).await;
+    }
+}
