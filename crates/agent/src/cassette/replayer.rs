@@ -165,3 +165,69 @@ pub(super) fn miss_message(
         None => format!("no recording in cassette {path} matches this request; {hint}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cassette::format::HttpResponse;
+
+    fn entry() -> Entry {
+        let event = |t_ms, data: &str| RecordedEvent {
+            t_ms,
+            event: String::new(),
+            json: None,
+            data: Some(data.to_owned()),
+        };
+        Entry {
+            digest: String::new(),
+            endpoint: "chat/completions".into(),
+            request: Value::Null,
+            response: RecordedResponse::Http(HttpResponse {
+                status: 200,
+                after_ms: 200,
+                headers: Default::default(),
+                events: Some(vec![
+                    event(250, "a"),
+                    event(900, "b"),
+                    event(1_400, "[DONE]"),
+                ]),
+                body: None,
+                end: StreamEnd::Eof,
+            }),
+        }
+    }
+
+    /// Reads the whole response and returns, per chunk, when it arrived after the request
+    /// (on the paused test clock, which only moves when every task waits on a timer).
+    async fn arrivals(timing: CassetteTiming) -> (Duration, Vec<Duration>) {
+        let started = Instant::now();
+        let response = respond(&entry(), timing).await.expect("a response");
+        let head = started.elapsed();
+        let chunks: Vec<Duration> = response
+            .body
+            .map(|chunk| {
+                chunk.expect("a chunk");
+                started.elapsed()
+            })
+            .collect()
+            .await;
+        (head, chunks)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn recorded_timing_paces_the_head_and_each_event_as_recorded() {
+        let (head, chunks) = arrivals(CassetteTiming::Recorded).await;
+        assert_eq!(head, Duration::from_millis(200));
+        assert_eq!(
+            chunks,
+            [250, 900, 1_400].map(Duration::from_millis).to_vec()
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn skipped_timing_answers_at_once() {
+        let (head, chunks) = arrivals(CassetteTiming::Skip).await;
+        assert_eq!(head, Duration::ZERO);
+        assert_eq!(chunks, vec![Duration::ZERO; 3]);
+    }
+}
