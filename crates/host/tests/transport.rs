@@ -502,6 +502,21 @@ async fn stalled_reader(address: std::net::SocketAddr, flood: Value) -> Socket {
     slow
 }
 
+/// Waits, without reading, until the host has closed its only connection (a stalled peer):
+/// bounded, so a server that never gives up fails the test instead of hanging it.
+async fn until_closed(host: &TransportHost) {
+    within(
+        Duration::from_secs(60),
+        "the server to close the stalled connection",
+        async {
+            while host.open_connections() > 0 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        },
+    )
+    .await;
+}
+
 /// While one connection's writer is stuck (38 MiB queued for it, far more than loopback socket
 /// buffers hold), another connection's requests are answered; and the stuck one, once it
 /// reads, gets every message in order: nothing was dropped while it lived.
@@ -561,10 +576,9 @@ async fn a_connection_that_never_reads_is_closed_after_the_grace_period() {
     // the grace period, not from the backlog outgrowing the queue.
     let flood = json!({"count": 100_000, "bytes": 256 * 1024, "pace_ms": 20});
     let mut slow = stalled_reader(address, flood).await;
-    // Reading earlier would let the writer make progress and restart the grace period. At
-    // 12.8 MB/s the socket buffers fill within a second, and the grace period (counted from
-    // the last byte the socket took) is 1 s: by 5 s the server has given up.
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // Reading earlier would let the writer make progress and restart the grace period: the
+    // client reads nothing until the server has closed the connection.
+    until_closed(&host).await;
     let received = within(
         Duration::from_secs(30),
         "the slow connection to end",
@@ -631,8 +645,9 @@ async fn a_peer_that_takes_nothing_of_one_large_write_is_closed_after_the_grace(
     // Under the client's 16 MiB frame limit, far over what loopback socket buffers hold.
     let flood = json!({"count": 1, "bytes": 12 * 1024 * 1024});
     let mut slow = stalled_reader(address, flood).await;
-    // The grace, and time to fill the socket.
-    tokio::time::sleep(grace + Duration::from_millis(2500)).await;
+    // Nothing is read until the server gave up: a fixed sleep here was flaky under load, when
+    // building the message and filling the socket took longer than the sleep.
+    until_closed(&host).await;
     let ended = within(LIMIT, "the stalled connection to end", async {
         loop {
             match slow.next().await {
