@@ -390,35 +390,34 @@ async fn upgraded_raw_proxy(
 async fn proxies_whose_daemon_goes_away_say_so_and_exit() {
     let home = Home::new("daemon-gone");
     // Stopped: the daemon closes each connection with 1001.
-    let (mut line_child, mut line) = line_client(&home).await;
-    let (mut raw_child, raw_socket) = upgraded_raw_proxy(&home).await;
-    let stopped = home.daemon(&["stop"]).await;
-    assert!(stopped.status.success(), "{}", text(&stopped));
-    for child in [&mut line_child, &mut raw_child] {
-        let (code, stderr) = exit_and_stderr(child).await;
-        assert_eq!(code, Some(1), "{stderr}");
-        assert!(
-            stderr.contains("went away") && stderr.contains("shutting down"),
-            "{stderr}"
-        );
-    }
-    drop((line, raw_socket));
-
+    both_proxies_say_when(&home, "shutting down", async {
+        let stopped = home.daemon(&["stop"]).await;
+        assert!(stopped.status.success(), "{}", text(&stopped));
+    })
+    .await;
     // Killed: the connection ends with no close frame at all.
-    let (mut line_child, line_client_again) = line_client(&home).await;
-    line = line_client_again;
-    let (mut raw_child, raw_socket) = upgraded_raw_proxy(&home).await;
-    let pid = status_pid(&home.daemon(&["status"]).await);
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .expect("kill the daemon");
+    both_proxies_say_when(&home, "stopped or was killed", async {
+        let pid = status_pid(&home.daemon(&["status"]).await);
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .expect("kill the daemon");
+    })
+    .await;
+}
+
+/// Connects a line proxy and an upgraded raw proxy (starting the daemon if none runs), ends
+/// the daemon with `end`, and checks that both exit 1 saying the server went away and `why`.
+async fn both_proxies_say_when(home: &Home, why: &str, end: impl std::future::Future<Output = ()>) {
+    let (mut line_child, line) = line_client(home).await;
+    let (mut raw_child, raw_socket) = upgraded_raw_proxy(home).await;
+    end.await;
     for child in [&mut line_child, &mut raw_child] {
         let (code, stderr) = exit_and_stderr(child).await;
         assert_eq!(code, Some(1), "{stderr}");
         assert!(
-            stderr.contains("went away") && stderr.contains("stopped or was killed"),
+            stderr.contains("went away") && stderr.contains(why),
             "{stderr}"
         );
     }
