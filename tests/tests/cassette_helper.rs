@@ -22,6 +22,28 @@ fn builder(
         .model("test-model")
 }
 
+/// Starts a server from `builder` and runs one turn of `prompt` on a new thread; returns the
+/// server, still running, and the turn's events.
+async fn one_turn(
+    builder: tandem_test_support::cassette::CassetteServerBuilder,
+    prompt: &str,
+) -> (
+    CassetteServer,
+    Vec<tandem_host::in_process::InProcessServerEvent>,
+) {
+    let mut server = within(LIMIT, "the server starts", builder.start())
+        .await
+        .expect("starts");
+    let thread = server
+        .start_thread(serde_json::json!({}))
+        .await
+        .expect("thread");
+    let events = within(LIMIT, "the turn", server.run_turn(&thread, prompt))
+        .await
+        .expect("turn");
+    (server, events)
+}
+
 #[tokio::test]
 async fn the_helper_records_once_and_replays_offline() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -33,23 +55,12 @@ async fn the_helper_records_once_and_replays_offline() {
             .bytes(chat::done()),
     );
 
-    let mut server = within(
-        LIMIT,
-        "recording server starts",
-        builder(&cassette, &mock.url("/v1"))
-            .mode(CassetteMode::Record)
-            .start(),
+    let (mut server, recorded) = one_turn(
+        builder(&cassette, &mock.url("/v1")).mode(CassetteMode::Record),
+        "hi",
     )
-    .await
-    .expect("starts");
+    .await;
     assert_eq!(server.mode(), CassetteMode::Record);
-    let thread = server
-        .start_thread(serde_json::json!({}))
-        .await
-        .expect("thread");
-    let recorded = within(LIMIT, "recorded turn", server.run_turn(&thread, "hi"))
-        .await
-        .expect("turn");
     server.shutdown().await.expect("shutdown");
     assert_eq!(agent_text(&recorded), "From the model.");
     drop(mock);
@@ -62,20 +73,7 @@ async fn the_helper_records_once_and_replays_offline() {
             "replay by default"
         );
     }
-    let mut server = within(
-        LIMIT,
-        "replaying server starts",
-        replay.mode(CassetteMode::Replay).start(),
-    )
-    .await
-    .expect("starts");
-    let thread = server
-        .start_thread(serde_json::json!({}))
-        .await
-        .expect("thread");
-    let replayed = within(LIMIT, "replayed turn", server.run_turn(&thread, "hi"))
-        .await
-        .expect("turn");
+    let (mut server, replayed) = one_turn(replay.mode(CassetteMode::Replay), "hi").await;
     server.shutdown().await.expect("shutdown");
     assert_eq!(agent_text(&replayed), "From the model.");
     assert_eq!(replayed.len(), recorded.len());
@@ -111,44 +109,22 @@ async fn a_shut_down_recorder_lets_the_next_one_record() {
                 .bytes(chat::done()),
         );
     }
-    let mut first = within(
-        LIMIT,
-        "the first recorder starts",
-        builder(&cassette, &mock.url("/v1"))
-            .mode(CassetteMode::Record)
-            .start(),
+    let (mut first, _) = one_turn(
+        builder(&cassette, &mock.url("/v1")).mode(CassetteMode::Record),
+        "one",
     )
-    .await
-    .expect("starts");
-    let thread = first
-        .start_thread(serde_json::json!({}))
-        .await
-        .expect("thread");
-    within(LIMIT, "the first turn", first.run_turn(&thread, "one"))
-        .await
-        .expect("turn");
+    .await;
     // Shut down but not dropped: a harness that keeps its server value to the end of the test
     // must still be able to record again once the server has stopped.
     within(LIMIT, "the first shutdown", first.shutdown())
         .await
         .expect("shutdown");
-
-    let mut second = within(
-        LIMIT,
-        "the second recorder starts",
-        builder(&cassette, &mock.url("/v1"))
-            .mode(CassetteMode::RecordMissing)
-            .start(),
+    // Starting at all is the point: the first server's lock went with its shutdown.
+    let (mut second, turn) = one_turn(
+        builder(&cassette, &mock.url("/v1")).mode(CassetteMode::RecordMissing),
+        "two",
     )
-    .await
-    .expect("the first server's lock went with its shutdown");
-    let thread = second
-        .start_thread(serde_json::json!({}))
-        .await
-        .expect("thread");
-    let turn = within(LIMIT, "the second turn", second.run_turn(&thread, "two"))
-        .await
-        .expect("turn");
+    .await;
     assert_eq!(agent_text(&turn), "Second.");
     second.shutdown().await.expect("shutdown");
     drop(first);
