@@ -133,6 +133,10 @@ async fn a_home_too_long_for_a_socket_address_links_to_a_short_path() {
     let socket = std::fs::metadata(&target).expect("the short socket");
     assert!(socket.file_type().is_socket());
     assert_eq!(socket.mode() & 0o777, 0o600);
+    // The short path's directory (under $XDG_RUNTIME_DIR or /tmp) is the user's alone too.
+    let directory = std::fs::metadata(target.parent().expect("a parent")).expect("its directory");
+    assert_eq!(directory.mode() & 0o777, 0o700, "only the user may enter");
+    assert_eq!(directory.uid(), nix::unistd::getuid().as_raw());
 
     let answer = run_through(&path, &fresh_home("unix-long-client"), "long way round").await;
     assert!(answer.contains("long way round"), "{answer}");
