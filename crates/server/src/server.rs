@@ -377,10 +377,6 @@ impl MessageProcessor for TandemServer {
         })
     }
 
-    fn handles_custom_method(&self, method: &str) -> bool {
-        mcp::METHODS.contains(&method)
-    }
-
     async fn process_request(&self, request: ClientRequest, context: RequestContext) {
         if fs::is_fs_request(&request) {
             // The effective configuration: a config write turns the API off from then on.
@@ -393,11 +389,21 @@ impl MessageProcessor for TandemServer {
             return;
         }
         match request {
-            ClientRequest::Custom { method, params, .. }
-                if mcp::METHODS.contains(&method.as_str()) =>
-            {
-                self.mcp
-                    .handle(&method, params, context, self.threads.config());
+            ClientRequest::McpServerStatusList { params, .. } => {
+                let request = mcp::McpRequest::StatusList(params);
+                self.mcp.handle(request, context, Arc::clone(&self.threads));
+            }
+            ClientRequest::McpServerToolCall { params, .. } => {
+                let request = mcp::McpRequest::ToolCall(params);
+                self.mcp.handle(request, context, Arc::clone(&self.threads));
+            }
+            ClientRequest::McpServerResourceRead { params, .. } => {
+                let request = mcp::McpRequest::ResourceRead(params);
+                self.mcp.handle(request, context, Arc::clone(&self.threads));
+            }
+            ClientRequest::McpServerReload { .. } => {
+                let request = mcp::McpRequest::Reload;
+                self.mcp.handle(request, context, Arc::clone(&self.threads));
             }
             ClientRequest::FuzzyFileSearch { params, .. } => {
                 // The effective configuration: a config write turns it off from then on.

@@ -272,6 +272,8 @@ pub(crate) fn replay_items(items: &[ThreadItem], entries: &mut Vec<Entry>) {
             // reasoning has no encrypted content to send back, and providers discard the
             // reasoning of earlier turns anyway.
             ThreadItem::ContextCompaction { .. } | ThreadItem::Reasoning { .. } => {}
+            // mcp30: no agent calls MCP tools yet, so no history holds such a call.
+            ThreadItem::McpToolCall { .. } => {}
             ThreadItem::FileChange {
                 id,
                 changes,

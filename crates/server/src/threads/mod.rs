@@ -426,6 +426,16 @@ impl ThreadService {
             .map(|record| (durable, record)))
     }
 
+    /// Fails with the answer to a request naming an unknown thread (`thread not found: ID`)
+    /// unless `thread_id` is loaded or stored.
+    pub(crate) async fn ensure_known(&self, thread_id: &str) -> Result<(), JSONRPCErrorError> {
+        if self.loaded(thread_id).is_some() || self.find(thread_id).await?.is_some() {
+            Ok(())
+        } else {
+            Err(not_found(thread_id))
+        }
+    }
+
     /// The model of threads that chose none: the config's `model`, else (with no provider
     /// configured) [`DEFAULT_MODEL`](crate::catalog::DEFAULT_MODEL).
     pub(crate) fn default_model(&self) -> Option<String> {

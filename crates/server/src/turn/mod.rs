@@ -260,6 +260,7 @@ impl TurnRun {
             ThreadItem::CommandExecution { .. }
                 | ThreadItem::DynamicToolCall { .. }
                 | ThreadItem::FileChange { .. }
+                | ThreadItem::McpToolCall { .. }
         ) {
             // The index is taken and written under the turn's lock: a user's shell command
             // may store items beside the agent.

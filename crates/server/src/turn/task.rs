@@ -144,7 +144,7 @@ async fn run(
             user_message,
             input,
         } => {
-            run.stored_user_message(user_message).await;
+            run.stored_user_message(*user_message).await;
             // Only the agent's own items wait for the turn's end, not a compaction's or a
             // user's shell command's.
             run.hold_completed = agent.waits_only_through_driver();
