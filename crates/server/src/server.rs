@@ -128,6 +128,7 @@ impl TandemServer {
         if let Some(helper) = &options.helper_program {
             crate::helper::enable_watchdog(helper);
         }
+        let mcp = mcp::McpService::start(outgoing.clone(), &options.config);
         let threads = Arc::new(ThreadService::new(
             outgoing.clone(),
             options.config.clone(),
@@ -135,9 +136,10 @@ impl TandemServer {
             Arc::clone(&options.agent),
             options.sandboxing(),
             crate::turn::RUNNER,
+            mcp.manager().clone(),
         ));
         Self {
-            mcp: mcp::McpService::start(outgoing.clone(), &options.config),
+            mcp,
             fs: fs::FsService::new(outgoing.clone()),
             search: fuzzy_search::FuzzySearchService::new(outgoing.clone()),
             outgoing,

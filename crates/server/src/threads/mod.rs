@@ -321,6 +321,8 @@ pub(crate) struct ThreadService {
     pub(crate) sandboxing: crate::sandbox::Sandboxing,
     /// Runs a started turn (the turn module's `spawn`, handed down by the server).
     run_turn: TurnRunner,
+    /// mcp30: the server's MCP servers, whose tools turns offer.
+    pub(crate) mcp: tandem_mcp::McpManager,
     loaded: Mutex<BTreeMap<String, Arc<LoadedThread>>>,
     sequencer: Mutex<Sequencer>,
     /// Set when the host shuts down: no new turn starts from then on, so every running turn
@@ -338,6 +340,7 @@ impl ThreadService {
         agent: Arc<dyn Agent>,
         sandboxing: crate::sandbox::Sandboxing,
         run_turn: TurnRunner,
+        mcp: tandem_mcp::McpManager,
     ) -> Self {
         let durable = OnceCell::new_with(store);
         Self {
@@ -349,6 +352,7 @@ impl ThreadService {
             agent,
             sandboxing,
             run_turn,
+            mcp,
             loaded: Mutex::new(BTreeMap::new()),
             sequencer: Mutex::new(Sequencer::default()),
             stopping: std::sync::atomic::AtomicBool::new(false),
