@@ -641,3 +641,97 @@ async fn the_model_is_offered_the_tool_calls_it_by_name_and_is_told_the_result()
         .await
         .expect("shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_the_responses_wire_too() {
+    use tandem_test_support::mock_http::{MockHttpServer, MockResponse};
+    let binary = test_server().await;
+    let mock = MockHttpServer::start().await.expect("mock");
+    let item = json!({"type": "function_call", "id": "fc_1", "call_id": "call_r",
+                      "name": "mcp__test__echo", "arguments": "{\"text\": \"responses\"}",
+                      "status": "completed"});
+    let event = |kind: &str, mut data: Value| {
+        data["type"] = json!(kind);
+        (kind.to_owned(), data.to_string())
+    };
+    let completed = |id: &str| {
+        event(
+            "response.completed",
+            json!({"response": {"id": id, "status": "completed", "usage": {"total_tokens": 9}}}),
+        )
+    };
+    let mut call = MockResponse::sse();
+    for (kind, data) in [
+        event("response.created", json!({"response": {"id": "resp_1"}})),
+        event(
+            "response.output_item.added",
+            json!({"output_index": 0, "item": item}),
+        ),
+        event(
+            "response.output_item.done",
+            json!({"output_index": 0, "item": item}),
+        ),
+        completed("resp_1"),
+    ] {
+        call = call.named_event(&kind, &data);
+    }
+    mock.push(call);
+    let mut answer = MockResponse::sse();
+    for (kind, data) in [
+        event("response.created", json!({"response": {"id": "resp_2"}})),
+        event(
+            "response.output_text.delta",
+            json!({"item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "done"}),
+        ),
+        completed("resp_2"),
+    ] {
+        answer = answer.named_event(&kind, &data);
+    }
+    mock.push(answer);
+    let home = tempfile::tempdir().expect("home");
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!("[mcp_servers.test]\ncommand = \"{binary}\"\nrequired = true\n"),
+    )
+    .expect("config");
+    let mut handle = agent_support::start(agent_support::memory_options(
+        home.path(),
+        &mock.url("/v1"),
+        &[("model_providers.mock.wire_api", "responses".into())],
+    ))
+    .await;
+    let thread = agent_support::start_thread(&handle, json!({})).await;
+    agent_support::start_turn(&handle, &thread, "echo something").await;
+    let (_, turn) = drive(&mut handle, no_requests, |_, _| {}).await;
+    assert_eq!(turn.status, TurnStatus::Completed, "{turn:?}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].path, "/v1/responses");
+    let tools = requests[0].json()["tools"].clone();
+    let echo = tools
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|tool| tool["name"] == "mcp__test__echo")
+        .expect("echo offered")
+        .clone();
+    assert_eq!(
+        echo["parameters"],
+        json!({"type": "object", "properties": {"text": {"type": "string"}}})
+    );
+    let input = requests[1].json()["input"].clone();
+    let output = input
+        .as_array()
+        .expect("input")
+        .iter()
+        .find(|item| item["type"] == "function_call_output")
+        .expect("the result goes back")
+        .clone();
+    assert_eq!(output["call_id"], "call_r");
+    assert_eq!(output["output"], "{\"echo\":\"responses\"}");
+    let (status, _) = status_and_error(&calls(&turn)[0]);
+    assert_eq!(status, McpToolCallStatus::Completed);
+    within(PROMPT, "shutdown", handle.shutdown())
+        .await
+        .expect("shutdown");
+}
