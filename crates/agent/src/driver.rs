@@ -207,6 +207,24 @@ pub trait TurnRuntime: Any + Send + Sync {
         item_id: Option<String>,
         patch: &str,
     ) -> Result<PatchOutcome, AgentError>;
+    // mcp30: MCP tools (the driver's side is in `mcp.rs`).
+    /// The MCP tools offered this turn; the default offers none.
+    fn mcp_tools(&self) -> &[crate::McpToolSpec] {
+        &[]
+    }
+    /// Calls `tool` of MCP server `server` (approval, an `mcpToolCall` item, its progress,
+    /// the tool timeout); the default has no MCP server to call.
+    async fn call_mcp_tool(
+        &mut self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<crate::McpToolOutcome, AgentError> {
+        let _ = arguments;
+        Ok(crate::McpToolOutcome::failed(format!(
+            "no MCP server runs here to call {server}/{tool}"
+        )))
+    }
     /// Writes and reports whatever the runtime holds back before the agent waits (see
     /// [`crate::Agent::waits_only_through_driver`]): a completed item whose write waits for
     /// the next call or the turn's end. The driver calls it before every wait of its own;

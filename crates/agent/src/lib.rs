@@ -44,11 +44,13 @@
 //! [`ScriptedAgent`], `openai` the [`OpenAiCompatibleAgent`], `providers` the
 //! `[model_providers]` configuration, `summary` the default compaction summary, `reasoning`
 //! the plan and the model's reasoning, `cassette` the recording and replay of a provider's
-//! answers.
+//! answers, `mcp` the tools of MCP servers.
 
 // cassette33: record a provider once, replay it offline.
 mod cassette;
 mod driver;
+// mcp30: MCP tools.
+mod mcp;
 mod openai;
 pub mod providers;
 // reason29: plans and reasoning.
@@ -63,6 +65,7 @@ pub use driver::{
     CommandOptions, CommandOutcome, PatchOutcome, StreamingMessage, ToolOutcome, TurnDriver,
     TurnItems, TurnRuntime,
 };
+pub use mcp::{McpToolOutcome, McpToolSpec, mcp_result_text};
 pub use openai::{AgentBuildError, OpenAiCompatibleAgent, user_shell_report};
 pub use providers::{ModelProviderConfig, WireApi};
 pub use reasoning::{

@@ -13,6 +13,11 @@ use super::{Agent, AgentError, CommandOptions, ReasoningDelta, TurnDriver};
 ///
 /// - `/tool NAME JSON`: calls the dynamic tool `NAME` (registered at `thread/start`) with the
 ///   JSON arguments, then reports the tool's text;
+/// - `/mcp SERVER TOOL JSON`: calls tool `TOOL` of MCP server `SERVER` with the JSON
+///   arguments (an `mcpToolCall` item), then answers `mcp SERVER/TOOL: ` and what the model
+///   would be told of the result (bounded as command output is);
+/// - `/mcp-tools`: answers `mcp tools: ` and the JSON array of the MCP tools offered this
+///   turn, each `{"name", "description", "inputSchema"}` as the model would get them;
 /// - `/sh CMD`: runs `CMD` with `sh -c` (asking for approval unless the policy is `never`);
 /// - `/patch`, then the lines of a patch up to and including `*** End Patch` (kept as
 ///   written, leading spaces included): applies it and answers `patch: ` and what became of it
@@ -190,6 +195,40 @@ async fn run_line(line: &str, history: &[Turn], driver: &mut TurnDriver) -> Resu
             };
             driver
                 .agent_message(format!("tool {name} {verdict}: {}", text.join("\n")))
+                .await
+        }
+        // mcp30:
+        "/mcp" => {
+            let mut parts = rest.splitn(3, char::is_whitespace);
+            let (Some(server), Some(tool)) = (parts.next(), parts.next()) else {
+                return Err(AgentError::Failed("/mcp needs a server and a tool".into()));
+            };
+            let arguments = parts.next().map(str::trim).unwrap_or("");
+            let arguments: Value = if arguments.is_empty() {
+                Value::Object(Default::default())
+            } else {
+                serde_json::from_str(arguments).map_err(|error| {
+                    AgentError::Failed(format!(
+                        "/mcp {server} {tool}: arguments are not JSON: {error}"
+                    ))
+                })?
+            };
+            let outcome = driver.call_mcp_tool(server, tool, arguments).await?;
+            driver
+                .agent_message(format!("mcp {server}/{tool}: {}", outcome.model_text()))
+                .await
+        }
+        "/mcp-tools" => {
+            let tools: Vec<Value> = driver
+                .mcp_tools()
+                .iter()
+                .map(|spec| {
+                    serde_json::json!({"name": spec.model_name, "description": spec.description,
+                                       "inputSchema": spec.input_schema})
+                })
+                .collect();
+            driver
+                .agent_message(format!("mcp tools: {}", Value::Array(tools)))
                 .await
         }
         "/sh" => {

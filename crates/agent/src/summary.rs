@@ -1,7 +1,7 @@
 //! [`summarize_transcript`]: the deterministic summary of a transcript that
 //! [`Agent::compact`](crate::Agent::compact) returns by default, for agents without a model.
 
-use tandem_protocol::{ThreadItem, Turn, UserInput};
+use tandem_protocol::{McpToolCallStatus, ThreadItem, Turn, UserInput};
 
 /// The most characters of one transcript entry a deterministic summary keeps.
 const MAX_ENTRY_CHARS: usize = 200;
@@ -50,6 +50,16 @@ pub fn summarize_transcript(history: &[Turn]) -> String {
                     Some(true) => format!("tool: {tool} (succeeded)"),
                     Some(false) => format!("tool: {tool} (failed)"),
                     None => format!("tool: {tool}"),
+                },
+                ThreadItem::McpToolCall {
+                    server,
+                    tool,
+                    status,
+                    ..
+                } => match status {
+                    McpToolCallStatus::Completed => format!("tool: {server}/{tool} (succeeded)"),
+                    McpToolCallStatus::Failed => format!("tool: {server}/{tool} (failed)"),
+                    McpToolCallStatus::InProgress => format!("tool: {server}/{tool}"),
                 },
                 ThreadItem::FileChange {
                     changes, status, ..

@@ -693,6 +693,9 @@ fn history(turns: &[Turn]) -> Vec<String> {
                     None => format!("$ {command}  (did not run)"),
                 }),
                 ThreadItem::DynamicToolCall { tool, .. } => lines.push(format!("(tool {tool})")),
+                ThreadItem::McpToolCall { server, tool, .. } => {
+                    lines.push(format!("(tool {server}/{tool})"));
+                }
                 ThreadItem::ContextCompaction { .. } => {
                     lines.push("(earlier turns compacted into a summary)".to_owned());
                 }

@@ -89,11 +89,17 @@ async fn list_and_call(client: &mut Client) {
     };
     assert_eq!(status["name"], "test");
     assert!(status["tools"]["echo"].is_object() && status["tools"]["crash"].is_null());
+    // A tool call names a thread the server knows.
+    let thread = client
+        .ok(id, "thread/start", json!({"ephemeral": true}))
+        .await;
+    id += 1;
+    let thread_id = thread["thread"]["id"].clone();
     let echoed = client
         .ok(
             id,
             "mcpServer/tool/call",
-            json!({"threadId": "t", "server": "test", "tool": "echo", "arguments": {"text": "over the wire"}}),
+            json!({"threadId": thread_id, "server": "test", "tool": "echo", "arguments": {"text": "over the wire"}}),
         )
         .await;
     assert_eq!(echoed["content"][0]["text"], "over the wire");

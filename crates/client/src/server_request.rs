@@ -55,6 +55,16 @@ impl ServerRequestEvent {
             ServerRequest::FileChangeRequestApproval { params, .. } => {
                 Self::FileChangeApproval(FileChangeApprovalRequest { params, responder })
             }
+            // mcp30: untyped here; the fallback declines it.
+            ServerRequest::McpServerElicitationRequest { params, .. } => {
+                Self::Other(OtherServerRequest {
+                    method: <tandem_protocol::server_methods::McpServerElicitationRequest as
+                        tandem_protocol::RequestMethod>::METHOD
+                        .to_owned(),
+                    params: serialized(&params),
+                    responder,
+                })
+            }
             ServerRequest::Custom { method, params, .. } => Self::Other(OtherServerRequest {
                 method,
                 params,
@@ -175,6 +185,9 @@ pub(crate) fn fallback_answer(request: &ServerRequest) -> Result<Value, JSONRPCE
                 decision: FileChangeApprovalDecision::Decline,
             }))
         }
+        ServerRequest::McpServerElicitationRequest { .. } => Ok(serialized(
+            &tandem_protocol::McpServerElicitationRequestResponse::decline(),
+        )),
         ServerRequest::Custom { method, .. } => Err(JSONRPCErrorError::method_not_found(method)),
     }
 }

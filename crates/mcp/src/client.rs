@@ -1,19 +1,28 @@
 //! One connection to one MCP server, over rmcp's client: a stdio child's pipes or streamable
 //! HTTP. The connection routes the server's progress notifications to the call they belong to
 //! (through the progress token of the request, MCP's request relation); what belongs to no
-//! call in flight is logged and dropped, and elicitation requests are declined (Tandem does
-//! not advertise the capability).
+//! call in flight is logged and dropped. An elicitation request (`elicitation/create`, form
+//! mode advertised) carries no relation to a call over stdio, so it is attributed to the one
+//! call in flight on the connection and answered by that call's [`McpElicitor`]; with no call
+//! in flight, several, or a call without an elicitor (a client's `mcpServer/tool/call`), it
+//! cannot be attributed: it is declined and logged.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, Implementation,
-    InitializeRequestParams, JsonObject, ProgressNotificationParam, ProgressToken,
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ElicitationCapability, FormElicitationCapability,
+    Implementation, InitializeRequestParams, JsonObject, ProgressNotificationParam, ProgressToken,
     ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, ServerResult, Tool,
 };
-use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RoleClient, ServiceError};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, ServiceError,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use tokio::sync::{mpsc, watch};
@@ -45,18 +54,65 @@ pub struct McpProgress {
 /// The calls in flight that want their progress, by progress token.
 type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, mpsc::Sender<McpProgress>>>>;
 
+/// Answers an MCP server's elicitation request for the call it was attributed to (the turn
+/// whose call it is asks its client, `mcpServer/elicitation/request`).
+pub trait McpElicitor: Send + Sync {
+    /// The user's answer to `request` of `server`.
+    fn elicit(
+        &self,
+        server: &str,
+        request: ElicitRequestParams,
+    ) -> Pin<Box<dyn Future<Output = ElicitResult> + Send + 'static>>;
+}
+
+/// The calls in flight on a connection, each with the elicitor of its caller, by call number.
+type CallsInFlight = Arc<Mutex<BTreeMap<u64, Option<Arc<dyn McpElicitor>>>>>;
+
 /// What Tandem's side of the connection does with what the server sends unasked.
 #[derive(Clone)]
 struct Handler {
     server: String,
     routes: ProgressRoutes,
+    calls: CallsInFlight,
 }
 
 impl rmcp::ClientHandler for Handler {
     fn get_info(&self) -> InitializeRequestParams {
         let mut info = InitializeRequestParams::default();
         info.client_info = Implementation::new("tandem", env!("CARGO_PKG_VERSION"));
+        let mut elicitation = ElicitationCapability::new();
+        elicitation.form = Some(FormElicitationCapability::default());
+        info.capabilities.elicitation = Some(elicitation);
         info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let elicitor = {
+            let calls = self
+                .calls
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            match calls.len() {
+                1 => calls.values().next().cloned().flatten(),
+                in_flight => {
+                    tracing::warn!(server = %self.server, in_flight,
+                        "MCP elicitation request not attributable to one tool call; declined");
+                    return Ok(ElicitResult::new(ElicitationAction::Decline));
+                }
+            }
+        };
+        match elicitor {
+            Some(elicitor) => Ok(elicitor.elicit(&self.server, request).await),
+            None => {
+                tracing::warn!(server = %self.server,
+                    "MCP elicitation request during a call no thread made; declined");
+                Ok(ElicitResult::new(ElicitationAction::Decline))
+            }
+        }
     }
 
     async fn on_progress(
@@ -91,6 +147,8 @@ pub struct McpConnection {
     server: String,
     peer: Peer<RoleClient>,
     routes: ProgressRoutes,
+    calls: CallsInFlight,
+    next_call: AtomicU64,
     /// Cancelled to stop the service loop.
     stop: CancellationToken,
     /// Becomes `true` once the service loop ended (the server exited, crashed, or sent what
@@ -116,9 +174,11 @@ impl McpConnection {
     pub async fn connect(config: &McpServerConfig) -> Result<Self, McpError> {
         let server = config.name.clone();
         let routes = ProgressRoutes::default();
+        let calls = CallsInFlight::default();
         let handler = Handler {
             server: server.clone(),
             routes: Arc::clone(&routes),
+            calls: Arc::clone(&calls),
         };
         let stop = CancellationToken::new();
         let handshake_failed = |error: rmcp::service::ClientInitializeError| {
@@ -178,6 +238,8 @@ impl McpConnection {
             server,
             peer,
             routes,
+            calls,
+            next_call: AtomicU64::new(0),
             stop,
             closed,
             server_info,
@@ -255,6 +317,30 @@ impl McpConnection {
         progress: Option<mpsc::Sender<McpProgress>>,
         cancel: CancellationToken,
     ) -> Result<CallToolResult, McpError> {
+        self.call_tool_for(tool, arguments, timeout, progress, cancel, None)
+            .await
+    }
+
+    /// [`McpConnection::call_tool`] for a caller whose `elicitor` answers the elicitation
+    /// requests attributed to this call (see the module's docs).
+    pub async fn call_tool_for(
+        &self,
+        tool: &str,
+        arguments: Option<JsonObject>,
+        timeout: Duration,
+        progress: Option<mpsc::Sender<McpProgress>>,
+        cancel: CancellationToken,
+        elicitor: Option<Arc<dyn McpElicitor>>,
+    ) -> Result<CallToolResult, McpError> {
+        let number = self.next_call.fetch_add(1, Ordering::Relaxed);
+        self.calls
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(number, elicitor);
+        let _in_flight = CallGuard {
+            calls: Arc::clone(&self.calls),
+            number,
+        };
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = arguments;
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
@@ -346,6 +432,21 @@ impl McpConnection {
 impl Drop for McpConnection {
     fn drop(&mut self) {
         self.stop.cancel();
+    }
+}
+
+/// Removes a call from the calls in flight when it ends, however it ends.
+struct CallGuard {
+    calls: CallsInFlight,
+    number: u64,
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        self.calls
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remove(&self.number);
     }
 }
 

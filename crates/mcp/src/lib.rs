@@ -23,7 +23,7 @@ mod manager;
 pub mod names;
 pub mod stdio;
 
-pub use client::{MAX_HTTP_MESSAGE_BYTES, McpConnection, McpProgress, PROGRESS_QUEUE};
+pub use client::{MAX_HTTP_MESSAGE_BYTES, McpConnection, McpElicitor, McpProgress, PROGRESS_QUEUE};
 pub use config::{
     DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, HttpServerConfig, MCP_SERVERS_KEY,
     McpConfigError, McpServerConfig, McpTransportConfig, StdioServerConfig, ToolApprovalMode,

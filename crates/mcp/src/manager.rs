@@ -342,10 +342,34 @@ impl McpManager {
         progress: Option<mpsc::Sender<McpProgress>>,
         cancel: CancellationToken,
     ) -> Result<CallToolResult, McpError> {
+        self.call_tool_for(server, tool, arguments, progress, cancel, None)
+            .await
+    }
+
+    /// [`McpManager::call_tool`] for a caller whose `elicitor` answers the server's
+    /// elicitation requests attributed to this call; see [`McpConnection::call_tool_for`].
+    pub async fn call_tool_for(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Option<JsonObject>,
+        progress: Option<mpsc::Sender<McpProgress>>,
+        cancel: CancellationToken,
+        elicitor: Option<Arc<dyn crate::client::McpElicitor>>,
+    ) -> Result<CallToolResult, McpError> {
         let (connection, timeout) = self.connection(server)?;
         connection
-            .call_tool(tool, arguments, timeout, progress, cancel)
+            .call_tool_for(tool, arguments, timeout, progress, cancel, elicitor)
             .await
+    }
+
+    /// The approval mode of `tool` of `server` (its `approval_mode`, else the server's
+    /// `default_tools_approval_mode`, else `auto`); `auto` for a server not configured.
+    pub fn approval_mode(&self, server: &str, tool: &str) -> crate::config::ToolApprovalMode {
+        self.lock()
+            .get(server)
+            .map(|entry| entry.config.approval_mode(tool))
+            .unwrap_or_default()
     }
 
     /// Reads `uri` from `server`.

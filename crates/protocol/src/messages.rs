@@ -157,6 +157,17 @@ request_enum! {
     /// `thread/shellCommand`: run the user's command line in a thread, unsandboxed, as a
     /// `commandExecution` item with `source: "userShell"`.
     ThreadShellCommand => "thread/shellCommand" (ThreadShellCommandParams) -> EmptyResponse;
+    // mcp30: MCP servers.
+    /// `mcpServerStatus/list`: every configured MCP server, its state and what it offers.
+    McpServerStatusList => "mcpServerStatus/list"
+        (ListMcpServerStatusParams) -> ListMcpServerStatusResponse;
+    /// `mcpServer/tool/call`: call a tool of an MCP server directly.
+    McpServerToolCall => "mcpServer/tool/call" (McpServerToolCallParams) -> McpServerToolCallResponse;
+    /// `mcpServer/resource/read`: read a resource of an MCP server.
+    McpServerResourceRead => "mcpServer/resource/read"
+        (McpResourceReadParams) -> McpResourceReadResponse;
+    /// `config/mcpServer/reload`: read `[mcp_servers]` again and restart what changed.
+    McpServerReload => "config/mcpServer/reload" (EmptyParams) -> EmptyResponse;
 }
 
 request_enum! {
@@ -174,6 +185,11 @@ request_enum! {
     /// `item/fileChange/requestApproval`: may these file changes be written?
     FileChangeRequestApproval => "item/fileChange/requestApproval"
         (FileChangeRequestApprovalParams) -> FileChangeRequestApprovalResponse;
+    // mcp30:
+    /// `mcpServer/elicitation/request`: an MCP server asks the user something during a tool
+    /// call.
+    McpServerElicitationRequest => "mcpServer/elicitation/request"
+        (McpServerElicitationRequestParams) -> McpServerElicitationRequestResponse;
 }
 
 notification_enum! {
@@ -253,6 +269,13 @@ notification_enum! {
     FileChangePatchUpdated => "item/fileChange/patchUpdated" (FileChangePatchUpdatedNotification);
     /// `turn/diff/updated`: the turn's aggregated diff after a file change.
     TurnDiffUpdated => "turn/diff/updated" (TurnDiffUpdatedNotification);
+    // mcp30:
+    /// `mcpServer/startupStatus/updated`: an MCP server's startup state changed (sent to every
+    /// initialized connection).
+    McpServerStartupStatusUpdated => "mcpServer/startupStatus/updated"
+        (McpServerStatusUpdatedNotification);
+    /// `item/mcpToolCall/progress`: an MCP server's progress on an `mcpToolCall` item.
+    McpToolCallProgress => "item/mcpToolCall/progress" (McpToolCallProgressNotification);
 }
 
 /// Client methods that require the `experimentalApi` capability.
@@ -356,6 +379,7 @@ impl ServerRequest {
             Self::CommandExecutionRequestApproval { params, .. } => Some(&params.thread_id),
             Self::ToolRequestUserInput { params, .. } => Some(&params.thread_id),
             Self::FileChangeRequestApproval { params, .. } => Some(&params.thread_id),
+            Self::McpServerElicitationRequest { params, .. } => Some(&params.thread_id),
             Self::Custom { .. } => None,
         }
     }
@@ -368,6 +392,7 @@ impl ServerRequest {
             Self::CommandExecutionRequestApproval { params, .. } => Some(&params.turn_id),
             Self::ToolRequestUserInput { params, .. } => Some(&params.turn_id),
             Self::FileChangeRequestApproval { params, .. } => Some(&params.turn_id),
+            Self::McpServerElicitationRequest { params, .. } => params.turn_id.as_deref(),
             Self::Custom { .. } => None,
         }
     }
@@ -403,7 +428,9 @@ impl ServerNotification {
             Self::ReasoningTextDelta(n) => Some(&n.thread_id),
             Self::FileChangePatchUpdated(n) => Some(&n.thread_id),
             Self::TurnDiffUpdated(n) => Some(&n.thread_id),
+            Self::McpToolCallProgress(n) => Some(&n.thread_id),
             Self::ProcessOutputDelta(_)
+            | Self::McpServerStartupStatusUpdated(_)
             | Self::ProcessExited(_)
             | Self::CommandExecOutputDelta(_)
             | Self::FsChanged(_)
@@ -438,6 +465,7 @@ impl ServerNotification {
             Self::ReasoningTextDelta(n) => Some(&n.turn_id),
             Self::FileChangePatchUpdated(n) => Some(&n.turn_id),
             Self::TurnDiffUpdated(n) => Some(&n.turn_id),
+            Self::McpToolCallProgress(n) => Some(&n.turn_id),
             _ => None,
         }
     }

@@ -165,6 +165,11 @@ fn client_request_results_round_trip() {
         // search29:
         result_round_trip::<m::FuzzyFileSearch>(fuzzy_file_search_response()),
         result_round_trip::<m::ThreadShellCommand>(EmptyResponse {}),
+        // mcp30:
+        result_round_trip::<m::McpServerStatusList>(mcp_status_list_response()),
+        result_round_trip::<m::McpServerToolCall>(mcp_tool_call_response()),
+        result_round_trip::<m::McpServerResourceRead>(mcp_resource_read_response()),
+        result_round_trip::<m::McpServerReload>(EmptyResponse {}),
     ];
     assert_covers_exactly(covered, ClientRequest::METHODS);
 }
@@ -177,6 +182,7 @@ fn server_request_results_round_trip() {
         result_round_trip::<m::CommandExecutionRequestApproval>(approval_response()),
         result_round_trip::<m::ToolRequestUserInput>(user_input_response()),
         result_round_trip::<m::FileChangeRequestApproval>(file_change_approval_response()),
+        result_round_trip::<m::McpServerElicitationRequest>(mcp_elicitation_response()),
     ];
     assert_covers_exactly(covered, ServerRequest::METHODS);
 }
@@ -820,7 +826,9 @@ fn notifications_name_their_thread() {
             "process/outputDelta"
             | "process/exited"
             | "command/exec/outputDelta"
-            | "fs/changed" => None,
+            | "fs/changed"
+            // mcp30: a server's startup is about no thread (sent to every connection).
+            | "mcpServer/startupStatus/updated" => None,
             "thread/started" | "thread/deleted" => Some(FORK_ID),
             _ => Some(THREAD_ID),
         };

@@ -158,6 +158,8 @@ fn client_requests() -> Vec<ClientRequest> {
     .chain(fs_requests())
     // search29:
     .chain(search_shell_requests())
+    // mcp30:
+    .chain(mcp_requests())
     .collect()
 }
 
@@ -224,6 +226,11 @@ fn client_results() -> Vec<(&'static str, Value)> {
         // search29:
         result::<m::FuzzyFileSearch>(fuzzy_file_search_response()),
         result::<m::ThreadShellCommand>(EmptyResponse {}),
+        // mcp30:
+        result::<m::McpServerStatusList>(mcp_status_list_response()),
+        result::<m::McpServerToolCall>(mcp_tool_call_response()),
+        result::<m::McpServerResourceRead>(mcp_resource_read_response()),
+        result::<m::McpServerReload>(EmptyResponse {}),
     ]
 }
 
@@ -242,6 +249,10 @@ fn server_results() -> Vec<(&'static str, Value)> {
         (
             m::FileChangeRequestApproval::METHOD,
             to_json(&file_change_approval_response()),
+        ),
+        (
+            m::McpServerElicitationRequest::METHOD,
+            to_json(&mcp_elicitation_response()),
         ),
     ]
 }

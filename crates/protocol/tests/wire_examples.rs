@@ -490,6 +490,26 @@ fn client_requests_match_protocol_examples() {
             json!({}),
             EmptyResponse {},
         ),
+        // mcp30: the reference's shapes (its JSON Schema, release 0.169.0).
+        check::<m::McpServerStatusList>(
+            mcp_status_list_params_json(),
+            mcp_status_list_params(),
+            mcp_status_list_response_json(),
+            mcp_status_list_response(),
+        ),
+        check::<m::McpServerToolCall>(
+            mcp_tool_call_params_json(),
+            mcp_tool_call_params(),
+            mcp_tool_call_response_json(),
+            mcp_tool_call_response(),
+        ),
+        check::<m::McpServerResourceRead>(
+            mcp_resource_read_params_json(),
+            mcp_resource_read_params(),
+            mcp_resource_read_response_json(),
+            mcp_resource_read_response(),
+        ),
+        check::<m::McpServerReload>(json!({}), EmptyParams {}, json!({}), EmptyResponse {}),
     ];
     assert_covers_exactly(covered, ClientRequest::METHODS);
 }
@@ -545,6 +565,13 @@ fn server_requests_match_protocol_examples() {
             file_change_approval_params(),
             json!({"decision": "acceptForSession"}),
             file_change_approval_response(),
+        ),
+        // mcp30:
+        check::<m::McpServerElicitationRequest>(
+            mcp_elicitation_params_json(),
+            mcp_elicitation_params(),
+            mcp_elicitation_response_json(),
+            mcp_elicitation_response(),
         ),
     ];
     assert_covers_exactly(covered, ServerRequest::METHODS);

@@ -202,7 +202,26 @@ fn server_notification_examples() -> Vec<(Value, ServerNotification)> {
                               "diff": "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+b\n"}}),
             turn_diff_updated(),
         ),
+        // mcp30:
+        (
+            mcp_startup_status_updated_json(),
+            mcp_startup_status_updated(),
+        ),
+        (mcp_tool_call_progress_json(), mcp_tool_call_progress()),
     ]
+}
+
+/// The `mcpToolCall` item on the wire, both ways.
+#[test]
+fn mcp_tool_call_items_match_the_reference_shape() {
+    assert_eq!(
+        serde_json::to_value(mcp_tool_call_item()).unwrap(),
+        mcp_tool_call_item_json()
+    );
+    assert_eq!(
+        serde_json::from_value::<ThreadItem>(mcp_tool_call_item_json()).unwrap(),
+        mcp_tool_call_item()
+    );
 }
 
 /// The `reasoning` item on the wire: both arrays always present on output, either one

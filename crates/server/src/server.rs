@@ -128,6 +128,7 @@ impl TandemServer {
         if let Some(helper) = &options.helper_program {
             crate::helper::enable_watchdog(helper);
         }
+        let mcp = mcp::McpService::start(outgoing.clone(), &options.config);
         let threads = Arc::new(ThreadService::new(
             outgoing.clone(),
             options.config.clone(),
@@ -135,9 +136,10 @@ impl TandemServer {
             Arc::clone(&options.agent),
             options.sandboxing(),
             crate::turn::RUNNER,
+            mcp.manager().clone(),
         ));
         Self {
-            mcp: mcp::McpService::start(outgoing.clone(), &options.config),
+            mcp,
             fs: fs::FsService::new(outgoing.clone()),
             search: fuzzy_search::FuzzySearchService::new(outgoing.clone()),
             outgoing,
@@ -377,10 +379,6 @@ impl MessageProcessor for TandemServer {
         })
     }
 
-    fn handles_custom_method(&self, method: &str) -> bool {
-        mcp::METHODS.contains(&method)
-    }
-
     async fn process_request(&self, request: ClientRequest, context: RequestContext) {
         if fs::is_fs_request(&request) {
             // The effective configuration: a config write turns the API off from then on.
@@ -393,11 +391,21 @@ impl MessageProcessor for TandemServer {
             return;
         }
         match request {
-            ClientRequest::Custom { method, params, .. }
-                if mcp::METHODS.contains(&method.as_str()) =>
-            {
-                self.mcp
-                    .handle(&method, params, context, self.threads.config());
+            ClientRequest::McpServerStatusList { params, .. } => {
+                let request = mcp::McpRequest::StatusList(params);
+                self.mcp.handle(request, context, Arc::clone(&self.threads));
+            }
+            ClientRequest::McpServerToolCall { params, .. } => {
+                let request = mcp::McpRequest::ToolCall(params);
+                self.mcp.handle(request, context, Arc::clone(&self.threads));
+            }
+            ClientRequest::McpServerResourceRead { params, .. } => {
+                let request = mcp::McpRequest::ResourceRead(params);
+                self.mcp.handle(request, context, Arc::clone(&self.threads));
+            }
+            ClientRequest::McpServerReload { .. } => {
+                let request = mcp::McpRequest::Reload;
+                self.mcp.handle(request, context, Arc::clone(&self.threads));
             }
             ClientRequest::FuzzyFileSearch { params, .. } => {
                 // The effective configuration: a config write turns it off from then on.

@@ -13,7 +13,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tandem_host::in_process::{self, InProcessServerEvent, InProcessStartArgs};
 use tandem_host::{InProcessClientHandle, MessageProcessor};
-use tandem_protocol::{ClientRequest, JSONRPCErrorError, RequestId, ServerNotification};
+use tandem_protocol::{
+    ClientRequest, JSONRPCErrorError, JSONRPCRequest, RequestId, ServerNotification,
+};
 use tandem_server::{ServerConfig, ServerOptions, TandemServer};
 use tandem_test_support::mcp_server::{CrashMode, TestMcpServer, serve_http};
 use tandem_test_support::{initialize_params, within};
@@ -37,11 +39,11 @@ async fn try_call(
     params: Value,
 ) -> Result<Value, JSONRPCErrorError> {
     static NEXT: AtomicI64 = AtomicI64::new(1);
-    let request = ClientRequest::Custom {
-        request_id: RequestId::Integer(NEXT.fetch_add(1, Ordering::Relaxed)),
+    let request = ClientRequest::try_from(JSONRPCRequest {
+        id: RequestId::Integer(NEXT.fetch_add(1, Ordering::Relaxed)),
         method: method.to_owned(),
-        params,
-    };
+        params: Some(params),
+    })?;
     within(PROMPT, method, handle.request(request))
         .await
         .expect("host answers")
@@ -66,10 +68,9 @@ async fn startup_statuses(
                 .any(|params: &Value| params["name"] == *name && params["status"] == *status)
         }) {
             match handle.next_event().await {
-                Some(InProcessServerEvent::ServerNotification(ServerNotification::Custom {
-                    method,
-                    params,
-                })) if method == "mcpServer/startupStatus/updated" => seen.push(params),
+                Some(InProcessServerEvent::ServerNotification(
+                    ServerNotification::McpServerStartupStatusUpdated(params),
+                )) => seen.push(serde_json::to_value(params).expect("json")),
                 Some(_) => {}
                 None => panic!("the host stopped"),
             }
@@ -165,11 +166,31 @@ async fn mcp_servers_start_in_the_background_and_serve_the_reference_methods() {
     .await;
     assert_eq!(one["data"].as_array().expect("data").len(), 1);
 
+    // A tool call names a thread the server knows, as the reference's does.
+    let thread = call(&handle, "thread/start", json!({})).await;
+    let thread_id = thread["thread"]["id"]
+        .as_str()
+        .expect("thread id")
+        .to_owned();
+    let unknown_thread = try_call(
+        &handle,
+        "mcpServer/tool/call",
+        json!({"threadId": "0190f3a2-0000-7000-8000-000000000000", "server": "local", "tool": "echo"}),
+    )
+    .await
+    .expect_err("no such thread");
+    assert_eq!(
+        (unknown_thread.code, unknown_thread.message.as_str()),
+        (
+            -32600,
+            "thread not found: 0190f3a2-0000-7000-8000-000000000000"
+        )
+    );
     for name in ["local", "web"] {
         let echoed = call(
             &handle,
             "mcpServer/tool/call",
-            json!({"threadId": "t", "server": name, "tool": "echo", "arguments": {"text": "hi"}}),
+            json!({"threadId": thread_id, "server": name, "tool": "echo", "arguments": {"text": "hi"}}),
         )
         .await;
         assert_eq!(echoed["content"][0], json!({"type": "text", "text": "hi"}));
@@ -179,7 +200,7 @@ async fn mcp_servers_start_in_the_background_and_serve_the_reference_methods() {
     let failed = call(
         &handle,
         "mcpServer/tool/call",
-        json!({"threadId": "t", "server": "local", "tool": "fail"}),
+        json!({"threadId": thread_id, "server": "local", "tool": "fail"}),
     )
     .await;
     assert_eq!(failed["isError"], true);
@@ -195,11 +216,11 @@ async fn mcp_servers_start_in_the_background_and_serve_the_reference_methods() {
     let unknown = try_call(
         &handle,
         "mcpServer/tool/call",
-        json!({"threadId": "t", "server": "nope", "tool": "echo"}),
+        json!({"threadId": thread_id, "server": "nope", "tool": "echo"}),
     )
     .await
     .expect_err("no such server");
-    assert_eq!(unknown.code, -32602);
+    assert_eq!(unknown.code, -32603);
     assert!(
         unknown.message.contains("[mcp_servers.nope]"),
         "{unknown:?}"

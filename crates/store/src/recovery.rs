@@ -5,7 +5,7 @@
 
 use tandem_protocol::{
     CommandExecutionStatus, DynamicToolCallOutputContentItem, DynamicToolCallStatus,
-    PatchApplyStatus, ThreadItem, Turn, TurnError, TurnStatus,
+    McpToolCallError, McpToolCallStatus, PatchApplyStatus, ThreadItem, Turn, TurnError, TurnStatus,
 };
 
 /// The reason recorded on a turn that was still running when the server stopped.
@@ -57,6 +57,16 @@ pub fn close_unfinished_item(item: &mut ThreadItem) -> bool {
         }
         ThreadItem::FileChange { status, .. } if *status == PatchApplyStatus::InProgress => {
             *status = PatchApplyStatus::Failed;
+            true
+        }
+        // mcp30: an MCP tool call cut short fails with an error saying so.
+        ThreadItem::McpToolCall { status, error, .. }
+            if *status == McpToolCallStatus::InProgress =>
+        {
+            *status = McpToolCallStatus::Failed;
+            *error = Some(McpToolCallError {
+                message: format!("interrupted, no result: {INTERRUPTED_BY_STOP}"),
+            });
             true
         }
         _ => false,

@@ -9,7 +9,10 @@
 //! it answers a tool error); `never_answer` never answers (it notes a cancellation in the
 //! event log); `flood {count}` sends `count` progress notifications as fast as it can, then
 //! answers `flooded`; `malformed` writes a line that is not JSON-RPC to stdout (stdio only),
-//! then never answers; `env {name}` answers a variable of its environment, or `unset`.
+//! then never answers; `env {name}` answers a variable of its environment, or `unset`;
+//! `elicit {message}` asks the client for `{answer: string}` (`elicitation/create`, a form)
+//! and answers `accepted {"answer": ...}`, `declined` or `cancelled`, or a tool error when the
+//! request itself failed.
 //! Resources: `test://greeting` (text) and the template `test://echo/{text}`.
 //!
 //! The event log (`--log FILE`, or [`TestMcpServer::with_log`]) gets one line per event worth
@@ -107,6 +110,11 @@ impl TestMcpServer {
                 schema(json!({"name": {"type": "string"}})),
             ),
             Tool::new(
+                "elicit",
+                "Asks the user for an answer (an MCP elicitation), then answers what it got",
+                schema(json!({"message": {"type": "string"}})),
+            ),
+            Tool::new(
                 "malformed",
                 "Writes a line that is not JSON-RPC",
                 schema(json!({})),
@@ -177,6 +185,36 @@ impl TestMcpServer {
                     .unwrap_or_default();
                 let value = std::env::var(variable).unwrap_or_else(|_| "unset".to_owned());
                 Ok(CallToolResult::success(vec![ContentBlock::text(value)]))
+            }
+            "elicit" => {
+                let message = arguments
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("What is your answer?");
+                let request: rmcp::model::ElicitRequestParams = serde_json::from_value(json!({
+                    "mode": "form",
+                    "message": message,
+                    "requestedSchema": {"type": "object",
+                                        "properties": {"answer": {"type": "string"}},
+                                        "required": ["answer"]},
+                }))
+                .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+                let text = match context.peer.create_elicitation(request).await {
+                    Ok(result) => match result.action {
+                        rmcp::model::ElicitationAction::Accept => {
+                            format!("accepted {}", result.content.unwrap_or(Value::Null))
+                        }
+                        rmcp::model::ElicitationAction::Decline => "declined".to_owned(),
+                        rmcp::model::ElicitationAction::Cancel => "cancelled".to_owned(),
+                        other => format!("answered {other:?}"),
+                    },
+                    Err(error) => {
+                        return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                            "elicitation failed: {error}"
+                        ))]));
+                    }
+                };
+                Ok(CallToolResult::success(vec![ContentBlock::text(text)]))
             }
             "fail" => Ok(CallToolResult::error(vec![ContentBlock::text(
                 "it failed, as asked",

@@ -7,9 +7,9 @@ use std::collections::VecDeque;
 
 use tandem_client::TurnEvent;
 use tandem_protocol::{
-    CommandExecutionStatus, DynamicToolCallStatus, FileUpdateChange, PatchApplyStatus,
-    ServerNotification, Thread, ThreadItem, ThreadTokenUsage, Turn, TurnPlanStep, TurnStatus,
-    UserInput,
+    CommandExecutionStatus, DynamicToolCallStatus, FileUpdateChange, McpToolCallStatus,
+    PatchApplyStatus, ServerNotification, Thread, ThreadItem, ThreadTokenUsage, Turn, TurnPlanStep,
+    TurnStatus, UserInput,
 };
 
 mod agent_items;
@@ -446,6 +446,22 @@ impl AppState {
                 item_id: id.clone(),
                 tool: tool.clone(),
                 status: *status,
+            },
+            // mcp30: an MCP tool call shows as a tool entry named `SERVER/TOOL`.
+            ThreadItem::McpToolCall {
+                id,
+                server,
+                tool,
+                status,
+                ..
+            } => Entry::Tool {
+                item_id: id.clone(),
+                tool: format!("{server}/{tool}"),
+                status: match status {
+                    McpToolCallStatus::InProgress => DynamicToolCallStatus::InProgress,
+                    McpToolCallStatus::Completed => DynamicToolCallStatus::Completed,
+                    McpToolCallStatus::Failed => DynamicToolCallStatus::Failed,
+                },
             },
             ThreadItem::ContextCompaction { .. } => {
                 Entry::Notice("(earlier turns compacted into a summary)".into())

@@ -9,6 +9,8 @@ import type { FileChangePatchUpdatedNotification } from "./FileChangePatchUpdate
 import type { FsChangedNotification } from "./FsChangedNotification";
 import type { ItemCompletedNotification } from "./ItemCompletedNotification";
 import type { ItemStartedNotification } from "./ItemStartedNotification";
+import type { McpServerStatusUpdatedNotification } from "./McpServerStatusUpdatedNotification";
+import type { McpToolCallProgressNotification } from "./McpToolCallProgressNotification";
 import type { ProcessExitedNotification } from "./ProcessExitedNotification";
 import type { ProcessOutputDeltaNotification } from "./ProcessOutputDeltaNotification";
 import type { ReasoningSummaryPartAddedNotification } from "./ReasoningSummaryPartAddedNotification";
@@ -62,4 +64,6 @@ export type ServerNotification =
   | { method: "item/reasoning/summaryTextDelta", params: ReasoningSummaryTextDeltaNotification, emittedAtMs?: number, cursor?: EventCursor, }
   | { method: "item/reasoning/textDelta", params: ReasoningTextDeltaNotification, emittedAtMs?: number, cursor?: EventCursor, }
   | { method: "item/fileChange/patchUpdated", params: FileChangePatchUpdatedNotification, emittedAtMs?: number, cursor?: EventCursor, }
-  | { method: "turn/diff/updated", params: TurnDiffUpdatedNotification, emittedAtMs?: number, cursor?: EventCursor, };
+  | { method: "turn/diff/updated", params: TurnDiffUpdatedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "mcpServer/startupStatus/updated", params: McpServerStatusUpdatedNotification, emittedAtMs?: number, cursor?: EventCursor, }
+  | { method: "item/mcpToolCall/progress", params: McpToolCallProgressNotification, emittedAtMs?: number, cursor?: EventCursor, };

@@ -6,6 +6,9 @@ import type { DynamicToolCallOutputContentItem } from "./DynamicToolCallOutputCo
 import type { DynamicToolCallStatus } from "./DynamicToolCallStatus";
 import type { FileUpdateChange } from "./FileUpdateChange";
 import type { JsonValue } from "./JsonValue";
+import type { McpToolCallError } from "./McpToolCallError";
+import type { McpToolCallResult } from "./McpToolCallResult";
+import type { McpToolCallStatus } from "./McpToolCallStatus";
 import type { PatchApplyStatus } from "./PatchApplyStatus";
 import type { UserInput } from "./UserInput";
 
@@ -132,4 +135,36 @@ changes: Array<FileUpdateChange>,
 /**
  * Current status.
  */
-status: PatchApplyStatus, };
+status: PatchApplyStatus, } | { "type": "mcpToolCall",
+/**
+ * Item id; also the `itemId` of its progress notifications.
+ */
+id: string,
+/**
+ * The `NAME` of `[mcp_servers.NAME]`.
+ */
+server: string,
+/**
+ * The tool, as the server names it.
+ */
+tool: string,
+/**
+ * Current status.
+ */
+status: McpToolCallStatus,
+/**
+ * Arguments chosen by the model.
+ */
+arguments: JsonValue,
+/**
+ * What the server answered, once it did.
+ */
+result: McpToolCallResult | null,
+/**
+ * Why the call failed, when it did.
+ */
+error: McpToolCallError | null,
+/**
+ * Duration in milliseconds, once finished.
+ */
+durationMs: number | null, };

@@ -6,6 +6,7 @@ import type { CommandExecWriteParams } from "./CommandExecWriteParams";
 import type { ConfigBatchWriteParams } from "./ConfigBatchWriteParams";
 import type { ConfigReadParams } from "./ConfigReadParams";
 import type { ConfigValueWriteParams } from "./ConfigValueWriteParams";
+import type { EmptyParams } from "./EmptyParams";
 import type { FsCopyParams } from "./FsCopyParams";
 import type { FsCreateDirectoryParams } from "./FsCreateDirectoryParams";
 import type { FsGetMetadataParams } from "./FsGetMetadataParams";
@@ -18,6 +19,9 @@ import type { FsWriteFileParams } from "./FsWriteFileParams";
 import type { FuzzyFileSearchParams } from "./FuzzyFileSearchParams";
 import type { GetAccountParams } from "./GetAccountParams";
 import type { InitializeParams } from "./InitializeParams";
+import type { ListMcpServerStatusParams } from "./ListMcpServerStatusParams";
+import type { McpResourceReadParams } from "./McpResourceReadParams";
+import type { McpServerToolCallParams } from "./McpServerToolCallParams";
 import type { ModelListParams } from "./ModelListParams";
 import type { RequestId } from "./RequestId";
 import type { ThreadArchiveParams } from "./ThreadArchiveParams";
@@ -90,4 +94,8 @@ export type ClientRequest =
   | { id: RequestId, method: "fs/watch", params: FsWatchParams, }
   | { id: RequestId, method: "fs/unwatch", params: FsUnwatchParams, }
   | { id: RequestId, method: "fuzzyFileSearch", params: FuzzyFileSearchParams, }
-  | { id: RequestId, method: "thread/shellCommand", params: ThreadShellCommandParams, };
+  | { id: RequestId, method: "thread/shellCommand", params: ThreadShellCommandParams, }
+  | { id: RequestId, method: "mcpServerStatus/list", params: ListMcpServerStatusParams, }
+  | { id: RequestId, method: "mcpServer/tool/call", params: McpServerToolCallParams, }
+  | { id: RequestId, method: "mcpServer/resource/read", params: McpResourceReadParams, }
+  | { id: RequestId, method: "config/mcpServer/reload", params: EmptyParams, };

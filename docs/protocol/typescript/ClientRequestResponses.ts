@@ -10,6 +10,9 @@ import type { FsWatchResponse } from "./FsWatchResponse";
 import type { FuzzyFileSearchResponse } from "./FuzzyFileSearchResponse";
 import type { GetAccountResponse } from "./GetAccountResponse";
 import type { InitializeResponse } from "./InitializeResponse";
+import type { ListMcpServerStatusResponse } from "./ListMcpServerStatusResponse";
+import type { McpResourceReadResponse } from "./McpResourceReadResponse";
+import type { McpServerToolCallResponse } from "./McpServerToolCallResponse";
 import type { ModelListResponse } from "./ModelListResponse";
 import type { ThreadAttachmentAddResponse } from "./ThreadAttachmentAddResponse";
 import type { ThreadAttachmentListResponse } from "./ThreadAttachmentListResponse";
@@ -75,4 +78,8 @@ export type ClientRequestResponses = {
   "fs/unwatch": EmptyResponse,
   "fuzzyFileSearch": FuzzyFileSearchResponse,
   "thread/shellCommand": EmptyResponse,
+  "mcpServerStatus/list": ListMcpServerStatusResponse,
+  "mcpServer/tool/call": McpServerToolCallResponse,
+  "mcpServer/resource/read": McpResourceReadResponse,
+  "config/mcpServer/reload": EmptyResponse,
 };

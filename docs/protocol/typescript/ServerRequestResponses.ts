@@ -1,6 +1,7 @@
 // Generated from tandem-protocol (ts-rs); do not edit. Regenerate with `cargo xtask codegen`.
 import type { CommandExecutionRequestApprovalResponse } from "./CommandExecutionRequestApprovalResponse";
 import type { FileChangeRequestApprovalResponse } from "./FileChangeRequestApprovalResponse";
+import type { McpServerElicitationRequestResponse } from "./McpServerElicitationRequestResponse";
 import type { ToolCallResponse } from "./ToolCallResponse";
 import type { ToolRequestUserInputResponse } from "./ToolRequestUserInputResponse";
 
@@ -12,4 +13,5 @@ export type ServerRequestResponses = {
   "item/commandExecution/requestApproval": CommandExecutionRequestApprovalResponse,
   "item/tool/requestUserInput": ToolRequestUserInputResponse,
   "item/fileChange/requestApproval": FileChangeRequestApprovalResponse,
+  "mcpServer/elicitation/request": McpServerElicitationRequestResponse,
 };

@@ -108,5 +108,7 @@ conformance_suite! {
         crate::scenarios::plan_reasoning::plan_and_reasoning_from_a_model_provider => plan_and_reasoning_from_a_model_provider,
         crate::scenarios::file_changes::file_change_approved_then_turn_diff => file_change_approved_then_turn_diff,
         crate::scenarios::file_changes::file_change_declined_or_unparsable => file_change_declined_or_unparsable,
+        // mcp30:
+        crate::scenarios::mcp::mcp_servers_status_calls_and_reload => mcp_servers_status_calls_and_reload,
     }
 }

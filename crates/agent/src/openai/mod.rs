@@ -44,6 +44,8 @@ pub(crate) mod retry;
 mod tool_calls;
 mod tools;
 pub use tools::user_shell_report;
+// mcp30: the bound of what the model sees of a result, shared with MCP results.
+pub(crate) use tools::{MAX_OUTPUT_BYTES, truncate_middle};
 mod transcript;
 pub(crate) mod transport;
 mod usage;
@@ -442,7 +444,7 @@ impl Agent for OpenAiCompatibleAgent {
         let mut conversation = Conversation {
             instructions: transcript::instructions(driver.cwd()),
             entries,
-            tools: transcript::function_tools(driver.tools()),
+            tools: transcript::function_tools(driver.tools(), driver.mcp_tools()),
             reasoning: driver.reasoning_settings(),
         };
         loop {

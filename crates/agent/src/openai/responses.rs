@@ -456,7 +456,7 @@ mod tests {
         let body = request_body("m", &conversation);
         assert!(body.get("tools").is_none(), "{body}");
         assert!(body.get("tool_choice").is_none(), "{body}");
-        conversation.tools = crate::openai::transcript::function_tools(&[]);
+        conversation.tools = crate::openai::transcript::function_tools(&[], &[]);
         let body = request_body("m", &conversation);
         assert!(
             body["tools"]
@@ -596,7 +596,7 @@ mod tests {
                     output: "done".into(),
                 },
             ],
-            tools: function_tools(&[]),
+            tools: function_tools(&[], &[]),
             reasoning: Default::default(),
         };
         let custom = request_body("gpt-5-codex", &conversation);

@@ -1,8 +1,8 @@
 //! Running the tools the model calls, through the [`TurnDriver`]: `shell` becomes
 //! [`TurnDriver::run_command`] (under the thread's approval policy), `apply_patch`
 //! [`TurnDriver::apply_patch`], `ask_user` [`TurnDriver::ask_user`], `update_plan`
-//! [`TurnDriver::update_plan`], any other name the thread's dynamic tool of that name
-//! (`item/tool/call`). Whatever happens, the model gets a result text for the call, so a bad
+//! [`TurnDriver::update_plan`], an MCP tool's model name [`TurnDriver::call_mcp_tool`], any
+//! other name the thread's dynamic tool of that name (`item/tool/call`). Whatever happens, the model gets a result text for the call, so a bad
 //! call or a declined command never breaks the conversation.
 
 use std::time::Duration;
@@ -113,6 +113,20 @@ pub(crate) async fn run(
             }
         },
         "" => Ok("error: the tool call had no function name; call one of the offered tools".into()),
+        // mcp30: an MCP tool, by its model name.
+        name if driver.mcp_tool(name).is_some() => {
+            let Some(spec) = driver.mcp_tool(name).cloned() else {
+                unreachable!("checked by the guard")
+            };
+            let arguments: Value = match serde_json::from_str(arguments) {
+                Ok(arguments) => arguments,
+                Err(error) => return Ok(bad_arguments(call, &error)),
+            };
+            let outcome = driver
+                .call_mcp_tool(&spec.server, &spec.tool, arguments)
+                .await?;
+            Ok(outcome.model_text())
+        }
         name if driver.has_tool(name) => {
             let arguments: Value = match serde_json::from_str(arguments) {
                 Ok(arguments) => arguments,

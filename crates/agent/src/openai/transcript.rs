@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 use tandem_protocol::{
     CommandExecutionSource, CommandExecutionStatus, DynamicToolCallOutputContentItem,
-    DynamicToolCallStatus, DynamicToolSpec, ThreadItem, Turn, UserInput,
+    DynamicToolCallStatus, DynamicToolSpec, McpToolCallStatus, ThreadItem, Turn, UserInput,
 };
 
 use super::apply_patch::{self, APPLY_PATCH_TOOL};
@@ -82,9 +82,13 @@ pub(crate) const COMPACT_PROMPT: &str = "Summarize the conversation so far for h
      the user's goals and constraints, decisions made, commands run and their outcomes, files \
      touched, and what remains to do. Reply with the summary only.";
 
-/// The built-in tools, then every dynamic tool the thread registered (a dynamic tool that
-/// reuses a built-in name is left out, since the API refuses duplicate names).
-pub(crate) fn function_tools(dynamic: &[DynamicToolSpec]) -> Vec<FunctionTool> {
+/// The built-in tools, then every dynamic tool the thread registered, then the turn's MCP
+/// tools under their model names (a tool that reuses a name already offered is left out,
+/// since the API refuses duplicate names).
+pub(crate) fn function_tools(
+    dynamic: &[DynamicToolSpec],
+    mcp: &[crate::McpToolSpec],
+) -> Vec<FunctionTool> {
     let mut all = vec![
         FunctionTool {
             name: SHELL_TOOL.to_owned(),
@@ -169,6 +173,23 @@ pub(crate) fn function_tools(dynamic: &[DynamicToolSpec]) -> Vec<FunctionTool> {
         };
         all.push(FunctionTool {
             name: spec.name.clone(),
+            description: spec.description.clone(),
+            parameters,
+        });
+    }
+    // mcp30: MCP tools, with the schema the server gave (an object schema is what the APIs
+    // take; anything else becomes an empty one).
+    for spec in mcp {
+        if all.iter().any(|tool| tool.name == spec.model_name) {
+            tracing::warn!(tool = %spec.model_name, "MCP tool shadows another tool; not offered");
+            continue;
+        }
+        let parameters = match &spec.input_schema {
+            Value::Object(schema) if !schema.is_empty() => spec.input_schema.clone(),
+            _ => json!({"type": "object", "properties": {}}),
+        };
+        all.push(FunctionTool {
+            name: spec.model_name.clone(),
             description: spec.description.clone(),
             parameters,
         });
@@ -283,6 +304,44 @@ pub(crate) fn replay_items(items: &[ThreadItem], entries: &mut Vec<Entry>) {
                     name: APPLY_PATCH_TOOL.to_owned(),
                     arguments,
                 });
+                results.push(Entry::ToolResult {
+                    call_id: id.clone(),
+                    output,
+                });
+            }
+            // mcp30: an MCP call, under its server's sanitized name.
+            ThreadItem::McpToolCall {
+                id,
+                server,
+                tool,
+                arguments,
+                status,
+                result,
+                error,
+                ..
+            } => {
+                calls.push(ToolCall {
+                    id: id.clone(),
+                    name: crate::mcp::replayed_name(server, tool),
+                    arguments: arguments.to_string(),
+                });
+                let output = match (status, result, error) {
+                    (McpToolCallStatus::InProgress, _, _) => tools::INTERRUPTED_RESULT.to_owned(),
+                    (_, Some(result), _) => crate::McpToolOutcome {
+                        success: *status == McpToolCallStatus::Completed,
+                        text: crate::mcp_result_text(
+                            &result.content,
+                            result.structured_content.as_ref(),
+                        ),
+                    }
+                    .model_text(),
+                    (_, None, error) => crate::McpToolOutcome::failed(
+                        error
+                            .as_ref()
+                            .map_or("no result", |error| error.message.as_str()),
+                    )
+                    .model_text(),
+                };
                 results.push(Entry::ToolResult {
                     call_id: id.clone(),
                     output,
@@ -460,18 +519,48 @@ mod tests {
             input_schema: json!({}),
             defer_loading: None,
         };
-        let tools = function_tools(&[
-            spec("lookup"),
-            spec("shell"),
-            spec("apply_patch"),
-            spec("update_plan"),
-        ]);
+        let mcp = |model_name: &str, schema: Value| crate::McpToolSpec {
+            model_name: model_name.into(),
+            server: "docs".into(),
+            tool: "echo".into(),
+            description: "Answers its text".into(),
+            input_schema: schema,
+        };
+        let echo_schema = json!({"type": "object", "properties": {"text": {"type": "string"}}});
+        let tools = function_tools(
+            &[
+                spec("lookup"),
+                spec("shell"),
+                spec("apply_patch"),
+                spec("update_plan"),
+            ],
+            &[
+                mcp("mcp__docs__echo", echo_schema.clone()),
+                mcp("lookup", json!({})),
+                mcp("mcp__docs__bare", json!({})),
+            ],
+        );
         let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
         assert_eq!(
             names,
-            vec!["shell", "apply_patch", "ask_user", "update_plan", "lookup"]
+            vec![
+                "shell",
+                "apply_patch",
+                "ask_user",
+                "update_plan",
+                "lookup",
+                "mcp__docs__echo",
+                "mcp__docs__bare"
+            ]
         );
         assert_eq!(tools[3].parameters["type"], "object");
+        // mcp30: an MCP tool keeps the server's description and schema.
+        assert_eq!(tools[5].description, "Answers its text");
+        assert_eq!(tools[5].parameters, echo_schema);
+        assert_eq!(
+            tools[6].parameters,
+            json!({"type": "object", "properties": {}})
+        );
     }
 
     #[test]

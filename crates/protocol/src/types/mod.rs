@@ -80,6 +80,8 @@ mod file_change;
 // fs29: the `fs/*` API.
 mod fs;
 mod handshake;
+// mcp30: MCP servers as tools.
+mod mcp;
 mod models;
 mod notifications;
 mod paging;
@@ -98,6 +100,7 @@ pub use cursor::*;
 pub use file_change::*;
 pub use fs::*;
 pub use handshake::*;
+pub use mcp::*;
 pub use models::*;
 pub use notifications::*;
 pub use paging::*;

@@ -533,6 +533,26 @@ pub enum ThreadItem {
         /// Current status.
         status: PatchApplyStatus,
     },
+    // mcp30: MCP tools.
+    /// A call of a tool of an MCP server (`[mcp_servers.NAME]`).
+    McpToolCall {
+        /// Item id; also the `itemId` of its progress notifications.
+        id: String,
+        /// The `NAME` of `[mcp_servers.NAME]`.
+        server: String,
+        /// The tool, as the server names it.
+        tool: String,
+        /// Current status.
+        status: McpToolCallStatus,
+        /// Arguments chosen by the model.
+        arguments: Value,
+        /// What the server answered, once it did.
+        result: Option<McpToolCallResult>,
+        /// Why the call failed, when it did.
+        error: Option<McpToolCallError>,
+        /// Duration in milliseconds, once finished.
+        duration_ms: Option<i64>,
+    },
 }
 
 impl ThreadItem {
@@ -545,7 +565,7 @@ impl ThreadItem {
             | Self::DynamicToolCall { id, .. }
             | Self::ContextCompaction { id }
             | Self::Reasoning { id, .. } => id,
-            Self::FileChange { id, .. } => id,
+            Self::FileChange { id, .. } | Self::McpToolCall { id, .. } => id,
         }
     }
 }

@@ -470,5 +470,7 @@ pub(crate) fn client_requests() -> Vec<ClientRequest> {
     .chain(fs_requests())
     // search29:
     .chain(search_shell_requests())
+    // mcp30:
+    .chain(mcp_requests())
     .collect()
 }

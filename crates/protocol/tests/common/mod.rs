@@ -29,6 +29,8 @@ pub(crate) fn object(value: Value) -> Map<String, Value> {
 mod client_requests;
 mod extensions;
 mod fs;
+// mcp30:
+mod mcp;
 // apply29:
 mod file_changes;
 mod notifications;
@@ -46,6 +48,7 @@ pub(crate) use extensions::*;
 pub(crate) use file_changes::*;
 #[allow(unused_imports)] // as dead_code above
 pub(crate) use fs::*;
+pub(crate) use mcp::*;
 #[allow(unused_imports)] // as dead_code above
 pub(crate) use notifications::*;
 #[allow(unused_imports)] // as dead_code above

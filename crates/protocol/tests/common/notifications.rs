@@ -202,5 +202,8 @@ pub(crate) fn server_notifications() -> Vec<ServerNotification> {
         // apply29:
         file_change_patch_updated(),
         turn_diff_updated(),
+        // mcp30:
+        mcp_startup_status_updated(),
+        mcp_tool_call_progress(),
     ]
 }

@@ -115,5 +115,7 @@ pub(crate) fn server_requests() -> Vec<ServerRequest> {
         request::<m::ToolRequestUserInput>(2, user_input_params()),
         // apply29:
         request::<m::FileChangeRequestApproval>(3, file_change_approval_params()),
+        // mcp30:
+        request::<m::McpServerElicitationRequest>(4, mcp_elicitation_params()),
     ]
 }

@@ -1,35 +1,41 @@
 //! The MCP methods of the protocol (issue 30), over the server's one [`McpManager`]:
 //! `mcpServerStatus/list`, `mcpServer/tool/call`, `mcpServer/resource/read` and
-//! `config/mcpServer/reload`, and the `mcpServer/startupStatus/updated` notifications, each
-//! in the reference app-server's shape (its JSON schema, release 0.169.0; compared with the
-//! running reference against the same test server).
-//!
-//! The messages are carried as the protocol's `Custom` requests and notifications, built here
-//! as JSON: the server claims the four methods ([`METHODS`]). Every request is answered from
+//! `config/mcpServer/reload`, and the `mcpServer/startupStatus/updated` notifications. The
+//! wire shapes are tandem-protocol's types (the reference app-server's, release 0.169.0);
+//! this module maps tandem-mcp's states and results onto them. Every request is answered from
 //! a task of its own, so a slow server never holds the processor task.
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tandem_host::{OutgoingMessageSender, RequestContext};
 use tandem_mcp::{
-    McpError, McpManager, McpServerSnapshot, McpStartupUpdate, McpTransportConfig, http_origin,
+    McpError, McpManager, McpServerSnapshot, McpServerState, McpStartupState, McpStartupUpdate,
+    McpTransportConfig, http_origin,
 };
-use tandem_protocol::{JSONRPCErrorError, ServerNotification};
+use tandem_protocol::{
+    EmptyResponse, JSONRPCErrorError, ListMcpServerStatusParams, ListMcpServerStatusResponse,
+    McpAuthStatus, McpResourceReadParams, McpResourceReadResponse, McpServerConnectionStatus,
+    McpServerStartupFailureReason, McpServerStartupState, McpServerStatus, McpServerStatusDetail,
+    McpServerStatusUpdatedNotification, McpServerToolCallParams, McpServerToolCallResponse,
+    ServerNotification,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ServerConfig;
+use crate::threads::ThreadService;
 
-/// The client methods served here.
-pub const METHODS: &[&str] = &[
-    "mcpServerStatus/list",
-    "mcpServer/tool/call",
-    "mcpServer/resource/read",
-    "config/mcpServer/reload",
-];
-
-/// The notification of a server's startup state.
-pub const STARTUP_STATUS_UPDATED: &str = "mcpServer/startupStatus/updated";
+/// One MCP request of a client, decoded.
+pub(crate) enum McpRequest {
+    /// `mcpServerStatus/list`.
+    StatusList(ListMcpServerStatusParams),
+    /// `mcpServer/tool/call`.
+    ToolCall(McpServerToolCallParams),
+    /// `mcpServer/resource/read`.
+    ResourceRead(McpResourceReadParams),
+    /// `config/mcpServer/reload`.
+    Reload,
+}
 
 /// The MCP servers of one Tandem server and the requests about them.
 pub(crate) struct McpService {
@@ -90,26 +96,39 @@ impl McpService {
         &self.manager
     }
 
-    /// Answers `method` (one of [`METHODS`]) with `params`, on a task of its own. `config`
-    /// is the effective configuration, whose file a reload reads again.
+    /// Answers `request` on a task of its own. `threads` knows which threads exist (a tool
+    /// call names one); its effective configuration's file is what a reload reads again.
     pub(crate) fn handle(
         &self,
-        method: &str,
-        params: Value,
+        request: McpRequest,
         context: RequestContext,
-        config: Arc<ServerConfig>,
+        threads: Arc<ThreadService>,
     ) {
         let manager = self.manager.clone();
         let outgoing = self.outgoing.clone();
-        let method = method.to_owned();
         tokio::spawn(async move {
-            let answer = match method.as_str() {
-                "mcpServerStatus/list" => status_list(&manager, &params),
-                "mcpServer/tool/call" => tool_call(&manager, params).await,
-                "mcpServer/resource/read" => resource_read(&manager, &params).await,
-                _ => reload(&manager, &config).await,
-            };
-            outgoing.send_result(context.id, answer).await;
+            match request {
+                McpRequest::StatusList(params) => {
+                    outgoing
+                        .send_result(
+                            context.id,
+                            Ok::<_, JSONRPCErrorError>(status_list(&manager, &params)),
+                        )
+                        .await;
+                }
+                McpRequest::ToolCall(params) => {
+                    let answer = tool_call(&manager, &threads, params).await;
+                    outgoing.send_result(context.id, answer).await;
+                }
+                McpRequest::ResourceRead(params) => {
+                    let answer = resource_read(&manager, &params).await;
+                    outgoing.send_result(context.id, answer).await;
+                }
+                McpRequest::Reload => {
+                    let answer = reload(&manager, &threads.config()).await;
+                    outgoing.send_result(context.id, answer).await;
+                }
+            }
         });
     }
 
@@ -131,99 +150,116 @@ impl Drop for McpService {
 /// `mcpServer/startupStatus/updated` of `update`. Tandem's connections serve every thread,
 /// so `threadId` is always `null`.
 fn startup_notification(update: &McpStartupUpdate) -> ServerNotification {
-    ServerNotification::Custom {
-        method: STARTUP_STATUS_UPDATED.to_owned(),
-        params: json!({
-            "threadId": null,
-            "name": update.name,
-            "status": update.state.as_str(),
-            "error": update.error,
-            "failureReason": update
-                .authentication_required
-                .then_some("reauthenticationRequired"),
-        }),
-    }
+    ServerNotification::McpServerStartupStatusUpdated(McpServerStatusUpdatedNotification {
+        thread_id: None,
+        name: update.name.clone(),
+        status: match update.state {
+            McpStartupState::Starting => McpServerStartupState::Starting,
+            McpStartupState::Ready => McpServerStartupState::Ready,
+            McpStartupState::Failed => McpServerStartupState::Failed,
+            McpStartupState::Cancelled => McpServerStartupState::Cancelled,
+        },
+        error: update.error.clone(),
+        failure_reason: update
+            .authentication_required
+            .then_some(McpServerStartupFailureReason::ReauthenticationRequired),
+    })
 }
 
-fn string_param<'a>(params: &'a Value, key: &str) -> Result<&'a str, JSONRPCErrorError> {
-    params
-        .get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| JSONRPCErrorError::invalid_params(format!("{key} must be a string")))
-}
-
+/// Every failure of an MCP call is -32603, as the reference answers (an unknown server
+/// included); the message says what to do.
 fn mcp_error(error: McpError) -> JSONRPCErrorError {
-    match error {
-        McpError::UnknownServer(_) => JSONRPCErrorError::invalid_params(error.to_string()),
-        other => JSONRPCErrorError::internal(other.to_string()),
-    }
+    JSONRPCErrorError::internal(error.to_string())
 }
 
 /// `mcpServerStatus/list`: every configured server (or the one `serverName` names), in one
 /// page (`nextCursor: null`).
-fn status_list(manager: &McpManager, params: &Value) -> Result<Value, JSONRPCErrorError> {
-    let only = params.get("serverName").and_then(Value::as_str);
-    let tools_only = params.get("detail").and_then(Value::as_str) == Some("toolsAndAuthOnly");
-    let data: Vec<Value> = manager
+fn status_list(
+    manager: &McpManager,
+    params: &ListMcpServerStatusParams,
+) -> ListMcpServerStatusResponse {
+    let tools_only = params.detail == Some(McpServerStatusDetail::ToolsAndAuthOnly);
+    let data = manager
         .statuses()
         .iter()
-        .filter(|status| only.is_none_or(|name| name == status.config.name))
+        .filter(|status| {
+            params
+                .server_name
+                .as_deref()
+                .is_none_or(|name| name == status.config.name)
+        })
         .map(|status| server_status(status, tools_only))
         .collect();
-    Ok(json!({ "data": data, "nextCursor": null }))
+    ListMcpServerStatusResponse {
+        data,
+        next_cursor: None,
+    }
+}
+
+fn connection_status(state: McpServerState) -> McpServerConnectionStatus {
+    match state {
+        McpServerState::NotStarted => McpServerConnectionStatus::NotStarted,
+        McpServerState::Starting => McpServerConnectionStatus::Starting,
+        McpServerState::Connected => McpServerConnectionStatus::Connected,
+        McpServerState::AuthenticationRequired => McpServerConnectionStatus::AuthenticationRequired,
+        McpServerState::Failed => McpServerConnectionStatus::Failed,
+        McpServerState::Cancelled => McpServerConnectionStatus::Cancelled,
+        McpServerState::Disabled => McpServerConnectionStatus::Disabled,
+    }
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or_default()
 }
 
 /// One `McpServerStatus`.
-fn server_status(status: &McpServerSnapshot, tools_only: bool) -> Value {
-    let tools: serde_json::Map<String, Value> = status
+fn server_status(status: &McpServerSnapshot, tools_only: bool) -> McpServerStatus {
+    let tools = status
         .tools
         .iter()
-        .map(|tool| {
-            (
-                tool.name.to_string(),
-                serde_json::to_value(tool).unwrap_or_default(),
-            )
-        })
+        .map(|tool| (tool.name.to_string(), to_json(tool)))
         .collect();
     let auth_status = match &status.config.transport {
         McpTransportConfig::StreamableHttp(http) if http.bearer_token_env_var.is_some() => {
-            "bearerToken"
+            McpAuthStatus::BearerToken
         }
-        _ => "unsupported",
+        _ => McpAuthStatus::Unsupported,
     };
-    let (resources, templates) = if tools_only {
-        (Value::Array(Vec::new()), Value::Array(Vec::new()))
+    let (resources, resource_templates) = if tools_only {
+        (Vec::new(), Vec::new())
     } else {
         (
-            serde_json::to_value(&status.resources).unwrap_or_default(),
-            serde_json::to_value(&status.resource_templates).unwrap_or_default(),
+            status.resources.iter().map(to_json).collect(),
+            status.resource_templates.iter().map(to_json).collect(),
         )
     };
-    json!({
-        "name": status.config.name,
-        "runtimeStatus": status.state.as_str(),
-        "pluginId": null,
-        "httpOrigin": http_origin(&status.config),
-        "serverInfo": status.server_info,
-        "serverCapabilities": if status.capabilities.is_null() { Value::Null } else { status.capabilities.clone() },
-        "toolListMeta": null,
-        "tools": tools,
-        "toolsError": status.tools_error.clone().or_else(|| status.error.clone()),
-        "resources": resources,
-        "resourceTemplates": templates,
-        "authStatus": auth_status,
-    })
+    McpServerStatus {
+        name: status.config.name.clone(),
+        runtime_status: Some(connection_status(status.state)),
+        plugin_id: None,
+        http_origin: http_origin(&status.config),
+        server_info: status.server_info.as_ref().map(to_json),
+        server_capabilities: status.capabilities.clone(),
+        tool_list_meta: Value::Null,
+        tools,
+        tools_error: status.tools_error.clone().or_else(|| status.error.clone()),
+        resources,
+        resource_templates,
+        auth_status,
+    }
 }
 
 /// `mcpServer/tool/call`: `tool` of `server` with `arguments`, under the server's
-/// `tool_timeout_sec`.
-async fn tool_call(manager: &McpManager, params: Value) -> Result<Value, JSONRPCErrorError> {
-    string_param(&params, "threadId")?;
-    let server = string_param(&params, "server")?;
-    let tool = string_param(&params, "tool")?;
-    let arguments = match params.get("arguments") {
+/// `tool_timeout_sec`, for a thread this server knows.
+async fn tool_call(
+    manager: &McpManager,
+    threads: &ThreadService,
+    params: McpServerToolCallParams,
+) -> Result<McpServerToolCallResponse, JSONRPCErrorError> {
+    threads.ensure_known(&params.thread_id).await?;
+    let arguments = match params.arguments {
         None | Some(Value::Null) => None,
-        Some(Value::Object(arguments)) => Some(arguments.clone()),
+        Some(Value::Object(arguments)) => Some(arguments),
         Some(_) => {
             return Err(JSONRPCErrorError::invalid_params(
                 "arguments must be an object",
@@ -231,31 +267,44 @@ async fn tool_call(manager: &McpManager, params: Value) -> Result<Value, JSONRPC
         }
     };
     let result = manager
-        .call_tool(server, tool, arguments, None, CancellationToken::new())
+        .call_tool(
+            &params.server,
+            &params.tool,
+            arguments,
+            None,
+            CancellationToken::new(),
+        )
         .await
         .map_err(mcp_error)?;
-    Ok(json!({
-        "content": result.content,
-        "structuredContent": result.structured_content,
-        "isError": result.is_error,
-        "_meta": result.meta,
-    }))
+    Ok(McpServerToolCallResponse {
+        content: result.content.iter().map(to_json).collect(),
+        structured_content: result.structured_content,
+        is_error: result.is_error,
+        meta: result.meta.as_ref().map(to_json),
+    })
 }
 
 /// `mcpServer/resource/read`: `uri` of `server`.
-async fn resource_read(manager: &McpManager, params: &Value) -> Result<Value, JSONRPCErrorError> {
-    let server = string_param(params, "server")?;
-    let uri = string_param(params, "uri")?;
+async fn resource_read(
+    manager: &McpManager,
+    params: &McpResourceReadParams,
+) -> Result<McpResourceReadResponse, JSONRPCErrorError> {
     let result = manager
-        .read_resource(server, uri)
+        .read_resource(&params.server, &params.uri)
         .await
         .map_err(mcp_error)?;
-    Ok(json!({ "contents": result.contents, "originCallId": null }))
+    Ok(McpResourceReadResponse {
+        contents: result.contents.iter().map(to_json).collect(),
+        origin_call_id: None,
+    })
 }
 
 /// `config/mcpServer/reload`: reads the config file again and restarts the servers whose
 /// table changed (others keep running).
-async fn reload(manager: &McpManager, config: &ServerConfig) -> Result<Value, JSONRPCErrorError> {
+async fn reload(
+    manager: &McpManager,
+    config: &ServerConfig,
+) -> Result<EmptyResponse, JSONRPCErrorError> {
     let path = config.config_file();
     let current = config.clone();
     let reloaded = tokio::task::spawn_blocking(move || {
@@ -273,5 +322,5 @@ async fn reload(manager: &McpManager, config: &ServerConfig) -> Result<Value, JS
     .map_err(|error| JSONRPCErrorError::internal(error.to_string()))?
     .map_err(JSONRPCErrorError::invalid_params)?;
     manager.reload(reloaded.mcp_servers);
-    Ok(json!({}))
+    Ok(EmptyResponse {})
 }

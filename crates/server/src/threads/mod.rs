@@ -321,6 +321,8 @@ pub(crate) struct ThreadService {
     pub(crate) sandboxing: crate::sandbox::Sandboxing,
     /// Runs a started turn (the turn module's `spawn`, handed down by the server).
     run_turn: TurnRunner,
+    /// mcp30: the server's MCP servers, whose tools turns offer.
+    pub(crate) mcp: tandem_mcp::McpManager,
     loaded: Mutex<BTreeMap<String, Arc<LoadedThread>>>,
     sequencer: Mutex<Sequencer>,
     /// Cancelled when the host shuts down: no new turn starts from then on, so every running
@@ -340,6 +342,7 @@ impl ThreadService {
         agent: Arc<dyn Agent>,
         sandboxing: crate::sandbox::Sandboxing,
         run_turn: TurnRunner,
+        mcp: tandem_mcp::McpManager,
     ) -> Self {
         let durable = OnceCell::new_with(store);
         Self {
@@ -351,6 +354,7 @@ impl ThreadService {
             agent,
             sandboxing,
             run_turn,
+            mcp,
             loaded: Mutex::new(BTreeMap::new()),
             sequencer: Mutex::new(Sequencer::default()),
             stopping: CancellationToken::new(),
@@ -426,6 +430,16 @@ impl ThreadService {
             .await
             .map_err(store_error)?
             .map(|record| (durable, record)))
+    }
+
+    /// Fails with the answer to a request naming an unknown thread (`thread not found: ID`)
+    /// unless `thread_id` is loaded or stored.
+    pub(crate) async fn ensure_known(&self, thread_id: &str) -> Result<(), JSONRPCErrorError> {
+        if self.loaded(thread_id).is_some() || self.find(thread_id).await?.is_some() {
+            Ok(())
+        } else {
+            Err(not_found(thread_id))
+        }
     }
 
     /// The model of threads that chose none: the config's `model`, else (with no provider

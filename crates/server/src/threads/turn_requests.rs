@@ -279,7 +279,7 @@ impl ThreadService {
         let started = StartedTurn {
             turn,
             work: TurnWork::Input {
-                user_message,
+                user_message: Box::new(user_message),
                 input: params.input,
             },
             store,

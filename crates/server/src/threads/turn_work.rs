@@ -59,8 +59,9 @@ pub(crate) struct StartedTurn {
 pub(crate) enum TurnWork {
     /// Runs the agent on the user's input.
     Input {
-        /// The user's input as stored: item 0 of the turn.
-        user_message: ThreadItem,
+        /// The user's input as stored: item 0 of the turn (boxed: an item is large, the
+        /// other variants are not).
+        user_message: Box<ThreadItem>,
         /// The input for the agent.
         input: Vec<UserInput>,
     },

@@ -13,11 +13,14 @@
 //! commands (approval, process, output); `file_change` its patches (`fileChange` items and the
 //! turn's diff); `task` the task that runs a turn from start to `turn/completed`;
 //! `compaction` the compaction turn of `thread/compact/start`; `reasoning` the plan and the
-//! reasoning deltas; `user_shell` the user's own command of `thread/shellCommand`.
+//! reasoning deltas; `mcp_tools` the MCP tools (the required servers' wait, `mcpToolCall`
+//! items); `user_shell` the user's own command of `thread/shellCommand`.
 
 mod commands;
 mod compaction;
 mod file_change;
+// mcp30: MCP tools.
+mod mcp_tools;
 mod reasoning;
 mod task;
 // search29: `thread/shellCommand`.
@@ -99,6 +102,10 @@ pub(crate) struct TurnRun {
     turn_diff: file_change::TurnDiff,
     /// undo29: what those files held before the turn, stored for `restoreFiles`.
     checkpoint: file_change::TurnCheckpoint,
+    /// mcp30: the server's MCP servers, and the tools offered this turn (taken once the
+    /// required servers are ready, before the agent runs).
+    mcp: tandem_mcp::McpManager,
+    mcp_tools: Vec<crate::agent::McpToolSpec>,
 }
 
 impl std::fmt::Debug for TurnRun {
@@ -260,6 +267,7 @@ impl TurnRun {
             ThreadItem::CommandExecution { .. }
                 | ThreadItem::DynamicToolCall { .. }
                 | ThreadItem::FileChange { .. }
+                | ThreadItem::McpToolCall { .. }
         ) {
             // The index is taken and written under the turn's lock: a user's shell command
             // may store items beside the agent.
@@ -600,6 +608,19 @@ impl TurnRuntime for TurnRun {
 
     fn tools(&self) -> &[DynamicToolSpec] {
         &self.tools
+    }
+
+    fn mcp_tools(&self) -> &[crate::agent::McpToolSpec] {
+        &self.mcp_tools
+    }
+
+    async fn call_mcp_tool(
+        &mut self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<crate::agent::McpToolOutcome, AgentError> {
+        self.call_mcp(server, tool, arguments).await
     }
 
     fn model(&self) -> Option<&str> {

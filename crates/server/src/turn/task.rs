@@ -70,6 +70,8 @@ fn turn_run(
         ),
         turn_diff: Default::default(),
         checkpoint: Default::default(),
+        mcp: service.mcp.clone(),
+        mcp_tools: Vec::new(),
     }
 }
 
@@ -144,12 +146,17 @@ async fn run(
             user_message,
             input,
         } => {
-            run.stored_user_message(user_message).await;
+            run.stored_user_message(*user_message).await;
             // Only the agent's own items wait for the turn's end, not a compaction's or a
             // user's shell command's.
             run.hold_completed = agent.waits_only_through_driver();
+            // mcp30: the required MCP servers first; the others never delay the turn.
+            let ready = run.prepare_mcp().await;
             let mut driver = TurnDriver::new(run);
-            let result = agent.run_turn(&history, input, &mut driver).await;
+            let result = match ready {
+                Ok(()) => agent.run_turn(&history, input, &mut driver).await,
+                Err(error) => Err(error),
+            };
             (driver, result)
         }
         TurnWork::Compaction => {

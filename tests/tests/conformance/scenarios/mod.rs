@@ -13,6 +13,8 @@ pub(crate) mod file_changes;
 pub(crate) mod fs;
 pub(crate) mod handshake;
 pub(crate) mod idempotency;
+// mcp30:
+pub(crate) mod mcp;
 pub(crate) mod models;
 pub(crate) mod paging;
 // reason29:
