@@ -25,6 +25,7 @@ use tandem_protocol::{
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
+use crate::config::ServerConfig;
 use crate::options::ServerOptions;
 use crate::process::ProcessManager;
 use crate::threads::ThreadService;
@@ -121,6 +122,18 @@ struct StdinOrder {
     tails: HashMap<String, (u64, oneshot::Receiver<()>)>,
 }
 
+/// The configuration the MCP servers start from: without any server when the options say
+/// not to start them (`tandem exec`).
+fn mcp_config(options: &ServerOptions) -> std::borrow::Cow<'_, ServerConfig> {
+    if options.start_mcp_servers {
+        std::borrow::Cow::Borrowed(&options.config)
+    } else {
+        let mut config = options.config.clone();
+        config.mcp_servers.clear();
+        std::borrow::Cow::Owned(config)
+    }
+}
+
 impl TandemServer {
     /// A server that emits through `outgoing` (the sender the host hands its processor
     /// factory).
@@ -137,7 +150,7 @@ impl TandemServer {
             crate::turn::RUNNER,
         ));
         Self {
-            mcp: mcp::McpService::start(outgoing.clone(), &options.config),
+            mcp: mcp::McpService::start(outgoing.clone(), &mcp_config(&options)),
             fs: fs::FsService::new(outgoing.clone()),
             search: fuzzy_search::FuzzySearchService::new(outgoing.clone()),
             outgoing,
