@@ -176,3 +176,79 @@ impl Drop for RouteGuard {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use rmcp::model::{
+        CallToolRequest, CallToolRequestParams, EmptyObject, GetMeta as _, NumberOrString,
+        ProgressNotification, ProgressNotificationParam, ServerResult,
+    };
+
+    use super::*;
+
+    /// A transport whose incoming messages are given, and whose sends go nowhere.
+    struct Scripted(VecDeque<ServerJsonRpcMessage>);
+
+    impl Transport<RoleClient> for Scripted {
+        type Error = std::io::Error;
+
+        fn send(
+            &mut self,
+            _item: ClientJsonRpcMessage,
+        ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+            std::future::ready(Ok(()))
+        }
+
+        async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+            self.0.pop_front()
+        }
+
+        async fn close(&mut self) -> Result<(), Self::Error> {
+            Ok(())
+        }
+    }
+
+    fn progress(token: &ProgressToken, step: f64) -> ServerJsonRpcMessage {
+        JsonRpcMessage::notification(ServerNotification::ProgressNotification(
+            ProgressNotification::new(ProgressNotificationParam::new(token.clone(), step)),
+        ))
+    }
+
+    #[tokio::test]
+    async fn progress_is_queued_before_the_answer_is_passed_on() {
+        let token = ProgressToken(NumberOrString::Number(7));
+        let id = NumberOrString::Number(1);
+        let routes = ProgressRoutes::default();
+        let incoming = VecDeque::from([
+            progress(&token, 1.0),
+            progress(&token, 2.0),
+            JsonRpcMessage::response(ServerResult::EmptyResult(EmptyObject {}), id.clone()),
+            progress(&token, 3.0),
+        ]);
+        let mut transport = Routed::new("s", Scripted(incoming), Arc::clone(&routes));
+        let (sender, mut queue) = mpsc::channel(8);
+        let mut call = CallToolRequest::new(CallToolRequestParams::new("slow"));
+        call.extensions_mut().insert(ProgressRoute(sender));
+        let mut request = ClientRequest::CallToolRequest(call);
+        request.get_meta_mut().set_progress_token(token.clone());
+        transport
+            .send(JsonRpcMessage::request(request, id))
+            .await
+            .expect("sent");
+
+        for _ in 0..2 {
+            transport.receive().await.expect("progress");
+        }
+        // The answer is passed on only after both updates are in the call's queue.
+        let answer = transport.receive().await.expect("answer");
+        assert!(matches!(answer, JsonRpcMessage::Response(_)));
+        assert_eq!(queue.try_recv().map(|update| update.progress), Ok(1.0));
+        assert_eq!(queue.try_recv().map(|update| update.progress), Ok(2.0));
+        // The answer dropped the route: later progress goes nowhere.
+        transport.receive().await.expect("late progress");
+        assert!(queue.try_recv().is_err());
+        assert!(lock(&routes).by_token.is_empty() && lock(&routes).by_request.is_empty());
+    }
+}
