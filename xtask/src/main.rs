@@ -2,7 +2,9 @@
 //!
 //! - `cargo xtask ci`: exactly what `.ci/run` runs (tests, the 2-minute soak, clippy, rustfmt,
 //!   rustdoc with warnings denied), in that order.
-//! - `cargo xtask bench [host|server|exec|wire]`: the benchmarks behind `docs/performance.md`.
+//! - `cargo xtask bench [host|server|exec|wire|mcp]`: the benchmarks behind
+//!   `docs/performance.md` (`mcp`: `crates/cli/benches/mcp/`, an MCP tool call and
+//!   `turn/start` while an MCP server starts, each against its baseline).
 //!   `cargo xtask bench exec --tandem PATH` measures that binary instead of building one.
 //!   `cargo xtask bench wire [-- --server 'CMD ARGS...']...` runs the wire benchmark
 //!   (`crates/cli/benches/wire/`), passing it everything after `wire`.
@@ -18,6 +20,10 @@
 //!   errors included, against the reference app-server and `tandem app-server` over stdio,
 //!   answers normalized and compared in a table; non-zero on an unintended difference (needs
 //!   the reference; not in CI).
+//! - `cargo xtask mcp-check [--tandem BIN] [--reference BIN | --no-reference]`: Tandem's MCP
+//!   client against the real `@modelcontextprotocol/server-everything` (npm) and
+//!   `mcp-server-time` (PyPI), installed under `target/mcp-check/`, and the same requests
+//!   against the reference compared (needs the registries on its first run; not in CI).
 //! - `cargo xtask proxy-interop [--reference BIN] [--tandem BIN]`: the reference's raw proxy
 //!   in front of Tandem's daemon, and Tandem's raw and line proxies in front of the
 //!   reference's unix socket server (needs the reference; not in CI).
@@ -31,6 +37,7 @@ mod codegen;
 mod compat;
 mod exec_bench;
 mod fs_compare;
+mod mcp_check;
 mod proxy_interop;
 mod schema_check;
 mod soak;
@@ -90,6 +97,7 @@ fn main() -> ExitCode {
         ],
         ["bench", "wire", ref rest @ ..] => vec![wire_bench_step(rest)],
         ["bench", "host"] => vec![vec!["bench", "-p", "tandem-host"]],
+        ["bench", "mcp"] => vec![vec!["bench", "-p", "tandem-cli", "--bench", "mcp"]],
         ["bench", "server"] => vec![vec!["bench", "-p", "tandem-server"]],
         ["bench", "exec", ..] => return exec_bench::run(&args[2..]),
         ["codegen"] => return codegen::regenerate(),
@@ -97,16 +105,18 @@ fn main() -> ExitCode {
         ["compat", ..] => return compat::run(&args[1..]),
         ["schema-check", ..] => return schema_check::run(&args[1..]),
         ["fs-compare", ..] => return fs_compare::run(&args[1..]),
+        ["mcp-check", ..] => return mcp_check::run(&args[1..]),
         ["proxy-interop", ..] => return proxy_interop::run(&args[1..]),
         ["soak", ..] => return soak::run(&args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask ci | cargo xtask bench [host|server] | \
+                "usage: cargo xtask ci | cargo xtask bench [host|server|mcp] | \
                  cargo xtask bench exec [--tandem PATH] | \
                  cargo xtask bench wire [-- --server 'CMD ARGS...']... | \
                  cargo xtask codegen | cargo xtask check-ts | cargo xtask compat [...] | \
                  cargo xtask schema-check [--reference BIN] | \
                  cargo xtask fs-compare [--reference BIN] [--tandem BIN] | \
+                 cargo xtask mcp-check [--tandem BIN] [--reference BIN | --no-reference] | \
                  cargo xtask proxy-interop [--reference BIN] [--tandem BIN] | cargo xtask soak [...]"
             );
             return ExitCode::from(2);

@@ -213,6 +213,8 @@ async fn execute(args: ExecArgs, global: GlobalOptions) -> Result<i32, ExecError
     // The home is never used by exec (no thread requests): it is not created, so exec works
     // under a TANDEM_HOME it could not create. Provider settings do not matter here either.
     let (options, _provider_warnings) = global.load_options(false)?;
+    // It runs one process: the configured MCP servers would be spawned for nothing.
+    let options = options.without_mcp_servers();
     let mut start = InProcessStartArgs::new(
         move |outgoing| Arc::new(TandemServer::new(outgoing, options)) as Arc<dyn MessageProcessor>,
         initialize_params(),

@@ -457,3 +457,34 @@ fn exec_tty_ctrl_c_is_the_commands_keystroke_and_it_exits_130() {
     let status = wait_with_deadline(&mut child, Duration::from_secs(10));
     assert_eq!(status.code(), Some(130));
 }
+
+// Issue 30: exec runs one process and starts none of the configured MCP servers.
+#[test]
+fn exec_starts_no_configured_mcp_server() {
+    let marker = new_marker("mcp");
+    let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("mcp-home-{marker}"));
+    std::fs::create_dir_all(&home).expect("home");
+    let started = home.join("mcp-server-started");
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "[mcp_servers.m]\ncommand = \"sh\"\nargs = [\"-c\", \"touch '{}'; sleep 30\"]\n",
+            started.display()
+        ),
+    )
+    .expect("config");
+    // The command waits up to 5 s for the server to show up (exit 7 if it does): a server
+    // started with the session has long spawned by then.
+    let script = format!(
+        "for i in $(seq 50); do [ -e '{}' ] && exit 7; sleep 0.1; done; exit 0",
+        started.display()
+    );
+    let done = run(
+        tandem(&marker)
+            .env("TANDEM_HOME", &home)
+            .args(["exec", "--", "sh", "-c", &script]),
+        None,
+    );
+    assert_eq!(done.code(), Some(0), "stderr: {}", done.stderr());
+    assert!(!started.exists());
+}

@@ -1,35 +1,36 @@
 //! One connection to one MCP server, over rmcp's client: a stdio child's pipes or streamable
 //! HTTP. The connection routes the server's progress notifications to the call they belong to
-//! (through the progress token of the request, MCP's request relation); what belongs to no
-//! call in flight is logged and dropped. An elicitation request (`elicitation/create`, form
-//! mode advertised) carries no relation to a call over stdio, so it is attributed to the one
-//! call in flight on the connection and answered by that call's [`McpElicitor`]; with no call
-//! in flight, several, or a call without an elicitor (a client's `mcpServer/tool/call`), it
-//! cannot be attributed: it is declined and logged.
+//! (through the progress token of the request, MCP's request relation), in the order they came
+//! and before the call's answer ([`crate::progress`]); what belongs to no call in flight is
+//! logged and dropped. An elicitation request (`elicitation/create`, form mode advertised)
+//! carries no relation to a call over stdio, so it is attributed to the one call in flight on
+//! the connection and answered by that call's [`McpElicitor`]; with no call in flight, several,
+//! or a call without an elicitor (a client's `mcpServer/tool/call`), it cannot be attributed:
+//! it is declined and logged.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ElicitRequestParams,
     ElicitResult, ElicitationAction, ElicitationCapability, FormElicitationCapability,
-    Implementation, InitializeRequestParams, JsonObject, ProgressNotificationParam, ProgressToken,
+    GetExtensions as _, Implementation, InitializeRequestParams, JsonObject,
     ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, ServerResult, Tool,
 };
-use rmcp::service::{
-    NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, ServiceError,
-};
+use rmcp::service::{Peer, PeerRequestOptions, RequestContext, RoleClient, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{HttpServerConfig, McpServerConfig, McpTransportConfig};
 use crate::error::McpError;
+use crate::progress::{McpProgress, ProgressRoute, ProgressRoutes, RouteGuard, Routed};
 use crate::stdio;
 
 /// How many progress updates of one call may wait for their consumer; more are dropped (and
@@ -39,20 +40,6 @@ pub const PROGRESS_QUEUE: usize = 64;
 /// The most bytes of a JSON response body (or of one SSE event) accepted from an HTTP
 /// server, as [`stdio::MAX_MESSAGE_BYTES`] is for a stdio one.
 pub const MAX_HTTP_MESSAGE_BYTES: usize = stdio::MAX_MESSAGE_BYTES;
-
-/// One progress notification of a tool call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct McpProgress {
-    /// The progress so far.
-    pub progress: f64,
-    /// The total, when the server knows it.
-    pub total: Option<f64>,
-    /// What the server says it is doing.
-    pub message: Option<String>,
-}
-
-/// The calls in flight that want their progress, by progress token.
-type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, mpsc::Sender<McpProgress>>>>;
 
 /// Answers an MCP server's elicitation request for the call it was attributed to (the turn
 /// whose call it is asks its client, `mcpServer/elicitation/request`).
@@ -68,11 +55,11 @@ pub trait McpElicitor: Send + Sync {
 /// The calls in flight on a connection, each with the elicitor of its caller, by call number.
 type CallsInFlight = Arc<Mutex<BTreeMap<u64, Option<Arc<dyn McpElicitor>>>>>;
 
-/// What Tandem's side of the connection does with what the server sends unasked.
+/// What Tandem's side of the connection does with what the server sends unasked. Progress is
+/// not handled here but in the transport ([`crate::progress`]), which sees it in order.
 #[derive(Clone)]
 struct Handler {
     server: String,
-    routes: ProgressRoutes,
     calls: CallsInFlight,
 }
 
@@ -114,31 +101,6 @@ impl rmcp::ClientHandler for Handler {
             }
         }
     }
-
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let sender = self
-            .routes
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .get(&params.progress_token)
-            .cloned();
-        let Some(sender) = sender else {
-            tracing::debug!(server = %self.server, token = ?params.progress_token, "progress for no call in flight; dropped");
-            return;
-        };
-        let progress = McpProgress {
-            progress: params.progress,
-            total: params.total,
-            message: params.message,
-        };
-        if sender.try_send(progress).is_err() {
-            tracing::debug!(server = %self.server, "progress queue of a call full; update dropped");
-        }
-    }
 }
 
 /// A live connection to one server. Dropping it closes the connection and kills a stdio
@@ -149,6 +111,9 @@ pub struct McpConnection {
     routes: ProgressRoutes,
     calls: CallsInFlight,
     next_call: AtomicU64,
+    /// Why a stdio server's output was refused (a malformed message), once it was: the
+    /// reason its connection closed.
+    malformed: Arc<OnceLock<String>>,
     /// Cancelled to stop the service loop.
     stop: CancellationToken,
     /// Becomes `true` once the service loop ended (the server exited, crashed, or sent what
@@ -175,9 +140,9 @@ impl McpConnection {
         let server = config.name.clone();
         let routes = ProgressRoutes::default();
         let calls = CallsInFlight::default();
+        let malformed = Arc::new(OnceLock::new());
         let handler = Handler {
             server: server.clone(),
-            routes: Arc::clone(&routes),
             calls: Arc::clone(&calls),
         };
         let stop = CancellationToken::new();
@@ -202,14 +167,20 @@ impl McpConnection {
                     stdout,
                     group,
                 } = child;
-                let service =
-                    rmcp::service::serve_client_with_ct(handler, (stdout, stdin), stop.clone())
-                        .await
-                        .map_err(handshake_failed)?;
+                let stdout = stdout.reporting_to(Arc::clone(&malformed));
+                let transport = Routed::new(
+                    &server,
+                    AsyncRwTransport::new_client(stdout, stdin),
+                    Arc::clone(&routes),
+                );
+                let service = rmcp::service::serve_client_with_ct(handler, transport, stop.clone())
+                    .await
+                    .map_err(handshake_failed)?;
                 (service, Some((child, group)))
             }
             McpTransportConfig::StreamableHttp(http) => {
-                let transport = http_transport(&server, http)?;
+                let transport =
+                    Routed::new(&server, http_transport(&server, http)?, Arc::clone(&routes));
                 let service = rmcp::service::serve_client_with_ct(handler, transport, stop.clone())
                     .await
                     .map_err(handshake_failed)?;
@@ -240,6 +211,7 @@ impl McpConnection {
             routes,
             calls,
             next_call: AtomicU64::new(0),
+            malformed,
             stop,
             closed,
             server_info,
@@ -343,20 +315,23 @@ impl McpConnection {
         };
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = arguments;
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let mut call = CallToolRequest::new(params);
+        if let Some(sender) = progress {
+            // The transport registers the route as it sends the request (crate::progress).
+            call.extensions_mut().insert(ProgressRoute(sender));
+        }
         let mut handle = self
             .peer
-            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .send_cancellable_request(
+                ClientRequest::CallToolRequest(call),
+                PeerRequestOptions::no_options(),
+            )
             .await
             .map_err(|error| self.failed(error))?;
-        let token = handle.progress_token.clone();
-        let _route = progress.map(|sender| {
-            self.lock_routes().insert(token.clone(), sender);
-            RouteGuard {
-                routes: Arc::clone(&self.routes),
-                token,
-            }
-        });
+        let _route = RouteGuard {
+            routes: Arc::clone(&self.routes),
+            request: handle.id.clone(),
+        };
         let answer = tokio::select! {
             answer = &mut handle.rx => answer,
             () = tokio::time::sleep(timeout) => {
@@ -371,9 +346,7 @@ impl McpConnection {
                 let _ = handle.cancel(Some("the turn was interrupted".to_owned())).await;
                 return Err(McpError::Cancelled { server: self.server.clone() });
             }
-            () = self.closed() => {
-                return Err(McpError::ConnectionClosed { server: self.server.clone() });
-            }
+            () = self.closed() => return Err(self.closed_error()),
         };
         match answer {
             Ok(Ok(ServerResult::CallToolResult(result))) => Ok(result),
@@ -386,9 +359,7 @@ impl McpConnection {
                 ),
             }),
             Ok(Err(error)) => Err(self.failed(error)),
-            Err(_) => Err(McpError::ConnectionClosed {
-                server: self.server.clone(),
-            }),
+            Err(_) => Err(self.closed_error()),
         }
     }
 
@@ -403,20 +374,24 @@ impl McpConnection {
             .is_some_and(|value| !value.is_null())
     }
 
-    fn lock_routes(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<ProgressToken, mpsc::Sender<McpProgress>>> {
-        self.routes
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// Why the connection closed, as a call in flight then fails: the malformed message a
+    /// stdio server sent, when that was it.
+    pub(crate) fn closed_error(&self) -> McpError {
+        match self.malformed.get() {
+            Some(reason) => McpError::Malformed {
+                server: self.server.clone(),
+                reason: reason.clone(),
+            },
+            None => McpError::ConnectionClosed {
+                server: self.server.clone(),
+            },
+        }
     }
 
     fn failed(&self, error: ServiceError) -> McpError {
         let server = self.server.clone();
         match error {
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                McpError::ConnectionClosed { server }
-            }
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => self.closed_error(),
             ServiceError::McpError(error) => McpError::Server {
                 server,
                 message: error.message.to_string(),
@@ -447,21 +422,6 @@ impl Drop for CallGuard {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .remove(&self.number);
-    }
-}
-
-/// Removes a call's progress route when the call ends, however it ends.
-struct RouteGuard {
-    routes: ProgressRoutes,
-    token: ProgressToken,
-}
-
-impl Drop for RouteGuard {
-    fn drop(&mut self) {
-        self.routes
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .remove(&self.token);
     }
 }
 

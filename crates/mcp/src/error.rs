@@ -104,6 +104,20 @@ pub enum McpError {
         /// The server.
         server: String,
     },
+    /// A stdio server wrote something that is not a JSON-RPC message (broken JSON, a log
+    /// line, a line past the size bound): its connection was closed, failing its calls in
+    /// flight at once, and it is restarted.
+    #[error(
+        "MCP server {server} sent a malformed message ({reason}), so its connection was closed \
+         and its calls failed; Tandem restarts it, but a server must write only JSON-RPC \
+         messages, one per line, to stdout: fix or report the server"
+    )]
+    Malformed {
+        /// The server.
+        server: String,
+        /// What was wrong with it.
+        reason: String,
+    },
     /// The server answered the request with an error.
     #[error("MCP server {server} answered with an error: {message}")]
     Server {

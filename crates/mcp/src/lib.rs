@@ -14,16 +14,17 @@
 //! the agent, like command output.
 //!
 //! Files: `config` the tables, `names` the model's tool names, `stdio` the child process,
-//! `client` one connection, `manager` all of them, `error` every error text.
+//! `progress` progress routed to its call in order, `client` one connection, `manager` all of them, `error` every error text.
 
 mod client;
 pub mod config;
 mod error;
 mod manager;
 pub mod names;
+mod progress;
 pub mod stdio;
 
-pub use client::{MAX_HTTP_MESSAGE_BYTES, McpConnection, McpElicitor, McpProgress, PROGRESS_QUEUE};
+pub use client::{MAX_HTTP_MESSAGE_BYTES, McpConnection, McpElicitor, PROGRESS_QUEUE};
 pub use config::{
     DEFAULT_STARTUP_TIMEOUT, DEFAULT_TOOL_TIMEOUT, HttpServerConfig, MCP_SERVERS_KEY,
     McpConfigError, McpServerConfig, McpTransportConfig, StdioServerConfig, ToolApprovalMode,
@@ -34,6 +35,7 @@ pub use manager::{
     DEFAULT_RESTART_BACKOFF, McpManager, McpServerSnapshot, McpServerState, McpStartupState,
     McpStartupUpdate, McpToolSpec, STARTUP_UPDATES_QUEUE, http_origin,
 };
+pub use progress::McpProgress;
 /// The rmcp types this crate's API carries (tools, results, resources), so that users need
 /// not depend on a matching rmcp themselves.
 pub use rmcp::model;

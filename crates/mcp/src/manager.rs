@@ -18,10 +18,11 @@ use rmcp::model::{
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{McpConnection, McpProgress};
+use crate::client::McpConnection;
 use crate::config::{McpServerConfig, McpTransportConfig};
 use crate::error::McpError;
 use crate::names::qualify_tool_names;
+use crate::progress::McpProgress;
 
 /// Startup updates kept for a subscriber that falls behind; past that it skips the oldest
 /// (a `broadcast` lag), so a server flapping cannot grow memory.
@@ -554,10 +555,9 @@ impl McpManager {
                 }
                 () = connection.closed() => {}
             }
-            let error = McpError::ConnectionClosed {
-                server: name.clone(),
-            };
-            tracing::warn!(server = %name, "MCP server connection closed; restarting it in {backoff:?}");
+            // The malformed message that closed it, when that was the reason.
+            let error = connection.closed_error();
+            tracing::warn!(server = %name, %error, "MCP server connection closed; restarting it in {backoff:?}");
             self.update(&name, &stop, |entry| {
                 entry.state = McpServerState::Failed;
                 entry.error = Some(error.to_string());

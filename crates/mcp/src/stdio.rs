@@ -1,11 +1,13 @@
 //! Starting a stdio MCP server: its environment cleared to an allow-list, in a process group
-//! of its own registered with Tandem's watchdog, its stdout read through a line bound so that
-//! one oversized message closes the connection instead of growing memory, and its stderr
-//! logged line by line.
+//! of its own registered with Tandem's watchdog, its stdout read through a check of every line
+//! (its size bound, that it is JSON) so that one oversized or malformed message closes the
+//! connection at once instead of growing memory or leaving a call to its timeout, and its
+//! stderr logged line by line.
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::process::Stdio;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use tandem_process::GuardedGroup;
@@ -117,10 +119,18 @@ async fn log_stderr(server: String, stderr: ChildStderr) {
     }
 }
 
+/// Lines longer than this are validated in a buffer of their own that is freed afterwards;
+/// shorter ones reuse it.
+const KEPT_LINE_CAPACITY: usize = 64 * 1024;
+
 /// An `AsyncRead` over a server's stdout that fails once a line exceeds
-/// [`MAX_MESSAGE_BYTES`] or starts with something other than a JSON object or array (`{`,
-/// `[`): the transport then closes, and the reason is logged. A line that starts like JSON
-/// but is broken is left to rmcp, which skips it.
+/// [`MAX_MESSAGE_BYTES`], starts with something other than a JSON object or array (`{`,
+/// `[`), or is not valid JSON: the transport then closes (failing every call in flight at
+/// once), the reason is logged and kept for the calls' error. rmcp would skip the last two
+/// and carry on, leaving the call the line answered to wait for its timeout.
+///
+/// The lines before the refused one are handed over first, so that what the server sent
+/// before it (a call's progress, another call's answer) still arrives.
 pub(crate) struct BoundedLines<R> {
     inner: R,
     server: String,
@@ -129,6 +139,14 @@ pub(crate) struct BoundedLines<R> {
     limit: usize,
     /// Whether only whitespace was read since the last newline.
     at_line_start: bool,
+    /// Whether the current line started like JSON (`{` or `[`).
+    in_json: bool,
+    /// The current line when it started like JSON, to check it once its newline comes.
+    json: Vec<u8>,
+    /// The refusal to report at the next read, once the lines before it were handed over.
+    refused: Option<String>,
+    /// Where the reason of a refusal goes, for the connection's error.
+    report: Option<Arc<OnceLock<String>>>,
 }
 
 impl<R> BoundedLines<R> {
@@ -143,7 +161,69 @@ impl<R> BoundedLines<R> {
             line: 0,
             limit,
             at_line_start: true,
+            in_json: false,
+            json: Vec::new(),
+            refused: None,
+            report: None,
         }
+    }
+
+    /// Also sets the reason of a refusal in `report`.
+    pub(crate) fn reporting_to(mut self, report: Arc<OnceLock<String>>) -> Self {
+        self.report = Some(report);
+        self
+    }
+
+    /// Checks `bytes`, just read; on a refusal, the reason and how many of the bytes (the
+    /// whole lines before the refused one) may still be handed over.
+    fn check(&mut self, bytes: &[u8]) -> Result<(), (String, usize)> {
+        // Where the current line starts within `bytes` (0 when it began in an earlier read,
+        // whose bytes were handed over already).
+        let mut line_start = 0;
+        for (index, &byte) in bytes.iter().enumerate() {
+            if byte == b'\n' {
+                if self.in_json {
+                    self.json.extend_from_slice(&bytes[line_start..index]);
+                    let parsed = serde_json::from_slice::<serde::de::IgnoredAny>(&self.json);
+                    if self.json.capacity() > KEPT_LINE_CAPACITY {
+                        self.json = Vec::new();
+                    } else {
+                        self.json.clear();
+                    }
+                    self.in_json = false;
+                    if let Err(error) = parsed {
+                        return Err((format!("malformed JSON: {error}"), line_start));
+                    }
+                }
+                self.line = 0;
+                self.at_line_start = true;
+                line_start = index + 1;
+                continue;
+            }
+            self.line += 1;
+            if self.line > self.limit {
+                return Err((
+                    format!("a message longer than {} bytes", self.limit),
+                    line_start,
+                ));
+            }
+            if self.at_line_start && !matches!(byte, b' ' | b'\t' | b'\r') {
+                self.at_line_start = false;
+                // What a server prints here by mistake (a log line) is refused at once.
+                if !matches!(byte, b'{' | b'[') {
+                    return Err((
+                        "a line that is not a JSON-RPC message".to_owned(),
+                        line_start,
+                    ));
+                }
+                self.in_json = true;
+            }
+        }
+        if self.in_json {
+            // The line goes on in the next read: keep what there is of it.
+            self.json.extend_from_slice(&bytes[line_start..]);
+        }
+        Ok(())
     }
 }
 
@@ -153,47 +233,41 @@ impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
         let this = &mut *self;
+        if let Some(reason) = this.refused.take() {
+            // Closed for good: every later read fails the same way.
+            this.refused = Some(reason.clone());
+            return Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                reason,
+            )));
+        }
+        let before = buf.filled().len();
         match Pin::new(&mut this.inner).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
-                let mut failure = None;
-                for &byte in &buf.filled()[before..] {
-                    if byte == b'\n' {
-                        this.line = 0;
-                        this.at_line_start = true;
-                        continue;
-                    }
-                    this.line += 1;
-                    if this.line > this.limit {
-                        failure = Some(format!("message longer than {} bytes", this.limit));
-                        break;
-                    }
-                    if this.at_line_start && !matches!(byte, b' ' | b'\t' | b'\r') {
-                        this.at_line_start = false;
-                        // rmcp skips a line that is not JSON and carries on, leaving the call
-                        // it should have answered to its timeout; what a server prints there
-                        // by mistake (a log line) fails at once instead.
-                        if !matches!(byte, b'{' | b'[') {
-                            failure = Some("a line that is not a JSON-RPC message".to_owned());
-                            break;
-                        }
-                    }
+                let Err((reason, keep)) = this.check(&buf.filled()[before..]) else {
+                    return Poll::Ready(Ok(()));
+                };
+                tracing::warn!(
+                    server = %this.server,
+                    %reason,
+                    "MCP server sent a malformed message; closing its connection"
+                );
+                if let Some(report) = &this.report {
+                    let _ = report.set(reason.clone());
                 }
-                if let Some(reason) = failure {
-                    // A read that fails hands over nothing (tokio's contract).
-                    buf.set_filled(before);
-                    tracing::warn!(
-                        server = %this.server,
-                        %reason,
-                        "MCP server sent a malformed message; closing its connection"
-                    );
-                    return Poll::Ready(Err(std::io::Error::new(
-                        std::io::ErrorKind::InvalidData,
-                        reason,
-                    )));
+                // The whole lines before the refused one are handed over now (a read that
+                // hands over nothing would mean the end of the stream), the failure next.
+                buf.set_filled(before + keep);
+                if keep > 0 {
+                    this.refused = Some(reason);
+                    return Poll::Ready(Ok(()));
                 }
-                Poll::Ready(Ok(()))
+                this.refused = Some(reason.clone());
+                Poll::Ready(Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    reason,
+                )))
             }
             other => other,
         }
@@ -231,31 +305,64 @@ mod tests {
         );
     }
 
+    /// Reads `reader` to its end `chunk` bytes at a time (so lines cross reads): what it
+    /// handed over, and the error it ended with.
+    async fn read_in_chunks(
+        mut reader: BoundedLines<&[u8]>,
+        chunk: usize,
+    ) -> (Vec<u8>, Option<std::io::Error>) {
+        let mut out = Vec::new();
+        let mut buffer = vec![0; chunk];
+        loop {
+            match reader.read(&mut buffer).await {
+                Ok(0) => return (out, None),
+                Ok(read) => out.extend_from_slice(&buffer[..read]),
+                Err(error) => return (out, Some(error)),
+            }
+        }
+    }
+
     #[tokio::test]
-    async fn a_line_past_the_limit_fails_the_read() {
-        let input: &[u8] = b"{short\n{abcdefghijk\n";
-        let mut reader = BoundedLines::with_limit("s", input, 8);
-        let mut out = Vec::new();
-        let error = tokio::time::timeout(
-            std::time::Duration::from_secs(5),
-            reader.read_to_end(&mut out),
-        )
-        .await
-        .expect("no hang")
-        .expect_err("too long");
-        assert_eq!(error.kind(), std::io::ErrorKind::InvalidData);
-        let mut fine = BoundedLines::with_limit("s", &b"{1234567\n [345678\n"[..], 8);
-        let mut out = Vec::new();
-        fine.read_to_end(&mut out).await.expect("within the limit");
-        assert_eq!(out.len(), 18);
-        let mut log_line = BoundedLines::with_limit("s", &b"{}\nstarting up\n"[..], 64);
-        let error = log_line
-            .read_to_end(&mut Vec::new())
-            .await
-            .expect_err("not JSON-RPC");
-        assert!(
-            error.to_string().contains("not a JSON-RPC message"),
-            "{error}"
-        );
+    async fn lines_within_the_limit_pass_in_any_chunking() {
+        let input: &[u8] = b"{\"a\":1}\n  [1,2]\r\n\n{\"long\":\"abc\"}\n";
+        for chunk in [1, 3, 7, 64] {
+            let reader = BoundedLines::with_limit("s", input, 16);
+            let (out, error) = read_in_chunks(reader, chunk).await;
+            assert!(error.is_none(), "chunk {chunk}: {error:?}");
+            assert_eq!(out, input, "chunk {chunk}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refused_line_fails_the_read_after_the_lines_before_it() {
+        let cases: [(&[u8], &str); 3] = [
+            (
+                b"{\"a\":1}\n[1,2,3,4,5,6,7,8,9,10]\n",
+                "longer than 16 bytes",
+            ),
+            (b"{\"a\":1}\n{\"b\": 2.0\",\n{}\n", "malformed JSON"),
+            (b"{\"a\":1}\nstarting up\n", "not a JSON-RPC message"),
+        ];
+        for (input, why) in cases {
+            for chunk in [1, 5, 64] {
+                let reader = BoundedLines::with_limit("s", input, 16);
+                let report = Arc::new(OnceLock::new());
+                let (out, error) =
+                    read_in_chunks(reader.reporting_to(Arc::clone(&report)), chunk).await;
+                let error = error.unwrap_or_else(|| panic!("{why}, chunk {chunk}: no error"));
+                assert_eq!(error.kind(), std::io::ErrorKind::InvalidData);
+                assert!(error.to_string().contains(why), "{error}");
+                assert!(
+                    report.get().is_some_and(|reason| reason.contains(why)),
+                    "{report:?}"
+                );
+                // The line before the refused one was handed over whole.
+                assert!(
+                    out.starts_with(b"{\"a\":1}\n"),
+                    "{why}, chunk {chunk}: {out:?}"
+                );
+                assert!(out.len() < input.len(), "{why}, chunk {chunk}");
+            }
+        }
     }
 }

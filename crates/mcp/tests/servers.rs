@@ -1,8 +1,9 @@
 //! The MCP client against tandem-test-support's MCP test server (rmcp's server side), over
 //! streamable HTTP (in process) and stdio (the `tandem-mcp-test-server` binary): startup and
-//! status, tools, progress, resources, timeouts, cancellation, a crash mid-call and the
-//! restart after it, an oversized message, a flood of notifications, the environment a stdio
-//! server gets.
+//! status, tools, progress (all of it there when the call returns), resources, timeouts,
+//! cancellation, a crash mid-call and the restart after it, an oversized message, a log line
+//! and broken JSON on stdout (each failing the call at once), a flood of notifications, the
+//! environment a stdio server gets.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -142,19 +143,12 @@ async fn an_http_server_is_listed_called_and_read() {
         .await
         .expect("slow");
     assert_eq!(text_of(&slow), "done");
+    // Every update the server sent before its answer is there once the call returned.
     let mut messages = Vec::new();
     while let Ok(update) = progress.try_recv() {
         messages.extend(update.message);
     }
-    // Each notification is handled on a task of its own, so the last may arrive after the
-    // answer, when nobody wants it any more; the earlier ones came 10 ms before it.
-    assert!(messages.contains(&"step 1/3".to_owned()), "{messages:?}");
-    assert!(
-        messages
-            .iter()
-            .all(|message| ["step 1/3", "step 2/3", "step 3/3"].contains(&message.as_str())),
-        "{messages:?}"
-    );
+    assert_eq!(messages, ["step 1/3", "step 2/3", "step 3/3"]);
 
     let read = manager
         .read_resource("web", "test://echo/abc")
@@ -260,6 +254,43 @@ async fn a_crash_mid_call_fails_the_call_and_the_server_restarts() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_sent_before_the_answer_is_there_when_the_call_returns() {
+    let binary = stdio_binary_async().await;
+    let manager = McpManager::new(servers(&format!(
+        "[mcp_servers.s]\ncommand = \"{binary}\"\n"
+    )));
+    let mut updates = manager.subscribe();
+    manager.start();
+    wait_for(&mut updates, "s", McpStartupState::Ready).await;
+    // No delay between the updates and the answer: the closest race there is, end to end. It
+    // is narrow (a spawned delivery, as rmcp's handler did, usually wins it too); the unit
+    // test in src/progress.rs pins the order deterministically.
+    for round in 0..20 {
+        let (progress_tx, mut progress) = mpsc::channel(tandem_mcp::PROGRESS_QUEUE);
+        let result = tokio::time::timeout(
+            WAIT,
+            manager.call_tool(
+                "s",
+                "slow",
+                args(json!({"steps": 5, "delay_ms": 0})),
+                Some(progress_tx),
+                CancellationToken::new(),
+            ),
+        )
+        .await
+        .expect("answered")
+        .expect("slow");
+        assert_eq!(text_of(&result), "done");
+        let mut steps = Vec::new();
+        while let Ok(update) = progress.try_recv() {
+            steps.push(update.progress);
+        }
+        assert_eq!(steps, [1.0, 2.0, 3.0, 4.0, 5.0], "round {round}");
+    }
+    manager.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_and_malformed_messages_close_only_that_connection() {
     let binary = stdio_binary_async().await;
     let manager = McpManager::with_restart_backoff(
@@ -268,7 +299,8 @@ async fn oversized_and_malformed_messages_close_only_that_connection() {
              [mcp_servers.bad]\ncommand = \"{binary}\"\ntool_timeout_sec = 30\n\
              [mcp_servers.fine]\ncommand = \"{binary}\"\n"
         )),
-        Duration::from_secs(3600),
+        // Restarted at once, so that `bad` can be refused twice.
+        Duration::from_millis(10),
     );
     let mut updates = manager.subscribe();
     manager.start();
@@ -302,17 +334,32 @@ async fn oversized_and_malformed_messages_close_only_that_connection() {
             CancellationToken::new(),
         )
         .await;
-    assert!(
-        matches!(past, Err(McpError::ConnectionClosed { .. })),
-        "{past:?}"
-    );
-    let malformed = manager
-        .call_tool("bad", "malformed", None, None, CancellationToken::new())
-        .await;
-    assert!(
-        matches!(malformed, Err(McpError::ConnectionClosed { .. })),
-        "{malformed:?}"
-    );
+    let Err(error @ McpError::Malformed { .. }) = past else {
+        panic!("{past:?}");
+    };
+    assert!(error.to_string().contains("longer than"), "{error}");
+    // A log line, then (once the server restarted) broken JSON: each fails its call at once
+    // (not after tool_timeout_sec), saying why.
+    for (line, why) in [
+        (None, "not a JSON-RPC message"),
+        (Some(r#"{"jsonrpc":"2.0","id":"#), "malformed JSON"),
+    ] {
+        let malformed = manager
+            .call_tool(
+                "bad",
+                "malformed",
+                line.and_then(|line| args(json!({ "line": line }))),
+                None,
+                CancellationToken::new(),
+            )
+            .await;
+        let Err(error @ McpError::Malformed { .. }) = malformed else {
+            panic!("{malformed:?}");
+        };
+        assert!(error.to_string().contains(why), "{error}");
+        // Its restart (the next `ready` of `bad` is the one after this failure).
+        wait_for(&mut updates, "bad", McpStartupState::Ready).await;
+    }
 
     // A flood of progress the caller never reads is dropped past the queue's bound.
     let (progress_tx, mut progress) = mpsc::channel(tandem_mcp::PROGRESS_QUEUE);

@@ -64,6 +64,10 @@ pub struct ServerOptions {
     /// detached, for a new connection to take them over with `process/resume`
     /// (default [`DEFAULT_PROCESS_DETACH_GRACE`]); past it they are killed.
     pub process_detach_grace: std::time::Duration,
+    /// Whether the configured `[mcp_servers]` start with the server (the default). A server
+    /// that only runs processes (`tandem exec`) turns this off with
+    /// [`ServerOptions::without_mcp_servers`], so it never spawns them.
+    pub start_mcp_servers: bool,
 }
 
 /// Default of [`ServerOptions::process_detach_grace`]: 60 s.
@@ -75,6 +79,7 @@ impl fmt::Debug for ServerOptions {
             .field("config", &self.config)
             .field("custom_store", &self.store.is_some())
             .field("helper_program", &self.helper_program)
+            .field("start_mcp_servers", &self.start_mcp_servers)
             .finish_non_exhaustive()
     }
 }
@@ -95,6 +100,7 @@ impl ServerOptions {
             helper_program: None,
             sandbox_support: None,
             process_detach_grace: DEFAULT_PROCESS_DETACH_GRACE,
+            start_mcp_servers: true,
         })
     }
 
@@ -162,6 +168,14 @@ impl ServerOptions {
     /// [`Self::process_detach_grace`]); zero kills them when the connection closes.
     pub fn with_process_detach_grace(mut self, grace: std::time::Duration) -> Self {
         self.process_detach_grace = grace;
+        self
+    }
+
+    /// Starts no MCP server: for a server that only runs processes (`tandem exec`), which
+    /// would otherwise spawn every configured server for nothing. Its
+    /// `mcpServerStatus/list` is then empty.
+    pub fn without_mcp_servers(mut self) -> Self {
+        self.start_mcp_servers = false;
         self
     }
 

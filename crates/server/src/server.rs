@@ -25,6 +25,7 @@ use tandem_protocol::{
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
+use crate::config::ServerConfig;
 use crate::options::ServerOptions;
 use crate::process::ProcessManager;
 use crate::threads::ThreadService;
@@ -121,6 +122,18 @@ struct StdinOrder {
     tails: HashMap<String, (u64, oneshot::Receiver<()>)>,
 }
 
+/// The configuration the MCP servers start from: without any server when the options say
+/// not to start them (`tandem exec`).
+fn mcp_config(options: &ServerOptions) -> std::borrow::Cow<'_, ServerConfig> {
+    if options.start_mcp_servers {
+        std::borrow::Cow::Borrowed(&options.config)
+    } else {
+        let mut config = options.config.clone();
+        config.mcp_servers.clear();
+        std::borrow::Cow::Owned(config)
+    }
+}
+
 impl TandemServer {
     /// A server that emits through `outgoing` (the sender the host hands its processor
     /// factory).
@@ -128,7 +141,7 @@ impl TandemServer {
         if let Some(helper) = &options.helper_program {
             crate::helper::enable_watchdog(helper);
         }
-        let mcp = mcp::McpService::start(outgoing.clone(), &options.config);
+        let mcp = mcp::McpService::start(outgoing.clone(), &mcp_config(&options));
         let threads = Arc::new(ThreadService::new(
             outgoing.clone(),
             options.config.clone(),

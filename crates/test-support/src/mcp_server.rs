@@ -8,11 +8,12 @@
 //! of that many bytes; `crash` exits the process mid-call (stdio and `--http` only: in process
 //! it answers a tool error); `never_answer` never answers (it notes a cancellation in the
 //! event log); `flood {count}` sends `count` progress notifications as fast as it can, then
-//! answers `flooded`; `malformed` writes a line that is not JSON-RPC to stdout (stdio only),
-//! then never answers; `env {name}` answers a variable of its environment, or `unset`;
-//! `elicit {message}` asks the client for `{answer: string}` (`elicitation/create`, a form)
-//! and answers `accepted {"answer": ...}`, `declined` or `cancelled`, or a tool error when the
-//! request itself failed.
+//! answers `flooded`; `malformed {line}` writes `line` (by default a log line; broken JSON
+//! such as `{"jsonrpc":` tests the client's check) to stdout (stdio only), then never answers;
+//! `env {name}` answers a variable of its environment, or `unset`; `elicit {message}` asks the
+//! client for `{answer: string}` (`elicitation/create`, a form) and answers
+//! `accepted {"answer": ...}`, `declined` or `cancelled`, or a tool error when the request
+//! itself failed.
 //! Resources: `test://greeting` (text) and the template `test://echo/{text}`.
 //!
 //! The event log (`--log FILE`, or [`TestMcpServer::with_log`]) gets one line per event worth
@@ -116,8 +117,8 @@ impl TestMcpServer {
             ),
             Tool::new(
                 "malformed",
-                "Writes a line that is not JSON-RPC",
-                schema(json!({})),
+                "Writes a line that is not JSON-RPC (`line`, by default a log line)",
+                schema(json!({"line": {"type": "string"}})),
             ),
         ]
     }
@@ -233,8 +234,12 @@ impl TestMcpServer {
             },
             "never_answer" | "malformed" => {
                 if name == "malformed" {
+                    let line = arguments
+                        .get("line")
+                        .and_then(Value::as_str)
+                        .unwrap_or("this is not json-rpc");
                     let mut stdout = std::io::stdout();
-                    let _ = stdout.write_all(b"this is not json-rpc\n");
+                    let _ = stdout.write_all(format!("{line}\n").as_bytes());
                     let _ = stdout.flush();
                 }
                 context.ct.cancelled().await;
