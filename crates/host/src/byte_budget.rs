@@ -104,11 +104,9 @@ pub(crate) fn notification_payload_size(notification: &ServerNotification) -> Op
     match notification {
         // Process output, the bulk of what a wire carries, is measured from its length: the
         // generic estimate would base64-encode every delta once more just to count it.
-        ServerNotification::ProcessOutputDelta(delta) => Some(
-            delta.process_handle.len()
-                + bytes_base64::encoded_len(delta.delta.len())
-                + PROCESS_DELTA_MEMBERS_BYTES,
-        ),
+        ServerNotification::ProcessOutputDelta(delta) => {
+            Some(process_delta_size(delta.process_handle.len(), delta.delta.len()) - ENVELOPE_BYTES)
+        }
         ServerNotification::CommandExecOutputDelta(delta) => Some(
             delta.process_id.len()
                 + bytes_base64::encoded_len(delta.delta.len())
@@ -120,6 +118,12 @@ pub(crate) fn notification_payload_size(notification: &ServerNotification) -> Op
 
 /// What the JSON-RPC envelope (id, method, timestamp) adds to the payload, roughly.
 pub(crate) const ENVELOPE_BYTES: usize = 64;
+
+/// [`notification_size`] of a `process/outputDelta` whose handle is `handle_len` bytes long
+/// and whose delta is `delta_len` bytes.
+pub(crate) fn process_delta_size(handle_len: usize, delta_len: usize) -> usize {
+    handle_len + bytes_base64::encoded_len(delta_len) + PROCESS_DELTA_MEMBERS_BYTES + ENVELOPE_BYTES
+}
 
 /// The member names, punctuation and values of a `process/outputDelta`'s params besides its id
 /// and its base64: `{"processHandle":"","stream":"stdout","deltaBase64":"","capReached":false}`.

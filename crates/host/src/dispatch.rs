@@ -345,8 +345,12 @@ mod tests {
     impl Harness {
         fn new() -> Self {
             let (router_tx, router) = mpsc::channel(16);
-            let outgoing =
-                OutgoingMessageSender::new(router_tx, Arc::new(PendingServerRequests::default()));
+            let outgoing = OutgoingMessageSender::new(
+                router_tx,
+                Arc::new(PendingServerRequests::default()),
+                crate::ReplayWindowLimits::default(),
+                0,
+            );
             let probe = Arc::new(Probe::default());
             let mut dispatcher = Dispatcher::new(probe.clone(), outgoing);
             dispatcher.open_connection(ConnectionId(1), SessionSource::AppServer);

@@ -261,7 +261,12 @@ pub async fn start(args: InProcessStartArgs) -> io::Result<InProcessClientHandle
     let (events_tx, events_rx) = mpsc::channel(capacity);
 
     let server_requests = Arc::new(PendingServerRequests::default());
-    let outgoing = OutgoingMessageSender::new(router_tx, server_requests.clone());
+    let outgoing = OutgoingMessageSender::new(
+        router_tx,
+        server_requests.clone(),
+        args.replay_window,
+        capacity,
+    );
     outgoing.add_reply_lane(ConnectionId::IN_PROCESS, reply_tx);
     let processor = (args.processor)(outgoing.clone());
 

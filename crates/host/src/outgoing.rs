@@ -17,7 +17,7 @@ use crate::delivery::DeliveryAck;
 pub(crate) use crate::message::{Envelope, LaneReply, Target, WriterMessage};
 pub use crate::message::{OutgoingMessage, RequestResult};
 use crate::processor::{ConnectionId, ConnectionRequestId};
-use crate::replay::{ReplayWindowStats, StreamAttachment};
+use crate::replay::{ReplayWindowLimits, ReplayWindowStats, StreamAttachment};
 use crate::router::RouterInput;
 
 mod server_requests;
@@ -69,20 +69,44 @@ struct SenderShared {
     router: mpsc::Sender<RouterInput>,
     reply_lanes: RwLock<HashMap<ConnectionId, mpsc::Sender<LaneReply>>>,
     server_requests: Arc<PendingServerRequests>,
+    /// What the router's replay windows keep of each stream.
+    replay_window: ReplayWindowLimits,
+    /// Messages a connection's consumer may still hold after their delivery: the in-process
+    /// event queue's capacity (a message is delivered once it is in that queue); 0 on a
+    /// wire, whose writer encodes a message as it takes it.
+    consumer_backlog: usize,
 }
 
 impl OutgoingMessageSender {
     pub(crate) fn new(
         router: mpsc::Sender<RouterInput>,
         server_requests: Arc<PendingServerRequests>,
+        replay_window: ReplayWindowLimits,
+        consumer_backlog: usize,
     ) -> Self {
         Self {
             shared: Arc::new(SenderShared {
                 router,
                 reply_lanes: RwLock::new(HashMap::default()),
                 server_requests,
+                replay_window,
+                consumer_backlog,
             }),
         }
+    }
+
+    /// The most of a stream's newest `process/outputDelta`s (of `delta_len` bytes each) this
+    /// host may go on holding after their delivery: its replay window keeps as many as its
+    /// bounds allow (in bytes, by the size it charges each, or in events), and an in-process
+    /// consumer's event queue holds up to its capacity until the consumer reads them; both
+    /// hold the newest ones, so the larger of the two. A producer that reuses its buffers
+    /// once nobody holds them keeps this many in rotation beyond the ones in flight.
+    pub fn deltas_held_after_delivery(&self, delta_len: usize) -> usize {
+        let limits = self.shared.replay_window;
+        // The size of such a delta with an empty handle: the smallest it can be charged.
+        let charged = crate::byte_budget::process_delta_size(0, delta_len);
+        let replay = (limits.max_bytes / charged.max(1)).min(limits.max_events.max(1));
+        replay.max(self.shared.consumer_backlog)
     }
 
     /// The capacity of the queue every message to the router shares (the host's

@@ -135,6 +135,11 @@ pub const DELTAS_IN_FLIGHT: usize = 16;
 /// holds at most this plus [`READ_AHEAD_LIMIT`] (plus its pipe) for a stalled consumer.
 pub const BYTES_IN_FLIGHT: usize = DELTAS_IN_FLIGHT * DELTA_MERGE_BYTES;
 
+/// Most delivered deltas a stream counts on its sink keeping
+/// ([`ProcessEventSink::deltas_retained`]) when it sizes its store of chunks to reuse; bounds
+/// the handles a pump keeps (each only pins memory someone else pins too).
+pub const RETAINED_DELTAS_MAX: usize = 1024;
+
 /// What the child's output pipes are enlarged to (`F_SETPIPE_SZ`; Linux's default for an
 /// unprivileged process may go up to 1 MiB, `/proc/sys/fs/pipe-max-size`), for at most 16
 /// pipes open at once server-wide (the kernel charges pipe buffers to the user): the child then
@@ -206,6 +211,16 @@ pub trait ProcessEventSink: Send + Sync + 'static {
     /// never takes all of it. By default [`DELTAS_IN_FLIGHT`].
     fn deltas_in_flight(&self) -> usize {
         DELTAS_IN_FLIGHT
+    }
+
+    /// How many of a stream's newest whole deltas this sink may go on holding after their
+    /// delivery (a replay window keeps them; at most [`RETAINED_DELTAS_MAX`] count). The pump
+    /// reads into a chunk again once nobody holds it, so it keeps handles to that many chunks
+    /// plus its window: with fewer, the chunk it could reuse next is always still held, and
+    /// every delta costs a fresh allocation. It never reads into a chunk someone holds. By
+    /// default 0.
+    fn deltas_retained(&self) -> usize {
+        0
     }
 
     /// [`Self::exited`], plus `release`, which frees the process handle. A sink that can run

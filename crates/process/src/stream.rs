@@ -10,9 +10,12 @@
 //!
 //! The pump reads straight into the buffers that become deltas and freezes them into
 //! [`Bytes`]: nothing is copied or encoded on the way to the consumer. Base64 exists only in a
-//! wire transport's writer. A chunk the consumer has dropped is read into again (the pump keeps
-//! a handle to the chunks it handed over, at most a window's worth), so a fast stream does not
-//! allocate, fault in and free a fresh 64 KiB per delta.
+//! wire transport's writer. A chunk nobody holds any more is read into again: the pump keeps a
+//! handle to the chunks it handed over, as many as the window plus what the sink keeps after
+//! delivery ([`ProcessEventSink::deltas_retained`], a replay window) can pin, so the oldest of
+//! them is free again by the time it is needed and a fast stream allocates nothing once it runs.
+//! A chunk is only read into when its handle is the last one (`Bytes::is_unique`), so whoever
+//! still holds a delta (a replay window) never sees its bytes change.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -30,7 +33,7 @@ use tokio::time::Instant;
 use super::launch::OutputReader;
 use super::{
     BYTES_IN_FLIGHT, DELTA_MERGE_BYTES, DELTAS_IN_FLIGHT, DRAIN_BUDGET, DeltaDelivery,
-    ProcessEventSink, READ_AHEAD_LIMIT, READ_CHUNK_BYTES,
+    ProcessEventSink, READ_AHEAD_LIMIT, READ_CHUNK_BYTES, RETAINED_DELTAS_MAX,
 };
 
 /// Where the pump sends what it reads.
@@ -65,6 +68,8 @@ pub(crate) struct StreamOutcome {
     pub(crate) captured: Vec<u8>,
     pub(crate) cap_reached: bool,
     pub(crate) drain_timed_out: bool,
+    /// Chunks allocated because none handed over was free again (the rest were reused).
+    pub(crate) fresh_chunks: u64,
 }
 
 /// Bytes one process may still keep, shared by its stdout and stderr pumps (the server-wide
@@ -115,39 +120,62 @@ struct ChunkQueue {
     chunks: VecDeque<BytesMut>,
     /// Bytes queued (excluding the unused capacity of the last chunk).
     len: usize,
-    /// Handles to the last chunks handed over as deltas, oldest first, at most
-    /// [`DELTAS_IN_FLIGHT`]: once the consumer has dropped its own, the chunk is read into
-    /// again instead of a fresh allocation.
+    /// Handles to the last whole chunks handed over as deltas, oldest first, at most
+    /// `reuse_limit`: one that nobody else holds any more is read into again instead of a
+    /// fresh allocation.
     handed_over: VecDeque<Bytes>,
+    /// How many handles `handed_over` keeps: the deltas in flight plus those the sink keeps
+    /// after delivery, plus [`REUSE_SLACK`]. Fewer, and the oldest handle would still be
+    /// pinned (by a replay window) whenever a chunk is needed.
+    reuse_limit: usize,
+    /// Chunks allocated because no handle was free: after the first window's worth, a sign
+    /// that something holds deltas longer than the sink said.
+    fresh: u64,
 }
+
+/// Handles kept beyond the window and the sink's retained deltas: a delta a consumer is still
+/// encoding or counting after its delivery resolved (a writer, a channel).
+const REUSE_SLACK: usize = 2;
 
 // Deltas are whole chunks; see `ChunkQueue`.
 const _: () = assert!(READ_CHUNK_BYTES == DELTA_MERGE_BYTES);
 
 impl ChunkQueue {
-    /// The chunk to read into: the last one while it has room, else a fresh one. Reading into
-    /// its spare capacity (`read_buf`) appends at most the room left.
+    /// A queue that keeps up to `reuse_limit` handles to chunks handed over, for reuse.
+    fn new(reuse_limit: usize) -> Self {
+        Self {
+            reuse_limit,
+            ..Self::default()
+        }
+    }
+
+    /// The chunk to read into: the last one while it has room, else a free one handed over
+    /// before, else a fresh one. Reading into its spare capacity (`read_buf`) appends at most
+    /// the room left.
     fn tail_for_read(&mut self) -> &mut BytesMut {
         if self
             .chunks
             .back()
             .is_none_or(|last| last.len() >= READ_CHUNK_BYTES)
         {
-            let chunk = self
-                .reclaim()
-                .unwrap_or_else(|| BytesMut::with_capacity(READ_CHUNK_BYTES));
+            let chunk = match self.reclaim() {
+                Some(chunk) => chunk,
+                None => {
+                    self.fresh += 1;
+                    BytesMut::with_capacity(READ_CHUNK_BYTES)
+                }
+            };
             self.chunks.push_back(chunk);
         }
         self.chunks.back_mut().expect("a chunk was just ensured")
     }
 
-    /// The oldest chunk handed over, emptied, if nobody else holds it any more. Deltas are
-    /// consumed in order, so when the oldest is still held the later ones almost always are.
+    /// The oldest chunk handed over that nobody else holds any more, emptied. Only a chunk
+    /// whose handle here is the last one is taken, so no delta anyone still holds can change.
+    /// Deltas are let go roughly in order, so the search ends at once or after a few.
     fn reclaim(&mut self) -> Option<BytesMut> {
-        if !self.handed_over.front()?.is_unique() {
-            return None;
-        }
-        let mut chunk = self.handed_over.pop_front()?.try_into_mut().ok()?;
+        let free = self.handed_over.iter().position(Bytes::is_unique)?;
+        let mut chunk = self.handed_over.remove(free)?.try_into_mut().ok()?;
         chunk.clear();
         Some(chunk)
     }
@@ -179,8 +207,8 @@ impl ChunkQueue {
         self.len -= chunk.len();
         let delta = chunk.freeze();
         // Only whole chunks are worth reading into again.
-        if delta.len() == READ_CHUNK_BYTES {
-            if self.handed_over.len() == DELTAS_IN_FLIGHT {
+        if delta.len() == READ_CHUNK_BYTES && self.reuse_limit > 0 {
+            if self.handed_over.len() >= self.reuse_limit {
                 self.handed_over.pop_front();
             }
             self.handed_over.push_back(delta.clone());
@@ -335,10 +363,16 @@ pub(crate) async fn pump(
     } = signals;
     let streaming = matches!(config.mode, StreamMode::Stream(_));
     let mut reader = Some(reader);
-    let mut pending = ChunkQueue::default();
     let mut in_flight = InFlight::new(match &config.mode {
         StreamMode::Stream(sink) => sink.deltas_in_flight(),
         StreamMode::Capture => 1,
+    });
+    // A captured stream hands nothing over, so it has nothing to reuse.
+    let mut pending = ChunkQueue::new(match &config.mode {
+        StreamMode::Stream(sink) => {
+            in_flight.limit + sink.deltas_retained().min(RETAINED_DELTAS_MAX) + REUSE_SLACK
+        }
+        StreamMode::Capture => 0,
     });
     let mut accepted: u64 = 0;
     let mut cap_reached = false;
@@ -452,6 +486,7 @@ pub(crate) async fn pump(
         }
     }
 
+    let fresh_chunks = pending.fresh;
     StreamOutcome {
         captured: if streaming {
             Vec::new()
@@ -460,8 +495,12 @@ pub(crate) async fn pump(
         },
         cap_reached,
         drain_timed_out,
+        fresh_chunks,
     }
 }
+
+#[cfg(test)]
+mod recycling_tests;
 
 #[cfg(test)]
 mod unit_tests {
@@ -478,7 +517,7 @@ mod unit_tests {
 
     #[test]
     fn chunk_queue_fills_whole_chunks_and_pops_them_as_deltas() {
-        let mut queue = ChunkQueue::default();
+        let mut queue = ChunkQueue::new(DELTAS_IN_FLIGHT);
         assert_eq!(queue.pop_delta(), None);
         read_into(&mut queue, b"abc", 3);
         read_into(&mut queue, b"de", 2);
@@ -508,7 +547,7 @@ mod unit_tests {
 
     #[test]
     fn a_whole_chunk_the_consumer_dropped_is_read_into_again() {
-        let mut queue = ChunkQueue::default();
+        let mut queue = ChunkQueue::new(DELTAS_IN_FLIGHT);
         read_into(&mut queue, &vec![1u8; READ_CHUNK_BYTES], READ_CHUNK_BYTES);
         let delta = queue.pop_delta().unwrap();
         let address = delta.as_ptr();
@@ -538,8 +577,35 @@ mod unit_tests {
     }
 
     #[test]
+    fn a_free_chunk_is_found_behind_one_still_held_and_misses_are_counted() {
+        let mut queue = ChunkQueue::new(4);
+        let mut deltas: Vec<Bytes> = (0..3)
+            .map(|n| {
+                read_into(&mut queue, &vec![n; READ_CHUNK_BYTES], READ_CHUNK_BYTES);
+                queue.pop_delta().unwrap()
+            })
+            .collect();
+        assert_eq!(queue.fresh, 3);
+        // The oldest is still held (a replay window keeps it), the second is not.
+        let second = deltas.remove(1);
+        let address = second.as_ptr();
+        drop(second);
+        read_into(&mut queue, &vec![9u8; READ_CHUNK_BYTES], READ_CHUNK_BYTES);
+        let again = queue.pop_delta().unwrap();
+        assert_eq!(again.as_ptr(), address, "the free chunk was reused");
+        assert_eq!(queue.fresh, 3, "no chunk was allocated");
+        // The held ones kept their bytes.
+        assert_eq!(deltas[0], vec![0u8; READ_CHUNK_BYTES]);
+        assert_eq!(deltas[1], vec![2u8; READ_CHUNK_BYTES]);
+        // Everything held: the next chunk is fresh, and counted.
+        read_into(&mut queue, b"x", 1);
+        assert_eq!(queue.fresh, 4);
+        drop(again);
+    }
+
+    #[test]
     fn chunk_queue_drops_bytes_past_the_cap() {
-        let mut queue = ChunkQueue::default();
+        let mut queue = ChunkQueue::new(DELTAS_IN_FLIGHT);
         read_into(&mut queue, b"keep-drop", 4);
         read_into(&mut queue, b"dropped", 0);
         assert_eq!(queue.len, 4);

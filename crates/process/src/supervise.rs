@@ -61,6 +61,12 @@ pub(crate) async fn supervise(supervision: Supervision) {
         Some(task) => join_stream(task, &handle).await,
         None => StreamOutcome::default(),
     };
+    tracing::debug!(
+        %handle,
+        stdout_fresh_chunks = stdout.fresh_chunks,
+        stderr_fresh_chunks = stderr.fresh_chunks,
+        "output pumps finished"
+    );
     // Non-streaming children never wait for the pumps to see `started`, so wait here: the
     // spawn reply must precede the exit notification too.
     let _ = started.wait_for(|started| *started).await;

@@ -10,9 +10,19 @@
 //!   (20 items).
 //!
 //! Each figure is the median time from writing the request to reading its answer; the ratios
-//! divide by the 10-turn figure of the same store in the same run (target: at most 1.5x). The
+//! divide by the 10-turn figure of the same store in the same run (target: at most 1.5x).
+//! Every size has its own server, and the sizes take turns sample by sample, so that a burst
+//! of load on a shared machine (which moved whole medians by 3-5x when each size was measured
+//! in a block of its own) falls on all of them alike. The
 //! threads are written through the store API before the server starts, each in one
-//! transaction (`create_thread` with its whole history).
+//! transaction (`create_thread` with its whole history). A PostgreSQL database then gets the
+//! `VACUUM ANALYZE` autovacuum would run on its own within a minute of such a fill: measured
+//! without it (`--fresh-stats`), autovacuum's pass over the 300 000 new rows ran during the
+//! samples of the 100 000-turn thread and took the CPU they were timed on (issue 31). A thread
+//! that grows turn by turn is analyzed as it grows. The statements a cold resume runs are
+//! pinned on a database never analyzed too (`plan_tests`), but for its pages, which such a
+//! database can still plan as a sort of the whole thread (docs/performance.md, issue 31,
+//! second pass).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -59,7 +69,7 @@ enum Store {
 }
 
 /// Runs the history figures with `tandem` (the binary) and prints them.
-pub(crate) async fn run(tandem: &str, full: bool) -> Result<(), WireError> {
+pub(crate) async fn run(tandem: &str, full: bool, analyze: bool) -> Result<(), WireError> {
     let sizes: &[usize] = if full {
         &[10, 2_000, 100_000]
     } else {
@@ -78,14 +88,30 @@ pub(crate) async fn run(tandem: &str, full: bool) -> Result<(), WireError> {
             Store::Sqlite => "SQLite",
             Store::Postgres => "PostgreSQL",
         };
-        println!("history over stdio, {name} store, median of {samples} (target <= {TARGET}x)");
-        let mut baseline: Option<[Duration; 4]> = None;
+        println!(
+            "history over stdio, {name} store, median of {samples}, the sizes taking turns \
+             sample by sample (target <= {TARGET}x)"
+        );
+        // Every size is written and served first, then sampled in turn, so that a burst of
+        // load on the shared machine falls on every size alike instead of on one of them.
+        let mut served = Vec::with_capacity(sizes.len());
         for &turns in sizes {
             let home = fresh_home().expect("a bench home");
-            let url = cluster.map(PostgresCluster::create_database);
+            let database = cluster.map(PostgresCluster::create_named_database);
+            let url = database.as_ref().map(|(_, url)| url.clone());
             let began = Instant::now();
             let thread_id = fill(&home, store, url.as_deref(), turns).await;
             let filled = began.elapsed();
+            if let (Store::Postgres, Some(cluster), Some((name, _)), true) =
+                (store, cluster, &database, analyze)
+            {
+                cluster
+                    .sql_in(name, "VACUUM ANALYZE")
+                    .map_err(|detail| WireError::Protocol {
+                        command: format!("psql {name} -c 'VACUUM ANALYZE'"),
+                        detail,
+                    })?;
+            }
             let mut argv = vec![
                 tandem.to_owned(),
                 "app-server".to_owned(),
@@ -94,21 +120,31 @@ pub(crate) async fn run(tandem: &str, full: bool) -> Result<(), WireError> {
                 "-c".to_owned(),
                 "thread_unload_delay_secs=0".to_owned(),
             ];
-            if store == Store::Postgres {
+            if let Some(url) = url.filter(|_| store == Store::Postgres) {
                 argv.push("-c".to_owned());
-                argv.push(format!("store.url=\"{}\"", url.expect("a database")));
+                argv.push(format!("store.url=\"{url}\""));
             }
-            let mut client = WireClient::stdio_in(&argv, home).await?;
-            let medians = measure(&mut client, &thread_id, turns, samples).await?;
-            client.close().await;
+            let client = WireClient::stdio_in(&argv, home).await?;
+            served.push(Served {
+                turns,
+                thread_id,
+                filled,
+                client,
+                times: Default::default(),
+            });
+        }
+        measure(&mut served, samples).await?;
+        let base = served[0].medians();
+        for size in served {
+            let medians = size.medians();
             println!(
-                "  {turns:>7} turns (stored in {:.1} s):",
-                filled.as_secs_f64()
+                "  {:>7} turns (stored in {:.1} s):",
+                size.turns,
+                size.filled.as_secs_f64()
             );
-            let base = *baseline.get_or_insert(medians);
             for (index, figure) in FIGURES.iter().enumerate() {
                 let ratio = medians[index].as_secs_f64() / base[index].as_secs_f64();
-                let verdict = if turns == sizes[0] {
+                let verdict = if size.turns == sizes[0] {
                     String::new()
                 } else if ratio <= TARGET {
                     format!("  {ratio:.2}x of 10 turns, met")
@@ -120,9 +156,26 @@ pub(crate) async fn run(tandem: &str, full: bool) -> Result<(), WireError> {
                     medians[index].as_secs_f64() * 1e6
                 );
             }
+            size.client.close().await;
         }
     }
     Ok(())
+}
+
+/// One size's thread, its server and the samples taken of it.
+struct Served {
+    turns: usize,
+    thread_id: String,
+    filled: Duration,
+    client: WireClient,
+    /// The samples of each of the [`FIGURES`].
+    times: [Vec<Duration>; 4],
+}
+
+impl Served {
+    fn medians(&self) -> [Duration; 4] {
+        self.times.clone().map(median)
+    }
 }
 
 /// A thread record as `thread/start` leaves one.
@@ -251,70 +304,86 @@ fn median(mut samples: Vec<Duration>) -> Duration {
     samples[samples.len() / 2]
 }
 
-/// The medians of the [`FIGURES`] on `thread_id` (of `turns` turns, not loaded).
-async fn measure(
+/// Takes `samples` of each of the [`FIGURES`] on every size, the sizes in turn (see `run`).
+/// The first round of each figure (the store opening, statements prepared) is not counted.
+async fn measure(served: &mut [Served], samples: usize) -> Result<(), WireError> {
+    for round in 0..=samples {
+        for size in served.iter_mut() {
+            let elapsed = resume_sample(&mut size.client, &size.thread_id).await?;
+            if round > 0 {
+                size.times[0].push(elapsed);
+            }
+        }
+    }
+    for figure in 0..3 {
+        for round in 0..=samples {
+            for size in served.iter_mut() {
+                let elapsed =
+                    page_sample(&mut size.client, &size.thread_id, size.turns, figure).await?;
+                if round > 0 {
+                    size.times[figure + 1].push(elapsed);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One cold `thread/resume` of `thread_id` (not loaded), then its unload.
+async fn resume_sample(client: &mut WireClient, thread_id: &str) -> Result<Duration, WireError> {
+    let began = Instant::now();
+    let reply = call::<ThreadResume>(
+        client,
+        json!({"threadId": thread_id, "initialTurnsPage": {"limit": PAGE}}),
+    )
+    .await?;
+    let elapsed = began.elapsed();
+    let page = reply["initialTurnsPage"]["data"].as_array().map(Vec::len);
+    if page != Some(PAGE) {
+        return Err(client.protocol_error(format!("a resume page of {page:?} turns")));
+    }
+    call::<ThreadUnsubscribe>(client, json!({"threadId": thread_id})).await?;
+    closed(client, thread_id).await?;
+    Ok(elapsed)
+}
+
+/// One page of figure `figure + 1` of the [`FIGURES`] on `thread_id` (of `turns` turns).
+async fn page_sample(
     client: &mut WireClient,
     thread_id: &str,
     turns: usize,
-    samples: usize,
-) -> Result<[Duration; 4], WireError> {
-    let mut medians = [Duration::ZERO; 4];
-    // The first round of each figure (the store opening, statements prepared) is not counted.
-    let mut times = Vec::with_capacity(samples);
-    for round in 0..=samples {
-        let began = Instant::now();
-        let reply = call::<ThreadResume>(
-            client,
-            json!({"threadId": thread_id, "initialTurnsPage": {"limit": PAGE}}),
-        )
-        .await?;
-        let elapsed = began.elapsed();
-        let page = reply["initialTurnsPage"]["data"].as_array().map(Vec::len);
-        if page != Some(PAGE) {
-            return Err(client.protocol_error(format!("a resume page of {page:?} turns")));
-        }
-        if round > 0 {
-            times.push(elapsed);
-        }
-        call::<ThreadUnsubscribe>(client, json!({"threadId": thread_id})).await?;
-        closed(client, thread_id).await?;
-    }
-    medians[0] = median(times);
+    figure: usize,
+) -> Result<Duration, WireError> {
     let middle = turn_id(turns / 2);
-    let pages = [
-        json!({"threadId": thread_id, "cursor": middle, "limit": MIDDLE_PAGE,
-               "itemsView": "full"}),
-        json!({"threadId": thread_id, "cursor": format!("{middle}/0"), "limit": 2 * MIDDLE_PAGE,
-               "sortDirection": "desc"}),
-        json!({"threadId": thread_id, "limit": 2 * PAGE, "sortDirection": "desc"}),
-    ];
-    for (figure, params) in pages.into_iter().enumerate() {
-        let mut times = Vec::with_capacity(samples);
-        for round in 0..=samples {
-            let began = Instant::now();
-            let reply = if figure == 0 {
-                call::<ThreadTurnsList>(client, params.clone()).await?
-            } else {
-                call::<ThreadItemsList>(client, params.clone()).await?
-            };
-            let elapsed = began.elapsed();
-            let expected = match figure {
-                0 => MIDDLE_PAGE,
-                1 => 2 * MIDDLE_PAGE,
-                _ => 2 * PAGE,
-            };
-            let got = reply["data"].as_array().map(Vec::len);
-            if got != Some(expected) {
-                return Err(client.protocol_error(format!(
-                    "{}: a page of {got:?}, expected {expected}",
-                    FIGURES[figure + 1]
-                )));
-            }
-            if round > 0 {
-                times.push(elapsed);
-            }
-        }
-        medians[figure + 1] = median(times);
+    let (params, expected) = match figure {
+        0 => (
+            json!({"threadId": thread_id, "cursor": middle, "limit": MIDDLE_PAGE,
+                   "itemsView": "full"}),
+            MIDDLE_PAGE,
+        ),
+        1 => (
+            json!({"threadId": thread_id, "cursor": format!("{middle}/0"),
+                   "limit": 2 * MIDDLE_PAGE, "sortDirection": "desc"}),
+            2 * MIDDLE_PAGE,
+        ),
+        _ => (
+            json!({"threadId": thread_id, "limit": 2 * PAGE, "sortDirection": "desc"}),
+            2 * PAGE,
+        ),
+    };
+    let began = Instant::now();
+    let reply = if figure == 0 {
+        call::<ThreadTurnsList>(client, params).await?
+    } else {
+        call::<ThreadItemsList>(client, params).await?
+    };
+    let elapsed = began.elapsed();
+    let got = reply["data"].as_array().map(Vec::len);
+    if got != Some(expected) {
+        return Err(client.protocol_error(format!(
+            "{}: a page of {got:?}, expected {expected}",
+            FIGURES[figure + 1]
+        )));
     }
-    Ok(medians)
+    Ok(elapsed)
 }

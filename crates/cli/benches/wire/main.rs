@@ -116,22 +116,29 @@ struct Options {
     history: bool,
     /// The `tandem` binary to measure instead of this package's (e.g. an older build).
     tandem: Option<String>,
-    /// Measure only the targets whose label contains this (for profiling one of them).
-    only: Option<String>,
+    /// Measure only the targets whose label contains one of these (for profiling one of
+    /// them, or a target with its floor).
+    only: Vec<String>,
+    /// With `--history`: measure PostgreSQL right after the bulk fill, before its statistics
+    /// are gathered (what the figures were before they were gathered first).
+    fresh_stats: bool,
     runs: usize,
     output_bytes: Option<u64>,
     servers: Vec<Vec<String>>,
 }
 
 fn usage() -> &'static str {
-    "usage: wire [--bench] [--memory] [--history] [--tandem PATH] [--runs N] [--output-mib N] [--only TEXT] [--server 'CMD ARGS...']...\n  \
+    "usage: wire [--bench] [--memory] [--history [--fresh-stats]] [--tandem PATH] [--runs N] [--output-mib N] [--only TEXT]... [--server 'CMD ARGS...']...\n  \
      --memory  measure only the server's memory growth for one large turn (issue 27)\n  \
      --history measure only a cold paged resume and history pages at 10, 2 000 and 100 000 \
      turns, SQLite and PostgreSQL (issue 31)\n  \
+     --fresh-stats  with --history: measure PostgreSQL right after the bulk fill, without \
+     VACUUM ANALYZE first (autovacuum then runs during the samples)\n  \
      --tandem  the tandem binary to measure instead of this package's (e.g. an older build)\n  \
      --server  another app-server command line, served on stdin/stdout (repeatable; split on \
      whitespace)\n  \
-     --only    measure only the targets whose label contains TEXT, e.g. `tandem stdio`\n  \
+     --only    measure only the targets whose label contains TEXT, e.g. `tandem stdio` \
+     (repeatable: any of them)\n  \
      --runs    measured rounds (default 5 with --bench, else 1)\n  \
      --output-mib  bytes the child writes in the output figure (default 256 with --bench, else 1)"
 }
@@ -142,7 +149,8 @@ fn parse_options() -> Result<Options, String> {
         memory: false,
         history: false,
         tandem: None,
-        only: None,
+        only: Vec::new(),
+        fresh_stats: false,
         runs: 0,
         output_bytes: None,
         servers: Vec::new(),
@@ -157,6 +165,7 @@ fn parse_options() -> Result<Options, String> {
             "--bench" => options.full = true,
             "--memory" => options.memory = true,
             "--history" => options.history = true,
+            "--fresh-stats" => options.fresh_stats = true,
             "--tandem" => options.tandem = Some(value("--tandem")?),
             "--server" => {
                 let argv: Vec<String> = value("--server")?
@@ -168,7 +177,7 @@ fn parse_options() -> Result<Options, String> {
                 }
                 options.servers.push(argv);
             }
-            "--only" => options.only = Some(value("--only")?),
+            "--only" => options.only.push(value("--only")?),
             "--runs" => {
                 options.runs = value("--runs")?
                     .parse()
@@ -274,10 +283,18 @@ fn main() -> ExitCode {
     for (n, argv) in options.servers.iter().enumerate() {
         rows.push(row(&other_label(n), Target::Stdio(argv.clone())));
     }
-    if let Some(only) = &options.only {
-        rows.retain(|row| row.label.contains(only.as_str()));
+    if !options.only.is_empty() {
+        rows.retain(|row| {
+            options
+                .only
+                .iter()
+                .any(|only| row.label.contains(only.as_str()))
+        });
         if rows.is_empty() {
-            eprintln!("wire bench: no target's label contains {only:?}");
+            eprintln!(
+                "wire bench: no target's label contains any of {:?}",
+                options.only
+            );
             return ExitCode::from(2);
         }
     }
@@ -291,7 +308,7 @@ fn main() -> ExitCode {
         .expect("tokio runtime");
     let memory_cases = memory::memory_cases(options.full);
     if options.history {
-        return match runtime.block_on(history::run(&tandem, options.full)) {
+        return match runtime.block_on(history::run(&tandem, options.full, !options.fresh_stats)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("wire bench: history: {error}");
@@ -354,7 +371,7 @@ fn main() -> ExitCode {
     report(&rows, &options, sizes);
     // The quick mode exercises the memory figure too, so that `cargo test --benches` runs it.
     if !options.full
-        && options.only.is_none()
+        && options.only.is_empty()
         && let Err(error) = measure_memory(&runtime, &tandem, &memory_cases, options.runs)
     {
         eprintln!("wire bench: memory: {error}");

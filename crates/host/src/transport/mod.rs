@@ -173,7 +173,12 @@ impl TransportHost {
         let server_requests = Arc::new(PendingServerRequests::new(
             options.unanswered_request_timeout,
         ));
-        let outgoing = OutgoingMessageSender::new(router_tx, server_requests.clone());
+        let outgoing = OutgoingMessageSender::new(
+            router_tx,
+            server_requests.clone(),
+            options.replay_window,
+            0,
+        );
         let processor = processor(outgoing.clone());
 
         let router_shutdown = CancellationToken::new();

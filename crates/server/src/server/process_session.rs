@@ -340,6 +340,13 @@ impl ProcessEventSink for SessionSink {
         window_for(&self.outgoing)
     }
 
+    /// Each delta is also kept in the stream's replay window (for `process/resume`), and an
+    /// in-process consumer's event queue holds the newest ones until it reads them.
+    fn deltas_retained(&self) -> usize {
+        self.outgoing
+            .deltas_held_after_delivery(crate::process::DELTA_MERGE_BYTES)
+    }
+
     async fn queue_output_delta(&self, delta: ProcessOutputDeltaNotification) -> DeltaDelivery {
         let stream: Arc<str> = stream_name(&self.origin, &delta.process_handle).into();
         if !self.ready(&delta.process_handle).await {

@@ -25,6 +25,23 @@ pub(super) const TURN_COLUMNS: &str =
 pub(super) const ATTACHMENT_COLUMNS: &str =
     "id, attachment_type, identity_key, payload, created_at";
 
+/// The newest compaction of thread `$1`, read on every cold resume. Driven from the thread's
+/// compactions (one per compaction, few) to each one's turn by key. Written as a join ordered
+/// by `t.seq`, its generic plan on tables not analyzed yet walked the thread's turns newest
+/// first looking for one with a compaction: the whole history of a thread never compacted
+/// (issue 31; `plan_tests` pins this one). Every compaction has its turn (a foreign key).
+pub(super) const LATEST_COMPACTION: &str = "SELECT c.turn_id, c.summary FROM compactions c \
+     WHERE c.thread_id = $1 \
+     ORDER BY (SELECT t.seq FROM turns t WHERE t.thread_id = c.thread_id AND t.id = c.turn_id) \
+     DESC NULLS LAST LIMIT 1";
+
+/// The items of one turn, in order: `load_turn`, for every turn of a page.
+pub(super) const TURN_ITEMS: &str =
+    "SELECT idx, item FROM items WHERE thread_id = $1 AND turn_id = $2 ORDER BY idx";
+
+/// The `seq` of turn `$2` of thread `$1`: how a cursor finds its place.
+pub(super) const TURN_SEQ: &str = "SELECT seq FROM turns WHERE thread_id = $1 AND id = $2";
+
 /// One statement parameter.
 pub(super) type Param = Box<dyn ToSql + Sync + Send>;
 
@@ -178,9 +195,7 @@ pub(super) async fn turn_seq(
     thread_id: &str,
     turn_id: &str,
 ) -> Result<Option<i64>, StoreError> {
-    let statement = db
-        .prepare_cached("SELECT seq FROM turns WHERE thread_id = $1 AND id = $2")
-        .await?;
+    let statement = db.prepare_cached(TURN_SEQ).await?;
     Ok(db
         .query_opt(&statement, &[&thread_id, &turn_id])
         .await?
@@ -293,11 +308,7 @@ pub(super) async fn load_turn(
     let items = if view == TurnItemsView::NotLoaded {
         Vec::new()
     } else {
-        let statement = db
-            .prepare_cached(
-                "SELECT idx, item FROM items WHERE thread_id = $1 AND turn_id = $2 ORDER BY idx",
-            )
-            .await?;
+        let statement = db.prepare_cached(TURN_ITEMS).await?;
         db.query(&statement, &[&thread_id, &id])
             .await?
             .iter()

@@ -448,13 +448,9 @@ impl ThreadStore for PostgresThreadStore {
     async fn latest_compaction(&self, thread_id: &str) -> Result<Option<Compaction>, StoreError> {
         self.in_read(async |db| {
             require_thread(db, thread_id).await?;
+            let statement = db.prepare_cached(LATEST_COMPACTION).await?;
             Ok(db
-                .query_opt(
-                    "SELECT c.turn_id, c.summary FROM compactions c \
-                     JOIN turns t ON t.thread_id = c.thread_id AND t.id = c.turn_id \
-                     WHERE c.thread_id = $1 ORDER BY t.seq DESC LIMIT 1",
-                    &[&thread_id],
-                )
+                .query_opt(&statement, &[&thread_id])
                 .await?
                 .map(|row| Compaction {
                     turn_id: row.get(0),
