@@ -2,8 +2,9 @@
 //! tandem-test-support's MCP test server over stdio: an empty `mcpServerStatus/list`, a server
 //! added to `config.toml` and picked up by `config/mcpServer/reload` with its
 //! `mcpServer/startupStatus/updated` notifications, its status, a direct tool call, the
-//! refusals (an unknown thread, an unknown server) and a resource read. Stable methods, so the
-//! scenario initializes without `experimentalApi`.
+//! refusals (an unknown thread, an unknown server), a resource read, and a turn's call as an
+//! `mcpToolCall` item with `item/mcpToolCall/progress`. Stable methods, so the scenario
+//! initializes without `experimentalApi`.
 //!
 //! The server starts with no MCP server configured: startup notifications of servers started
 //! with the process reach only the connections initialized by then, which differs between
@@ -146,5 +147,44 @@ pub(crate) async fn mcp_servers_status_calls_and_reload(transport: Transport) {
                "originCallId": null}),
     )
     .await;
+
+    // A turn's call (the scripted agent's `/mcp`): an `mcpToolCall` item around the server's
+    // progress. Checked by kind, not whole: the item's duration differs from run to run.
+    s.call(
+        "turn/start",
+        json!({"threadId": THREAD, "input": [{"type": "text",
+               "text": "/mcp test slow {\"steps\": 2, \"delay_ms\": 1}"}]}),
+    )
+    .await;
+    let (during, done) = s.read_until("turn/completed").await;
+    assert_eq!(done["params"]["turn"]["status"], "completed", "{done}");
+    let kinds: Vec<String> = during
+        .iter()
+        .filter_map(|message| match message["method"].as_str()? {
+            "item/started" | "item/completed"
+                if message["params"]["item"]["type"] == "mcpToolCall" =>
+            {
+                Some(format!(
+                    "{} {}",
+                    message["method"].as_str()?,
+                    message["params"]["item"]["status"].as_str()?
+                ))
+            }
+            "item/mcpToolCall/progress" => Some(format!(
+                "progress {}",
+                message["params"]["message"].as_str()?
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "item/started inProgress",
+            "progress step 1/2",
+            "progress step 2/2",
+            "item/completed completed"
+        ]
+    );
     s.close().await;
 }
