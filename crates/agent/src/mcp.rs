@@ -46,7 +46,7 @@ impl McpToolOutcome {
     }
 
     /// What the model is told: the text, keeping its head and tail when it is longer than
-    /// the bound of command output ([`MAX_OUTPUT_BYTES`], 16 KiB), prefixed with `the tool
+    /// the bound of command output (16 KiB, the agent's `MAX_OUTPUT_BYTES`), prefixed with `the tool
     /// failed: ` for a failure.
     pub fn model_text(&self) -> String {
         let text = truncate_middle(&self.text, MAX_OUTPUT_BYTES);
