@@ -37,8 +37,9 @@ use serde_json::{Map, Value, json};
 const EVERYTHING: (&str, &str) = ("@modelcontextprotocol/server-everything", "2026.8.31");
 /// The PyPI package of mcp-server-time and its pinned version.
 const TIME: (&str, &str) = ("mcp-server-time", "2026.10.19");
-/// The Python that creates the venv; `MCP_CHECK_PYTHON` overrides it.
-const DEFAULT_PYTHON: &str = "python3.13";
+/// The Python that creates the venv (the system's `python3`, which must be 3.10 or later);
+/// `MCP_CHECK_PYTHON` overrides it.
+const DEFAULT_PYTHON: &str = "python3";
 /// The reference binary when `--reference` is not given.
 const DEFAULT_REFERENCE: &str = "codex";
 /// How long the servers may take to connect (Node and Python start in a few seconds).

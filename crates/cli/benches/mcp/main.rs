@@ -216,7 +216,9 @@ async fn tandem_calls(sizes: &Sizes, home: &Path) -> Result<Duration, BenchError
     let (program, args) = server_command(None)?;
     let mut server = AppServer::start(home, Some(("test", program, args))).await?;
     server.wait_for_status("test", "connected").await?;
-    let call = json!({"threadId": "bench", "server": "test", "tool": "echo",
+    // The call names a thread of this server, as a client's must.
+    let started = server.call("thread/start", json!({})).await?;
+    let call = json!({"threadId": started["thread"]["id"], "server": "test", "tool": "echo",
         "arguments": {"text": "hello"}});
     for _ in 0..sizes.warm_up {
         server.call("mcpServer/tool/call", call.clone()).await?;
