@@ -7,7 +7,7 @@ use std::process::{Command, ExitCode};
 
 use tandem_protocol::schema::{BindingKind, BindingSet};
 
-use crate::exec_bench::workspace_root;
+use crate::paths::workspace_root;
 
 fn protocol_docs() -> PathBuf {
     workspace_root().join("docs/protocol")

@@ -14,8 +14,9 @@
 //! reference, which is how the drivers themselves are checked; scenarios that would make the
 //! reference call a model are then skipped.
 
+use crate::paths::{target_dir, workspace_root};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 /// Each driver module and the transports its client offers.
@@ -116,19 +117,6 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask sits in the workspace root")
-        .to_path_buf()
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"))
 }
 
 fn step(command: &mut Command) -> Result<(), CompatError> {
@@ -309,7 +297,7 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         let options = parse(&args).expect("valid");
-        assert_eq!(options.venv.as_deref(), Some(Path::new("/v")));
+        assert_eq!(options.venv.as_deref(), Some(std::path::Path::new("/v")));
         assert_eq!(options.clients, ["codexed"]);
         assert_eq!(options.runs, 3);
         assert!(parse(&["--client".into(), "nope".into()]).is_err());

@@ -11,6 +11,7 @@
 //! checked. Runs alternate so that drift in the machine hits every side alike; medians are
 //! reported, and the target is `tandem exec` against the relay floor (issue 31).
 
+use crate::paths::workspace_root;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
@@ -137,11 +138,4 @@ fn read_all(pipeline: &str, expected: u64) -> std::io::Result<f64> {
 fn median(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(f64::total_cmp);
     samples[samples.len() / 2]
-}
-
-pub(crate) fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask sits in the workspace root")
-        .to_path_buf()
 }

@@ -38,6 +38,7 @@ mod compat;
 mod exec_bench;
 mod fs_compare;
 mod mcp_check;
+mod paths;
 mod proxy_interop;
 mod schema_check;
 mod soak;

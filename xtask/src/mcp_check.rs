@@ -31,6 +31,7 @@ use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::paths::target_dir;
 use serde_json::{Map, Value, json};
 
 /// The npm package of server-everything and its pinned version.
@@ -116,19 +117,6 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask sits in the workspace root")
-        .to_path_buf()
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"))
 }
 
 fn step(command: &mut Command) -> Result<(), CheckError> {
