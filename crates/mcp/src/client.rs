@@ -30,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{HttpServerConfig, McpServerConfig, McpTransportConfig};
 use crate::error::McpError;
+use crate::in_order::InOrder;
 use crate::progress::{McpProgress, ProgressRoute, ProgressRoutes, RouteGuard, Routed};
 use crate::stdio;
 
@@ -170,7 +171,7 @@ impl McpConnection {
                 let stdout = stdout.reporting_to(Arc::clone(&malformed));
                 let transport = Routed::new(
                     &server,
-                    AsyncRwTransport::new_client(stdout, stdin),
+                    InOrder::new(AsyncRwTransport::new_client(stdout, stdin)),
                     Arc::clone(&routes),
                 );
                 let service = rmcp::service::serve_client_with_ct(handler, transport, stop.clone())

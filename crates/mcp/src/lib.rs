@@ -14,11 +14,13 @@
 //! the agent, like command output.
 //!
 //! Files: `config` the tables, `names` the model's tool names, `stdio` the child process,
-//! `progress` progress routed to its call in order, `client` one connection, `manager` all of them, `error` every error text.
+//! `progress` progress routed to its call in order, `in_order` a stdio server's messages
+//! written in the order they were sent, `client` one connection, `manager` all of them, `error` every error text.
 
 mod client;
 pub mod config;
 mod error;
+mod in_order;
 mod manager;
 pub mod names;
 mod progress;

@@ -219,6 +219,83 @@ async fn a_stdio_server_gets_the_allowed_environment_and_times_out_a_silent_tool
     manager.shutdown();
 }
 
+/// A call cancelled at once sends its request and `notifications/cancelled` back to back;
+/// the server must get them in that order, or it finds nothing to cancel and runs the call
+/// on. Many calls, so that a reordering (rmcp runs each send on a task of its own) shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_cancelled_at_once_is_cancelled_at_the_server() {
+    let binary = stdio_binary_async().await;
+    let home = tempfile::tempdir().expect("home");
+    let stdio_log = home.path().join("stdio.log");
+    let http_log = home.path().join("http.log");
+    let http = serve_http(
+        TestMcpServer::new(CrashMode::Refuse).with_log(http_log.clone()),
+        0,
+    )
+    .await
+    .expect("http server");
+    let manager = McpManager::new(servers(&format!(
+        "[mcp_servers.local]\ncommand = \"{binary}\"\nargs = [\"--log\", \"{}\"]\n\
+         [mcp_servers.web]\nurl = \"{}\"\n",
+        stdio_log.display(),
+        http.url
+    )));
+    let mut updates = manager.subscribe();
+    manager.start();
+    wait_for(&mut updates, "local", McpStartupState::Ready).await;
+    wait_for(&mut updates, "web", McpStartupState::Ready).await;
+    // Over stdio every request is written, then its cancellation. rmcp's HTTP transport
+    // drops a request cancelled before it is posted, so there only those the server got
+    // must be cancelled.
+    cancel_at_once(&manager, "local", &stdio_log, true).await;
+    cancel_at_once(&manager, "web", &http_log, false).await;
+    manager.shutdown();
+}
+
+/// Makes calls cancelled before they start, then waits until the server cancelled each one it
+/// got (with `all_sent`, each one).
+async fn cancel_at_once(manager: &McpManager, server: &str, log: &std::path::Path, all_sent: bool) {
+    const CALLS: usize = 40;
+    for _ in 0..CALLS {
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let call = manager.call_tool(server, "never_answer", None, None, cancel);
+        let result = tokio::time::timeout(WAIT, call)
+            .await
+            .expect("ends at once");
+        assert!(
+            matches!(result, Err(McpError::Cancelled { .. })),
+            "{server}: {result:?}"
+        );
+    }
+    let count = |event: &str| {
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| *line == event)
+            .count()
+    };
+    let cancelled = tokio::time::timeout(WAIT, async {
+        loop {
+            let (called, cancelled) = (
+                count("called never_answer"),
+                count("cancelled never_answer"),
+            );
+            if cancelled == called && (!all_sent || cancelled == CALLS) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(
+        cancelled.is_ok(),
+        "{server}: {} of {} calls were cancelled at the server",
+        count("cancelled never_answer"),
+        count("called never_answer")
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_mid_call_fails_the_call_and_the_server_restarts() {
     let binary = stdio_binary_async().await;
