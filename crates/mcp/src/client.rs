@@ -3,10 +3,11 @@
 //! (through the progress token of the request, MCP's request relation), in the order they came
 //! and before the call's answer ([`crate::progress`]); what belongs to no call in flight is
 //! logged and dropped. An elicitation request (`elicitation/create`, form mode advertised)
-//! carries no relation to a call over stdio, so it is attributed to the one call in flight on
-//! the connection and answered by that call's [`McpElicitor`]; with no call in flight, several,
-//! or a call without an elicitor (a client's `mcpServer/tool/call`), it cannot be attributed:
-//! it is declined and logged.
+//! goes to the [`McpElicitor`] of the call it belongs to. Over streamable HTTP the request
+//! says which call that is (it comes on the response stream of that call's POST, MCP's
+//! request relation). Over stdio it carries no relation, so it is attributed to the one call
+//! in flight on the connection; with none or several, or a call without an elicitor (a
+//! client's `mcpServer/tool/call`), it cannot be attributed: it is declined and logged.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -21,7 +22,9 @@ use rmcp::model::{
     GetExtensions as _, Implementation, InitializeRequestParams, JsonObject,
     ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, ServerResult, Tool,
 };
-use rmcp::service::{Peer, PeerRequestOptions, RequestContext, RoleClient, ServiceError};
+use rmcp::service::{
+    InboundStreamOrigin, Peer, PeerRequestOptions, RequestContext, RoleClient, ServiceError,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -31,7 +34,9 @@ use tokio_util::sync::CancellationToken;
 use crate::config::{HttpServerConfig, McpServerConfig, McpTransportConfig};
 use crate::error::McpError;
 use crate::in_order::InOrder;
-use crate::progress::{McpProgress, ProgressRoute, ProgressRoutes, RouteGuard, Routed};
+use crate::progress::{
+    self, CallNumber, McpProgress, ProgressRoute, ProgressRoutes, RouteGuard, Routed,
+};
 use crate::stdio;
 
 /// How many progress updates of one call may wait for their consumer; more are dropped (and
@@ -62,6 +67,36 @@ type CallsInFlight = Arc<Mutex<BTreeMap<u64, Option<Arc<dyn McpElicitor>>>>>;
 struct Handler {
     server: String,
     calls: CallsInFlight,
+    routes: ProgressRoutes,
+}
+
+impl Handler {
+    /// The elicitor of the call a server request coming from `origin` belongs to; `Err` says
+    /// why none can answer it.
+    fn elicitor_for(
+        &self,
+        origin: Option<&InboundStreamOrigin>,
+    ) -> Result<Arc<dyn McpElicitor>, &'static str> {
+        let calls = self
+            .calls
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let elicitor = match origin {
+            Some(InboundStreamOrigin::OutboundRequest(request)) => {
+                let number = progress::call_of(&self.routes, request)
+                    .ok_or("it names a request that is no tool call in flight")?;
+                calls.get(&number).cloned().flatten()
+            }
+            // Stdio, or an HTTP server's stream that belongs to no request: only the number
+            // of calls in flight can tell.
+            Some(InboundStreamOrigin::Unassociated) | None => match calls.len() {
+                1 => calls.values().next().cloned().flatten(),
+                0 => return Err("no tool call is in flight"),
+                _ => return Err("several tool calls are in flight and it names none of them"),
+            },
+        };
+        elicitor.ok_or("its call was made by a client, not by a turn")
+    }
 }
 
 impl rmcp::ClientHandler for Handler {
@@ -77,27 +112,13 @@ impl rmcp::ClientHandler for Handler {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
-        let elicitor = {
-            let calls = self
-                .calls
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            match calls.len() {
-                1 => calls.values().next().cloned().flatten(),
-                in_flight => {
-                    tracing::warn!(server = %self.server, in_flight,
-                        "MCP elicitation request not attributable to one tool call; declined");
-                    return Ok(ElicitResult::new(ElicitationAction::Decline));
-                }
-            }
-        };
-        match elicitor {
-            Some(elicitor) => Ok(elicitor.elicit(&self.server, request).await),
-            None => {
+        match self.elicitor_for(context.extensions.get::<InboundStreamOrigin>()) {
+            Ok(elicitor) => Ok(elicitor.elicit(&self.server, request).await),
+            Err(why) => {
                 tracing::warn!(server = %self.server,
-                    "MCP elicitation request during a call no thread made; declined");
+                    "MCP elicitation request not attributable to a turn's tool call ({why}); declined");
                 Ok(ElicitResult::new(ElicitationAction::Decline))
             }
         }
@@ -145,6 +166,7 @@ impl McpConnection {
         let handler = Handler {
             server: server.clone(),
             calls: Arc::clone(&calls),
+            routes: Arc::clone(&routes),
         };
         let stop = CancellationToken::new();
         let handshake_failed = |error: rmcp::service::ClientInitializeError| {
@@ -317,6 +339,7 @@ impl McpConnection {
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = arguments;
         let mut call = CallToolRequest::new(params);
+        call.extensions_mut().insert(CallNumber(number));
         if let Some(sender) = progress {
             // The transport registers the route as it sends the request (crate::progress).
             call.extensions_mut().insert(ProgressRoute(sender));

@@ -12,6 +12,11 @@
 //! the transport registers the route under the progress token rmcp gave the request when it
 //! sends it (so no update can come before the route exists), and drops it when the answer
 //! comes (or when the call ends otherwise, through [`RouteGuard`]).
+//!
+//! The same table answers which call a request id is (a call carries its [`CallNumber`]),
+//! registered as the request is sent for the same reason: a server request that names the
+//! call it serves (an elicitation on the HTTP response stream of that call's POST) can come
+//! before the caller even learned its request's id.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -39,12 +44,33 @@ pub struct McpProgress {
 #[derive(Clone)]
 pub(crate) struct ProgressRoute(pub(crate) mpsc::Sender<McpProgress>);
 
+/// The request extension that names the call (its number on the connection) a request is.
+#[derive(Clone, Copy)]
+pub(crate) struct CallNumber(pub(crate) u64);
+
 /// The routes of one connection: the calls in flight that want their progress, by progress
-/// token, and which token each such request id carries (to drop the route at the answer).
+/// token, and which token each such request id carries (to drop the route at the answer);
+/// and which call each request id in flight is.
 #[derive(Default)]
 pub(crate) struct RouteTable {
     by_token: HashMap<ProgressToken, mpsc::Sender<McpProgress>>,
     by_request: HashMap<RequestId, ProgressToken>,
+    calls: HashMap<RequestId, u64>,
+}
+
+impl RouteTable {
+    /// Forgets `request`: it was answered, or its call ended.
+    fn forget(&mut self, request: &RequestId) {
+        if let Some(token) = self.by_request.remove(request) {
+            self.by_token.remove(&token);
+        }
+        self.calls.remove(request);
+    }
+}
+
+/// The number of the call in flight whose request is `request`, if any.
+pub(crate) fn call_of(routes: &ProgressRoutes, request: &RequestId) -> Option<u64> {
+    lock(routes).calls.get(request).copied()
 }
 
 /// The route table, shared by a connection and its transport.
@@ -81,6 +107,9 @@ impl<T> Routed<T> {
         let ClientRequest::CallToolRequest(call) = &request.request else {
             return;
         };
+        if let Some(CallNumber(number)) = call.extensions().get::<CallNumber>() {
+            lock(&self.routes).calls.insert(request.id.clone(), *number);
+        }
         let (Some(ProgressRoute(sender)), Some(token)) = (
             call.extensions().get::<ProgressRoute>(),
             request.request.get_meta().get_progress_token(),
@@ -130,10 +159,7 @@ impl<T> Routed<T> {
             },
             JsonRpcMessage::Request(_) => return,
         };
-        let mut routes = lock(&self.routes);
-        if let Some(token) = routes.by_request.remove(answered) {
-            routes.by_token.remove(&token);
-        }
+        lock(&self.routes).forget(answered);
     }
 }
 
@@ -170,10 +196,7 @@ pub(crate) struct RouteGuard {
 
 impl Drop for RouteGuard {
     fn drop(&mut self) {
-        let mut routes = lock(&self.routes);
-        if let Some(token) = routes.by_request.remove(&self.request) {
-            routes.by_token.remove(&token);
-        }
+        lock(&self.routes).forget(&self.request);
     }
 }
 
@@ -231,12 +254,15 @@ mod tests {
         let (sender, mut queue) = mpsc::channel(8);
         let mut call = CallToolRequest::new(CallToolRequestParams::new("slow"));
         call.extensions_mut().insert(ProgressRoute(sender));
+        call.extensions_mut().insert(CallNumber(5));
         let mut request = ClientRequest::CallToolRequest(call);
         request.get_meta_mut().set_progress_token(token.clone());
         transport
             .send(JsonRpcMessage::request(request, id))
             .await
             .expect("sent");
+        // Which call the request is, known from the moment it was sent.
+        assert_eq!(call_of(&routes, &id), Some(5));
 
         for _ in 0..2 {
             transport.receive().await.expect("progress");
@@ -250,5 +276,6 @@ mod tests {
         transport.receive().await.expect("late progress");
         assert!(queue.try_recv().is_err());
         assert!(lock(&routes).by_token.is_empty() && lock(&routes).by_request.is_empty());
+        assert!(lock(&routes).calls.is_empty());
     }
 }

@@ -6,12 +6,15 @@
 //! environment a stdio server gets.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tandem_mcp::model::JsonObject;
 use tandem_mcp::{
-    McpError, McpManager, McpServerConfig, McpServerState, McpStartupState, McpStartupUpdate,
+    McpElicitor, McpError, McpManager, McpServerConfig, McpServerState, McpStartupState, McpStartupUpdate,
     parse_mcp_servers,
 };
 use tandem_test_support::mcp_server::{CrashMode, TestMcpServer, serve_http};
@@ -294,6 +297,119 @@ async fn cancel_at_once(manager: &McpManager, server: &str, log: &std::path::Pat
         count("cancelled never_answer"),
         count("called never_answer")
     );
+}
+
+/// Waits for the test server to log `event`.
+async fn logged(log: &std::path::Path, event: &str) {
+    tokio::time::timeout(WAIT, async {
+        while !std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .any(|line| line == event)
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the server never logged {event}"));
+}
+
+/// Answers every elicitation by accepting with its own name, so a result shows whose
+/// elicitor answered.
+struct AnswersWith(&'static str);
+
+impl McpElicitor for AnswersWith {
+    fn elicit(
+        &self,
+        _server: &str,
+        _request: tandem_mcp::model::ElicitRequestParams,
+    ) -> Pin<Box<dyn Future<Output = tandem_mcp::model::ElicitResult> + Send + 'static>> {
+        let answer = self.0;
+        Box::pin(async move {
+            tandem_mcp::model::ElicitResult::new(tandem_mcp::model::ElicitationAction::Accept)
+                .with_content(json!({"answer": answer}))
+        })
+    }
+}
+
+/// An elicitation reaches the elicitor of the call it belongs to. Over HTTP the request names
+/// its call, so two calls eliciting at once, beside a third in flight, each get their own
+/// answer; over stdio it names none, so it is answered only when its call is the one in
+/// flight, and declined beside another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elicitations_reach_the_elicitor_of_their_call() {
+    let binary = stdio_binary_async().await;
+    let home = tempfile::tempdir().expect("home");
+    let stdio_log = home.path().join("stdio.log");
+    let http_log = home.path().join("http.log");
+    let http = serve_http(
+        TestMcpServer::new(CrashMode::Refuse).with_log(http_log.clone()),
+        0,
+    )
+    .await
+    .expect("http server");
+    let manager = McpManager::new(servers(&format!(
+        "[mcp_servers.local]\ncommand = \"{binary}\"\nargs = [\"--log\", \"{}\"]\n\
+         [mcp_servers.web]\nurl = \"{}\"\n",
+        stdio_log.display(),
+        http.url
+    )));
+    let mut updates = manager.subscribe();
+    manager.start();
+    wait_for(&mut updates, "local", McpStartupState::Ready).await;
+    wait_for(&mut updates, "web", McpStartupState::Ready).await;
+    let elicit = |server: &'static str, who: &'static str| {
+        let manager = manager.clone();
+        async move {
+            let call = manager.call_tool_for(
+                server,
+                "elicit",
+                None,
+                None,
+                CancellationToken::new(),
+                Some(Arc::new(AnswersWith(who))),
+            );
+            let result = tokio::time::timeout(WAIT, call).await.expect("answers");
+            text_of(&result.expect("a result"))
+        }
+    };
+    // A call that stays in flight throughout, with an elicitor of its own.
+    let in_flight = |server: &'static str| {
+        let manager = manager.clone();
+        let cancel = CancellationToken::new();
+        let call = tokio::spawn({
+            let cancel = cancel.clone();
+            async move {
+                manager
+                    .call_tool_for(
+                        server,
+                        "never_answer",
+                        None,
+                        None,
+                        cancel,
+                        Some(Arc::new(AnswersWith("the other call"))),
+                    )
+                    .await
+            }
+        });
+        (cancel, call)
+    };
+
+    assert_eq!(elicit("local", "alone").await, r#"accepted {"answer":"alone"}"#);
+    let (stop, other) = in_flight("local");
+    logged(&stdio_log, "called never_answer").await;
+    assert_eq!(elicit("local", "beside another").await, "declined");
+    stop.cancel();
+    other.await.expect("task").expect_err("cancelled");
+
+    let (stop, other) = in_flight("web");
+    logged(&http_log, "called never_answer").await;
+    let (first, second) = tokio::join!(elicit("web", "first"), elicit("web", "second"));
+    assert_eq!(first, r#"accepted {"answer":"first"}"#);
+    assert_eq!(second, r#"accepted {"answer":"second"}"#);
+    stop.cancel();
+    other.await.expect("task").expect_err("cancelled");
+    manager.shutdown();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
