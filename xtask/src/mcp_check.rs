@@ -18,9 +18,8 @@
 //! `cargo xtask fs-compare` does). Normalized first, because they legitimately differ there:
 //! `runtimeStatus` (the reference answers `null`: its servers belong to a thread), keys whose
 //! value is `null` (the reference leaves them out), the order of servers, tools and
-//! resources, the time `get_current_time` reads (`<datetime>`), and server-everything's
-//! elicitation tools, which it offers only to a client that advertises elicitation (the
-//! reference does, Tandem does not: [`ELICITATION_TOOLS`]).
+//! resources, and the time `get_current_time` reads (`<datetime>`). Both advertise form and
+//! URL elicitation, so server-everything offers both its elicitation tools to both.
 //!
 //! Exit 0 when every check passed and the answers agree, 1 when not, 2 when it could not
 //! run. It needs the package registries (npm, PyPI) on its first run, so it is not in CI.
@@ -49,11 +48,6 @@ const STARTUP_LIMIT: Duration = Duration::from_secs(60);
 const ANSWER_LIMIT: Duration = Duration::from_secs(30);
 /// The text sent to `echo`.
 const ECHOED: &str = "hello from mcp-check";
-/// server-everything's tools that it offers only to a client that advertises elicitation,
-/// as the reference does and Tandem does not (issue 30: Tandem declines a server's elicitation
-/// requests). Left out of both status lists before they are compared.
-const ELICITATION_TOOLS: &[&str] = &["trigger-elicitation-request", "trigger-url-elicitation"];
-
 /// Longest table cell; longer answers are cut (they are compared whole).
 const CELL_CHARS: usize = 120;
 
@@ -473,11 +467,6 @@ fn normalize(label: &str, answer: &Value) -> Value {
             if let Some(server) = server.as_object_mut() {
                 server.remove("runtimeStatus");
             }
-            if let Some(Value::Object(tools)) = server.get_mut("tools") {
-                for tool in ELICITATION_TOOLS {
-                    tools.remove(*tool);
-                }
-            }
             for key in ["resources", "resourceTemplates"] {
                 if let Some(Value::Array(items)) = server.get_mut(key) {
                     items.sort_by_key(|item| item.to_string());
@@ -521,11 +510,6 @@ fn report(reference: &Answers, tandem: &Answers) -> bool {
         };
         println!("| {label} | {} | {ours_cell} | {verdict} |", cell(&theirs));
     }
-    println!(
-        "\nLeft out of both status lists: {} (server-everything offers them only to a client \
-         that advertises elicitation, which Tandem does not).\n",
-        ELICITATION_TOOLS.join(", ")
-    );
     agree
 }
 

@@ -21,6 +21,7 @@ use rmcp::model::{
     ElicitResult, ElicitationAction, ElicitationCapability, FormElicitationCapability,
     GetExtensions as _, Implementation, InitializeRequestParams, JsonObject,
     ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate, ServerResult, Tool,
+    UrlElicitationCapability,
 };
 use rmcp::service::{
     InboundStreamOrigin, Peer, PeerRequestOptions, RequestContext, RoleClient, ServiceError,
@@ -105,6 +106,9 @@ impl rmcp::ClientHandler for Handler {
         info.client_info = Implementation::new("tandem", env!("CARGO_PKG_VERSION"));
         let mut elicitation = ElicitationCapability::new();
         elicitation.form = Some(FormElicitationCapability::default());
+        // A URL to open goes to the client as it is (`mcpServer/elicitation/request`, mode
+        // `url`), as the reference's does.
+        elicitation.url = Some(UrlElicitationCapability::default());
         info.capabilities.elicitation = Some(elicitation);
         info
     }

@@ -14,8 +14,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tandem_mcp::model::JsonObject;
 use tandem_mcp::{
-    McpElicitor, McpError, McpManager, McpServerConfig, McpServerState, McpStartupState, McpStartupUpdate,
-    parse_mcp_servers,
+    McpElicitor, McpError, McpManager, McpServerConfig, McpServerState, McpStartupState,
+    McpStartupUpdate, parse_mcp_servers,
 };
 use tandem_test_support::mcp_server::{CrashMode, TestMcpServer, serve_http};
 use tokio::sync::{broadcast, mpsc};
@@ -395,7 +395,10 @@ async fn elicitations_reach_the_elicitor_of_their_call() {
         (cancel, call)
     };
 
-    assert_eq!(elicit("local", "alone").await, r#"accepted {"answer":"alone"}"#);
+    assert_eq!(
+        elicit("local", "alone").await,
+        r#"accepted {"answer":"alone"}"#
+    );
     let (stop, other) = in_flight("local");
     logged(&stdio_log, "called never_answer").await;
     assert_eq!(elicit("local", "beside another").await, "declined");

@@ -559,6 +559,36 @@ async fn an_elicitation_reaches_the_calls_thread_and_an_unattributable_one_is_de
         ["mcp test/elicit: accepted {\"answer\":\"42\"}"]
     );
 
+    // URL mode: the URL to open reaches the client as the server sent it.
+    start_turn(
+        &handle,
+        &thread,
+        "/mcp test elicit {\"message\": \"Sign in\", \"url\": \"https://example.test/login\"}",
+    )
+    .await;
+    let mut asked = Vec::new();
+    let (_, turn) = drive(
+        &mut handle,
+        |request| {
+            let ServerRequest::McpServerElicitationRequest { params, .. } = request else {
+                panic!("unexpected {request:?}")
+            };
+            asked.push(serde_json::to_value(params).expect("json"));
+            json!({"action": "accept"})
+        },
+        |_, _| {},
+    )
+    .await;
+    assert_eq!(
+        asked,
+        [
+            json!({"threadId": thread, "turnId": turn.id, "serverName": "test", "mode": "url",
+                "message": "Sign in", "url": "https://example.test/login",
+                "elicitationId": "test-elicitation"})
+        ]
+    );
+    assert_eq!(messages(&turn), ["mcp test/elicit: accepted null"]);
+
     // A client's own mcpServer/tool/call belongs to no turn: its elicitation is declined.
     let direct = call(
         &handle,

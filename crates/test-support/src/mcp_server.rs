@@ -10,10 +10,11 @@
 //! event log); `flood {count}` sends `count` progress notifications as fast as it can, then
 //! answers `flooded`; `malformed {line}` writes `line` (by default a log line; broken JSON
 //! such as `{"jsonrpc":` tests the client's check) to stdout (stdio only), then never answers;
-//! `env {name}` answers a variable of its environment, or `unset`; `elicit {message}` asks the
-//! client for `{answer: string}` (`elicitation/create`, a form) and answers
-//! `accepted {"answer": ...}`, `declined` or `cancelled`, or a tool error when the request
-//! itself failed.
+//! `env {name}` answers a variable of its environment, or `unset`; `elicit {message, url}` asks
+//! the client for `{answer: string}` (`elicitation/create`, a form), or with `url` to open that
+//! URL (URL mode, elicitation id `test-elicitation`), and answers `accepted {"answer": ...}`
+//! (`accepted null` for a URL), `declined` or `cancelled`, or a tool error when the request
+//! itself failed or the client did not declare URL elicitation.
 //! Resources: `test://greeting` (text) and the template `test://echo/{text}`.
 //!
 //! The event log (`--log FILE`, or [`TestMcpServer::with_log`]) gets one line per event worth
@@ -113,7 +114,7 @@ impl TestMcpServer {
             Tool::new(
                 "elicit",
                 "Asks the user for an answer (an MCP elicitation), then answers what it got",
-                schema(json!({"message": {"type": "string"}})),
+                schema(json!({"message": {"type": "string"}, "url": {"type": "string"}})),
             ),
             Tool::new(
                 "malformed",
@@ -192,14 +193,37 @@ impl TestMcpServer {
                     .get("message")
                     .and_then(Value::as_str)
                     .unwrap_or("What is your answer?");
-                let request: rmcp::model::ElicitRequestParams = serde_json::from_value(json!({
-                    "mode": "form",
-                    "message": message,
-                    "requestedSchema": {"type": "object",
-                                        "properties": {"answer": {"type": "string"}},
-                                        "required": ["answer"]},
-                }))
-                .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+                let url = arguments.get("url").and_then(Value::as_str);
+                // As the protocol asks of a server: URL mode only to a client that said it
+                // takes it.
+                let takes_urls = context.peer.peer_info().is_some_and(|info| {
+                    info.capabilities
+                        .elicitation
+                        .as_ref()
+                        .is_some_and(|elicitation| elicitation.url.is_some())
+                });
+                if url.is_some() && !takes_urls {
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(
+                        "the client does not take URL elicitations",
+                    )]));
+                }
+                let request = match url {
+                    Some(url) => json!({
+                        "mode": "url",
+                        "message": message,
+                        "url": url,
+                        "elicitationId": "test-elicitation",
+                    }),
+                    None => json!({
+                        "mode": "form",
+                        "message": message,
+                        "requestedSchema": {"type": "object",
+                                            "properties": {"answer": {"type": "string"}},
+                                            "required": ["answer"]},
+                    }),
+                };
+                let request: rmcp::model::ElicitRequestParams = serde_json::from_value(request)
+                    .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
                 let text = match context.peer.create_elicitation(request).await {
                     Ok(result) => match result.action {
                         rmcp::model::ElicitationAction::Accept => {
