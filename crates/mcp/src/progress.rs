@@ -258,7 +258,7 @@ mod tests {
         let mut request = ClientRequest::CallToolRequest(call);
         request.get_meta_mut().set_progress_token(token.clone());
         transport
-            .send(JsonRpcMessage::request(request, id))
+            .send(JsonRpcMessage::request(request, id.clone()))
             .await
             .expect("sent");
         // Which call the request is, known from the moment it was sent.
