@@ -56,13 +56,18 @@ const CI_STEPS: &[&[&str]] = &[
         "--no-default-features",
         "--locked",
     ],
-    // The in-process host's ratios to its raw model, short mode, built lean (docs/performance.md).
+    // The in-process host's ratios to its raw model, and the process output pump's ratio to its
+    // pipe-read floor, short mode, built lean (docs/performance.md, "Guarding the gains").
     &[
         "bench",
         "-p",
         "tandem-host",
+        "-p",
+        "tandem-process",
         "--bench",
         "host",
+        "--bench",
+        "output",
         "--no-default-features",
         "--profile",
         "guard",
