@@ -690,8 +690,9 @@ mod tests {
             normalize("list", &list(Value::Null)),
             normalize("list", &list(json!("connected")))
         );
+        // Every tool counts, the elicitation ones too.
         let tools = |tools: Value| json!({"result": {"data": [{"name": "e", "tools": tools}]}});
-        assert_eq!(
+        assert_ne!(
             normalize(
                 "list",
                 &tools(json!({"echo": {}, "trigger-url-elicitation": {}}))
