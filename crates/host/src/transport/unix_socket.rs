@@ -438,12 +438,14 @@ mod tests {
     async fn a_long_path_links_to_a_short_socket() {
         let dir = tempfile::tempdir().unwrap();
         let deep = dir.path().join("d".repeat(60)).join("e".repeat(60));
-        // A path that fits only without its staging name goes the short way too.
+        // A path that fits only without its staging name goes the short way too: one of
+        // exactly the most bytes, whose staging name (`.PID.s` for `s`) is longer whatever
+        // the pid (a fixed length failed once pids had wrapped round to three digits).
         let short_name_dir = dir
             .path()
-            .join("f".repeat(99 - dir.path().as_os_str().len()));
+            .join("f".repeat(MAX_SOCKET_PATH_BYTES - 3 - dir.path().as_os_str().len()));
         let almost = short_name_dir.join("s");
-        assert!(almost.as_os_str().len() <= MAX_SOCKET_PATH_BYTES);
+        assert_eq!(almost.as_os_str().len(), MAX_SOCKET_PATH_BYTES);
         let listener = bind(&almost).await.unwrap();
         assert_ne!(listener.socket_path(), almost);
         assert!(tokio::net::UnixStream::connect(&almost).await.is_ok());
