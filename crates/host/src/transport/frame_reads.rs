@@ -361,7 +361,8 @@ mod tests {
         let got = tokio::time::timeout(Duration::from_secs(10), reads(&mut socket, READ_BYTES))
             .await
             .unwrap();
-        assert_eq!(got, [wire.clone()], "all 64 in one read");
+        assert_eq!(got.len(), 1, "all 64 in one read");
+        assert_eq!(got[0], wire);
         assert_eq!(header_reads.count(), 2, "one read of frames and the end");
 
         // With room for two and a half frames, a read takes the two whole ones.
