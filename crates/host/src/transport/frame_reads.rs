@@ -9,12 +9,16 @@
 //! it started pays for it.
 //!
 //! [`FrameReads`] sits between the socket and tungstenite and never hands out bytes past the end
-//! of the frame header or payload being read: tungstenite then reserves exactly the payload, and
-//! nothing remains of the allocation once the payload is split off. [`HeaderReads`] counts the
-//! reads that start a new frame: tungstenite makes the next frame's first reservation just
-//! before such a read, so the reader keeps its last large payload alive until the count moves
-//! (then that reservation cannot reclaim the payload's allocation and takes a small one), and
-//! drops it after: the N bytes are freed as soon as the request is decoded.
+//! of a frame's header or payload that is not wholly buffered: tungstenite then reserves exactly
+//! the payload, and nothing remains of the allocation once the payload is split off. A frame
+//! that is wholly buffered (at most [`READ_BYTES`], since that is all a read brings in) is
+//! handed out whole, together with the whole frames after it, in one read: pipelined requests
+//! then cost one of tungstenite's reads for the lot, not two each (issue 32; tungstenite zeroes
+//! the room it offers on every read). [`HeaderReads`] counts the reads that start a new frame:
+//! tungstenite makes the next frame's first reservation just before such a read, so the reader
+//! keeps its last large payload alive until the count moves (then that reservation cannot
+//! reclaim the payload's allocation and takes a small one), and drops it after: the N bytes are
+//! freed as soon as the request is decoded.
 
 use std::io;
 use std::pin::Pin;
@@ -25,8 +29,10 @@ use std::task::{Context, Poll, ready};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// Bytes read from the socket at a time while looking for a frame's header: a small request
-/// (header and payload) usually comes in one read.
-const HEADER_READ_BYTES: usize = 16 * 1024;
+/// (header and payload), or a burst of them, usually comes in one read. The websocket layer's
+/// read buffer is this size too (`websocket::socket_config`): it zeroes the room it offers on
+/// every read, so a larger one costs more on each small message than it saves on large ones.
+pub(crate) const READ_BYTES: usize = 16 * 1024;
 
 /// Counts the reads at a frame boundary (see the module's doc).
 #[derive(Debug, Default)]
@@ -39,12 +45,48 @@ impl HeaderReads {
     }
 }
 
-/// A socket whose reads stop at each websocket frame's header and payload boundaries.
+/// The length of the header at the front of `bytes` and its payload's, once enough of it is
+/// there (RFC 6455 section 5.2).
+fn parse_header(bytes: &[u8]) -> Option<(usize, u64)> {
+    let second = *bytes.get(1)?;
+    let mask = if second & 0x80 != 0 { 4 } else { 0 };
+    let (extended, length) = match second & 0x7f {
+        126 => (
+            2,
+            u64::from(u16::from_be_bytes(bytes.get(2..4)?.try_into().ok()?)),
+        ),
+        127 => (8, u64::from_be_bytes(bytes.get(2..10)?.try_into().ok()?)),
+        short => (0, u64::from(short)),
+    };
+    let header = 2 + extended + mask;
+    (bytes.len() >= header).then_some((header, length))
+}
+
+/// How many bytes at the front of `bytes` are whole frames (headers and payloads), at most
+/// `room`.
+fn whole_frames(bytes: &[u8], room: usize) -> usize {
+    let mut at = 0;
+    while let Some((header, payload)) = parse_header(&bytes[at..]) {
+        let end = usize::try_from(payload)
+            .ok()
+            .and_then(|payload| at.checked_add(header)?.checked_add(payload));
+        match end {
+            Some(end) if end <= bytes.len() && end <= room => at = end,
+            _ => break,
+        }
+    }
+    at
+}
+
+/// A socket whose reads stop at each websocket frame's header and payload boundaries, unless
+/// the frames are wholly buffered.
 pub(crate) struct FrameReads<T> {
     inner: T,
-    /// Bytes read from the socket and not handed out yet: `buffer[start..]`.
-    buffer: Vec<u8>,
+    /// Bytes read from the socket and not handed out yet: `buffer[start..end]`. Allocated (and
+    /// zeroed) once; reads go into it as it is.
+    buffer: Box<[u8]>,
     start: usize,
+    end: usize,
     /// Bytes of the current frame's header still to hand out, then its payload's.
     header_left: usize,
     payload_after_header: u64,
@@ -57,8 +99,9 @@ impl<T> FrameReads<T> {
     pub(crate) fn new(inner: T, header_reads: Arc<HeaderReads>) -> Self {
         Self {
             inner,
-            buffer: Vec::new(),
+            buffer: vec![0; READ_BYTES].into_boxed_slice(),
             start: 0,
+            end: 0,
             header_left: 0,
             payload_after_header: 0,
             payload_left: 0,
@@ -67,25 +110,7 @@ impl<T> FrameReads<T> {
     }
 
     fn buffered(&self) -> &[u8] {
-        &self.buffer[self.start..]
-    }
-
-    /// The length of the header at the front of the buffer and its payload's, once enough of
-    /// it is buffered (RFC 6455 section 5.2).
-    fn parse_header(&self) -> Option<(usize, u64)> {
-        let bytes = self.buffered();
-        let second = *bytes.get(1)?;
-        let mask = if second & 0x80 != 0 { 4 } else { 0 };
-        let (extended, length) = match second & 0x7f {
-            126 => (
-                2,
-                u64::from(u16::from_be_bytes(bytes.get(2..4)?.try_into().ok()?)),
-            ),
-            127 => (8, u64::from_be_bytes(bytes.get(2..10)?.try_into().ok()?)),
-            short => (0, u64::from(short)),
-        };
-        let header = 2 + extended + mask;
-        (bytes.len() >= header).then_some((header, length))
+        &self.buffer[self.start..self.end]
     }
 
     /// Hands out up to `limit` buffered bytes into `buf`; how many.
@@ -97,28 +122,28 @@ impl<T> FrameReads<T> {
             .min(buf.remaining());
         buf.put_slice(&self.buffer[self.start..self.start + count]);
         self.start += count;
-        if self.start == self.buffer.len() {
+        if self.start == self.end {
             self.start = 0;
-            self.buffer.clear();
+            self.end = 0;
         }
         count
     }
 }
 
 impl<T: AsyncRead + Unpin> FrameReads<T> {
-    /// Reads more of the socket into the buffer; `Ok(0)` at its end.
+    /// Reads more of the socket into the buffer; `Ok(0)` at its end. Called only while a
+    /// header is incomplete, so the buffer always has room.
     fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
         if self.start > 0 {
-            self.buffer.drain(..self.start);
+            self.buffer.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
             self.start = 0;
         }
-        let old = self.buffer.len();
-        self.buffer.resize(old + HEADER_READ_BYTES, 0);
-        let mut read = ReadBuf::new(&mut self.buffer[old..]);
-        let polled = Pin::new(&mut self.inner).poll_read(cx, &mut read);
+        debug_assert!(self.end < self.buffer.len(), "a header fits the buffer");
+        let mut read = ReadBuf::new(&mut self.buffer[self.end..]);
+        ready!(Pin::new(&mut self.inner).poll_read(cx, &mut read))?;
         let filled = read.filled().len();
-        self.buffer.truncate(old + filled);
-        ready!(polled)?;
+        self.end += filled;
         Poll::Ready(Ok(filled))
     }
 }
@@ -165,7 +190,13 @@ impl<T: AsyncRead + Unpin> AsyncRead for FrameReads<T> {
         // A new frame: the reader made its reservation for it just before this read.
         this.header_reads.0.fetch_add(1, Ordering::Relaxed);
         loop {
-            if let Some((header, payload)) = this.parse_header() {
+            if let Some((header, payload)) = parse_header(this.buffered()) {
+                // Whole frames go out together: several small requests, one read.
+                let whole = whole_frames(this.buffered(), buf.remaining());
+                if whole > 0 {
+                    this.hand_out(buf, whole as u64);
+                    return Poll::Ready(Ok(()));
+                }
                 this.header_left = header;
                 this.payload_after_header = payload;
                 let given = this.hand_out(buf, header as u64);
@@ -217,6 +248,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for FrameReads<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
     /// A masked client frame (the mask is all zero: the payload goes as is).
@@ -238,55 +270,108 @@ mod tests {
         out
     }
 
+    /// Reads `socket` to its end, `room` bytes at most at a time; every read's bytes.
+    async fn reads(socket: &mut FrameReads<tokio::io::DuplexStream>, room: usize) -> Vec<Vec<u8>> {
+        let mut reads = Vec::new();
+        let mut buffer = vec![0; room];
+        loop {
+            let count = socket.read(&mut buffer).await.unwrap();
+            if count == 0 {
+                return reads;
+            }
+            reads.push(buffer[..count].to_vec());
+        }
+    }
+
+    async fn frame_reads_of(
+        wire: &[u8],
+    ) -> (FrameReads<tokio::io::DuplexStream>, Arc<HeaderReads>) {
+        let (mut client, server) = tokio::io::duplex(1 << 20);
+        client.write_all(wire).await.unwrap();
+        drop(client);
+        let reads = Arc::new(HeaderReads::default());
+        (FrameReads::new(server, reads.clone()), reads)
+    }
+
     #[tokio::test]
-    async fn reads_stop_at_every_header_and_payload_boundary() {
+    async fn a_frame_not_wholly_buffered_is_read_header_first_then_payload() {
         let frames = [
             frame(1, b"small"),
             frame(1, &vec![b'x'; 70_000]),
             frame(9, b""),
             frame(2, &vec![b'y'; 300]),
         ];
-        let mut wire = Vec::new();
-        for frame in &frames {
-            wire.extend_from_slice(frame);
-        }
-        let (mut client, server) = tokio::io::duplex(1 << 20);
-        client.write_all(&wire).await.unwrap();
-        drop(client);
-        let reads = Arc::new(HeaderReads::default());
-        let mut socket = FrameReads::new(server, reads.clone());
-        // The boundaries every read must respect: the end of each header and of each payload.
-        let mut boundaries = Vec::new();
+        let wire = frames.concat();
+        let (mut socket, header_reads) = frame_reads_of(&wire).await;
+        // Where each frame starts and its header ends.
+        let mut starts = Vec::new();
+        let mut header_ends = Vec::new();
         let mut at = 0;
         for frame in &frames {
-            let header = if frame.len() - 6 <= 125 {
-                6
-            } else if frame.len() - 8 <= 0xffff {
-                8
-            } else {
-                14
-            };
-            boundaries.push(at + header);
+            let (header, _) = parse_header(frame).unwrap();
+            starts.push(at);
+            header_ends.push(at + header);
             at += frame.len();
-            boundaries.push(at);
         }
-        let mut got = Vec::new();
-        let mut buffer = vec![0; 1 << 20];
-        loop {
-            let count = socket.read(&mut buffer).await.unwrap();
-            if count == 0 {
-                break;
-            }
-            let end = got.len() + count;
+        starts.push(at);
+        let got = tokio::time::timeout(Duration::from_secs(10), reads(&mut socket, 1 << 20))
+            .await
+            .unwrap();
+        assert_eq!(got.concat(), wire);
+        let mut offset = 0;
+        let mut spans = Vec::new();
+        for read in &got {
+            spans.push((offset, offset + read.len()));
+            offset += read.len();
+        }
+        // The large frame (more than a read brings in) never shares a read: its header comes
+        // alone, then its payload, which no read passes.
+        let large = (starts[1], header_ends[1], starts[2]);
+        assert!(spans.contains(&(large.0, large.1)), "{spans:?}");
+        for &(from, to) in &spans {
             assert!(
-                !boundaries.iter().any(|b| *b > got.len() && *b < end),
-                "a read from {} to {end} crosses a boundary",
-                got.len()
+                to <= large.0
+                    || from >= large.2
+                    || (from >= large.1 && to <= large.2)
+                    || (from, to) == (large.0, large.1),
+                "the read {from}..{to} crosses a boundary of the large frame"
             );
-            got.extend_from_slice(&buffer[..count]);
         }
-        assert_eq!(got, wire);
-        // One read at each of the four frames' starts, and one at the end.
-        assert_eq!(reads.count(), 5);
+        // The small frames went whole: the first alone (the large one follows it), the last two
+        // together.
+        assert!(spans.contains(&(starts[0], starts[1])), "{spans:?}");
+        assert!(spans.contains(&(starts[2], starts[4])), "{spans:?}");
+        // Reads at frame starts: the first frame, the large header, the last two, the end.
+        assert_eq!(header_reads.count(), 4);
+    }
+
+    #[tokio::test]
+    async fn pipelined_small_frames_come_whole_in_one_read() {
+        let frames: Vec<Vec<u8>> = (0..64)
+            .map(|n| {
+                frame(
+                    1,
+                    format!("{{\"id\":{n},\"method\":\"thread/loaded/list\"}}").as_bytes(),
+                )
+            })
+            .collect();
+        let wire = frames.concat();
+        assert!(wire.len() < READ_BYTES);
+        let (mut socket, header_reads) = frame_reads_of(&wire).await;
+        let got = tokio::time::timeout(Duration::from_secs(10), reads(&mut socket, READ_BYTES))
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 1, "all 64 in one read");
+        assert_eq!(got[0], wire);
+        assert_eq!(header_reads.count(), 2, "one read of frames and the end");
+
+        // With room for two and a half frames, a read takes the two whole ones.
+        let (mut socket, _) = frame_reads_of(&wire).await;
+        let room = frames[0].len() + frames[1].len() + frames[2].len() / 2;
+        let got = tokio::time::timeout(Duration::from_secs(10), reads(&mut socket, room))
+            .await
+            .unwrap();
+        assert_eq!(got.concat(), wire);
+        assert_eq!(got[0], [frames[0].clone(), frames[1].clone()].concat());
     }
 }
