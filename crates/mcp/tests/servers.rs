@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -222,11 +223,17 @@ async fn a_stdio_server_gets_the_allowed_environment_and_times_out_a_silent_tool
     manager.shutdown();
 }
 
-/// A call cancelled at once sends its request and `notifications/cancelled` back to back;
-/// the server must get them in that order, or it finds nothing to cancel and runs the call
-/// on. Many calls, so that a reordering (rmcp runs each send on a task of its own) shows.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_call_cancelled_at_once_is_cancelled_at_the_server() {
+/// Two test servers that log their events, both ready: `local` over stdio and `web` over
+/// streamable HTTP. Dropping it stops the HTTP server and removes the logs.
+struct LoggingServers {
+    manager: McpManager,
+    stdio_log: PathBuf,
+    http_log: PathBuf,
+    _http: tandem_test_support::mcp_server::HttpMcpServer,
+    _home: tempfile::TempDir,
+}
+
+async fn logging_stdio_and_http_servers() -> LoggingServers {
     let binary = stdio_binary_async().await;
     let home = tempfile::tempdir().expect("home");
     let stdio_log = home.path().join("stdio.log");
@@ -247,11 +254,27 @@ async fn a_call_cancelled_at_once_is_cancelled_at_the_server() {
     manager.start();
     wait_for(&mut updates, "local", McpStartupState::Ready).await;
     wait_for(&mut updates, "web", McpStartupState::Ready).await;
+    LoggingServers {
+        manager,
+        stdio_log,
+        http_log,
+        _http: http,
+        _home: home,
+    }
+}
+
+/// A call cancelled at once sends its request and `notifications/cancelled` back to back;
+/// the server must get them in that order, or it finds nothing to cancel and runs the call
+/// on. Many calls, so that a reordering (rmcp runs each send on a task of its own) shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_cancelled_at_once_is_cancelled_at_the_server() {
+    let servers = logging_stdio_and_http_servers().await;
+    let (manager, stdio_log, http_log) = (&servers.manager, &servers.stdio_log, &servers.http_log);
     // Over stdio every request is written, then its cancellation. rmcp's HTTP transport
     // drops a request cancelled before it is posted, so there only those the server got
     // must be cancelled.
-    cancel_at_once(&manager, "local", &stdio_log, true).await;
-    cancel_at_once(&manager, "web", &http_log, false).await;
+    cancel_at_once(manager, "local", stdio_log, true).await;
+    cancel_at_once(manager, "web", http_log, false).await;
     manager.shutdown();
 }
 
@@ -338,26 +361,8 @@ impl McpElicitor for AnswersWith {
 /// flight, and declined beside another.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn elicitations_reach_the_elicitor_of_their_call() {
-    let binary = stdio_binary_async().await;
-    let home = tempfile::tempdir().expect("home");
-    let stdio_log = home.path().join("stdio.log");
-    let http_log = home.path().join("http.log");
-    let http = serve_http(
-        TestMcpServer::new(CrashMode::Refuse).with_log(http_log.clone()),
-        0,
-    )
-    .await
-    .expect("http server");
-    let manager = McpManager::new(servers(&format!(
-        "[mcp_servers.local]\ncommand = \"{binary}\"\nargs = [\"--log\", \"{}\"]\n\
-         [mcp_servers.web]\nurl = \"{}\"\n",
-        stdio_log.display(),
-        http.url
-    )));
-    let mut updates = manager.subscribe();
-    manager.start();
-    wait_for(&mut updates, "local", McpStartupState::Ready).await;
-    wait_for(&mut updates, "web", McpStartupState::Ready).await;
+    let servers = logging_stdio_and_http_servers().await;
+    let (manager, stdio_log, http_log) = (&servers.manager, &servers.stdio_log, &servers.http_log);
     let elicit = |server: &'static str, who: &'static str| {
         let manager = manager.clone();
         async move {
@@ -400,13 +405,13 @@ async fn elicitations_reach_the_elicitor_of_their_call() {
         r#"accepted {"answer":"alone"}"#
     );
     let (stop, other) = in_flight("local");
-    logged(&stdio_log, "called never_answer").await;
+    logged(stdio_log, "called never_answer").await;
     assert_eq!(elicit("local", "beside another").await, "declined");
     stop.cancel();
     other.await.expect("task").expect_err("cancelled");
 
     let (stop, other) = in_flight("web");
-    logged(&http_log, "called never_answer").await;
+    logged(http_log, "called never_answer").await;
     let (first, second) = tokio::join!(elicit("web", "first"), elicit("web", "second"));
     assert_eq!(first, r#"accepted {"answer":"first"}"#);
     assert_eq!(second, r#"accepted {"answer":"second"}"#);

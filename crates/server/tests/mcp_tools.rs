@@ -509,6 +509,31 @@ async fn prompted_tools_ask_as_the_reference_does_accepted_and_declined() {
         .expect("shutdown");
 }
 
+/// Runs a turn of `prompt` whose MCP elicitation requests are answered `answer`: the
+/// requests' params, the turn's events, and the turn.
+async fn elicit_turn(
+    handle: &mut InProcessClientHandle,
+    thread: &str,
+    prompt: &str,
+    answer: Value,
+) -> (Vec<Value>, Vec<InProcessServerEvent>, Turn) {
+    start_turn(handle, thread, prompt).await;
+    let mut asked = Vec::new();
+    let (events, turn) = drive(
+        handle,
+        |request| {
+            let ServerRequest::McpServerElicitationRequest { params, .. } = request else {
+                panic!("unexpected {request:?}")
+            };
+            asked.push(serde_json::to_value(params).expect("json"));
+            answer.clone()
+        },
+        |_, _| {},
+    )
+    .await;
+    (asked, events, turn)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_elicitation_reaches_the_calls_thread_and_an_unattributable_one_is_declined() {
     let binary = test_server().await;
@@ -521,23 +546,11 @@ async fn an_elicitation_reaches_the_calls_thread_and_an_unattributable_one_is_de
     connected(&handle, "test").await;
     let thread = call(&handle, "thread/start", json!({"approvalPolicy": "never"})).await;
     let thread = thread["thread"]["id"].as_str().expect("id").to_owned();
-    start_turn(
-        &handle,
+    let (asked, events, turn) = elicit_turn(
+        &mut handle,
         &thread,
         "/mcp test elicit {\"message\": \"Which answer?\"}",
-    )
-    .await;
-    let mut asked = Vec::new();
-    let (events, turn) = drive(
-        &mut handle,
-        |request| {
-            let ServerRequest::McpServerElicitationRequest { params, .. } = request else {
-                panic!("unexpected {request:?}")
-            };
-            asked.push(serde_json::to_value(params).expect("json"));
-            json!({"action": "accept", "content": {"answer": "42"}})
-        },
-        |_, _| {},
+        json!({"action": "accept", "content": {"answer": "42"}}),
     )
     .await;
     assert_eq!(
@@ -560,23 +573,11 @@ async fn an_elicitation_reaches_the_calls_thread_and_an_unattributable_one_is_de
     );
 
     // URL mode: the URL to open reaches the client as the server sent it.
-    start_turn(
-        &handle,
+    let (asked, _, turn) = elicit_turn(
+        &mut handle,
         &thread,
         "/mcp test elicit {\"message\": \"Sign in\", \"url\": \"https://example.test/login\"}",
-    )
-    .await;
-    let mut asked = Vec::new();
-    let (_, turn) = drive(
-        &mut handle,
-        |request| {
-            let ServerRequest::McpServerElicitationRequest { params, .. } = request else {
-                panic!("unexpected {request:?}")
-            };
-            asked.push(serde_json::to_value(params).expect("json"));
-            json!({"action": "accept"})
-        },
-        |_, _| {},
+        json!({"action": "accept"}),
     )
     .await;
     assert_eq!(
