@@ -109,31 +109,19 @@ fn parse(args: &[String]) -> Result<Options, CompatError> {
 
 /// `cargo xtask compat ARGS`.
 pub(crate) fn run(args: &[String]) -> ExitCode {
-    match run_checked(args) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(error) => {
-            eprintln!("xtask compat: {error}");
-            ExitCode::from(2)
-        }
-    }
+    crate::steps::exit_code("compat", run_checked(args))
 }
 
 fn step(command: &mut Command) -> Result<(), CompatError> {
-    let shown = format!("{command:?}");
-    eprintln!("xtask compat: {shown}");
-    let status = command.status().map_err(|source| CompatError::Spawn {
-        command: shown.clone(),
-        source,
-    })?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(CompatError::Step {
-            command: shown,
+    crate::steps::run_step(
+        "compat",
+        command,
+        |command, source| CompatError::Spawn { command, source },
+        |command, status| CompatError::Step {
+            command,
             status: status.to_string(),
-        })
-    }
+        },
+    )
 }
 
 /// The venv's python: `--venv` as given, else `target/compat-venv`, created and filled with

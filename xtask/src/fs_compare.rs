@@ -446,14 +446,7 @@ fn layout(root: &Path) -> std::io::Result<()> {
 
 /// `cargo xtask fs-compare ARGS`.
 pub(crate) fn run(args: &[String]) -> ExitCode {
-    match run_checked(args) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(error) => {
-            eprintln!("xtask fs-compare: {error}");
-            ExitCode::from(2)
-        }
-    }
+    crate::steps::exit_code("fs-compare", run_checked(args))
 }
 
 fn run_checked(args: &[String]) -> Result<bool, CompareError> {

@@ -103,31 +103,19 @@ fn parse(args: &[String]) -> Result<Options, CheckError> {
 
 /// `cargo xtask mcp-check ARGS`.
 pub(crate) fn run(args: &[String]) -> ExitCode {
-    match run_checked(args) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(error) => {
-            eprintln!("xtask mcp-check: {error}");
-            ExitCode::from(2)
-        }
-    }
+    crate::steps::exit_code("mcp-check", run_checked(args))
 }
 
 fn step(command: &mut Command) -> Result<(), CheckError> {
-    let shown = format!("{command:?}");
-    eprintln!("xtask mcp-check: {shown}");
-    let status = command.status().map_err(|source| CheckError::Spawn {
-        command: shown.clone(),
-        source,
-    })?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(CheckError::Step {
-            command: shown,
+    crate::steps::run_step(
+        "mcp-check",
+        command,
+        |command, source| CheckError::Spawn { command, source },
+        |command, status| CheckError::Step {
+            command,
             status: status.to_string(),
-        })
-    }
+        },
+    )
 }
 
 /// The two servers' commands.

@@ -48,14 +48,7 @@ enum SchemaCheckError {
 
 /// `cargo xtask schema-check ARGS`.
 pub(crate) fn run(args: &[String]) -> ExitCode {
-    match run_checked(args) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(error) => {
-            eprintln!("xtask schema-check: {error}");
-            ExitCode::from(2)
-        }
-    }
+    crate::steps::exit_code("schema-check", run_checked(args))
 }
 
 fn run_checked(args: &[String]) -> Result<bool, SchemaCheckError> {
@@ -117,17 +110,12 @@ fn run_checked(args: &[String]) -> Result<bool, SchemaCheckError> {
 }
 
 fn run_step(command: &mut Command) -> Result<(), SchemaCheckError> {
-    let shown = format!("{command:?}");
-    eprintln!("xtask schema-check: {shown}");
-    let status = command.status().map_err(|source| SchemaCheckError::Spawn {
-        command: shown.clone(),
-        source,
-    })?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(SchemaCheckError::Failed(shown))
-    }
+    crate::steps::run_step(
+        "schema-check",
+        command,
+        |command, source| SchemaCheckError::Spawn { command, source },
+        |command, _| SchemaCheckError::Failed(command),
+    )
 }
 
 fn read_json(path: &Path) -> Result<Value, SchemaCheckError> {
