@@ -11,13 +11,13 @@
 //! depends on timing). A difference fails the command (exit 1) unless its step is listed in
 //! [`INTENDED`]. It needs the reference, so it is not part of CI.
 
-use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+use crate::stdio_server::{StdioServer, StdioServerError};
 
 /// The reference binary when `--reference` is not given.
 const DEFAULT_REFERENCE: &str = "codex";
@@ -53,13 +53,8 @@ const CELL_CHARS: usize = 140;
 enum CompareError {
     #[error("{0}\nusage: cargo xtask fs-compare [--reference BIN] [--tandem BIN]")]
     Usage(String),
-    #[error("could not start `{command}`: {source}; is it installed (--reference / --tandem BIN)?")]
-    Spawn {
-        command: String,
-        source: std::io::Error,
-    },
-    #[error("{server}: {what}")]
-    Server { server: String, what: String },
+    #[error(transparent)]
+    Child(#[from] StdioServerError),
     #[error("could not prepare {path}: {source}")]
     Layout {
         path: PathBuf,
@@ -525,14 +520,10 @@ fn run_server(
     Ok(answers)
 }
 
-/// A server over stdio: its input, and its output lines through a reader thread.
+/// A server of the comparison, in its own home, and the `fs/changed` params seen while
+/// waiting for answers, for the next collection.
 struct Server {
-    name: String,
-    child: Child,
-    input: ChildStdin,
-    lines: mpsc::Receiver<Value>,
-    next_id: i64,
-    /// `fs/changed` params seen while waiting for answers, for the next collection.
+    inner: StdioServer,
     changes: Vec<Value>,
 }
 
@@ -543,90 +534,32 @@ impl Server {
         home: &Path,
         home_variable: &str,
     ) -> Result<Self, CompareError> {
-        let mut child = command
-            .env(home_variable, home)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|source| CompareError::Spawn {
-                command: format!("{command:?}"),
-                source,
-            })?;
-        let input = child.stdin.take().expect("piped");
-        let output = child.stdout.take().expect("piped");
-        let (sender, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(output).lines() {
-                let Ok(line) = line else { return };
-                if let Ok(message) = serde_json::from_str(&line)
-                    && sender.send(message).is_err()
-                {
-                    return;
-                }
-            }
-        });
-        let mut server = Self {
-            name: name.to_owned(),
-            child,
-            input,
-            lines,
-            next_id: 0,
+        command.env(home_variable, home);
+        let inner = StdioServer::start(name, command, "fs-compare", None, ANSWER_LIMIT)?;
+        Ok(Self {
+            inner,
             changes: Vec::new(),
-        };
-        server.call(
-            "initialize",
-            json!({"clientInfo": {"name": "fs-compare", "version": "1"}}),
-        )?;
-        server.send(&json!({"method": "initialized"}))?;
-        Ok(server)
-    }
-
-    fn send(&mut self, message: &Value) -> Result<(), CompareError> {
-        writeln!(self.input, "{message}")
-            .and_then(|()| self.input.flush())
-            .map_err(|error| CompareError::Server {
-                server: self.name.clone(),
-                what: format!("its input closed: {error}"),
-            })
+        })
     }
 
     /// Sends a request and returns `{"result": ...}` or `{"error": {code, message}}`.
     fn call(&mut self, method: &str, params: Value) -> Result<Value, CompareError> {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(&json!({"id": id, "method": method, "params": params}))?;
-        let deadline = Instant::now() + ANSWER_LIMIT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let message = self
-                .lines
-                .recv_timeout(left)
-                .map_err(|_| CompareError::Server {
-                    server: self.name.clone(),
-                    what: format!("no answer to {method} within {ANSWER_LIMIT:?}"),
-                })?;
-            if message["id"] == json!(id) {
-                return Ok(match message.get("error") {
-                    Some(error) => {
-                        json!({"error": {"code": error["code"], "message": error["message"]}})
-                    }
-                    None => json!({"result": message["result"]}),
-                });
-            }
+        let changes = &mut self.changes;
+        let answer = self.inner.call(method, params, ANSWER_LIMIT, |message| {
             if message["method"] == "fs/changed" {
-                self.changes.push(message["params"].clone());
+                changes.push(message["params"].clone());
             }
-        }
+        })?;
+        Ok(match answer.get("error") {
+            Some(error) => json!({"error": {"code": error["code"], "message": error["message"]}}),
+            None => answer,
+        })
     }
 
     /// The `fs/changed` of the next `window`, merged per watch: `{watchId: [paths]}`.
     fn collect_changes(&mut self, window: Duration) -> Value {
         let deadline = Instant::now() + window;
-        while let Ok(message) = self
-            .lines
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-        {
+        while let Some(message) = self.inner.next_message(deadline) {
             if message["method"] == "fs/changed" {
                 self.changes.push(message["params"].clone());
             }
@@ -644,17 +577,8 @@ impl Server {
         json!({"fs/changed": merged})
     }
 
-    fn stop(mut self) {
-        drop(self.input);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    fn stop(self) {
+        self.inner.stop();
     }
 }
 

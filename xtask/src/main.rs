@@ -42,6 +42,7 @@ mod paths;
 mod proxy_interop;
 mod schema_check;
 mod soak;
+mod stdio_server;
 mod steps;
 
 /// The CI steps, shared by `cargo xtask ci` and mirrored by `.ci/run`.

@@ -24,13 +24,12 @@
 //! Exit 0 when every check passed and the answers agree, 1 when not, 2 when it could not
 //! run. It needs the package registries (npm, PyPI) on its first run, so it is not in CI.
 
-use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use crate::paths::target_dir;
+use crate::stdio_server::{StdioServer, StdioServerError};
 use serde_json::{Map, Value, json};
 
 /// The npm package of server-everything and its pinned version.
@@ -65,6 +64,8 @@ enum CheckError {
     },
     #[error("{server}: {what}")]
     Server { server: String, what: String },
+    #[error(transparent)]
+    Child(#[from] StdioServerError),
     #[error("could not write {path}: {source}")]
     Write {
         path: PathBuf,
@@ -531,14 +532,8 @@ fn first_difference(a: &Value, b: &Value, at: &str) -> String {
     }
 }
 
-/// An app-server over stdio: its input, and its output lines through a reader thread.
-struct Server {
-    name: String,
-    child: Child,
-    input: ChildStdin,
-    lines: mpsc::Receiver<Value>,
-    next_id: i64,
-}
+/// An app-server of the check, in its own home.
+struct Server(StdioServer);
 
 impl Server {
     fn start(
@@ -547,80 +542,19 @@ impl Server {
         home: &Path,
         home_variable: &str,
     ) -> Result<Self, CheckError> {
-        let mut child = command
+        command
             .env(home_variable, home)
             .env_remove("TANDEM_LOG")
-            .current_dir(home)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|source| CheckError::Spawn {
-                command: format!("{command:?}"),
-                source,
-            })?;
-        let input = child.stdin.take().expect("piped");
-        let output = child.stdout.take().expect("piped");
-        let (sender, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(output).lines() {
-                let Ok(line) = line else { return };
-                if let Ok(message) = serde_json::from_str(&line)
-                    && sender.send(message).is_err()
-                {
-                    return;
-                }
-            }
-        });
-        let mut server = Self {
-            name: name.to_owned(),
-            child,
-            input,
-            lines,
-            next_id: 0,
-        };
-        server.call(
-            "initialize",
-            json!({
-                "clientInfo": {"name": "mcp-check", "version": "1"},
-                "capabilities": {"experimentalApi": true},
-            }),
-        )?;
-        server.send(&json!({"method": "initialized"}))?;
-        Ok(server)
-    }
-
-    fn send(&mut self, message: &Value) -> Result<(), CheckError> {
-        writeln!(self.input, "{message}")
-            .and_then(|()| self.input.flush())
-            .map_err(|error| CheckError::Server {
-                server: self.name.clone(),
-                what: format!("its input closed: {error}"),
-            })
+            .current_dir(home);
+        let capabilities = json!({"experimentalApi": true});
+        let server =
+            StdioServer::start(name, command, "mcp-check", Some(capabilities), ANSWER_LIMIT)?;
+        Ok(Self(server))
     }
 
     /// Sends a request and returns `{"result": ...}` or `{"error": ...}`.
     fn call(&mut self, method: &str, params: Value) -> Result<Value, CheckError> {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(&json!({"id": id, "method": method, "params": params}))?;
-        let deadline = Instant::now() + ANSWER_LIMIT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let message = self
-                .lines
-                .recv_timeout(left)
-                .map_err(|_| CheckError::Server {
-                    server: self.name.clone(),
-                    what: format!("no answer to {method} within {ANSWER_LIMIT:?}"),
-                })?;
-            if message["id"] == json!(id) {
-                return Ok(match message.get("error") {
-                    Some(error) => json!({"error": error}),
-                    None => json!({"result": message["result"]}),
-                });
-            }
-        }
+        Ok(self.0.call(method, params, ANSWER_LIMIT, |_| {})?)
     }
 
     /// Asks for the status list until both servers list their tools (and, from Tandem,
@@ -644,17 +578,8 @@ impl Server {
         }
     }
 
-    fn stop(mut self) {
-        drop(self.input);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    fn stop(self) {
+        self.0.stop();
     }
 }
 
