@@ -84,6 +84,17 @@ async fn connected(handle: &InProcessClientHandle, server: &str) {
     .await;
 }
 
+/// Starts a thread under `approval_policy`; its id.
+async fn start_thread(handle: &InProcessClientHandle, approval_policy: &str) -> String {
+    let started = call(
+        handle,
+        "thread/start",
+        json!({"approvalPolicy": approval_policy}),
+    )
+    .await;
+    started["thread"]["id"].as_str().expect("id").to_owned()
+}
+
 async fn start_turn(handle: &InProcessClientHandle, thread: &str, text: &str) {
     call(
         handle,
@@ -179,8 +190,7 @@ async fn tools_offered_item_sequence_progress_and_a_bounded_result() {
     )
     .await;
     connected(&handle, "test").await;
-    let thread = call(&handle, "thread/start", json!({"approvalPolicy": "never"})).await;
-    let thread = thread["thread"]["id"].as_str().expect("id").to_owned();
+    let thread = start_thread(&handle, "never").await;
     start_turn(
         &handle,
         &thread,
@@ -322,8 +332,7 @@ async fn timeout_and_interrupt_cancel_the_call_at_the_server() {
     .await;
     connected(&handle, "test").await;
     connected(&handle, "patient").await;
-    let thread = call(&handle, "thread/start", json!({"approvalPolicy": "never"})).await;
-    let thread = thread["thread"]["id"].as_str().expect("id").to_owned();
+    let thread = start_thread(&handle, "never").await;
 
     // The tool timeout fails the call, and the server is told to stop.
     start_turn(&handle, &thread, "/mcp test never_answer").await;
@@ -392,8 +401,7 @@ async fn required_servers_are_waited_for_and_one_that_failed_fails_the_turn() {
         &format!("[mcp_servers.test]\ncommand = \"{binary}\"\nrequired = true\n"),
     )
     .await;
-    let thread = call(&handle, "thread/start", json!({"approvalPolicy": "never"})).await;
-    let thread = thread["thread"]["id"].as_str().expect("id").to_owned();
+    let thread = start_thread(&handle, "never").await;
     start_turn(&handle, &thread, "/mcp test echo {\"text\": \"ready\"}").await;
     let (_, turn) = drive(&mut handle, no_requests, |_, _| {}).await;
     assert_eq!(messages(&turn), ["mcp test/echo: {\"echo\":\"ready\"}"]);
@@ -407,8 +415,7 @@ async fn required_servers_are_waited_for_and_one_that_failed_fails_the_turn() {
         "[mcp_servers.broken]\ncommand = \"/nonexistent/mcp-server\"\nrequired = true\n",
     )
     .await;
-    let thread = call(&handle, "thread/start", json!({"approvalPolicy": "never"})).await;
-    let thread = thread["thread"]["id"].as_str().expect("id").to_owned();
+    let thread = start_thread(&handle, "never").await;
     start_turn(&handle, &thread, "hello").await;
     let (_, turn) = drive(&mut handle, no_requests, |_, _| {}).await;
     assert_eq!(turn.status, TurnStatus::Failed);
@@ -436,13 +443,7 @@ async fn prompted_tools_ask_as_the_reference_does_accepted_and_declined() {
     )
     .await;
     connected(&handle, "test").await;
-    let thread = call(
-        &handle,
-        "thread/start",
-        json!({"approvalPolicy": "on-request"}),
-    )
-    .await;
-    let thread = thread["thread"]["id"].as_str().expect("id").to_owned();
+    let thread = start_thread(&handle, "on-request").await;
     start_turn(
         &handle,
         &thread,
@@ -544,8 +545,7 @@ async fn an_elicitation_reaches_the_calls_thread_and_an_unattributable_one_is_de
     )
     .await;
     connected(&handle, "test").await;
-    let thread = call(&handle, "thread/start", json!({"approvalPolicy": "never"})).await;
-    let thread = thread["thread"]["id"].as_str().expect("id").to_owned();
+    let thread = start_thread(&handle, "never").await;
     let (asked, events, turn) = elicit_turn(
         &mut handle,
         &thread,
