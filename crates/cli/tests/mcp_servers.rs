@@ -17,18 +17,9 @@ use serde_json::{Value, json};
 /// How long the MCP server may outlive a killed app-server (issue 13's bound for children).
 const OUTLIVE_LIMIT: Duration = Duration::from_secs(2);
 
-fn mcp_test_server() -> String {
-    tandem_test_support::binary::mcp_test_server_binary()
-        .expect("build tandem-mcp-test-server")
-        .display()
-        .to_string()
-}
-
 /// A home whose config names the test server as `test`, with `crash` hidden.
 async fn home_with_test_server(test: &str) -> std::path::PathBuf {
-    let binary = tokio::task::spawn_blocking(mcp_test_server)
-        .await
-        .expect("build task");
+    let binary = tandem_test_support::binary::mcp_test_server_path().await;
     let home = fresh_home(test);
     std::fs::create_dir_all(&home).expect("home");
     std::fs::write(

@@ -29,19 +29,6 @@ fn servers(toml_text: &str) -> BTreeMap<String, McpServerConfig> {
     parse_mcp_servers(&table["mcp_servers"]).expect("valid servers")
 }
 
-fn stdio_binary() -> String {
-    tandem_test_support::binary::mcp_test_server_binary()
-        .expect("build tandem-mcp-test-server")
-        .display()
-        .to_string()
-}
-
-async fn stdio_binary_async() -> String {
-    tokio::task::spawn_blocking(stdio_binary)
-        .await
-        .expect("build task")
-}
-
 fn args(value: Value) -> Option<JsonObject> {
     match value {
         Value::Object(object) => Some(object),
@@ -177,7 +164,7 @@ async fn an_http_server_is_listed_called_and_read() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stdio_server_gets_the_allowed_environment_and_times_out_a_silent_tool() {
-    let binary = stdio_binary_async().await;
+    let binary = tandem_test_support::binary::mcp_test_server_path().await;
     let manager = McpManager::new(servers(&format!(
         "[mcp_servers.local]\ncommand = \"{binary}\"\ntool_timeout_sec = 0.5\n\
          env = {{ FROM_CONFIG = \"yes\" }}\n"
@@ -234,7 +221,7 @@ struct LoggingServers {
 }
 
 async fn logging_stdio_and_http_servers() -> LoggingServers {
-    let binary = stdio_binary_async().await;
+    let binary = tandem_test_support::binary::mcp_test_server_path().await;
     let home = tempfile::tempdir().expect("home");
     let stdio_log = home.path().join("stdio.log");
     let http_log = home.path().join("http.log");
@@ -422,7 +409,7 @@ async fn elicitations_reach_the_elicitor_of_their_call() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_mid_call_fails_the_call_and_the_server_restarts() {
-    let binary = stdio_binary_async().await;
+    let binary = tandem_test_support::binary::mcp_test_server_path().await;
     let manager = McpManager::with_restart_backoff(
         servers(&format!("[mcp_servers.local]\ncommand = \"{binary}\"\n")),
         Duration::from_millis(50),
@@ -456,7 +443,7 @@ async fn a_crash_mid_call_fails_the_call_and_the_server_restarts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_sent_before_the_answer_is_there_when_the_call_returns() {
-    let binary = stdio_binary_async().await;
+    let binary = tandem_test_support::binary::mcp_test_server_path().await;
     let manager = McpManager::new(servers(&format!(
         "[mcp_servers.s]\ncommand = \"{binary}\"\n"
     )));
@@ -493,7 +480,7 @@ async fn progress_sent_before_the_answer_is_there_when_the_call_returns() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_and_malformed_messages_close_only_that_connection() {
-    let binary = stdio_binary_async().await;
+    let binary = tandem_test_support::binary::mcp_test_server_path().await;
     let manager = McpManager::with_restart_backoff(
         servers(&format!(
             "[mcp_servers.big]\ncommand = \"{binary}\"\ntool_timeout_sec = 30\n\
@@ -596,7 +583,7 @@ async fn oversized_and_malformed_messages_close_only_that_connection() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_slow_to_start_times_out_and_only_a_required_one_is_waited_for() {
-    let binary = stdio_binary_async().await;
+    let binary = tandem_test_support::binary::mcp_test_server_path().await;
     let manager = McpManager::new(servers(&format!(
         "[mcp_servers.slow]\ncommand = \"{binary}\"\nargs = [\"--start-delay-ms\", \"60000\"]\n\
          startup_timeout_sec = 0.5\nrequired = true\n"

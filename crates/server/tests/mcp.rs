@@ -91,14 +91,7 @@ fn server<'a>(list: &'a Value, name: &str) -> &'a Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_servers_start_in_the_background_and_serve_the_reference_methods() {
-    let binary = tokio::task::spawn_blocking(|| {
-        tandem_test_support::binary::mcp_test_server_binary()
-            .expect("build tandem-mcp-test-server")
-            .display()
-            .to_string()
-    })
-    .await
-    .expect("build task");
+    let binary = tandem_test_support::binary::mcp_test_server_path().await;
     let http = serve_http(TestMcpServer::new(CrashMode::Refuse), 0)
         .await
         .expect("http server");

@@ -27,17 +27,6 @@ use tandem_test_support::{initialize_params, within};
 
 const PROMPT: Duration = Duration::from_secs(60);
 
-async fn test_server() -> String {
-    tokio::task::spawn_blocking(|| {
-        tandem_test_support::binary::mcp_test_server_binary()
-            .expect("build tandem-mcp-test-server")
-            .display()
-            .to_string()
-    })
-    .await
-    .expect("build task")
-}
-
 /// A server whose home's config.toml is `config`.
 async fn start(home: &Path, config: &str) -> InProcessClientHandle {
     std::fs::write(home.join("config.toml"), config).expect("config");
@@ -182,7 +171,7 @@ fn status_and_error(item: &ThreadItem) -> (McpToolCallStatus, Option<String>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_offered_item_sequence_progress_and_a_bounded_result() {
-    let binary = test_server().await;
+    let binary = tandem_test_support::binary::mcp_test_server_path().await;
     let home = tempfile::tempdir().expect("home");
     let mut handle = start(
         home.path(),
@@ -316,7 +305,7 @@ async fn tools_offered_item_sequence_progress_and_a_bounded_result() {
 /// the server must be told of both (`notifications/cancelled`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timeout_and_interrupt_cancel_the_call_at_the_server() {
-    let binary = test_server().await;
+    let binary = tandem_test_support::binary::mcp_test_server_path().await;
     let home = tempfile::tempdir().expect("home");
     let log = home.path().join("events.log");
     let mut handle = start(
@@ -393,7 +382,7 @@ async fn timeout_and_interrupt_cancel_the_call_at_the_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn required_servers_are_waited_for_and_one_that_failed_fails_the_turn() {
-    let binary = test_server().await;
+    let binary = tandem_test_support::binary::mcp_test_server_path().await;
     let home = tempfile::tempdir().expect("home");
     // No wait for the server before the turn: `required` makes the turn wait.
     let mut handle = start(
@@ -432,7 +421,7 @@ async fn required_servers_are_waited_for_and_one_that_failed_fails_the_turn() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prompted_tools_ask_as_the_reference_does_accepted_and_declined() {
-    let binary = test_server().await;
+    let binary = tandem_test_support::binary::mcp_test_server_path().await;
     let home = tempfile::tempdir().expect("home");
     let mut handle = start(
         home.path(),
@@ -537,7 +526,7 @@ async fn elicit_turn(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_elicitation_reaches_the_calls_thread_and_an_unattributable_one_is_declined() {
-    let binary = test_server().await;
+    let binary = tandem_test_support::binary::mcp_test_server_path().await;
     let home = tempfile::tempdir().expect("home");
     let mut handle = start(
         home.path(),
@@ -606,7 +595,7 @@ async fn an_elicitation_reaches_the_calls_thread_and_an_unattributable_one_is_de
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_model_is_offered_the_tool_calls_it_by_name_and_is_told_the_result() {
     use tandem_test_support::mock_http::{MockHttpServer, MockResponse};
-    let binary = test_server().await;
+    let binary = tandem_test_support::binary::mcp_test_server_path().await;
     let mock = MockHttpServer::start().await.expect("mock");
     mock.push(
         MockResponse::sse()
@@ -679,7 +668,7 @@ async fn the_model_is_offered_the_tool_calls_it_by_name_and_is_told_the_result()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_the_responses_wire_too() {
     use tandem_test_support::mock_http::{MockHttpServer, MockResponse};
-    let binary = test_server().await;
+    let binary = tandem_test_support::binary::mcp_test_server_path().await;
     let mock = MockHttpServer::start().await.expect("mock");
     let item = json!({"type": "function_call", "id": "fc_1", "call_id": "call_r",
                       "name": "mcp__test__echo", "arguments": "{\"text\": \"responses\"}",

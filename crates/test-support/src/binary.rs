@@ -159,6 +159,20 @@ pub fn mcp_test_server_binary() -> Result<&'static Path, &'static BinaryError> {
         .map(PathBuf::as_path)
 }
 
+/// [`mcp_test_server_binary`]'s path as a string for a config file, built (on the first call)
+/// on a blocking thread so that an async test's runtime goes on meanwhile. Panics, naming the
+/// build's failure, when it cannot be built: a test has nothing to run without it.
+pub async fn mcp_test_server_path() -> String {
+    tokio::task::spawn_blocking(|| {
+        mcp_test_server_binary()
+            .expect("build tandem-mcp-test-server")
+            .display()
+            .to_string()
+    })
+    .await
+    .expect("the build task ran")
+}
+
 /// The `tandem` binary, built on the first call of this test process; later calls (from any
 /// thread) wait for that build and share its outcome.
 pub fn tandem_binary() -> Result<&'static Path, &'static BinaryError> {

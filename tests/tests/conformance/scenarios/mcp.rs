@@ -16,18 +16,6 @@ use serde_json::json;
 use super::*;
 use crate::session::{Session, Transport, assert_json};
 
-/// The test server's path, built on first use.
-async fn test_server_binary() -> String {
-    tokio::task::spawn_blocking(|| {
-        tandem_test_support::binary::mcp_test_server_binary()
-            .expect("build tandem-mcp-test-server")
-            .display()
-            .to_string()
-    })
-    .await
-    .expect("build task")
-}
-
 fn startup(status: &str) -> serde_json::Value {
     note(
         "mcpServer/startupStatus/updated",
@@ -38,7 +26,7 @@ fn startup(status: &str) -> serde_json::Value {
 
 /// Status, reload, a tool call, its refusals, a resource read.
 pub(crate) async fn mcp_servers_status_calls_and_reload(transport: Transport) {
-    let binary = test_server_binary().await;
+    let binary = tandem_test_support::binary::mcp_test_server_path().await;
     let mut s = Session::open(transport).await;
     s.initialize(false).await;
 
