@@ -137,6 +137,9 @@ struct ChunkQueue {
 /// encoding or counting after its delivery resolved (a writer, a channel).
 const REUSE_SLACK: usize = 2;
 
+/// How long a stream stays idle before it lets go of the chunks it keeps for reuse.
+const RELEASE_IDLE_CHUNKS_AFTER: Duration = Duration::from_millis(200);
+
 // Deltas are whole chunks; see `ChunkQueue`.
 const _: () = assert!(READ_CHUNK_BYTES == DELTA_MERGE_BYTES);
 
@@ -180,9 +183,13 @@ impl ChunkQueue {
         Some(chunk)
     }
 
-    /// Forgets the chunks handed over.
-    fn forget_handed_over(&mut self) {
+    /// Lets go of the chunks kept to read into again: the handles to those handed over, and
+    /// an empty one left from a delta copied out.
+    fn release_spare_chunks(&mut self) {
         self.handed_over.clear();
+        if self.len == 0 {
+            self.chunks.clear();
+        }
     }
 
     /// Accounts for a read of `read` bytes into [`Self::tail_for_read`], of which only the
@@ -198,16 +205,44 @@ impl ChunkQueue {
         self.len == 0
     }
 
+    /// Whether the next delta would be a whole chunk (the chunks after the first started only
+    /// once it was full).
+    fn has_whole_chunk(&self) -> bool {
+        self.chunks.len() > 1
+            || self
+                .chunks
+                .front()
+                .is_some_and(|first| first.len() >= READ_CHUNK_BYTES)
+    }
+
+    /// Whether chunks are kept to read into again (memory a quiet stream should let go).
+    fn keeps_spare_chunks(&self) -> bool {
+        !self.handed_over.is_empty() || (self.len == 0 && !self.chunks.is_empty())
+    }
+
     /// Removes the next delta's bytes: the first chunk, which is full unless it is the last.
+    ///
+    /// A delta pins the whole allocation of its chunk for as long as anyone holds it (a replay
+    /// window charges only its length), so a chunk less than half full is copied out instead:
+    /// the delta then holds what it carries, and the chunk stays to be read into at once. A
+    /// delta thus never pins more than twice its length.
     fn pop_delta(&mut self) -> Option<Bytes> {
         if self.len == 0 {
             return None;
         }
-        let chunk = self.chunks.pop_front()?;
+        let mut chunk = self.chunks.pop_front()?;
         self.len -= chunk.len();
+        if chunk.len() < READ_CHUNK_BYTES / 2 {
+            let delta = Bytes::copy_from_slice(&chunk);
+            chunk.clear();
+            // Only the last chunk can be partial, so the queue is empty now.
+            self.chunks.push_back(chunk);
+            return Some(delta);
+        }
         let delta = chunk.freeze();
-        // Only whole chunks are worth reading into again.
-        if delta.len() == READ_CHUNK_BYTES && self.reuse_limit > 0 {
+        // Every chunk was allocated with the full capacity, which `Bytes::try_into_mut` gives
+        // back, so a partial one is as good to read into again as a whole one.
+        if self.reuse_limit > 0 {
             if self.handed_over.len() >= self.reuse_limit {
                 self.handed_over.pop_front();
             }
@@ -380,13 +415,26 @@ pub(crate) async fn pump(
     let mut child_exited = *exited.borrow_and_update();
     let mut is_started = *started.borrow_and_update();
     let mut budget = DrainBudget::new(DRAIN_BUDGET);
+    // Lets go of the chunks kept for reuse once the stream has been idle (nothing queued,
+    // nothing in flight, no read) for `RELEASE_IDLE_CHUNKS_AFTER`: a long-lived process that
+    // went quiet keeps no spare memory, and a streaming one keeps reusing its chunks. Armed at
+    // most once per period, so a busy stream does not pay a timer per read.
+    let mut last_read = Instant::now();
+    let release = tokio::time::sleep_until(last_read);
+    tokio::pin!(release);
+    let mut release_armed = false;
 
     loop {
         if let StreamMode::Stream(sink) = &config.mode
             && is_started
         {
-            // Hand over the next delta whenever the window has room.
+            // Hand over the next delta whenever the window has room; a partial chunk only
+            // when nothing is in flight (or nothing more will be read). While deltas are on
+            // their way, what the child writes in small pieces fills the chunk instead of
+            // becoming a delta each: a fast stream moves whole chunks, and the output of a
+            // quiet one still leaves as soon as the consumer has taken the last.
             if in_flight.has_room()
+                && (in_flight.is_empty() || reader.is_none() || pending.has_whole_chunk())
                 && let Some(delta) = next_delta(&config, &mut pending, cap_reached)
             {
                 let sink = Arc::clone(sink);
@@ -411,6 +459,13 @@ pub(crate) async fn pump(
         let waiting_on_consumer = streaming && (!in_flight.is_empty() || !is_started);
         budget.set_running(child_exited && can_read && !waiting_on_consumer);
         let deadline = budget.deadline();
+        let idle = pending.is_empty() && in_flight.is_empty();
+        if idle && !release_armed && pending.keeps_spare_chunks() {
+            release
+                .as_mut()
+                .reset(last_read + RELEASE_IDLE_CHUNKS_AFTER);
+            release_armed = true;
+        }
 
         tokio::select! {
             () = in_flight.progress(), if !in_flight.is_empty() => {}
@@ -430,12 +485,7 @@ pub(crate) async fn pump(
                     if let Some(budget) = &config.budget {
                         take = budget.take(take);
                     }
-                    // A short read into an empty queue with nothing in flight: the child is not
-                    // writing at full speed, so the chunks kept for reuse are let go (a quiet
-                    // long-lived process keeps no spare memory).
-                    if n < READ_CHUNK_BYTES / 2 && pending.is_empty() && in_flight.is_empty() {
-                        pending.forget_handed_over();
-                    }
+                    last_read = Instant::now();
                     pending.commit_read(n, take);
                     accepted += take as u64;
                     // Bytes past the cap are read and dropped so the child never blocks on a
@@ -469,6 +519,16 @@ pub(crate) async fn pump(
                 tracing::debug!(handle = %config.handle, stream = ?config.stream, "drain budget ran out");
                 drain_timed_out = true;
                 reader = None;
+            }
+            () = &mut release, if release_armed => {
+                release_armed = false;
+                // A read since it was armed restarts the idle period (re-armed above).
+                if pending.is_empty()
+                    && in_flight.is_empty()
+                    && last_read.elapsed() >= RELEASE_IDLE_CHUNKS_AFTER
+                {
+                    pending.release_spare_chunks();
+                }
             }
             changed = exited.changed(), if !child_exited => {
                 // A dropped sender means the supervisor is gone: treat it as exited.
@@ -546,25 +606,58 @@ mod unit_tests {
     }
 
     #[test]
-    fn a_whole_chunk_the_consumer_dropped_is_read_into_again() {
+    fn dropped_chunks_are_read_into_again_and_small_deltas_are_copied_out() {
         let mut queue = ChunkQueue::new(DELTAS_IN_FLIGHT);
         read_into(&mut queue, &vec![1u8; READ_CHUNK_BYTES], READ_CHUNK_BYTES);
-        let delta = queue.pop_delta().unwrap();
-        let address = delta.as_ptr();
+        let whole = queue.pop_delta().unwrap();
+        let whole_address = whole.as_ptr();
         // Still held by the consumer: the next read goes into a fresh chunk.
         read_into(&mut queue, b"short", 5);
+        let tail_address = queue.chunks.back().unwrap().as_ptr();
+        assert_ne!(tail_address, whole_address);
+        // Less than half a chunk: copied out, so the delta pins only its own bytes, and the
+        // chunk is read into again at once.
         let short = queue.pop_delta().unwrap();
-        assert_ne!(short.as_ptr(), address);
-        drop(delta);
+        assert_eq!(short, &b"short"[..]);
+        assert_ne!(short.as_ptr(), tail_address);
+        assert_eq!(queue.tail_for_read().as_ptr(), tail_address);
+        // Half full or more: handed over itself.
+        read_into(
+            &mut queue,
+            &vec![4u8; READ_CHUNK_BYTES / 2],
+            READ_CHUNK_BYTES / 2,
+        );
+        let half = queue.pop_delta().unwrap();
+        assert_eq!(half.as_ptr(), tail_address);
+        assert_eq!(queue.fresh, 2);
+        // Dropped, both are read into again, the oldest first, the half one with its whole
+        // capacity.
+        drop((whole, half));
         read_into(&mut queue, &vec![2u8; READ_CHUNK_BYTES], READ_CHUNK_BYTES);
         let again = queue.pop_delta().unwrap();
-        assert_eq!(again.as_ptr(), address, "the dropped chunk was reused");
+        assert_eq!(
+            again.as_ptr(),
+            whole_address,
+            "the dropped chunk was reused"
+        );
         assert_eq!(again, vec![2u8; READ_CHUNK_BYTES]);
-        // A partial chunk is not kept for reuse, and forgetting lets go of the rest.
-        drop(short);
-        assert_eq!(queue.handed_over.len(), 1);
-        queue.forget_handed_over();
-        assert!(queue.handed_over.is_empty());
+        read_into(&mut queue, &vec![5u8; READ_CHUNK_BYTES], READ_CHUNK_BYTES);
+        let again_too = queue.pop_delta().unwrap();
+        assert_eq!(
+            again_too.as_ptr(),
+            tail_address,
+            "the half chunk was reused"
+        );
+        assert_eq!(again_too, vec![5u8; READ_CHUNK_BYTES]);
+        assert_eq!(queue.fresh, 2, "no chunk was allocated");
+        drop((again, again_too));
+        // Releasing lets go of every spare chunk, the empty one a copy left too.
+        read_into(&mut queue, b"tiny", 4);
+        assert_eq!(queue.pop_delta().unwrap(), &b"tiny"[..]);
+        assert!(queue.keeps_spare_chunks());
+        queue.release_spare_chunks();
+        assert!(queue.handed_over.is_empty() && queue.chunks.is_empty());
+        assert!(!queue.keeps_spare_chunks());
         // No more than a window's worth is kept.
         let held: Vec<Bytes> = (0..DELTAS_IN_FLIGHT + 3)
             .map(|_| {

@@ -3,6 +3,7 @@
 //! never changes while the chunks around it are read into again.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -125,14 +126,32 @@ async fn consume(
 /// Pumps `chunks` whole chunks through a sink that keeps `kept` deltas and tells the pump it
 /// keeps `declared`; returns the pump's outcome and what the consumer saw.
 async fn run(chunks: u64, kept: usize, declared: usize) -> (StreamOutcome, Consumed) {
-    let (sender, deltas) = mpsc::unbounded_channel();
+    let total = chunks * READ_CHUNK_BYTES as u64;
+    let reader: OutputReader = Box::new(Generated {
+        offset: 0,
+        left: total,
+    });
     let consumed = Arc::new(Mutex::new(Consumed::default()));
-    let consumer = tokio::spawn(consume(deltas, kept, Arc::clone(&consumed)));
+    let outcome = run_reader(reader, kept, declared, Arc::clone(&consumed)).await;
+    let consumed = std::mem::take(&mut *consumed.lock().unwrap());
+    assert_eq!(consumed.received, total, "every byte arrived");
+    (outcome, consumed)
+}
+
+/// Pumps `reader` to its end through a sink that keeps `kept` deltas and tells the pump it
+/// keeps `declared`; the consumer reports into `consumed` as it goes.
+async fn run_reader(
+    reader: OutputReader,
+    kept: usize,
+    declared: usize,
+    consumed: Arc<Mutex<Consumed>>,
+) -> StreamOutcome {
+    let (sender, deltas) = mpsc::unbounded_channel();
+    let consumer = tokio::spawn(consume(deltas, kept, consumed));
     let sink: Arc<dyn ProcessEventSink> = Arc::new(KeepingSink {
         deltas: sender,
         declared,
     });
-    let total = chunks * READ_CHUNK_BYTES as u64;
     let (_exited_tx, exited) = watch::channel(false);
     let (_started_tx, started) = watch::channel(true);
     let config = StreamConfig {
@@ -144,10 +163,6 @@ async fn run(chunks: u64, kept: usize, declared: usize) -> (StreamOutcome, Consu
         is_pty: false,
         screen: None,
     };
-    let reader: OutputReader = Box::new(Generated {
-        offset: 0,
-        left: total,
-    });
     let outcome = tokio::time::timeout(
         Duration::from_secs(120),
         pump(reader, config, StreamSignals { exited, started }),
@@ -159,9 +174,82 @@ async fn run(chunks: u64, kept: usize, declared: usize) -> (StreamOutcome, Consu
         .await
         .expect("the consumer finishes")
         .expect("the consumer does not panic");
-    let consumed = std::mem::take(&mut *consumed.lock().unwrap());
-    assert_eq!(consumed.received, total, "every byte arrived");
-    (outcome, consumed)
+    outcome
+}
+
+/// A child that writes one burst, is silent until `gate` resolves, then writes another.
+struct TwoBursts {
+    first: Generated,
+    gate: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    second: Generated,
+}
+
+impl AsyncRead for TwoBursts {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if self.first.left > 0 {
+            return Pin::new(&mut self.first).poll_read(cx, buf);
+        }
+        if let Some(gate) = self.gate.as_mut() {
+            std::task::ready!(gate.as_mut().poll(cx));
+            self.gate = None;
+        }
+        Pin::new(&mut self.second).poll_read(cx, buf)
+    }
+}
+
+/// The chunks allocated for two bursts of `chunks` whole chunks each, `silence` apart.
+async fn fresh_chunks_for_two_bursts(chunks: u64, silence: Duration) -> u64 {
+    let burst = chunks * READ_CHUNK_BYTES as u64;
+    let (open, gate) = oneshot::channel::<()>();
+    let reader: OutputReader = Box::new(TwoBursts {
+        first: Generated {
+            offset: 0,
+            left: burst,
+        },
+        gate: Some(Box::pin(async move {
+            let _ = gate.await;
+        })),
+        second: Generated {
+            offset: burst,
+            left: burst,
+        },
+    });
+    let consumed = Arc::new(Mutex::new(Consumed::default()));
+    let pumping = tokio::spawn(run_reader(reader, KEPT, KEPT, Arc::clone(&consumed)));
+    // The first burst is consumed before the silence starts.
+    while consumed.lock().unwrap().received < burst {
+        tokio::task::yield_now().await;
+    }
+    if !silence.is_zero() {
+        tokio::time::sleep(silence).await;
+    }
+    open.send(()).expect("the reader waits for the gate");
+    let outcome = pumping.await.expect("the pump does not panic");
+    let consumed = consumed.lock().unwrap();
+    assert!(consumed.failures.is_empty(), "{:?}", consumed.failures);
+    assert_eq!(consumed.received, 2 * burst, "every byte arrived");
+    outcome.fresh_chunks
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_that_goes_quiet_lets_go_of_its_spare_chunks() {
+    // A burst that fills every handle kept for reuse (the window, the kept deltas, the slack).
+    let chunks = 2 * (DELTAS_IN_FLIGHT + KEPT + REUSE_SLACK) as u64;
+    let straight_on = fresh_chunks_for_two_bursts(chunks, Duration::ZERO).await;
+    let after_silence =
+        fresh_chunks_for_two_bursts(chunks, RELEASE_IDLE_CHUNKS_AFTER + Duration::from_millis(1))
+            .await;
+    // Straight on, the second burst reads into the first one's chunks as the consumer lets
+    // them go; after the silence the pump no longer holds them, so it allocates its own again
+    // (measured: 220 and 254; both bursts also allocate for the read-ahead's swings).
+    assert!(
+        after_silence >= straight_on + DELTAS_IN_FLIGHT as u64,
+        "fresh chunks: {straight_on} without a silence, {after_silence} after one"
+    );
 }
 
 /// 47 is what the host's default replay window keeps of 64 KiB deltas.

@@ -189,3 +189,53 @@ async fn a_fast_consumer_gets_every_byte_in_order_through_the_window() {
     assert!(deltas <= DELTAS_IN_FLIGHT && bytes <= BYTES_IN_FLIGHT);
     let _ = std::fs::remove_file(path);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_written_while_a_delta_is_in_flight_leaves_merged() {
+    // The child writes one line, waits to be told, then 50 more lines, one write each.
+    let dir = tempfile::tempdir().unwrap();
+    let (go, done) = (dir.path().join("go"), dir.path().join("done"));
+    let script = format!(
+        "echo first; while [ ! -e '{}' ]; do sleep 0.01; done; i=0; \
+         while [ $i -lt 50 ]; do echo line $i; i=$((i+1)); done; touch '{}'; sleep 0.2",
+        go.display(),
+        done.display()
+    );
+    let manager = ProcessManager::new();
+    let sink = WindowSink::new(false);
+    let mut params = streaming("merged", &["sh", "-c", &script]);
+    params.timeout_ms = Some(None);
+    let dyn_sink: Arc<dyn ProcessEventSink> = sink.clone();
+    let spawned = within(PROMPT, "spawn", manager.spawn(params, dyn_sink))
+        .await
+        .expect("spawn succeeds");
+    spawned.start_streaming();
+
+    // The first line is handed over at once, and waits for its delivery.
+    eventually(PROMPT, "the first line handed over", || {
+        sink.stdout_in_flight().0 == 1
+    })
+    .await;
+    std::fs::write(&go, b"").unwrap();
+    eventually(PROMPT, "the 50 lines written", || done.exists()).await;
+    // Real time for the pump to read them (it reads at once; the window has room for 15 more).
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        sink.stdout_in_flight().0,
+        1,
+        "lines written while a delta was in flight were handed over one by one"
+    );
+
+    sink.gate.send_replace(true);
+    let exited = sink.wait_exited(Duration::from_secs(30)).await;
+    assert_eq!(exited.exit_code, 0);
+    let expected: String = std::iter::once("first\n".to_owned())
+        .chain((0..50).map(|i| format!("line {i}\n")))
+        .collect();
+    assert_eq!(
+        String::from_utf8(sink.output(ProcessOutputStream::Stdout)).unwrap(),
+        expected
+    );
+    // The 50 lines left together once the first was delivered.
+    assert_eq!(sink.deltas.lock().unwrap().len(), 2);
+}
