@@ -2,14 +2,15 @@
 //! listener, with every message encoded by `tandem_protocol::wire::encode_client_message` and
 //! every line or frame decoded by `decode_server_message`.
 //!
-//! Each connection has a dedicated reader (a thread blocking on the child's stdout, or a task
-//! on the websocket stream) that decodes and hands messages over a bounded channel, so reading
+//! Each connection has a dedicated reader thread (blocking on the child's stdout, or on a
+//! duplicate of the websocket's socket) that decodes and hands messages over a bounded channel, so reading
 //! and decoding overlap the measurement loop, and the loop never waits on a read syscall.
 //! Writes are queued and flushed together: a pipelined loop that got several replies at once
 //! answers them with one write.
 
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader};
+use std::os::fd::{AsFd as _, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,8 +28,8 @@ use tokio::io::AsyncWriteExt as _;
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::mpsc;
 use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_util::either::Either;
 
 /// A websocket over TCP or over a unix socket.
@@ -306,9 +307,22 @@ impl WireClient {
         let (socket, _) = tokio_tungstenite::client_async_with_config(request, io, Some(config))
             .await
             .map_err(|error| connect_error(error.to_string()))?;
-        let (sink, stream) = socket.split();
+        // Read by a thread of its own, as the stdio client's child stdout is: the measurement
+        // loop and the server are compared transport against transport, not reader against
+        // reader. The thread reads a duplicate of the socket (the async half only writes);
+        // nothing was read past the handshake's answer, since the server speaks only when
+        // spoken to.
+        let duplicate = match socket.get_ref() {
+            Either::Left(tcp) => tcp.as_fd().try_clone_to_owned(),
+            Either::Right(unix) => unix.as_fd().try_clone_to_owned(),
+        }
+        .map_err(|error| connect_error(error.to_string()))?;
         let (tx, incoming) = mpsc::channel(INCOMING_AHEAD);
-        tokio::spawn(read_frames(stream, tx));
+        std::thread::Builder::new()
+            .name("wire-bench-socket".into())
+            .spawn(move || read_frames(duplicate, config, &tx))
+            .map_err(|error| connect_error(error.to_string()))?;
+        let (sink, _unread) = socket.split();
         Self::initialize(server, Outlet::WebSocket(Box::new(sink)), incoming).await
     }
 
@@ -520,20 +534,65 @@ fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<usize>
     }
 }
 
-/// The websocket reader task: one text frame, one decoded message.
-async fn read_frames(
-    mut stream: futures::stream::SplitStream<Socket>,
-    tx: mpsc::Sender<Result<ServerMessage, DecodeError>>,
+/// The websocket reader thread: one text frame, one decoded message, until the connection or
+/// the listener ends.
+fn read_frames(
+    socket: OwnedFd,
+    config: WebSocketConfig,
+    tx: &mpsc::Sender<Result<ServerMessage, DecodeError>>,
 ) {
-    while let Some(Ok(frame)) = stream.next().await {
+    let mut reader = tungstenite::WebSocket::from_raw_socket(
+        BlockingSocket(socket),
+        tungstenite::protocol::Role::Client,
+        Some(config),
+    );
+    while let Ok(frame) = reader.read() {
         let decoded = match &frame {
             Message::Text(text) => wire::decode_server_message(text.as_bytes()),
             Message::Binary(bytes) => wire::decode_server_message(bytes),
             Message::Close(_) => return,
             _ => continue,
         };
-        if tx.send(decoded).await.is_err() {
+        if tx.blocking_send(decoded).is_err() {
             return;
         }
+    }
+}
+
+/// A duplicate of a non-blocking socket (the flag is shared with the async half) read as if
+/// it blocked: `poll` for input whenever it has none.
+struct BlockingSocket(OwnedFd);
+
+impl io::Read for BlockingSocket {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match rustix::io::read(&self.0, &mut *buf) {
+                Ok(read) => return Ok(read),
+                Err(rustix::io::Errno::AGAIN) => {
+                    let mut wanted = [rustix::event::PollFd::new(
+                        &self.0,
+                        rustix::event::PollFlags::IN,
+                    )];
+                    match rustix::event::poll(&mut wanted, None) {
+                        Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                        Err(error) => return Err(error.into()),
+                    }
+                }
+                Err(rustix::io::Errno::INTR) => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+}
+
+/// The reader never writes on its own (the server sends no pings); a control answer
+/// tungstenite queues goes out if the socket takes it at once.
+impl io::Write for BlockingSocket {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        Ok(rustix::io::write(&self.0, buf)?)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
