@@ -6,16 +6,22 @@
 //! costs at most the window plus [`READ_AHEAD_LIMIT`] of memory) and stops reading when the
 //! read-ahead is full, so that the child blocks on its own pipe instead of the server buffering
 //! without bound. The post-exit drain budget only runs while the pump is waiting on the pipe,
-//! never while it waits for the consumer.
+//! never while it waits for the consumer. A chunk that is not full leaves only when nothing of
+//! the stream is in flight, so a child writing in small pieces to a busy consumer fills chunks
+//! instead of making a delta per write, and its output still leaves as soon as the consumer
+//! has taken the rest.
 //!
 //! The pump reads straight into the buffers that become deltas and freezes them into
-//! [`Bytes`]: nothing is copied or encoded on the way to the consumer. Base64 exists only in a
+//! [`Bytes`]: a delta of half a chunk or more is never copied or encoded on the way to the
+//! consumer. Base64 exists only in a
 //! wire transport's writer. A chunk nobody holds any more is read into again: the pump keeps a
 //! handle to the chunks it handed over, as many as the window plus what the sink keeps after
 //! delivery ([`ProcessEventSink::deltas_retained`], a replay window) can pin, so the oldest of
 //! them is free again by the time it is needed and a fast stream allocates nothing once it runs.
 //! A chunk is only read into when its handle is the last one (`Bytes::is_unique`), so whoever
-//! still holds a delta (a replay window) never sees its bytes change.
+//! still holds a delta (a replay window) never sees its bytes change. A delta under half a
+//! chunk is copied out instead, so no delta pins more memory than twice its length, and the
+//! spare chunks go once the stream has been idle for [`RELEASE_IDLE_CHUNKS_AFTER`].
 
 use std::collections::VecDeque;
 use std::future::Future;
