@@ -96,6 +96,23 @@ impl ProcessEventSink for WindowSink {
     }
 }
 
+/// Runs `sh -c script` with no cap and no timeout, streaming to `sink`.
+async fn stream_script(
+    manager: &ProcessManager,
+    handle: &str,
+    script: &str,
+    sink: &Arc<WindowSink>,
+) {
+    let mut params = streaming(handle, &["sh", "-c", script]);
+    params.output_bytes_cap = Some(None);
+    params.timeout_ms = Some(None);
+    let dyn_sink: Arc<dyn ProcessEventSink> = sink.clone();
+    let spawned = within(PROMPT, "spawn", manager.spawn(params, dyn_sink))
+        .await
+        .expect("spawn succeeds");
+    spawned.start_streaming();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_consumer_stalls_the_child_within_the_window_and_the_read_ahead() {
     // The child writes 200 chunks of 64 KiB (12.5 MiB), counting each one written in a file:
@@ -110,14 +127,7 @@ async fn a_stalled_consumer_stalls_the_child_within_the_window_and_the_read_ahea
     );
     let manager = ProcessManager::new();
     let sink = WindowSink::new(false);
-    let mut params = streaming("window", &["sh", "-c", &script]);
-    params.output_bytes_cap = Some(None);
-    params.timeout_ms = Some(None);
-    let dyn_sink: Arc<dyn ProcessEventSink> = sink.clone();
-    let spawned = within(PROMPT, "spawn", manager.spawn(params, dyn_sink))
-        .await
-        .expect("spawn succeeds");
-    spawned.start_streaming();
+    stream_script(&manager, "window", &script, &sink).await;
 
     // The window fills: exactly DELTAS_IN_FLIGHT deltas handed over and none delivered.
     eventually(PROMPT, "a full window", || {
@@ -203,13 +213,7 @@ async fn output_written_while_a_delta_is_in_flight_leaves_merged() {
     );
     let manager = ProcessManager::new();
     let sink = WindowSink::new(false);
-    let mut params = streaming("merged", &["sh", "-c", &script]);
-    params.timeout_ms = Some(None);
-    let dyn_sink: Arc<dyn ProcessEventSink> = sink.clone();
-    let spawned = within(PROMPT, "spawn", manager.spawn(params, dyn_sink))
-        .await
-        .expect("spawn succeeds");
-    spawned.start_streaming();
+    stream_script(&manager, "merged", &script, &sink).await;
 
     // The first line is handed over at once, and waits for its delivery.
     eventually(PROMPT, "the first line handed over", || {
