@@ -189,13 +189,10 @@ impl ChunkQueue {
         Some(chunk)
     }
 
-    /// Lets go of the chunks kept to read into again: the handles to those handed over, and
-    /// an empty one left from a delta copied out.
+    /// Lets go of the chunks handed over and kept to read into again. (The chunk being read
+    /// into stays: a pump waiting on its pipe always holds one.)
     fn release_spare_chunks(&mut self) {
         self.handed_over.clear();
-        if self.len == 0 {
-            self.chunks.clear();
-        }
     }
 
     /// Accounts for a read of `read` bytes into [`Self::tail_for_read`], of which only the
@@ -221,9 +218,10 @@ impl ChunkQueue {
                 .is_some_and(|first| first.len() >= READ_CHUNK_BYTES)
     }
 
-    /// Whether chunks are kept to read into again (memory a quiet stream should let go).
+    /// Whether chunks handed over are kept to read into again (memory a quiet stream should
+    /// let go).
     fn keeps_spare_chunks(&self) -> bool {
-        !self.handed_over.is_empty() || (self.len == 0 && !self.chunks.is_empty())
+        !self.handed_over.is_empty()
     }
 
     /// Removes the next delta's bytes: the first chunk, which is full unless it is the last.
@@ -657,13 +655,10 @@ mod unit_tests {
         assert_eq!(again_too, vec![5u8; READ_CHUNK_BYTES]);
         assert_eq!(queue.fresh, 2, "no chunk was allocated");
         drop((again, again_too));
-        // Releasing lets go of every spare chunk, the empty one a copy left too.
-        read_into(&mut queue, b"tiny", 4);
-        assert_eq!(queue.pop_delta().unwrap(), &b"tiny"[..]);
+        // Releasing lets go of every chunk kept for reuse.
         assert!(queue.keeps_spare_chunks());
         queue.release_spare_chunks();
-        assert!(queue.handed_over.is_empty() && queue.chunks.is_empty());
-        assert!(!queue.keeps_spare_chunks());
+        assert!(queue.handed_over.is_empty() && !queue.keeps_spare_chunks());
         // No more than a window's worth is kept.
         let held: Vec<Bytes> = (0..DELTAS_IN_FLIGHT + 3)
             .map(|_| {

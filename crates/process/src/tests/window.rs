@@ -222,7 +222,8 @@ async fn output_written_while_a_delta_is_in_flight_leaves_merged() {
     .await;
     std::fs::write(&go, b"").unwrap();
     eventually(PROMPT, "the 50 lines written", || done.exists()).await;
-    // Real time for the pump to read them (it reads at once; the window has room for 15 more).
+    // Real time in which the pump reads them (at once) and, under the old rule, handed each
+    // over, the window having room for 15 more: nothing signals a read that hands nothing over.
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(
         sink.stdout_in_flight().0,
@@ -240,6 +241,7 @@ async fn output_written_while_a_delta_is_in_flight_leaves_merged() {
         String::from_utf8(sink.output(ProcessOutputStream::Stdout)).unwrap(),
         expected
     );
-    // The 50 lines left together once the first was delivered.
-    assert_eq!(sink.deltas.lock().unwrap().len(), 2);
+    // How the 50 lines split once the gate is open depends on when the pump read them; what is
+    // certain is that they did not leave one delta per line.
+    assert!(sink.deltas.lock().unwrap().len() < 10);
 }
