@@ -12,16 +12,17 @@
 //! has taken the rest.
 //!
 //! The pump reads straight into the buffers that become deltas and freezes them into
-//! [`Bytes`]: a delta of half a chunk or more is never copied or encoded on the way to the
-//! consumer. Base64 exists only in a
-//! wire transport's writer. A chunk nobody holds any more is read into again: the pump keeps a
+//! [`Bytes`]: a delta is never copied or encoded on the way to the consumer. Base64 exists
+//! only in a wire transport's writer. A chunk nobody holds any more is read into again: the pump keeps a
 //! handle to the chunks it handed over, as many as the window plus what the sink keeps after
 //! delivery ([`ProcessEventSink::deltas_retained`], a replay window) can pin, so the oldest of
 //! them is free again by the time it is needed and a fast stream allocates nothing once it runs.
 //! A chunk is only read into when its handle is the last one (`Bytes::is_unique`), so whoever
-//! still holds a delta (a replay window) never sees its bytes change. A delta under half a
-//! chunk is copied out instead, so no delta pins more memory than twice its length, and the
-//! spare chunks go once the stream has been idle for [`RELEASE_IDLE_CHUNKS_AFTER`].
+//! still holds a delta (a replay window) never sees its bytes change. A partial chunk's bytes
+//! leave as a delta cut off its front, and the rest of the chunk is read into: the deltas cut
+//! from one chunk share it, so whoever keeps the latest deltas of a stream (a replay window)
+//! pins at most their length, plus one chunk, plus [`CUT_MIN_ROOM`] per chunk. The spare
+//! chunks go once the stream has been idle for [`RELEASE_IDLE_CHUNKS_AFTER`].
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -118,9 +119,9 @@ pub(crate) struct StreamSignals {
 /// into directly.
 ///
 /// A chunk is filled completely before the next one starts, so queued bytes are always merged
-/// into deltas of the full [`DELTA_MERGE_BYTES`] (the two sizes are equal), and a delta is one
-/// whole chunk frozen and handed over without copying: the hot path of a fast writer costs one
-/// read per byte, nothing more.
+/// into deltas of at most [`DELTA_MERGE_BYTES`] (the two sizes are equal), and a delta is the
+/// rest of a chunk, or the part of it read so far, frozen and handed over without copying: the
+/// hot path of a fast writer costs one read per byte, nothing more.
 #[derive(Default)]
 struct ChunkQueue {
     chunks: VecDeque<BytesMut>,
@@ -142,6 +143,10 @@ struct ChunkQueue {
 /// Handles kept beyond the window and the sink's retained deltas: a delta a consumer is still
 /// encoding or counting after its delivery resolved (a writer, a channel).
 const REUSE_SLACK: usize = 2;
+
+/// The least room a partial chunk keeps to be cut: with less, it leaves whole, so that no read
+/// is ever made into a sliver.
+const CUT_MIN_ROOM: usize = READ_CHUNK_BYTES / 16;
 
 /// How long a stream stays idle before it lets go of the chunks it keeps for reuse.
 const RELEASE_IDLE_CHUNKS_AFTER: Duration = Duration::from_millis(200);
@@ -165,7 +170,7 @@ impl ChunkQueue {
         if self
             .chunks
             .back()
-            .is_none_or(|last| last.len() >= READ_CHUNK_BYTES)
+            .is_none_or(|last| last.len() >= last.capacity())
         {
             let chunk = match self.reclaim() {
                 Some(chunk) => chunk,
@@ -179,14 +184,16 @@ impl ChunkQueue {
         self.chunks.back_mut().expect("a chunk was just ensured")
     }
 
-    /// The oldest chunk handed over that nobody else holds any more, emptied. Only a chunk
-    /// whose handle here is the last one is taken, so no delta anyone still holds can change.
-    /// Deltas are let go roughly in order, so the search ends at once or after a few.
+    /// The oldest chunk handed over that nobody else holds any more, emptied, with its whole
+    /// capacity. Only a chunk whose handle here is the last one is taken (the deltas cut from
+    /// one chunk share its count), so no delta anyone still holds can change. Deltas are let
+    /// go roughly in order, so the search ends at once or after a few.
     fn reclaim(&mut self) -> Option<BytesMut> {
         let free = self.handed_over.iter().position(Bytes::is_unique)?;
         let mut chunk = self.handed_over.remove(free)?.try_into_mut().ok()?;
+        // The handle is the chunk's last delta, wherever in the chunk it starts.
         chunk.clear();
-        Some(chunk)
+        chunk.try_reclaim(READ_CHUNK_BYTES).then_some(chunk)
     }
 
     /// Lets go of the chunks handed over and kept to read into again. (The chunk being read
@@ -208,14 +215,14 @@ impl ChunkQueue {
         self.len == 0
     }
 
-    /// Whether the next delta would be a whole chunk (the chunks after the first started only
-    /// once it was full).
+    /// Whether the next delta would fill the rest of its chunk (the chunks after the first
+    /// started only once it was full).
     fn has_whole_chunk(&self) -> bool {
         self.chunks.len() > 1
             || self
                 .chunks
                 .front()
-                .is_some_and(|first| first.len() >= READ_CHUNK_BYTES)
+                .is_some_and(|first| !first.is_empty() && first.len() >= first.capacity())
     }
 
     /// Whether chunks handed over are kept to read into again (memory a quiet stream should
@@ -227,25 +234,26 @@ impl ChunkQueue {
     /// Removes the next delta's bytes: the first chunk, which is full unless it is the last.
     ///
     /// A delta pins the whole allocation of its chunk for as long as anyone holds it (a replay
-    /// window charges only its length), so a chunk less than half full is copied out instead:
-    /// the delta then holds what it carries, and the chunk stays to be read into at once. A
-    /// delta thus never pins more than twice its length.
+    /// window charges only its length). So a partial chunk is cut: its bytes leave as a delta
+    /// and the rest of it stays to be read into, and the next deltas of the stream are cut from
+    /// the same chunk until it is full. A chunk is thus charged, delta by delta, for all it
+    /// holds, and only the chunk a holder keeps the last deltas of in part pins more than it
+    /// is charged for. A chunk with less than [`CUT_MIN_ROOM`] left leaves whole.
     fn pop_delta(&mut self) -> Option<Bytes> {
         if self.len == 0 {
             return None;
         }
         let mut chunk = self.chunks.pop_front()?;
         self.len -= chunk.len();
-        if chunk.len() < READ_CHUNK_BYTES / 2 {
-            let delta = Bytes::copy_from_slice(&chunk);
-            chunk.clear();
+        if chunk.capacity() - chunk.len() >= CUT_MIN_ROOM {
+            let delta = chunk.split().freeze();
             // Only the last chunk can be partial, so the queue is empty now.
             self.chunks.push_back(chunk);
             return Some(delta);
         }
         let delta = chunk.freeze();
-        // Every chunk was allocated with the full capacity, which `Bytes::try_into_mut` gives
-        // back, so a partial one is as good to read into again as a whole one.
+        // The chunk's last delta stands for all of it: once nobody else holds that, nobody
+        // holds any delta cut from the chunk, and `reclaim` takes back its whole capacity.
         if self.reuse_limit > 0 {
             if self.handed_over.len() >= self.reuse_limit {
                 self.handed_over.pop_front();
@@ -586,57 +594,67 @@ mod unit_tests {
         read_into(&mut queue, b"abc", 3);
         read_into(&mut queue, b"de", 2);
         assert_eq!(queue.len, 5);
-        // Small reads merge into one chunk, which is the whole next delta.
-        assert_eq!(queue.pop_delta().unwrap(), &b"abcde"[..]);
+        // Small reads merge into one chunk, whose bytes so far are the next delta.
+        let cut = queue.pop_delta().unwrap();
+        assert_eq!(cut, &b"abcde"[..]);
         assert!(queue.is_empty());
 
-        // A read only ever gets the room left in the current chunk; the rest starts the next.
+        // The next reads go into the rest of that chunk, right behind the delta cut from it;
+        // a read only ever gets the room left, and what follows starts the next chunk.
         read_into(&mut queue, &[1u8; 1000], 1000);
         let (room, address) = {
             let tail = queue.tail_for_read();
             (tail.capacity() - tail.len(), tail.as_ptr())
         };
-        assert_eq!(room, READ_CHUNK_BYTES - 1000);
+        assert_eq!(address, cut.as_ptr().wrapping_add(5));
+        assert_eq!(room, READ_CHUNK_BYTES - 5 - 1000);
         read_into(&mut queue, &vec![2u8; room], room);
         read_into(&mut queue, &[3u8; 7], 7);
-        let first = queue.pop_delta().unwrap();
-        assert_eq!(first.len(), DELTA_MERGE_BYTES);
-        assert_eq!((first[0], first[1000]), (1, 2));
+        let rest = queue.pop_delta().unwrap();
+        assert_eq!(rest.len(), DELTA_MERGE_BYTES - 5);
+        assert_eq!((rest[0], rest[1000]), (1, 2));
         // The delta is the very buffer the reads went into: frozen, not copied.
-        assert_eq!(first.as_ptr(), address);
+        assert_eq!(rest.as_ptr(), address);
         let last = queue.pop_delta().unwrap();
         assert_eq!(last, vec![3u8; 7]);
         assert_eq!(queue.pop_delta(), None);
+        assert_eq!(queue.fresh, 2);
     }
 
     #[test]
-    fn dropped_chunks_are_read_into_again_and_small_deltas_are_copied_out() {
+    fn dropped_chunks_are_read_into_again_and_partial_ones_are_cut() {
         let mut queue = ChunkQueue::new(DELTAS_IN_FLIGHT);
         read_into(&mut queue, &vec![1u8; READ_CHUNK_BYTES], READ_CHUNK_BYTES);
         let whole = queue.pop_delta().unwrap();
         let whole_address = whole.as_ptr();
         // Still held by the consumer: the next read goes into a fresh chunk.
         read_into(&mut queue, b"short", 5);
-        let tail_address = queue.chunks.back().unwrap().as_ptr();
-        assert_ne!(tail_address, whole_address);
-        // Less than half a chunk: copied out, so the delta pins only its own bytes, and the
-        // chunk is read into again at once.
+        let cut_address = queue.chunks.back().unwrap().as_ptr();
+        assert_ne!(cut_address, whole_address);
+        // A partial chunk is cut, not copied: the delta is its first bytes, and the reads that
+        // follow go into the rest of it.
         let short = queue.pop_delta().unwrap();
         assert_eq!(short, &b"short"[..]);
-        assert_ne!(short.as_ptr(), tail_address);
-        assert_eq!(queue.tail_for_read().as_ptr(), tail_address);
-        // Half full or more: handed over itself.
-        read_into(
-            &mut queue,
-            &vec![4u8; READ_CHUNK_BYTES / 2],
-            READ_CHUNK_BYTES / 2,
-        );
-        let half = queue.pop_delta().unwrap();
-        assert_eq!(half.as_ptr(), tail_address);
+        assert_eq!(short.as_ptr(), cut_address);
+        assert_eq!(queue.tail_for_read().as_ptr(), cut_address.wrapping_add(5));
+        let rest_len = READ_CHUNK_BYTES - 5;
+        read_into(&mut queue, &vec![4u8; rest_len], rest_len);
+        let rest = queue.pop_delta().unwrap();
+        assert_eq!(rest.as_ptr(), cut_address.wrapping_add(5));
+        assert_eq!(rest.len(), rest_len);
         assert_eq!(queue.fresh, 2);
-        // Dropped, both are read into again, the oldest first, the half one with its whole
-        // capacity.
-        drop((whole, half));
+
+        // A chunk with less than `CUT_MIN_ROOM` left leaves whole, so the next read starts a
+        // new chunk rather than a sliver.
+        let nearly = READ_CHUNK_BYTES - CUT_MIN_ROOM + 1;
+        read_into(&mut queue, &vec![6u8; nearly], nearly);
+        let nearly_whole = queue.pop_delta().unwrap();
+        assert_eq!(nearly_whole.len(), nearly);
+        assert!(queue.chunks.is_empty());
+        assert_eq!(queue.fresh, 3);
+
+        // Dropped, the whole chunk is read into again first.
+        drop(whole);
         read_into(&mut queue, &vec![2u8; READ_CHUNK_BYTES], READ_CHUNK_BYTES);
         let again = queue.pop_delta().unwrap();
         assert_eq!(
@@ -645,16 +663,19 @@ mod unit_tests {
             "the dropped chunk was reused"
         );
         assert_eq!(again, vec![2u8; READ_CHUNK_BYTES]);
+        // The cut chunk only once every delta cut from it is dropped, and then whole.
+        drop(short);
         read_into(&mut queue, &vec![5u8; READ_CHUNK_BYTES], READ_CHUNK_BYTES);
+        let fresh = queue.pop_delta().unwrap();
+        assert_eq!(queue.fresh, 4, "a delta cut from the chunk still held it");
+        assert_eq!(rest, vec![4u8; rest_len], "a held delta never changes");
+        drop(rest);
+        read_into(&mut queue, &vec![7u8; READ_CHUNK_BYTES], READ_CHUNK_BYTES);
         let again_too = queue.pop_delta().unwrap();
-        assert_eq!(
-            again_too.as_ptr(),
-            tail_address,
-            "the half chunk was reused"
-        );
-        assert_eq!(again_too, vec![5u8; READ_CHUNK_BYTES]);
-        assert_eq!(queue.fresh, 2, "no chunk was allocated");
-        drop((again, again_too));
+        assert_eq!(again_too.as_ptr(), cut_address, "the cut chunk was reused");
+        assert_eq!(again_too, vec![7u8; READ_CHUNK_BYTES]);
+        assert_eq!(queue.fresh, 4, "no chunk was allocated");
+        drop((again, again_too, fresh, nearly_whole));
         // Releasing lets go of every chunk kept for reuse.
         assert!(queue.keeps_spare_chunks());
         queue.release_spare_chunks();
@@ -668,6 +689,34 @@ mod unit_tests {
             .collect();
         assert_eq!(queue.handed_over.len(), DELTAS_IN_FLIGHT);
         drop(held);
+    }
+
+    #[test]
+    fn small_deltas_kept_by_a_holder_share_their_chunks() {
+        // A chatty child read a line at a time, every delta kept (a replay window): the deltas
+        // are cut from as few chunks as their bytes fill, so what they pin is their length
+        // plus less than `CUT_MIN_ROOM` per chunk, not a chunk each.
+        let mut queue = ChunkQueue::new(DELTAS_IN_FLIGHT);
+        let line = [b'x'; 1000];
+        let kept: Vec<Bytes> = (0..1000)
+            .map(|_| {
+                read_into(&mut queue, &line, line.len());
+                queue.pop_delta().unwrap()
+            })
+            .collect();
+        let bytes = kept.len() * line.len();
+        let most = bytes.div_ceil(READ_CHUNK_BYTES - CUT_MIN_ROOM) as u64;
+        assert!(
+            queue.fresh <= most,
+            "{} chunks for {bytes} bytes",
+            queue.fresh
+        );
+        // Each delta starts where the one before it ended, except where a chunk began.
+        let chunk_starts = kept
+            .windows(2)
+            .filter(|pair| pair[1].as_ptr() != pair[0].as_ptr().wrapping_add(pair[0].len()))
+            .count() as u64;
+        assert_eq!(chunk_starts + 1, queue.fresh);
     }
 
     #[test]
