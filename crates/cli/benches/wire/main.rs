@@ -124,11 +124,13 @@ struct Options {
     fresh_stats: bool,
     runs: usize,
     output_bytes: Option<u64>,
+    /// Worker threads of the runtime the in-process host and the clients run on.
+    workers: usize,
     servers: Vec<Vec<String>>,
 }
 
 fn usage() -> &'static str {
-    "usage: wire [--bench] [--memory] [--history [--fresh-stats]] [--tandem PATH] [--runs N] [--output-mib N] [--only TEXT]... [--server 'CMD ARGS...']...\n  \
+    "usage: wire [--bench] [--memory] [--history [--fresh-stats]] [--tandem PATH] [--runs N] [--output-mib N] [--workers N] [--only TEXT]... [--server 'CMD ARGS...']...\n  \
      --memory  measure only the server's memory growth for one large turn (issue 27)\n  \
      --history measure only a cold paged resume and history pages at 10, 2 000 and 100 000 \
      turns, SQLite and PostgreSQL (issue 31)\n  \
@@ -140,7 +142,9 @@ fn usage() -> &'static str {
      --only    measure only the targets whose label contains TEXT, e.g. `tandem stdio` \
      (repeatable: any of them)\n  \
      --runs    measured rounds (default 5 with --bench, else 1)\n  \
-     --output-mib  bytes the child writes in the output figure (default 256 with --bench, else 1)"
+     --output-mib  bytes the child writes in the output figure (default 256 with --bench, else 1)\n  \
+     --workers  worker threads of the bench's runtime, where the in-process host runs (default 2, \
+     the machine's cores)"
 }
 
 fn parse_options() -> Result<Options, String> {
@@ -153,6 +157,7 @@ fn parse_options() -> Result<Options, String> {
         fresh_stats: false,
         runs: 0,
         output_bytes: None,
+        workers: 2,
         servers: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
@@ -192,6 +197,13 @@ fn parse_options() -> Result<Options, String> {
                     .filter(|mib| *mib > 0)
                     .ok_or_else(|| format!("--output-mib takes a positive integer\n{}", usage()))?;
                 options.output_bytes = Some(mib * MIB);
+            }
+            "--workers" => {
+                options.workers = value("--workers")?
+                    .parse()
+                    .ok()
+                    .filter(|workers| *workers > 0)
+                    .ok_or_else(|| format!("--workers takes a positive integer\n{}", usage()))?;
             }
             "--help" | "-h" => return Err(usage().to_owned()),
             // The test harness's own flags (`cargo test --benches -- --nocapture`).
@@ -299,10 +311,10 @@ fn main() -> ExitCode {
         }
     }
 
-    // Two workers: the machine the figures are for has two cores. Every measurement runs as a
-    // task on them, as in a Tokio application.
+    // Two workers by default: the machine the figures are for has two cores. Every measurement
+    // runs as a task on them, as in a Tokio application.
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(options.workers)
         .enable_all()
         .build()
         .expect("tokio runtime");
