@@ -13,10 +13,11 @@
 //!
 //! The pump reads straight into the buffers that become deltas and freezes them into
 //! [`Bytes`]: a delta is never copied or encoded on the way to the consumer. Base64 exists
-//! only in a wire transport's writer. A chunk nobody holds any more is read into again: the pump keeps a
-//! handle to the chunks it handed over, as many as the window plus what the sink keeps after
-//! delivery ([`ProcessEventSink::deltas_retained`], a replay window) can pin, so the oldest of
-//! them is free again by the time it is needed and a fast stream allocates nothing once it runs.
+//! only in a wire transport's writer. A chunk nobody holds any more is read into again: the
+//! pump keeps a handle to the chunks it handed over, as many as the window plus what the sink
+//! keeps after delivery ([`ProcessEventSink::deltas_retained`], a replay window) can pin, so
+//! the oldest of them is free again by the time it is needed and a fast stream allocates
+//! nothing once it runs.
 //! A chunk is only read into when its handle is the last one (`Bytes::is_unique`), so whoever
 //! still holds a delta (a replay window) never sees its bytes change. A partial chunk's bytes
 //! leave as a delta cut off its front, and the rest of the chunk is read into: the deltas cut
