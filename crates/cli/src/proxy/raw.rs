@@ -8,16 +8,18 @@
 //! headers (never the payloads, which pass in bulk) tells them apart, so the user reads on
 //! stderr that the server went away, and the client sees its stdout end at once.
 
+use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::UnixStream;
+use tokio_tungstenite::tungstenite;
+use tungstenite::protocol::frame::FrameHeader;
+use tungstenite::protocol::frame::coding::{Control, OpCode};
 
 use super::{DRAIN_LIMIT, ProxyError};
 
-/// The websocket opcode of a close frame (RFC 6455, 5.5.1).
-const CLOSE_OPCODE: u8 = 0x8;
 /// Why a connection that ended with no close frame ended, for the user.
 pub(super) const UNCLOSED_END: &str =
     "the connection ended without a close frame: it stopped or was killed";
@@ -133,6 +135,8 @@ enum Phase {
     /// In a frame's payload, `left` bytes of it still to come; `close` when it is a close
     /// frame, whose first two payload bytes (the status code) are kept.
     Payload { left: u64, close: bool },
+    /// Past bytes no frame starts with: nothing more is watched.
+    Unreadable,
 }
 
 /// Follows one direction of a websocket connection (the HTTP upgrade, then frames) far enough
@@ -180,9 +184,17 @@ impl CloseWatch {
                 Phase::Header => {
                     self.header.push(bytes[0]);
                     bytes = &bytes[1..];
-                    if let Some((length, opcode)) = parse_header(&self.header) {
+                    let parsed = match parse_header(&self.header) {
+                        Ok(parsed) => parsed,
+                        Err(error) => {
+                            // Not the websocket protocol: the bytes still pass, unwatched.
+                            tracing::debug!(%error, "the proxied stream is not websocket frames");
+                            self.phase = Phase::Unreadable;
+                            continue;
+                        }
+                    };
+                    if let Some((length, close)) = parsed {
                         self.header.clear();
-                        let close = opcode == CLOSE_OPCODE;
                         if length == 0 {
                             if close {
                                 self.close = Some(None);
@@ -196,6 +208,7 @@ impl CloseWatch {
                         }
                     }
                 }
+                Phase::Unreadable => return,
                 Phase::Payload { left, close } => {
                     let take =
                         usize::try_from(*left).map_or(bytes.len(), |left| left.min(bytes.len()));
@@ -221,30 +234,25 @@ impl CloseWatch {
     }
 }
 
-/// A complete frame header's payload length and opcode, or `None` while bytes are missing.
-fn parse_header(header: &[u8]) -> Option<(u64, u8)> {
-    let (&first, &second) = (header.first()?, header.get(1)?);
-    let extended = match second & 0x7f {
-        126 => 2,
-        127 => 8,
-        _ => 0,
-    };
-    let mask = if second & 0x80 != 0 { 4 } else { 0 };
-    if header.len() < 2 + extended + mask {
-        return None;
-    }
-    let length = match extended {
-        0 => u64::from(second & 0x7f),
-        _ => header[2..2 + extended]
-            .iter()
-            .fold(0u64, |length, byte| (length << 8) | u64::from(*byte)),
-    };
-    Some((length, first & 0x0f))
+/// What the front of `header` holds: a whole frame header (its payload's length and whether it
+/// is a close frame), or `Ok(None)` while bytes are missing; an error for bytes no frame starts
+/// with. tungstenite's parser, so that the watch reads frames as the peers' websocket layers do.
+fn parse_header(header: &[u8]) -> tungstenite::Result<Option<(u64, bool)>> {
+    let parsed = FrameHeader::parse(&mut io::Cursor::new(header))?;
+    Ok(parsed.map(|(header, length)| {
+        (
+            length,
+            matches!(header.opcode, OpCode::Control(Control::Close)),
+        )
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The websocket opcode of a close frame (RFC 6455, 5.5.1).
+    const CLOSE_OPCODE: u8 = 0x8;
 
     fn frame(opcode: u8, payload: &[u8], masked: bool) -> Vec<u8> {
         let mut bytes = vec![0x80 | opcode];
@@ -314,6 +322,16 @@ mod tests {
             watch(&stream(&[frame(CLOSE_OPCODE, b"", false)]), 1),
             Some(None)
         );
+    }
+
+    #[test]
+    fn after_bytes_no_frame_starts_with_nothing_is_watched() {
+        // Opcode 3 is reserved; a close after it is not read as one.
+        let bytes = stream(&[
+            frame(0x3, b"", false),
+            frame(CLOSE_OPCODE, &1000u16.to_be_bytes(), false),
+        ]);
+        assert_eq!(watch(&bytes, 1), None);
     }
 
     #[test]

@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll, ready};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tungstenite::protocol::frame::FrameHeader;
 
 /// Bytes read from the socket at a time while looking for a frame's header: a small request
 /// (header and payload), or a burst of them, usually comes in one read. The websocket layer's
@@ -45,28 +46,36 @@ impl HeaderReads {
     }
 }
 
-/// The length of the header at the front of `bytes` and its payload's, once enough of it is
-/// there (RFC 6455 section 5.2).
-fn parse_header(bytes: &[u8]) -> Option<(usize, u64)> {
-    let second = *bytes.get(1)?;
-    let mask = if second & 0x80 != 0 { 4 } else { 0 };
-    let (extended, length) = match second & 0x7f {
-        126 => (
-            2,
-            u64::from(u16::from_be_bytes(bytes.get(2..4)?.try_into().ok()?)),
-        ),
-        127 => (8, u64::from_be_bytes(bytes.get(2..10)?.try_into().ok()?)),
-        short => (0, u64::from(short)),
-    };
-    let header = 2 + extended + mask;
-    (bytes.len() >= header).then_some((header, length))
+/// What the front of the buffered bytes holds.
+enum Front {
+    /// A whole frame header: its length and its payload's.
+    Header(usize, u64),
+    /// The start of a header; more bytes are needed.
+    Partial,
+    /// Bytes no frame starts with (a reserved opcode): tungstenite is handed them as they are,
+    /// and fails the connection with its own protocol error.
+    Invalid,
+}
+
+/// Reads the frame header at the front of `bytes` (RFC 6455 section 5.2) with tungstenite's own
+/// parser, so that these reads cut frames exactly where tungstenite's reader will.
+fn front(bytes: &[u8]) -> Front {
+    let mut cursor = io::Cursor::new(bytes);
+    match FrameHeader::parse(&mut cursor) {
+        Ok(Some((_, payload))) => match usize::try_from(cursor.position()) {
+            Ok(header) => Front::Header(header, payload),
+            Err(_) => Front::Invalid,
+        },
+        Ok(None) => Front::Partial,
+        Err(_) => Front::Invalid,
+    }
 }
 
 /// How many bytes at the front of `bytes` are whole frames (headers and payloads), at most
 /// `room`.
 fn whole_frames(bytes: &[u8], room: usize) -> usize {
     let mut at = 0;
-    while let Some((header, payload)) = parse_header(&bytes[at..]) {
+    while let Front::Header(header, payload) = front(&bytes[at..]) {
         let end = usize::try_from(payload)
             .ok()
             .and_then(|payload| at.checked_add(header)?.checked_add(payload));
@@ -190,27 +199,36 @@ impl<T: AsyncRead + Unpin> AsyncRead for FrameReads<T> {
         // A new frame: the reader made its reservation for it just before this read.
         this.header_reads.0.fetch_add(1, Ordering::Relaxed);
         loop {
-            if let Some((header, payload)) = parse_header(this.buffered()) {
-                // Whole frames go out together: several small requests, one read.
-                let whole = whole_frames(this.buffered(), buf.remaining());
-                if whole > 0 {
-                    this.hand_out(buf, whole as u64);
+            let (header, payload) = match front(this.buffered()) {
+                Front::Header(header, payload) => (header, payload),
+                Front::Invalid => {
+                    this.hand_out(buf, u64::MAX);
                     return Poll::Ready(Ok(()));
                 }
-                this.header_left = header;
-                this.payload_after_header = payload;
-                let given = this.hand_out(buf, header as u64);
-                this.header_left -= given;
-                if this.header_left == 0 {
-                    this.payload_left = payload;
+                Front::Partial => {
+                    if ready!(this.poll_fill(cx))? == 0 {
+                        // The end of the stream inside a header: hand over what there is, then
+                        // the end.
+                        this.hand_out(buf, u64::MAX);
+                        return Poll::Ready(Ok(()));
+                    }
+                    continue;
                 }
+            };
+            // Whole frames go out together: several small requests, one read.
+            let whole = whole_frames(this.buffered(), buf.remaining());
+            if whole > 0 {
+                this.hand_out(buf, whole as u64);
                 return Poll::Ready(Ok(()));
             }
-            if ready!(this.poll_fill(cx))? == 0 {
-                // The end of the stream inside a header: hand over what there is, then the end.
-                this.hand_out(buf, u64::MAX);
-                return Poll::Ready(Ok(()));
+            this.header_left = header;
+            this.payload_after_header = payload;
+            let given = this.hand_out(buf, header as u64);
+            this.header_left -= given;
+            if this.header_left == 0 {
+                this.payload_left = payload;
             }
+            return Poll::Ready(Ok(()));
         }
     }
 }
@@ -308,7 +326,9 @@ mod tests {
         let mut header_ends = Vec::new();
         let mut at = 0;
         for frame in &frames {
-            let (header, _) = parse_header(frame).unwrap();
+            let Front::Header(header, _) = front(frame) else {
+                panic!("a whole frame")
+            };
             starts.push(at);
             header_ends.push(at + header);
             at += frame.len();
@@ -343,6 +363,18 @@ mod tests {
         assert!(spans.contains(&(starts[2], starts[4])), "{spans:?}");
         // Reads at frame starts: the first frame, the large header, the last two, the end.
         assert_eq!(header_reads.count(), 4);
+    }
+
+    #[tokio::test]
+    async fn bytes_no_frame_starts_with_are_handed_out_as_they_are() {
+        // Opcode 3 is reserved: no header, however many bytes follow.
+        let mut wire = frame(3, b"hello");
+        wire.extend(frame(1, b"after"));
+        let (mut socket, _) = frame_reads_of(&wire).await;
+        let got = tokio::time::timeout(Duration::from_secs(10), reads(&mut socket, 1 << 20))
+            .await
+            .unwrap();
+        assert_eq!(got.concat(), wire);
     }
 
     #[tokio::test]
