@@ -136,23 +136,25 @@ const ENLARGED_PIPES_MAX: usize = 16;
 /// Output pipes enlarged and still open.
 static ENLARGED_PIPES: AtomicUsize = AtomicUsize::new(0);
 
-/// One of [`ENLARGED_PIPES_MAX`], given back when the pipe's reader is dropped.
-struct EnlargedSlot;
+/// One of [`ENLARGED_PIPES_MAX`] counted in `open`, given back when the pipe's reader is
+/// dropped.
+struct EnlargedSlot {
+    open: &'static AtomicUsize,
+}
 
 impl EnlargedSlot {
-    fn take() -> Option<Self> {
-        ENLARGED_PIPES
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |open| {
-                (open < ENLARGED_PIPES_MAX).then_some(open + 1)
-            })
-            .ok()
-            .map(|_| Self)
+    fn take(open: &'static AtomicUsize) -> Option<Self> {
+        open.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |count| {
+            (count < ENLARGED_PIPES_MAX).then_some(count + 1)
+        })
+        .ok()
+        .map(|_| Self { open })
     }
 }
 
 impl Drop for EnlargedSlot {
     fn drop(&mut self) {
-        ENLARGED_PIPES.fetch_sub(1, Ordering::Relaxed);
+        self.open.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -177,7 +179,15 @@ impl<R: AsyncRead + Unpin> AsyncRead for EnlargedPipe<R> {
 /// a read finds a whole chunk waiting. Best effort: a kernel that refuses (a lower
 /// `pipe-max-size`, a user over its pipe quota) leaves the default size, which is only slower.
 fn output_reader<R: AsyncRead + AsFd + Send + Unpin + 'static>(pipe: R) -> OutputReader {
-    let Some(slot) = EnlargedSlot::take() else {
+    output_reader_counted(pipe, &ENLARGED_PIPES)
+}
+
+/// [`output_reader`] with the enlarged pipes counted in `open` (a test's own count).
+fn output_reader_counted<R: AsyncRead + AsFd + Send + Unpin + 'static>(
+    pipe: R,
+    open: &'static AtomicUsize,
+) -> OutputReader {
+    let Some(slot) = EnlargedSlot::take(open) else {
         return Box::new(pipe);
     };
     let size = i32::try_from(crate::PIPE_BYTES).unwrap_or(i32::MAX);
@@ -225,4 +235,54 @@ pub(crate) fn resize(control: &OwnedFd, size: PtySize) -> std::io::Result<()> {
         ws_ypixel: 0,
     };
     rustix::termios::tcsetwinsize(control, winsize).map_err(std::io::Error::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The size of the pipe behind `fd` (`F_GETPIPE_SZ`).
+    fn pipe_size(fd: &OwnedFd) -> usize {
+        let size = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETPIPE_SZ).unwrap();
+        usize::try_from(size).unwrap()
+    }
+
+    /// A pipe's read end as the pump gets it, and a duplicate of its descriptor to ask its size
+    /// with.
+    fn reader(open: &'static AtomicUsize) -> (OutputReader, OwnedFd) {
+        let (_writer, receiver) = tokio::net::unix::pipe::pipe().unwrap();
+        let fd = receiver.as_fd().try_clone_to_owned().unwrap();
+        (output_reader_counted(receiver, open), fd)
+    }
+
+    #[tokio::test]
+    async fn at_most_sixteen_pipes_are_enlarged_at_once_and_a_closed_one_frees_its_slot() {
+        static OPEN: AtomicUsize = AtomicUsize::new(0);
+        let mut readers: Vec<(OutputReader, OwnedFd)> =
+            (0..ENLARGED_PIPES_MAX + 4).map(|_| reader(&OPEN)).collect();
+        let sizes: Vec<usize> = readers.iter().map(|(_, fd)| pipe_size(fd)).collect();
+        assert!(
+            sizes[..ENLARGED_PIPES_MAX]
+                .iter()
+                .all(|size| *size == crate::PIPE_BYTES),
+            "{sizes:?}"
+        );
+        assert!(
+            sizes[ENLARGED_PIPES_MAX..]
+                .iter()
+                .all(|size| *size < crate::PIPE_BYTES),
+            "{sizes:?}"
+        );
+        assert_eq!(OPEN.load(Ordering::Relaxed), ENLARGED_PIPES_MAX);
+        // A default-size pipe closing frees nothing; an enlarged one frees its slot.
+        readers.pop();
+        let (_, fd) = reader(&OPEN);
+        assert!(pipe_size(&fd) < crate::PIPE_BYTES);
+        readers.swap_remove(0);
+        let (kept, fd) = reader(&OPEN);
+        assert_eq!(pipe_size(&fd), crate::PIPE_BYTES);
+        drop(readers);
+        drop(kept);
+        assert_eq!(OPEN.load(Ordering::Relaxed), 0);
+    }
 }
