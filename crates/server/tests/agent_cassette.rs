@@ -342,11 +342,10 @@ async fn record_missing_records_only_what_is_missing() {
     )
     .await;
     drop(mock);
-    // The first server's agent (and its lock on the cassette) outlives the host's shutdown
-    // in this process; a copy is what a later run in a new process would find.
-    let first = cassette;
-    let cassette = dir.path().join("c2.jsonl");
-    std::fs::copy(&first, &cassette).unwrap();
+    // The host's shutdown let go of the recorder, and with it of its lock: a second server in
+    // the same process records to the same cassette.
+    let lock = dir.path().join("c.jsonl.lock");
+    assert!(!lock.exists(), "{} outlived the shutdown", lock.display());
 
     let mock = MockHttpServer::start().await.expect("mock starts");
     mock.push(MockResponse::sse().bytes(text_answer("two")));
