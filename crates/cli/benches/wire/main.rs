@@ -183,28 +183,12 @@ fn parse_options() -> Result<Options, String> {
                 options.servers.push(argv);
             }
             "--only" => options.only.push(value("--only")?),
-            "--runs" => {
-                options.runs = value("--runs")?
-                    .parse()
-                    .ok()
-                    .filter(|runs| *runs > 0)
-                    .ok_or_else(|| format!("--runs takes a positive integer\n{}", usage()))?;
-            }
+            "--runs" => options.runs = positive(&value("--runs")?, "--runs")?,
             "--output-mib" => {
-                let mib: u64 = value("--output-mib")?
-                    .parse()
-                    .ok()
-                    .filter(|mib| *mib > 0)
-                    .ok_or_else(|| format!("--output-mib takes a positive integer\n{}", usage()))?;
+                let mib: u64 = positive(&value("--output-mib")?, "--output-mib")?;
                 options.output_bytes = Some(mib * MIB);
             }
-            "--workers" => {
-                options.workers = value("--workers")?
-                    .parse()
-                    .ok()
-                    .filter(|workers| *workers > 0)
-                    .ok_or_else(|| format!("--workers takes a positive integer\n{}", usage()))?;
-            }
+            "--workers" => options.workers = positive(&value("--workers")?, "--workers")?,
             "--help" | "-h" => return Err(usage().to_owned()),
             // The test harness's own flags (`cargo test --benches -- --nocapture`).
             other if other.starts_with("--") => {}
@@ -437,6 +421,17 @@ fn measure_memory(
         }
     }
     Ok(())
+}
+
+/// `text` as a positive integer, or why `flag` refuses it.
+fn positive<N: std::str::FromStr + PartialOrd + Default>(
+    text: &str,
+    flag: &str,
+) -> Result<N, String> {
+    text.parse()
+        .ok()
+        .filter(|number| *number > N::default())
+        .ok_or_else(|| format!("{flag} takes a positive integer\n{}", usage()))
 }
 
 fn mib(bytes: u64) -> f64 {
