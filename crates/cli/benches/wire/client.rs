@@ -7,9 +7,16 @@
 //! and decoding overlap the measurement loop, and the loop never waits on a read syscall.
 //! Writes are queued and flushed together: a pipelined loop that got several replies at once
 //! answers them with one write.
+//!
+//! Past the handshake, the websocket client frames its messages itself, as the stdio client
+//! joins and splits its lines itself: frames masked straight into the write buffer and written
+//! to the socket, frames read out of a 1 MiB buffer. Through tungstenite's sink and reader the
+//! client's side cost more per message than the stdio client's (a copy of every frame, a lock
+//! shared by the two halves, a UTF-8 pass over every text message), and with 64 requests in
+//! flight that difference showed in the socket's figures as if it were the server's.
 
 use std::collections::VecDeque;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Read as _};
 use std::os::fd::{AsFd as _, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
@@ -28,8 +35,8 @@ use tokio::io::AsyncWriteExt as _;
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::mpsc;
 use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-use tokio_tungstenite::tungstenite::{self, Message};
 use tokio_util::either::Either;
 
 /// A websocket over TCP or over a unix socket.
@@ -207,7 +214,13 @@ pub(crate) fn fresh_home() -> io::Result<PathBuf> {
 /// Where queued frames go.
 enum Outlet {
     Stdio(tokio::process::ChildStdin),
-    WebSocket(Box<SplitSink<Socket, Message>>),
+    /// The socket's frames are written straight to a duplicate of its descriptor (`raw`), as
+    /// the stdio client writes its lines: tungstenite's sink (a lock shared with the unused
+    /// read half, a copy of every frame into its write buffer) is kept for the close only.
+    WebSocket {
+        sink: Box<SplitSink<Socket, Message>>,
+        raw: Either<TcpStream, UnixStream>,
+    },
 }
 
 /// One initialized connection to a server.
@@ -215,10 +228,10 @@ pub(crate) struct WireClient {
     server: ServerProcess,
     outlet: Option<Outlet>,
     incoming: mpsc::Receiver<Result<ServerMessage, DecodeError>>,
-    /// Stdio: encoded lines waiting for [`WireClient::flush`].
+    /// Encoded lines (stdio) or masked frames (websocket) waiting for [`WireClient::flush`].
     queued_bytes: Vec<u8>,
-    /// Websocket: encoded frames waiting for [`WireClient::flush`].
-    queued_frames: Vec<Message>,
+    /// Websocket: the masked frames' state ([`FrameMasks`]).
+    masks: FrameMasks,
     /// Lines or frames that did not decode (skipped; reported when a figure comes out wrong).
     pub(crate) undecodable: u64,
     next_id: i64,
@@ -320,10 +333,28 @@ impl WireClient {
         let (tx, incoming) = mpsc::channel(INCOMING_AHEAD);
         std::thread::Builder::new()
             .name("wire-bench-socket".into())
-            .spawn(move || read_frames(duplicate, config, &tx))
+            .spawn(move || read_frames(duplicate, &tx))
             .map_err(|error| connect_error(error.to_string()))?;
+        // The same socket once more, for the writes (see [`Outlet::WebSocket`]).
+        let writes = match socket.get_ref() {
+            Either::Left(tcp) => tcp
+                .as_fd()
+                .try_clone_to_owned()
+                .and_then(|fd| TcpStream::from_std(std::net::TcpStream::from(fd)))
+                .map(Either::Left),
+            Either::Right(unix) => unix
+                .as_fd()
+                .try_clone_to_owned()
+                .and_then(|fd| UnixStream::from_std(std::os::unix::net::UnixStream::from(fd)))
+                .map(Either::Right),
+        }
+        .map_err(|error| connect_error(error.to_string()))?;
         let (sink, _unread) = socket.split();
-        Self::initialize(server, Outlet::WebSocket(Box::new(sink)), incoming).await
+        let outlet = Outlet::WebSocket {
+            sink: Box::new(sink),
+            raw: writes,
+        };
+        Self::initialize(server, outlet, incoming).await
     }
 
     async fn initialize(
@@ -336,7 +367,7 @@ impl WireClient {
             outlet: Some(outlet),
             incoming,
             queued_bytes: Vec::new(),
-            queued_frames: Vec::new(),
+            masks: FrameMasks::new(),
             undecodable: 0,
             next_id: 0,
         };
@@ -388,12 +419,14 @@ impl WireClient {
                     .expect("the benchmark's requests encode");
                 self.queued_bytes.push(b'\n');
             }
-            Some(Outlet::WebSocket(_)) => {
-                let mut frame = Vec::new();
-                wire::encode_client_message(message, &mut frame)
+            Some(Outlet::WebSocket { .. }) => {
+                // Room for the longest header (14 bytes), then the message, then the header
+                // moved in front of it once its length is known.
+                let start = self.queued_bytes.len();
+                self.queued_bytes.extend_from_slice(&[0; 14]);
+                wire::encode_client_message(message, &mut self.queued_bytes)
                     .expect("the benchmark's requests encode");
-                let text = String::from_utf8(frame).expect("JSON is UTF-8");
-                self.queued_frames.push(Message::text(text));
+                self.masks.frame_text(&mut self.queued_bytes, start);
             }
         }
     }
@@ -406,18 +439,10 @@ impl WireClient {
                 self.queued_bytes.clear();
                 written
             }
-            Some(Outlet::WebSocket(sink)) => {
-                let mut written = Ok(());
-                for frame in self.queued_frames.drain(..) {
-                    written = sink.feed(frame).await.map_err(io::Error::other);
-                    if written.is_err() {
-                        break;
-                    }
-                }
-                match written {
-                    Ok(()) => sink.flush().await.map_err(io::Error::other),
-                    error => error,
-                }
+            Some(Outlet::WebSocket { raw, .. }) => {
+                let written = raw.write_all(&self.queued_bytes).await;
+                self.queued_bytes.clear();
+                written
             }
             None => Err(io::Error::new(
                 io::ErrorKind::BrokenPipe,
@@ -470,7 +495,7 @@ impl WireClient {
     pub(crate) async fn close(mut self) {
         match self.outlet.take() {
             Some(Outlet::Stdio(stdin)) => drop(stdin),
-            Some(Outlet::WebSocket(mut sink)) => {
+            Some(Outlet::WebSocket { mut sink, .. }) => {
                 let _ = sink.close().await;
                 let pid = nix::unistd::Pid::from_raw(
                     i32::try_from(self.server.child.id()).expect("pids fit in i32"),
@@ -483,6 +508,59 @@ impl WireClient {
         tokio::task::spawn_blocking(move || server.wait_or_kill())
             .await
             .expect("waiting for the server does not panic");
+    }
+}
+
+/// A client's text frames (RFC 6455 section 5.2), masked as a client's must be, each with a
+/// key of its own from a xorshift generator seeded from the clock: the keys only have to
+/// differ, not to be secret, between this bench and a server on the same machine.
+struct FrameMasks {
+    state: u64,
+}
+
+impl FrameMasks {
+    fn new() -> Self {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0x9E37_79B9_7F4A_7C15, |since| since.as_nanos() as u64);
+        Self { state: seed | 1 }
+    }
+
+    fn next_key(&mut self) -> [u8; 4] {
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        (self.state as u32).to_le_bytes()
+    }
+
+    /// Turns `buffer[start..]`, 14 bytes of room then a payload, into one masked final text
+    /// frame.
+    fn frame_text(&mut self, buffer: &mut Vec<u8>, start: usize) {
+        let payload = buffer.len() - start - 14;
+        let key = self.next_key();
+        let mut header = [0u8; 14];
+        header[0] = 0x81;
+        let mut used = 2;
+        if payload < 126 {
+            header[1] = 0x80 | payload as u8;
+        } else if let Ok(short) = u16::try_from(payload) {
+            header[1] = 0x80 | 126;
+            header[2..4].copy_from_slice(&short.to_be_bytes());
+            used = 4;
+        } else {
+            header[1] = 0x80 | 127;
+            header[2..10].copy_from_slice(&(payload as u64).to_be_bytes());
+            used = 10;
+        }
+        header[used..used + 4].copy_from_slice(&key);
+        used += 4;
+        for (index, byte) in buffer[start + 14..].iter_mut().enumerate() {
+            *byte ^= key[index % 4];
+        }
+        // The header goes right before the payload; the unused room is cut out.
+        let gap = 14 - used;
+        buffer[start + gap..start + 14].copy_from_slice(&header[..used]);
+        buffer.drain(start..start + gap);
     }
 }
 
@@ -534,27 +612,70 @@ fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<usize>
     }
 }
 
-/// The websocket reader thread: one text frame, one decoded message, until the connection or
-/// the listener ends.
-fn read_frames(
-    socket: OwnedFd,
-    config: WebSocketConfig,
-    tx: &mpsc::Sender<Result<ServerMessage, DecodeError>>,
-) {
-    let mut reader = tungstenite::WebSocket::from_raw_socket(
-        BlockingSocket(socket),
-        tungstenite::protocol::Role::Client,
-        Some(config),
-    );
-    while let Ok(frame) = reader.read() {
-        let decoded = match &frame {
-            Message::Text(text) => wire::decode_server_message(text.as_bytes()),
-            Message::Binary(bytes) => wire::decode_server_message(bytes),
-            Message::Close(_) => return,
-            _ => continue,
-        };
-        if tx.blocking_send(decoded).is_err() {
+/// The websocket reader thread: one message (a frame, or a text frame and its continuations),
+/// one decoded message, until a close frame or the connection's end. The frames are read here,
+/// not by tungstenite, for the same reason the stdio reader splits lines itself: the client's
+/// side costs what the stdio client's does, one copy out of a large read buffer, so the figures
+/// compare the servers' transports (tungstenite's reader checks every text message's UTF-8, a
+/// pass over every byte that the JSON decoder makes again, and a stdio line never gets).
+fn read_frames(socket: OwnedFd, tx: &mpsc::Sender<Result<ServerMessage, DecodeError>>) {
+    let mut reader = BufReader::with_capacity(1024 * 1024, BlockingSocket(socket));
+    let mut message = Vec::with_capacity(128 * 1024);
+    loop {
+        let mut head = [0u8; 2];
+        if reader.read_exact(&mut head).is_err() {
             return;
+        }
+        let fin = head[0] & 0x80 != 0;
+        let opcode = head[0] & 0x0F;
+        let length = match head[1] & 0x7F {
+            126 => {
+                let mut bytes = [0u8; 2];
+                if reader.read_exact(&mut bytes).is_err() {
+                    return;
+                }
+                u64::from(u16::from_be_bytes(bytes))
+            }
+            127 => {
+                let mut bytes = [0u8; 8];
+                if reader.read_exact(&mut bytes).is_err() {
+                    return;
+                }
+                u64::from_be_bytes(bytes)
+            }
+            short => u64::from(short),
+        };
+        // A server's frames are never masked (RFC 6455 section 5.1).
+        if head[1] & 0x80 != 0 {
+            return;
+        }
+        let Ok(length) = usize::try_from(length) else {
+            return;
+        };
+        match opcode {
+            // Text, binary, continuation: the payload joins the message.
+            0..=2 => {
+                let had = message.len();
+                message.resize(had + length, 0);
+                if reader.read_exact(&mut message[had..]).is_err() {
+                    return;
+                }
+                if fin {
+                    let decoded = wire::decode_server_message(&message);
+                    message.clear();
+                    if tx.blocking_send(decoded).is_err() {
+                        return;
+                    }
+                }
+            }
+            // Close.
+            8 => return,
+            // Ping and pong: the server sends none; skipped.
+            _ => {
+                if io::copy(&mut (&mut reader).take(length as u64), &mut io::sink()).is_err() {
+                    return;
+                }
+            }
         }
     }
 }
@@ -582,17 +703,5 @@ impl io::Read for BlockingSocket {
                 Err(error) => return Err(error.into()),
             }
         }
-    }
-}
-
-/// The reader never writes on its own (the server sends no pings); a control answer
-/// tungstenite queues goes out if the socket takes it at once.
-impl io::Write for BlockingSocket {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        Ok(rustix::io::write(&self.0, buf)?)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }
