@@ -745,3 +745,71 @@ async fn websocket_a_large_message_arrives_in_fragments_whole_and_in_order() {
     );
     within(LIMIT, "shutdown", host.shutdown()).await;
 }
+
+/// Large frames leave past tungstenite's write buffer (`transport::raw_frames`), and the pongs
+/// tungstenite writes by itself must never land inside one. The client lets a flood of 100 KB
+/// notifications fill the socket, then reads it while pinging every millisecond, so that pings
+/// arrive while the server is inside a frame the socket could not take at once: every tick
+/// arrives whole and in order, and the pings are answered. A pong written mid-frame would
+/// break the client's framing.
+#[tokio::test]
+async fn pings_during_a_flood_of_large_frames_are_answered_between_whole_frames() {
+    const TICKS: u64 = 300;
+    const PINGS: u16 = 400;
+    let sent = Arc::new(AtomicUsize::new(0));
+    let (host, address) = start_websocket(
+        flooding_processor(sent.clone()),
+        WebSocketOptions::default(),
+    )
+    .await;
+    let flood = json!({"count": TICKS, "bytes": 100_000});
+    let client = stalled_reader(address, flood).await;
+    // The socket and the writer's queue fill up: the flood's task stops handing over ticks.
+    within(LIMIT, "the flood to stall", async {
+        loop {
+            let before = sent.load(Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if sent.load(Ordering::Relaxed) == before {
+                break;
+            }
+        }
+    })
+    .await;
+    let (mut pings, mut reads) = client.split();
+    let pinging = tokio::spawn(async move {
+        for n in 0..PINGS {
+            pings
+                .send(Message::Ping(n.to_be_bytes().to_vec().into()))
+                .await
+                .expect("ping");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    });
+    let (mut ticks, mut pongs) = (0, Vec::new());
+    let last = (PINGS - 1).to_be_bytes().to_vec();
+    while ticks < TICKS || !pongs.contains(&last) {
+        let message = within(LIMIT, "a tick or a pong", reads.next())
+            .await
+            .expect("socket open")
+            .expect("a well-formed frame");
+        match message {
+            Message::Text(text) => {
+                let tick: Value = serde_json::from_str(&text).expect("a whole JSON tick");
+                assert_eq!(tick["params"]["n"], ticks, "a tick lost or reordered");
+                assert_eq!(tick["params"]["pad"].as_str().map(str::len), Some(100_000));
+                ticks += 1;
+            }
+            Message::Pong(payload) => pongs.push(payload.to_vec()),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    within(LIMIT, "the pings", pinging).await.unwrap();
+    // tungstenite answers the latest ping it has not answered yet, so pings that arrive
+    // together get one pong; the last one is always answered, and pongs come in order.
+    let numbers: Vec<u16> = pongs
+        .iter()
+        .map(|pong| u16::from_be_bytes(pong[..].try_into().expect("a 2-byte pong")))
+        .collect();
+    assert!(numbers.is_sorted(), "pongs out of order: {numbers:?}");
+    within(LIMIT, "shutdown", host.shutdown()).await;
+}

@@ -52,6 +52,8 @@ mod frame_reads;
 pub(crate) mod parts;
 pub(crate) mod progress;
 #[cfg(feature = "websocket")]
+mod raw_frames;
+#[cfg(feature = "websocket")]
 mod split_writer;
 pub mod stdio;
 mod trace;

@@ -41,7 +41,6 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::serve::{IncomingStream, Listener, ListenerExt as _};
-use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt as _, StreamExt as _};
 use hyper_util::rt::TokioIo;
 use sha2::{Digest, Sha256};
@@ -56,6 +55,7 @@ use tungstenite::{Bytes, Message, Utf8Bytes};
 use super::connection::{CloseReason, FrameSink, Inbound};
 use super::frame_reads::{FrameReads, HeaderReads, READ_BYTES};
 use super::progress::{CountingIo, WriteProgress};
+use super::raw_frames::{GateHeld, GatedWrites, RAW_FRAME_BYTES, WriteGate, text_frame_header};
 use super::split_writer::SplitWriterSink;
 use super::{TransportHost, WriterPolicy};
 
@@ -70,7 +70,7 @@ pub const DEFAULT_SLOW_CONNECTION_GRACE: Duration = Duration::from_secs(10);
 const CLOSE_FRAME_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// An upgraded connection, read a frame at a time (`transport::frame_reads`).
-type Socket = WebSocketStream<FrameReads<TokioIo<hyper::upgrade::Upgraded>>>;
+type Socket = WebSocketStream<GatedWrites<FrameReads<TokioIo<hyper::upgrade::Upgraded>>>>;
 
 /// A message read at least this large is kept until the next frame's read has begun
 /// (`transport::frame_reads`): then its buffer is freed rather than reused.
@@ -336,11 +336,15 @@ async fn route(State(shared): State<Arc<Shared>>, request: Request) -> Response 
             }
         };
         let header_reads = Arc::new(HeaderReads::default());
-        let io = FrameReads::new(TokioIo::new(upgraded), header_reads.clone());
+        let gate = Arc::new(WriteGate::default());
+        let io = GatedWrites::new(
+            FrameReads::new(TokioIo::new(upgraded), header_reads.clone()),
+            gate.clone(),
+        );
         let socket = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
         let host = shared.host.clone();
         let connection =
-            host.spawn_connection_task(connection(shared, socket, progress, header_reads));
+            host.spawn_connection_task(connection(shared, socket, gate, progress, header_reads));
         let _ = connection.await;
     });
     let accept = tungstenite::handshake::derive_accept_key(key.as_bytes());
@@ -444,6 +448,7 @@ fn refuse(status: StatusCode, reason: &str) -> Response {
 async fn connection(
     shared: Arc<Shared>,
     socket: Socket,
+    gate: Arc<WriteGate>,
     progress: Arc<WriteProgress>,
     header_reads: Arc<HeaderReads>,
 ) {
@@ -463,11 +468,11 @@ async fn connection(
             return;
         }
     };
-    let (sink, stream) = socket.split();
+    let (sink, stream) = SocketHalf::both(socket);
     let writer = shared
         .host
         .spawn_connection_task(opened.outbound.run(SplitWriterSink::spawn(
-            SocketSink { sink },
+            SocketSink { sink, gate },
             CLOSE_FRAME_TIMEOUT,
         )));
     let close = opened.close.clone();
@@ -481,7 +486,7 @@ async fn connection(
 async fn read_frames(
     shared: &Shared,
     inbound: &Inbound,
-    mut stream: SplitStream<Socket>,
+    mut stream: SocketHalf,
     close: &super::connection::CloseSignal,
     header_reads: &HeaderReads,
 ) {
@@ -554,6 +559,103 @@ async fn read_frames(
     }
 }
 
+/// The socket as the connection's reader and its writer's socket task both use it. Each poll
+/// holds the lock for one non-blocking step of tungstenite (or, for a large frame, of the
+/// socket under it), so the two never wait on each other's task.
+struct SocketHalf(Arc<std::sync::Mutex<Socket>>);
+
+impl SocketHalf {
+    fn both(socket: Socket) -> (Self, Self) {
+        let shared = Arc::new(std::sync::Mutex::new(socket));
+        (Self(shared.clone()), Self(shared))
+    }
+
+    fn socket(&self) -> std::sync::MutexGuard<'_, Socket> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Writes `payload` as one final text frame straight to the socket
+    /// (`transport::raw_frames`): first whatever tungstenite holds, then, with the gate held
+    /// from that flush on so that no pong comes between, the header and the payload.
+    async fn write_large_frame(&self, gate: &WriteGate, payload: &[u8]) -> io::Result<()> {
+        let (header, header_len) = text_frame_header(payload.len());
+        let total = header_len + payload.len();
+        let mut written = 0;
+        let mut held: Option<GateHeld<'_>> = None;
+        std::future::poll_fn(|cx| {
+            let mut socket = self.socket();
+            if held.is_none() {
+                std::task::ready!(socket.poll_flush_unpin(cx)).map_err(io::Error::other)?;
+                // Under the same lock as the flush: tungstenite cannot start a write between.
+                held = Some(GateHeld::hold(gate));
+            }
+            let io = socket.get_mut();
+            while written < total {
+                let slices = if written < header_len {
+                    [
+                        io::IoSlice::new(&header[written..header_len]),
+                        io::IoSlice::new(payload),
+                    ]
+                } else {
+                    [
+                        io::IoSlice::new(&payload[written - header_len..]),
+                        io::IoSlice::new(&[]),
+                    ]
+                };
+                match std::task::ready!(io.poll_write_raw(cx, &slices)) {
+                    Ok(0) => return std::task::Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                    Ok(wrote) => written += wrote,
+                    Err(error) => return std::task::Poll::Ready(Err(error)),
+                }
+            }
+            std::task::Poll::Ready(Ok(()))
+        })
+        .await
+    }
+}
+
+impl futures::Stream for SocketHalf {
+    type Item = Result<Message, tungstenite::Error>;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.socket().poll_next_unpin(cx)
+    }
+}
+
+impl futures::Sink<Message> for SocketHalf {
+    type Error = tungstenite::Error;
+
+    fn poll_ready(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.socket().poll_ready_unpin(cx)
+    }
+
+    fn start_send(self: std::pin::Pin<&mut Self>, item: Message) -> Result<(), Self::Error> {
+        self.socket().start_send_unpin(item)
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.socket().poll_flush_unpin(cx)
+    }
+
+    fn poll_close(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.socket().poll_close_unpin(cx)
+    }
+}
+
 /// The close frame a read error calls for, when the peer broke a rule it should hear about.
 fn close_reason_for(error: &tungstenite::Error) -> Option<CloseReason> {
     match error {
@@ -565,7 +667,9 @@ fn close_reason_for(error: &tungstenite::Error) -> Option<CloseReason> {
 
 /// Writes frames as text messages, and a message in parts as one text message in fragments.
 struct SocketSink {
-    sink: SplitSink<Socket, Message>,
+    sink: SocketHalf,
+    /// Held while a large frame is written past tungstenite (`transport::raw_frames`).
+    gate: Arc<WriteGate>,
 }
 
 #[async_trait]
@@ -575,6 +679,11 @@ impl FrameSink for SocketSink {
         // writes UTF-8 (JSON from Rust strings), so checking each frame again, as
         // `Message::Text` would need, is a pass over every byte (a 64 KiB delta each) for
         // nothing.
+        if frame.len() >= RAW_FRAME_BYTES {
+            let written = self.sink.write_large_frame(&self.gate, frame).await;
+            frame.clear();
+            return written;
+        }
         let payload = Bytes::from(std::mem::take(frame));
         // Into tungstenite's write buffer, which goes to the socket when it outgrows its size
         // (128 KiB) or on `flush`: a burst of small answers costs one write, not one each.
