@@ -53,8 +53,6 @@ pub(crate) mod parts;
 pub(crate) mod progress;
 #[cfg(feature = "websocket")]
 mod raw_frames;
-#[cfg(feature = "websocket")]
-mod split_writer;
 pub mod stdio;
 mod trace;
 #[cfg(all(unix, feature = "websocket"))]

@@ -56,7 +56,6 @@ use super::connection::{CloseReason, FrameSink, Inbound};
 use super::frame_reads::{FrameReads, HeaderReads, READ_BYTES};
 use super::progress::{CountingIo, WriteProgress};
 use super::raw_frames::{GateHeld, GatedWrites, RAW_FRAME_BYTES, WriteGate, text_frame_header};
-use super::split_writer::SplitWriterSink;
 use super::{TransportHost, WriterPolicy};
 
 /// Default [`WebSocketOptions::max_message_bytes`]: 64 MiB.
@@ -471,10 +470,7 @@ async fn connection(
     let (sink, stream) = SocketHalf::both(socket);
     let writer = shared
         .host
-        .spawn_connection_task(opened.outbound.run(SplitWriterSink::spawn(
-            SocketSink { sink, gate },
-            CLOSE_FRAME_TIMEOUT,
-        )));
+        .spawn_connection_task(opened.outbound.run(SocketSink { sink, gate }));
     let close = opened.close.clone();
     read_frames(&shared, &opened.inbound, stream, &close, &header_reads).await;
     let id = opened.inbound.id;
@@ -559,7 +555,7 @@ async fn read_frames(
     }
 }
 
-/// The socket as the connection's reader and its writer's socket task both use it. Each poll
+/// The socket as the connection's reader and its writer both use it. Each poll
 /// holds the lock for one non-blocking step of tungstenite (or, for a large frame, of the
 /// socket under it), so the two never wait on each other's task.
 struct SocketHalf(Arc<std::sync::Mutex<Socket>>);
