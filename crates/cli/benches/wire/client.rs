@@ -37,6 +37,8 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::protocol::frame::FrameHeader;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::{Control, Data, OpCode};
 use tokio_util::either::Either;
 
 /// A websocket over TCP or over a unix socket.
@@ -538,28 +540,21 @@ impl FrameMasks {
     fn frame_text(&mut self, buffer: &mut Vec<u8>, start: usize) {
         let payload = buffer.len() - start - 14;
         let key = self.next_key();
-        let mut header = [0u8; 14];
-        header[0] = 0x81;
-        let mut used = 2;
-        if payload < 126 {
-            header[1] = 0x80 | payload as u8;
-        } else if let Ok(short) = u16::try_from(payload) {
-            header[1] = 0x80 | 126;
-            header[2..4].copy_from_slice(&short.to_be_bytes());
-            used = 4;
-        } else {
-            header[1] = 0x80 | 127;
-            header[2..10].copy_from_slice(&(payload as u64).to_be_bytes());
-            used = 10;
-        }
-        header[used..used + 4].copy_from_slice(&key);
-        used += 4;
+        let header = FrameHeader {
+            is_final: true,
+            opcode: OpCode::Data(Data::Text),
+            mask: Some(key),
+            ..FrameHeader::default()
+        };
+        let used = header.len(payload as u64);
+        // The header goes right before the payload; the unused room is cut out.
+        let gap = 14 - used;
+        header
+            .format(payload as u64, &mut &mut buffer[start + gap..start + 14])
+            .expect("the header fits its room");
         for (index, byte) in buffer[start + 14..].iter_mut().enumerate() {
             *byte ^= key[index % 4];
         }
-        // The header goes right before the payload; the unused room is cut out.
-        let gap = 14 - used;
-        buffer[start + gap..start + 14].copy_from_slice(&header[..used]);
         buffer.drain(start..start + gap);
     }
 }
@@ -621,46 +616,36 @@ fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<usize>
 fn read_frames(socket: OwnedFd, tx: &mpsc::Sender<Result<ServerMessage, DecodeError>>) {
     let mut reader = BufReader::with_capacity(1024 * 1024, BlockingSocket(socket));
     let mut message = Vec::with_capacity(128 * 1024);
+    let mut head = Vec::with_capacity(14);
     loop {
-        let mut head = [0u8; 2];
-        if reader.read_exact(&mut head).is_err() {
-            return;
-        }
-        let fin = head[0] & 0x80 != 0;
-        let opcode = head[0] & 0x0F;
-        let length = match head[1] & 0x7F {
-            126 => {
-                let mut bytes = [0u8; 2];
-                if reader.read_exact(&mut bytes).is_err() {
-                    return;
+        // The header a byte at a time out of the read buffer, until tungstenite's parser has
+        // all of it (2 to 14 bytes).
+        head.clear();
+        let (header, length) = loop {
+            match FrameHeader::parse(&mut io::Cursor::new(&head)) {
+                Ok(Some(parsed)) => break parsed,
+                Ok(None) => {
+                    let mut byte = [0u8];
+                    if reader.read_exact(&mut byte).is_err() {
+                        return;
+                    }
+                    head.push(byte[0]);
                 }
-                u64::from(u16::from_be_bytes(bytes))
+                Err(_) => return,
             }
-            127 => {
-                let mut bytes = [0u8; 8];
-                if reader.read_exact(&mut bytes).is_err() {
-                    return;
-                }
-                u64::from_be_bytes(bytes)
-            }
-            short => u64::from(short),
         };
         // A server's frames are never masked (RFC 6455 section 5.1).
-        if head[1] & 0x80 != 0 {
-            return;
-        }
-        let Ok(length) = usize::try_from(length) else {
+        let (None, Ok(length)) = (header.mask, usize::try_from(length)) else {
             return;
         };
-        match opcode {
-            // Text, binary, continuation: the payload joins the message.
-            0..=2 => {
+        match header.opcode {
+            OpCode::Data(Data::Text | Data::Binary | Data::Continue) => {
                 let had = message.len();
                 message.resize(had + length, 0);
                 if reader.read_exact(&mut message[had..]).is_err() {
                     return;
                 }
-                if fin {
+                if header.is_final {
                     let decoded = wire::decode_server_message(&message);
                     message.clear();
                     if tx.blocking_send(decoded).is_err() {
@@ -668,9 +653,8 @@ fn read_frames(socket: OwnedFd, tx: &mpsc::Sender<Result<ServerMessage, DecodeEr
                     }
                 }
             }
-            // Close.
-            8 => return,
-            // Ping and pong: the server sends none; skipped.
+            OpCode::Control(Control::Close) => return,
+            // Ping and pong (the server sends none), reserved opcodes: skipped.
             _ => {
                 if io::copy(&mut (&mut reader).take(length as u64), &mut io::sink()).is_err() {
                     return;

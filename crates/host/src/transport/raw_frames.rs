@@ -5,14 +5,17 @@
 //! delta (about 87 KiB encoded) it is one more pass over every byte, which the stdio transport
 //! does not make (its writer thread writes the encoded line as it is). So a large frame's header
 //! and payload go to the socket in vectored writes, once everything tungstenite holds has been
-//! written ([`write_large_frame`]).
+//! written (the websocket transport's `SocketHalf::write_large_frame`).
 //!
 //! tungstenite also writes on its own: the pong that answers a ping, while the connection's
 //! reader reads. A pong written into the middle of a raw frame would corrupt the stream, so the
 //! socket under tungstenite is a [`GatedWrites`]: while a raw frame is partly written, its
 //! [`WriteGate`] is held and tungstenite's writes wait (tungstenite takes that as a full
 //! socket, keeps the pong and sends it on its next write or read); the frame's end opens the
-//! gate and wakes them.
+//! gate and wakes them. A raw frame abandoned part-way (the connection is being closed: a
+//! stalled peer, a shutdown) leaves the stream unframed, so from then on the gate refuses
+//! tungstenite's writes with an error (its close frame would land inside the cut-off frame); the
+//! socket is still shut down.
 
 use std::io::{self, IoSlice};
 use std::pin::Pin;
@@ -22,6 +25,8 @@ use std::task::{Context, Poll};
 
 use futures::task::AtomicWaker;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tungstenite::protocol::frame::FrameHeader;
+use tungstenite::protocol::frame::coding::{Data, OpCode};
 
 /// Payloads at least this long are written raw; shorter ones are gathered by tungstenite's
 /// write buffer with the frames around them.
@@ -31,6 +36,8 @@ pub(crate) const RAW_FRAME_BYTES: usize = 32 * 1024;
 #[derive(Debug, Default)]
 pub(crate) struct WriteGate {
     held: AtomicBool,
+    /// A raw frame was abandoned part-way: nothing more may be written.
+    torn: AtomicBool,
     waiting: AtomicWaker,
 }
 
@@ -44,36 +51,55 @@ impl WriteGate {
         self.waiting.wake();
     }
 
-    /// Pending (and woken when the gate opens) while it is held.
-    fn poll_open(&self, cx: &mut Context<'_>) -> Poll<()> {
-        if !self.held.load(Ordering::Acquire) {
-            return Poll::Ready(());
-        }
-        self.waiting.register(cx.waker());
-        // Opened between the first look and the registration: nothing would wake us.
+    /// Pending (and woken when the gate opens) while it is held; an error once a raw frame
+    /// was cut off.
+    fn poll_open(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if self.held.load(Ordering::Acquire) {
-            Poll::Pending
-        } else {
-            Poll::Ready(())
+            self.waiting.register(cx.waker());
+            // Opened between the first look and the registration: nothing would wake us.
+            if self.held.load(Ordering::Acquire) {
+                return Poll::Pending;
+            }
         }
+        if self.torn.load(Ordering::Acquire) {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "a large frame was cut off part-way; the connection is closing and can take no \
+                 more frames",
+            )));
+        }
+        Poll::Ready(Ok(()))
     }
 }
 
-/// Holds the gate until dropped: when a raw frame's write ends, finished or not (a write
-/// dropped mid-frame by a close leaves a socket that is being closed, and tungstenite must not
-/// wait on it forever after).
-pub(crate) struct GateHeld<'a>(&'a WriteGate);
+/// Holds the gate until dropped, when a raw frame's write ends, finished or not. Dropped with
+/// part of the frame written (the write abandoned by a close), it tears the gate too.
+pub(crate) struct GateHeld<'a> {
+    gate: &'a WriteGate,
+    partly_written: bool,
+}
 
 impl<'a> GateHeld<'a> {
     pub(crate) fn hold(gate: &'a WriteGate) -> Self {
         gate.hold();
-        Self(gate)
+        Self {
+            gate,
+            partly_written: false,
+        }
+    }
+
+    /// Records the frame's progress: some of it written, or all.
+    pub(crate) fn wrote(&mut self, whole: bool) {
+        self.partly_written = !whole;
     }
 }
 
 impl Drop for GateHeld<'_> {
     fn drop(&mut self) {
-        self.0.open();
+        if self.partly_written {
+            self.gate.torn.store(true, Ordering::Release);
+        }
+        self.gate.open();
     }
 }
 
@@ -116,7 +142,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for GatedWrites<T> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        std::task::ready!(self.gate.poll_open(cx));
+        std::task::ready!(self.gate.poll_open(cx))?;
         Pin::new(&mut self.inner).poll_write(cx, buf)
     }
 
@@ -125,7 +151,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for GatedWrites<T> {
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        std::task::ready!(self.gate.poll_open(cx));
+        std::task::ready!(self.gate.poll_open(cx))?;
         Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
     }
 
@@ -134,41 +160,40 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for GatedWrites<T> {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        std::task::ready!(self.gate.poll_open(cx));
+        std::task::ready!(self.gate.poll_open(cx))?;
         Pin::new(&mut self.inner).poll_flush(cx)
     }
 
+    /// Waits for a frame being written, but shuts down even after a cut-off one: shutting the
+    /// socket adds no bytes to it.
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        std::task::ready!(self.gate.poll_open(cx));
+        let _torn = std::task::ready!(self.gate.poll_open(cx));
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 
-/// The header of an unmasked final text frame of `payload` bytes (RFC 6455 section 5.2): a
-/// server's frames are never masked.
-pub(crate) fn text_frame_header(payload: usize) -> ([u8; 10], usize) {
-    let mut header = [0u8; 10];
-    header[0] = 0x81;
-    let used = if payload < 126 {
-        header[1] = payload as u8;
-        2
-    } else if let Ok(short) = u16::try_from(payload) {
-        header[1] = 126;
-        header[2..4].copy_from_slice(&short.to_be_bytes());
-        4
-    } else {
-        header[1] = 127;
-        header[2..10].copy_from_slice(&(payload as u64).to_be_bytes());
-        10
+/// The header of an unmasked final text frame of `payload` bytes (a server's frames are never
+/// masked), by tungstenite's own formatter: the bytes and their length.
+pub(crate) fn text_frame_header(payload: usize) -> ([u8; 14], usize) {
+    let header = FrameHeader {
+        is_final: true,
+        opcode: OpCode::Data(Data::Text),
+        mask: None,
+        ..FrameHeader::default()
     };
-    (header, used)
+    let mut bytes = io::Cursor::new([0u8; 14]);
+    header
+        .format(payload as u64, &mut bytes)
+        .expect("a frame header fits in 14 bytes");
+    let used = usize::try_from(bytes.position()).expect("at most 14");
+    (bytes.into_inner(), used)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tungstenite::protocol::frame::FrameHeader;
-    use tungstenite::protocol::frame::coding::{Data, OpCode};
+    use std::future::poll_fn;
+    use tokio::io::AsyncWriteExt as _;
 
     #[test]
     fn headers_read_back_as_final_unmasked_text_frames_of_their_length() {
@@ -184,5 +209,35 @@ mod tests {
             assert_eq!(parsed.opcode, OpCode::Data(Data::Text));
             assert_eq!(parsed.mask, None);
         }
+    }
+
+    /// A raw frame abandoned part-way tears the gate: tungstenite's next write (a close frame)
+    /// fails instead of landing inside it, and the socket can still be shut. One written whole
+    /// leaves the gate open.
+    #[tokio::test]
+    async fn a_frame_cut_off_part_way_refuses_later_writes_and_a_whole_one_does_not() {
+        let gate = Arc::new(WriteGate::default());
+        let (socket, _peer) = tokio::io::duplex(64);
+        let mut io = GatedWrites::new(socket, gate.clone());
+
+        let mut held = GateHeld::hold(&gate);
+        let written = poll_fn(|cx| io.poll_write_raw(cx, &[IoSlice::new(&[1; 16])]))
+            .await
+            .unwrap();
+        held.wrote(written == 16);
+        drop(held);
+        io.write_all(b"after a whole frame").await.unwrap();
+
+        let mut held = GateHeld::hold(&gate);
+        let written = poll_fn(|cx| io.poll_write_raw(cx, &[IoSlice::new(&[2; 8])]))
+            .await
+            .unwrap();
+        assert_eq!(written, 8);
+        // The frame had 100 bytes: the write is abandoned after 8.
+        held.wrote(false);
+        drop(held);
+        let refused = io.write_all(b"close").await.unwrap_err();
+        assert_eq!(refused.kind(), io::ErrorKind::BrokenPipe);
+        io.shutdown().await.unwrap();
     }
 }

@@ -605,6 +605,9 @@ impl SocketHalf {
                     Ok(wrote) => written += wrote,
                     Err(error) => return std::task::Poll::Ready(Err(error)),
                 }
+                if let Some(held) = held.as_mut() {
+                    held.wrote(written == total);
+                }
             }
             std::task::Poll::Ready(Ok(()))
         })
@@ -671,15 +674,16 @@ struct SocketSink {
 #[async_trait]
 impl FrameSink for SocketSink {
     async fn send(&mut self, frame: &mut Vec<u8>) -> io::Result<()> {
-        // A text frame made from the encoded bytes as they are: the writer's encoder only
-        // writes UTF-8 (JSON from Rust strings), so checking each frame again, as
-        // `Message::Text` would need, is a pass over every byte (a 64 KiB delta each) for
-        // nothing.
         if frame.len() >= RAW_FRAME_BYTES {
             let written = self.sink.write_large_frame(&self.gate, frame).await;
-            frame.clear();
+            // Not kept for the next frame, as the small frames' buffers are not: the connection
+            // holds no buffer at a large frame's size between writes.
+            drop(std::mem::take(frame));
             return written;
         }
+        // A text frame made from the encoded bytes as they are: the writer's encoder only
+        // writes UTF-8 (JSON from Rust strings), so checking each frame again, as
+        // `Message::Text` would need, is a pass over every byte for nothing.
         let payload = Bytes::from(std::mem::take(frame));
         // Into tungstenite's write buffer, which goes to the socket when it outgrows its size
         // (128 KiB) or on `flush`: a burst of small answers costs one write, not one each.
