@@ -5,7 +5,8 @@
 //! delta (about 87 KiB encoded) it is one more pass over every byte, which the stdio transport
 //! does not make (its writer thread writes the encoded line as it is). So a large frame's header
 //! and payload go to the socket in vectored writes, once everything tungstenite holds has been
-//! written (the websocket transport's `SocketHalf::write_large_frame`).
+//! written (the websocket transport's `SocketHalf::write_large_frame`). The parts of a message
+//! too large to encode whole (256 KiB each) are such frames too.
 //!
 //! tungstenite also writes on its own: the pong that answers a ping, while the connection's
 //! reader reads. A pong written into the middle of a raw frame would corrupt the stream, so the
@@ -172,12 +173,18 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for GatedWrites<T> {
     }
 }
 
-/// The header of an unmasked final text frame of `payload` bytes (a server's frames are never
-/// masked), by tungstenite's own formatter: the bytes and their length.
-pub(crate) fn text_frame_header(payload: usize) -> ([u8; 14], usize) {
+/// The header of an unmasked text frame of `payload` bytes (a server's frames are never masked),
+/// by tungstenite's own formatter: the bytes and their length. A whole message is one frame,
+/// `first` and `last`; a message in parts (RFC 6455 section 5.4) starts with a text frame
+/// without FIN and goes on in continuation frames, the last with FIN.
+pub(crate) fn text_frame_header(payload: usize, first: bool, last: bool) -> ([u8; 14], usize) {
     let header = FrameHeader {
-        is_final: true,
-        opcode: OpCode::Data(Data::Text),
+        is_final: last,
+        opcode: if first {
+            OpCode::Data(Data::Text)
+        } else {
+            OpCode::Data(Data::Continue)
+        },
         mask: None,
         ..FrameHeader::default()
     };
@@ -196,18 +203,26 @@ mod tests {
     use tokio::io::AsyncWriteExt as _;
 
     #[test]
-    fn headers_read_back_as_final_unmasked_text_frames_of_their_length() {
+    fn headers_read_back_as_unmasked_text_frames_of_their_length_and_place() {
+        let places = [
+            (true, true, OpCode::Data(Data::Text)),
+            (true, false, OpCode::Data(Data::Text)),
+            (false, false, OpCode::Data(Data::Continue)),
+            (false, true, OpCode::Data(Data::Continue)),
+        ];
         for length in [0, 125, 126, 65_535, 65_536, RAW_FRAME_BYTES, 48 << 20] {
-            let (header, used) = text_frame_header(length);
-            let mut cursor = io::Cursor::new(&header[..used]);
-            let (parsed, payload) = FrameHeader::parse(&mut cursor)
-                .expect("a valid header")
-                .expect("a whole header");
-            assert_eq!(cursor.position(), used as u64, "length {length}");
-            assert_eq!(payload, length as u64);
-            assert!(parsed.is_final);
-            assert_eq!(parsed.opcode, OpCode::Data(Data::Text));
-            assert_eq!(parsed.mask, None);
+            for (first, last, opcode) in places {
+                let (header, used) = text_frame_header(length, first, last);
+                let mut cursor = io::Cursor::new(&header[..used]);
+                let (parsed, payload) = FrameHeader::parse(&mut cursor)
+                    .expect("a valid header")
+                    .expect("a whole header");
+                assert_eq!(cursor.position(), used as u64, "length {length}");
+                assert_eq!(payload, length as u64);
+                assert_eq!(parsed.is_final, last);
+                assert_eq!(parsed.opcode, opcode);
+                assert_eq!(parsed.mask, None);
+            }
         }
     }
 

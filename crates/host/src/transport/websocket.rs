@@ -572,11 +572,18 @@ impl SocketHalf {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Writes `payload` as one final text frame straight to the socket
-    /// (`transport::raw_frames`): first whatever tungstenite holds, then, with the gate held
-    /// from that flush on so that no pong comes between, the header and the payload.
-    async fn write_large_frame(&self, gate: &WriteGate, payload: &[u8]) -> io::Result<()> {
-        let (header, header_len) = text_frame_header(payload.len());
+    /// Writes `payload` as one text frame straight to the socket (`transport::raw_frames`): a
+    /// whole message (`first` and `last`) or one part of it. First whatever tungstenite holds,
+    /// then, with the gate held from that flush on so that no pong comes between, the header
+    /// and the payload.
+    async fn write_large_frame(
+        &self,
+        gate: &WriteGate,
+        payload: &[u8],
+        first: bool,
+        last: bool,
+    ) -> io::Result<()> {
+        let (header, header_len) = text_frame_header(payload.len(), first, last);
         let total = header_len + payload.len();
         let mut written = 0;
         let mut held: Option<GateHeld<'_>> = None;
@@ -675,7 +682,10 @@ struct SocketSink {
 impl FrameSink for SocketSink {
     async fn send(&mut self, frame: &mut Vec<u8>) -> io::Result<()> {
         if frame.len() >= RAW_FRAME_BYTES {
-            let written = self.sink.write_large_frame(&self.gate, frame).await;
+            let written = self
+                .sink
+                .write_large_frame(&self.gate, frame, true, true)
+                .await;
             // Not kept for the next frame, as the small frames' buffers are not: the connection
             // holds no buffer at a large frame's size between writes.
             drop(std::mem::take(frame));
@@ -702,14 +712,23 @@ impl FrameSink for SocketSink {
         // FIN; control frames (a pong) may come between them, data frames may not, and the
         // writer sends nothing else until the last part. UTF-8 is checked by the peer on the
         // whole message: a part may end inside a character.
+        if part.len() >= RAW_FRAME_BYTES {
+            // Like a large whole frame (every part but a short last one): straight to the
+            // socket, after what tungstenite holds, without a copy into its buffer.
+            let written = self
+                .sink
+                .write_large_frame(&self.gate, part, first, last)
+                .await;
+            drop(std::mem::take(part));
+            return written;
+        }
         let opcode = if first {
             OpCode::Data(Data::Text)
         } else {
             OpCode::Data(Data::Continue)
         };
         let payload = Bytes::from(std::mem::take(part));
-        // Like `send`: into the write buffer, which leaves once it outgrows 128 KiB (each part
-        // does), and waits until the socket took the buffer before this part's.
+        // Like a small frame in `send`: into the write buffer.
         self.sink
             .feed(Message::Frame(Frame::message(payload, opcode, last)))
             .await
