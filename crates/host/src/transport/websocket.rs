@@ -678,48 +678,26 @@ struct SocketSink {
     gate: Arc<WriteGate>,
 }
 
-#[async_trait]
-impl FrameSink for SocketSink {
-    async fn send(&mut self, frame: &mut Vec<u8>) -> io::Result<()> {
-        if frame.len() >= RAW_FRAME_BYTES {
+impl SocketSink {
+    /// Writes `payload` as one text frame: a whole message (`first` and `last`) or one part of
+    /// one. A large frame goes straight to the socket, after what tungstenite holds, without a
+    /// copy into its buffer; a small one into that buffer, which goes to the socket when it
+    /// outgrows its size (128 KiB) or on `flush`: a burst of small answers costs one write, not
+    /// one each.
+    async fn write_frame(
+        &mut self,
+        payload: &mut Vec<u8>,
+        first: bool,
+        last: bool,
+    ) -> io::Result<()> {
+        if payload.len() >= RAW_FRAME_BYTES {
             let written = self
                 .sink
-                .write_large_frame(&self.gate, frame, true, true)
+                .write_large_frame(&self.gate, payload, first, last)
                 .await;
             // Not kept for the next frame, as the small frames' buffers are not: the connection
             // holds no buffer at a large frame's size between writes.
-            drop(std::mem::take(frame));
-            return written;
-        }
-        // A text frame made from the encoded bytes as they are: the writer's encoder only
-        // writes UTF-8 (JSON from Rust strings), so checking each frame again, as
-        // `Message::Text` would need, is a pass over every byte for nothing.
-        let payload = Bytes::from(std::mem::take(frame));
-        // Into tungstenite's write buffer, which goes to the socket when it outgrows its size
-        // (128 KiB) or on `flush`: a burst of small answers costs one write, not one each.
-        self.sink
-            .feed(Message::Frame(Frame::message(
-                payload,
-                OpCode::Data(Data::Text),
-                true,
-            )))
-            .await
-            .map_err(io::Error::other)
-    }
-
-    async fn send_part(&mut self, part: &mut Vec<u8>, first: bool, last: bool) -> io::Result<()> {
-        // RFC 6455 section 5.4: a text frame without FIN, continuation frames, the last with
-        // FIN; control frames (a pong) may come between them, data frames may not, and the
-        // writer sends nothing else until the last part. UTF-8 is checked by the peer on the
-        // whole message: a part may end inside a character.
-        if part.len() >= RAW_FRAME_BYTES {
-            // Like a large whole frame (every part but a short last one): straight to the
-            // socket, after what tungstenite holds, without a copy into its buffer.
-            let written = self
-                .sink
-                .write_large_frame(&self.gate, part, first, last)
-                .await;
-            drop(std::mem::take(part));
+            drop(std::mem::take(payload));
             return written;
         }
         let opcode = if first {
@@ -727,12 +705,30 @@ impl FrameSink for SocketSink {
         } else {
             OpCode::Data(Data::Continue)
         };
-        let payload = Bytes::from(std::mem::take(part));
-        // Like a small frame in `send`: into the write buffer.
+        // A frame made from the encoded bytes as they are: the writer's encoder only writes
+        // UTF-8 (JSON from Rust strings), so checking each frame again, as `Message::Text`
+        // would need, is a pass over every byte for nothing.
+        let payload = Bytes::from(std::mem::take(payload));
         self.sink
             .feed(Message::Frame(Frame::message(payload, opcode, last)))
             .await
             .map_err(io::Error::other)
+    }
+}
+
+#[async_trait]
+impl FrameSink for SocketSink {
+    async fn send(&mut self, frame: &mut Vec<u8>) -> io::Result<()> {
+        self.write_frame(frame, true, true).await
+    }
+
+    async fn send_part(&mut self, part: &mut Vec<u8>, first: bool, last: bool) -> io::Result<()> {
+        // RFC 6455 section 5.4: a text frame without FIN, continuation frames, the last with
+        // FIN; control frames (a pong) may come between them, data frames may not, and the
+        // writer sends nothing else until the last part. UTF-8 is checked by the peer on the
+        // whole message: a part may end inside a character. Every part but a short last one is
+        // large enough to be written raw.
+        self.write_frame(part, first, last).await
     }
 
     async fn flush(&mut self) -> io::Result<()> {
