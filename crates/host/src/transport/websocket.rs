@@ -594,6 +594,7 @@ impl SocketHalf {
                 // Under the same lock as the flush: tungstenite cannot start a write between.
                 held = Some(GateHeld::hold(gate));
             }
+            let held = held.as_mut().expect("the gate is held from the flush on");
             let io = socket.get_mut();
             while written < total {
                 let slices = if written < header_len {
@@ -612,9 +613,7 @@ impl SocketHalf {
                     Ok(wrote) => written += wrote,
                     Err(error) => return std::task::Poll::Ready(Err(error)),
                 }
-                if let Some(held) = held.as_mut() {
-                    held.wrote(written == total);
-                }
+                held.wrote(written == total);
             }
             std::task::Poll::Ready(Ok(()))
         })
