@@ -17,15 +17,13 @@
 
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Read as _};
-use std::os::fd::{AsFd as _, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::stream::SplitSink;
-use futures::{SinkExt as _, StreamExt as _};
 use tandem_protocol::wire::{self, ClientMessage, DecodeError, ServerMessage};
 use tandem_protocol::{
     ClientInfo, ClientNotification, ClientRequest, EmptyParams, InitializeCapabilities,
@@ -34,15 +32,10 @@ use tandem_protocol::{
 use tokio::io::AsyncWriteExt as _;
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::mpsc;
-use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::protocol::frame::FrameHeader;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::{Control, Data, OpCode};
 use tokio_util::either::Either;
-
-/// A websocket over TCP or over a unix socket.
-type Socket = WebSocketStream<Either<TcpStream, UnixStream>>;
 
 /// Decoded messages waiting for the measurement loop; the reader blocks beyond this.
 const INCOMING_AHEAD: usize = 1024;
@@ -216,13 +209,10 @@ pub(crate) fn fresh_home() -> io::Result<PathBuf> {
 /// Where queued frames go.
 enum Outlet {
     Stdio(tokio::process::ChildStdin),
-    /// The socket's frames are written straight to a duplicate of its descriptor (`raw`), as
-    /// the stdio client writes its lines: tungstenite's sink (a lock shared with the unused
-    /// read half, a copy of every frame into its write buffer) is kept for the close only.
-    WebSocket {
-        sink: Box<SplitSink<Socket, Message>>,
-        raw: Either<TcpStream, UnixStream>,
-    },
+    /// The socket's frames are written straight to its descriptor, as the stdio client writes
+    /// its lines, and the close frame too: past the handshake tungstenite is not used, and the
+    /// socket is no longer registered with the runtime (see [`WireClient::websocket`]).
+    WebSocket(SocketWrites),
 }
 
 /// One initialized connection to a server.
@@ -322,40 +312,30 @@ impl WireClient {
         let (socket, _) = tokio_tungstenite::client_async_with_config(request, io, Some(config))
             .await
             .map_err(|error| connect_error(error.to_string()))?;
-        // Read by a thread of its own, as the stdio client's child stdout is: the measurement
-        // loop and the server are compared transport against transport, not reader against
-        // reader. The thread reads a duplicate of the socket (the async half only writes);
-        // nothing was read past the handshake's answer, since the server speaks only when
-        // spoken to.
-        let duplicate = match socket.get_ref() {
-            Either::Left(tcp) => tcp.as_fd().try_clone_to_owned(),
-            Either::Right(unix) => unix.as_fd().try_clone_to_owned(),
+        // Past the handshake the socket leaves the runtime: a registered socket's readiness
+        // wakes a parked worker of the bench's runtime whenever the server writes (input) or
+        // reads (a unix socket reports room again on every read of its peer while its send
+        // buffer is under a quarter full), wake-ups for nothing that the stdio client, whose
+        // child stdout is read by a thread and whose stdin pipe reports room only once it was
+        // full, never pays. Nothing was read past the handshake's answer, since the server
+        // speaks only when spoken to.
+        let socket: OwnedFd = match socket.into_inner() {
+            Either::Left(tcp) => tcp.into_std().map(OwnedFd::from),
+            Either::Right(unix) => unix.into_std().map(OwnedFd::from),
         }
         .map_err(|error| connect_error(error.to_string()))?;
+        // Read by a thread of its own, as the stdio client's child stdout is: the measurement
+        // loop and the server are compared transport against transport, not reader against
+        // reader. The thread reads a duplicate of the socket; the loop writes to the other.
+        let duplicate = socket
+            .try_clone()
+            .map_err(|error| connect_error(error.to_string()))?;
         let (tx, incoming) = mpsc::channel(INCOMING_AHEAD);
         std::thread::Builder::new()
             .name("wire-bench-socket".into())
             .spawn(move || read_frames(duplicate, &tx))
             .map_err(|error| connect_error(error.to_string()))?;
-        // The same socket once more, for the writes (see [`Outlet::WebSocket`]).
-        let writes = match socket.get_ref() {
-            Either::Left(tcp) => tcp
-                .as_fd()
-                .try_clone_to_owned()
-                .and_then(|fd| TcpStream::from_std(std::net::TcpStream::from(fd)))
-                .map(Either::Left),
-            Either::Right(unix) => unix
-                .as_fd()
-                .try_clone_to_owned()
-                .and_then(|fd| UnixStream::from_std(std::os::unix::net::UnixStream::from(fd)))
-                .map(Either::Right),
-        }
-        .map_err(|error| connect_error(error.to_string()))?;
-        let (sink, _unread) = socket.split();
-        let outlet = Outlet::WebSocket {
-            sink: Box::new(sink),
-            raw: writes,
-        };
+        let outlet = Outlet::WebSocket(SocketWrites(socket));
         Self::initialize(server, outlet, incoming).await
     }
 
@@ -421,14 +401,15 @@ impl WireClient {
                     .expect("the benchmark's requests encode");
                 self.queued_bytes.push(b'\n');
             }
-            Some(Outlet::WebSocket { .. }) => {
+            Some(Outlet::WebSocket(_)) => {
                 // Room for the longest header (14 bytes), then the message, then the header
                 // moved in front of it once its length is known.
                 let start = self.queued_bytes.len();
                 self.queued_bytes.extend_from_slice(&[0; 14]);
                 wire::encode_client_message(message, &mut self.queued_bytes)
                     .expect("the benchmark's requests encode");
-                self.masks.frame_text(&mut self.queued_bytes, start);
+                self.masks
+                    .frame(OpCode::Data(Data::Text), &mut self.queued_bytes, start);
             }
         }
     }
@@ -441,8 +422,8 @@ impl WireClient {
                 self.queued_bytes.clear();
                 written
             }
-            Some(Outlet::WebSocket { raw, .. }) => {
-                let written = raw.write_all(&self.queued_bytes).await;
+            Some(Outlet::WebSocket(socket)) => {
+                let written = socket.write_all(&self.queued_bytes);
                 self.queued_bytes.clear();
                 written
             }
@@ -497,8 +478,13 @@ impl WireClient {
     pub(crate) async fn close(mut self) {
         match self.outlet.take() {
             Some(Outlet::Stdio(stdin)) => drop(stdin),
-            Some(Outlet::WebSocket { mut sink, .. }) => {
-                let _ = sink.close().await;
+            Some(Outlet::WebSocket(mut socket)) => {
+                // A close frame with status 1000 (normal closure).
+                let mut frame = vec![0; 14];
+                frame.extend_from_slice(&1000u16.to_be_bytes());
+                self.masks
+                    .frame(OpCode::Control(Control::Close), &mut frame, 0);
+                let _ = socket.write_all(&frame);
                 let pid = nix::unistd::Pid::from_raw(
                     i32::try_from(self.server.child.id()).expect("pids fit in i32"),
                 );
@@ -535,14 +521,14 @@ impl FrameMasks {
         (self.state as u32).to_le_bytes()
     }
 
-    /// Turns `buffer[start..]`, 14 bytes of room then a payload, into one masked final text
-    /// frame.
-    fn frame_text(&mut self, buffer: &mut Vec<u8>, start: usize) {
+    /// Turns `buffer[start..]`, 14 bytes of room then a payload, into one masked final frame
+    /// of `opcode`.
+    fn frame(&mut self, opcode: OpCode, buffer: &mut Vec<u8>, start: usize) {
         let payload = buffer.len() - start - 14;
         let key = self.next_key();
         let header = FrameHeader {
             is_final: true,
-            opcode: OpCode::Data(Data::Text),
+            opcode,
             mask: Some(key),
             ..FrameHeader::default()
         };
@@ -664,8 +650,8 @@ fn read_frames(socket: OwnedFd, tx: &mpsc::Sender<Result<ServerMessage, DecodeEr
     }
 }
 
-/// A duplicate of a non-blocking socket (the flag is shared with the async half) read as if
-/// it blocked: `poll` for input whenever it has none.
+/// A socket read as if it blocked: `poll` for input whenever it has none (the socket came
+/// out of the runtime non-blocking, and the flag is shared by its duplicates).
 struct BlockingSocket(OwnedFd);
 
 impl io::Read for BlockingSocket {
@@ -687,5 +673,35 @@ impl io::Read for BlockingSocket {
                 Err(error) => return Err(error.into()),
             }
         }
+    }
+}
+
+/// The measurement loop's side of a socket that left the runtime: frames written with plain
+/// system calls, waiting in `poll` when the socket is full. A write of a few requests never
+/// waits; a large one waits as the stdio client's write to a full pipe does, while the reader
+/// thread goes on draining the server's answers.
+struct SocketWrites(OwnedFd);
+
+impl SocketWrites {
+    fn write_all(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            match rustix::io::write(&self.0, bytes) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(written) => bytes = &bytes[written..],
+                Err(rustix::io::Errno::AGAIN) => {
+                    let mut wanted = [rustix::event::PollFd::new(
+                        &self.0,
+                        rustix::event::PollFlags::OUT,
+                    )];
+                    match rustix::event::poll(&mut wanted, None) {
+                        Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                        Err(error) => return Err(error.into()),
+                    }
+                }
+                Err(rustix::io::Errno::INTR) => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Ok(())
     }
 }
