@@ -63,8 +63,13 @@ enum ProxyError {
     },
     #[error("the websocket upgrade on {socket} failed: {reason}")]
     Upgrade { socket: PathBuf, reason: String },
-    #[error("the connection to the server failed: {0}")]
-    Io(#[from] std::io::Error),
+    /// Stdin or stdout failed: every plain I/O error of the proxy is on its client's side (the
+    /// socket's errors are [`ProxyError::ServerGone`] and [`ProxyError::Closed`]).
+    #[error(
+        "the client's side failed ({0}): the program that started the proxy closed its stdin or \
+         stdout, or went away; nothing is wrong with the server"
+    )]
+    ClientGone(#[from] std::io::Error),
     #[error("the server closed the connection: {0}")]
     Closed(String),
     #[error(

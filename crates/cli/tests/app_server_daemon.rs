@@ -4,7 +4,7 @@
 //! and seeing each other's threads, a daemon killed with -9 replaced, a home too long for a
 //! socket address, a second server on the daemon's socket refused, the idle exit, and both
 //! proxies exiting with a message when their daemon goes away (stopped or killed), but quietly
-//! when their client closes.
+//! when their client closes, and blaming the client when it stops reading.
 
 mod common;
 
@@ -434,6 +434,32 @@ async fn a_client_that_closes_ends_the_raw_proxy_quietly() {
     let (code, stderr) = exit_and_stderr(&mut raw_child).await;
     assert_eq!(code, Some(0), "{stderr}");
     assert!(!stderr.contains("went away"), "{stderr}");
+}
+
+#[tokio::test]
+async fn proxies_whose_client_stops_reading_blame_the_client_not_the_server() {
+    let home = Home::new("daemon-client-gone");
+    // What each proxy's client writes before its stdout is found closed: a request for the
+    // line mode, the websocket upgrade for the raw one. Either way the daemon answers, and the
+    // proxy's write of that answer fails.
+    let upgrade = "GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n\
+                   Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+                   Sec-WebSocket-Version: 13\r\n\r\n";
+    let request = "{\"id\":1,\"method\":\"thread/loaded/list\",\"params\":{}}\n";
+    for (args, first_write) in [(&["--lines"][..], request), (&[][..], upgrade)] {
+        let mut child = home.proxy(args);
+        drop(child.stdout.take());
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        // The proxy may already be gone by the time the write lands; its stderr says why.
+        let _ = tokio::io::AsyncWriteExt::write_all(&mut stdin, first_write.as_bytes()).await;
+        let (code, stderr) = exit_and_stderr(&mut child).await;
+        assert_eq!(code, Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("the client's side failed") && !stderr.contains("went away:"),
+            "{args:?}: {stderr}"
+        );
+        drop(stdin);
+    }
 }
 
 #[tokio::test]

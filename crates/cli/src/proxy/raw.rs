@@ -93,7 +93,7 @@ pub(super) async fn bridge(stream: UnixStream, socket: &Path) -> Result<(), Prox
                 Ok(Some(code)) => Err(gone(describe_close(code))),
                 Ok(None) => Err(gone(UNCLOSED_END.to_owned())),
                 Err(ServerSide::Broken(error)) => Err(gone(format!("the connection broke: {error}"))),
-                Err(ServerSide::Stdout(error)) => Err(ProxyError::Io(error)),
+                Err(ServerSide::Stdout(error)) => Err(ProxyError::ClientGone(error)),
             }
         }
         read = from_stdin => {
@@ -101,7 +101,7 @@ pub(super) async fn bridge(stream: UnixStream, socket: &Path) -> Result<(), Prox
             // Bounded like the line mode's drain: a server that never ends the connection
             // after the client's end keeps nobody waiting.
             match tokio::time::timeout(DRAIN_LIMIT, to_stdout).await {
-                Ok(Err(ServerSide::Stdout(error))) => Err(ProxyError::Io(error)),
+                Ok(Err(ServerSide::Stdout(error))) => Err(ProxyError::ClientGone(error)),
                 _ => Ok(()),
             }
         }
