@@ -5,10 +5,11 @@
 //! `process/spawn` with streaming on, writes each `process/outputDelta` to its own stdout or
 //! stderr as it arrives, and turns Ctrl-C into `process/kill`. Everything that can wait on the
 //! user (signals, stdin, window resizes) runs on a task of its own, so the output relay never
-//! stalls behind them.
+//! stalls behind them. All of it runs on one thread (a current-thread runtime): a delta goes
+//! from the command's pipe to tandem's stdout without crossing threads, and [`output`] makes
+//! sure no write ever holds that thread.
 
-use std::io::{self, IoSlice};
-use std::os::fd::AsFd;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -31,6 +32,10 @@ use tokio::task::JoinSet;
 
 use crate::settings::{GlobalOptions, SettingsError};
 use crate::terminal::{self, RawMode};
+
+mod output;
+
+use output::{OutputStream, Own};
 
 /// The process handle of the one command `exec` runs.
 const HANDLE: &str = "exec";
@@ -351,15 +356,17 @@ struct Exit {
 const DELTAS_PER_WRITE: usize = 64;
 
 /// Writes each delta to stdout or stderr as it arrives until `process/exited`, straight to the
-/// descriptor: no buffer to flush, and the deltas of one stream already waiting go in one
-/// vectored write. If tandem's own output is closed, the command is killed, as it would be by
+/// descriptor ([`OutputStream`]): no buffer to flush, and the deltas of one stream already
+/// waiting go in one vectored write. If tandem's own output is closed, the command is killed, as it would be by
 /// SIGPIPE without tandem in between.
 async fn relay_output(
     handle: &mut InProcessClientHandle,
     client: &Client,
 ) -> Result<Exit, ExecError> {
-    // Writes block this task only: the host, the command's pumps and the helpers run on the
-    // runtime's workers, and a stalled reader of our stdout backpressures the command.
+    // The writes never hold the runtime's thread (`output`): a stalled reader of our stdout
+    // backpressures the command, and Ctrl-C, SIGTERM and `--timeout` still run.
+    let stdout = OutputStream::new(Own::Stdout);
+    let stderr = OutputStream::new(Own::Stderr);
     let mut output_closed = false;
     let mut ended_line = true;
     let mut batch: Vec<Bytes> = Vec::with_capacity(DELTAS_PER_WRITE);
@@ -399,11 +406,12 @@ async fn relay_output(
                     ended_line = *last == b'\n';
                 }
                 // The bytes are the chunks the pump read from the command's pipe.
-                let written = match stream {
-                    ProcessOutputStream::Stdout => write_all_vectored(io::stdout(), &batch),
-                    ProcessOutputStream::Stderr => write_all_vectored(io::stderr(), &batch),
+                let output = match stream {
+                    ProcessOutputStream::Stdout => &stdout,
+                    ProcessOutputStream::Stderr => &stderr,
                 };
-                batch.clear();
+                let written;
+                (batch, written) = output.write_all(batch).await;
                 if let Err(error) = written {
                     tracing::debug!(%error, ?stream, "output closed; killing the command");
                     output_closed = true;
@@ -429,27 +437,6 @@ async fn relay_output(
             other => tracing::debug!(?other, "event ignored"),
         }
     }
-}
-
-/// Writes every byte of `chunks` to `output`'s descriptor with as few `writev`s as it takes.
-/// Nothing else of tandem writes to stdout during `exec`, so `Stdout`'s own buffer is empty and
-/// bypassing it keeps the order (and skips its search of every chunk for a newline).
-fn write_all_vectored(output: impl AsFd, chunks: &[Bytes]) -> io::Result<()> {
-    let mut slices: Vec<IoSlice<'_>> = chunks
-        .iter()
-        .filter(|chunk| !chunk.is_empty())
-        .map(|chunk| IoSlice::new(chunk))
-        .collect();
-    let mut slices = &mut slices[..];
-    while !slices.is_empty() {
-        match rustix::io::writev(&output, slices) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(written) => IoSlice::advance_slices(&mut slices, written),
-            Err(rustix::io::Errno::INTR) => {}
-            Err(error) => return Err(error.into()),
-        }
-    }
-    Ok(())
 }
 
 /// The signals that kill the command: Ctrl-C (SIGINT), SIGTERM and SIGHUP.

@@ -121,10 +121,14 @@ fn main() {
         eprintln!("tandem: {error}");
         std::process::exit(1);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // `tandem exec` runs its host, the command's pumps and the output relay on one thread, so
+    // a delta goes from the pump to the write without crossing threads (`exec::output` keeps
+    // the writes from ever holding that thread).
+    let mut runtime = match &cli.command {
+        Command::Exec { .. } => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    };
+    let runtime = match runtime.enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("tandem: cannot start the async runtime: {error}");

@@ -390,6 +390,50 @@ fn exec_ctrl_c_kills_the_command_group_and_exits_137() {
     });
 }
 
+/// A reader that stops reading holds tandem's writes, not its signals: the exec runtime has one
+/// thread, and no write may block it. The first SIGTERM kills the command though its last
+/// output still waits for the reader (nothing is dropped); a second one exits at once.
+#[test]
+fn exec_signals_still_work_while_nobody_reads_its_output() {
+    let marker = new_marker("stalled");
+    let mut child = tandem(&marker)
+        .args(["exec", "--", "yes"])
+        .spawn()
+        .expect("spawn tandem");
+    let stderr = drain(child.stderr.take().expect("stderr"));
+    // Held and never read.
+    let stdout = child.stdout.take().expect("stdout");
+    let tandem_pid = child.id();
+    // Full: tandem has more to write (`yes` never ends) and nowhere to put it.
+    let capacity = rustix::pipe::fcntl_getpipe_size(&stdout).expect("the pipe's size");
+    eventually(
+        Duration::from_secs(10),
+        "tandem's stdout pipe is full",
+        || {
+            let capacity = rustix::pipe::fcntl_getpipe_size(&stdout).unwrap_or(capacity);
+            rustix::io::ioctl_fionread(&stdout)
+                .is_ok_and(|queued| queued as usize + 4096 > capacity)
+        },
+    );
+    assert_eq!(live_marked(&marker, tandem_pid).len(), 1, "yes runs");
+
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(tandem_pid).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("send SIGTERM");
+    eventually(Duration::from_secs(10), "the command is killed", || {
+        live_marked(&marker, tandem_pid).is_empty()
+    });
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "tandem waits for its reader"
+    );
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("send SIGTERM again");
+    let status = wait_with_deadline(&mut child, Duration::from_secs(10));
+    let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
+    assert_eq!(status.code(), Some(130), "stderr: {stderr}");
+    assert!(stderr.contains("interrupted again"), "{stderr}");
+    drop(stdout);
+}
+
 #[test]
 fn exec_leaves_no_background_process_behind() {
     let marker = new_marker("background");
