@@ -659,16 +659,7 @@ impl io::Read for BlockingSocket {
         loop {
             match rustix::io::read(&self.0, &mut *buf) {
                 Ok(read) => return Ok(read),
-                Err(rustix::io::Errno::AGAIN) => {
-                    let mut wanted = [rustix::event::PollFd::new(
-                        &self.0,
-                        rustix::event::PollFlags::IN,
-                    )];
-                    match rustix::event::poll(&mut wanted, None) {
-                        Ok(_) | Err(rustix::io::Errno::INTR) => {}
-                        Err(error) => return Err(error.into()),
-                    }
-                }
+                Err(rustix::io::Errno::AGAIN) => wait_for(&self.0, rustix::event::PollFlags::IN)?,
                 Err(rustix::io::Errno::INTR) => {}
                 Err(error) => return Err(error.into()),
             }
@@ -688,20 +679,21 @@ impl SocketWrites {
             match rustix::io::write(&self.0, bytes) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(written) => bytes = &bytes[written..],
-                Err(rustix::io::Errno::AGAIN) => {
-                    let mut wanted = [rustix::event::PollFd::new(
-                        &self.0,
-                        rustix::event::PollFlags::OUT,
-                    )];
-                    match rustix::event::poll(&mut wanted, None) {
-                        Ok(_) | Err(rustix::io::Errno::INTR) => {}
-                        Err(error) => return Err(error.into()),
-                    }
-                }
+                Err(rustix::io::Errno::AGAIN) => wait_for(&self.0, rustix::event::PollFlags::OUT)?,
                 Err(rustix::io::Errno::INTR) => {}
                 Err(error) => return Err(error.into()),
             }
         }
         Ok(())
+    }
+}
+
+/// Waits in `poll` until `socket` is ready for `wanted` (a non-blocking socket used as if it
+/// blocked).
+fn wait_for(socket: &OwnedFd, wanted: rustix::event::PollFlags) -> io::Result<()> {
+    let mut wanted = [rustix::event::PollFd::new(socket, wanted)];
+    match rustix::event::poll(&mut wanted, None) {
+        Ok(_) | Err(rustix::io::Errno::INTR) => Ok(()),
+        Err(error) => Err(error.into()),
     }
 }
