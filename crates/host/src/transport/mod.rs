@@ -46,6 +46,8 @@ use crate::replay::ReplayWindowLimits;
 use crate::router::RouterInput;
 use crate::router::{BacklogCeiling, OutboundRouter, WriterFlow};
 
+#[cfg(feature = "websocket")]
+pub mod close_watch;
 pub(crate) mod connection;
 #[cfg(feature = "websocket")]
 mod frame_reads;
