@@ -9,7 +9,7 @@
 //! from the command's pipe to tandem's stdout without crossing threads, and [`output`] makes
 //! sure no write ever holds that thread.
 
-use std::io;
+use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -73,7 +73,8 @@ Exit status:
   N     the command's exit code; 128+N if a signal N killed it
   124   --timeout expired (the command's process group was killed)
   137   Ctrl-C (without --tty), SIGTERM or SIGHUP killed the command
-  141   tandem's own stdout or stderr was closed early (the command was killed)
+  141   tandem's own stdout or stderr was closed early, or could not be written (a full
+        disk: the reason is on stderr); the command was killed
   127   the command could not be started
   130   a second interrupt: tandem exits without waiting for the command's last output
   2     usage error
@@ -413,7 +414,22 @@ async fn relay_output(
                 let written;
                 (batch, written) = output.write_all(batch).await;
                 if let Err(error) = written {
-                    tracing::debug!(%error, ?stream, "output closed; killing the command");
+                    // A reader that went away is the SIGPIPE case: quiet, as without tandem. Any
+                    // other failure (a full disk) is the user's to know.
+                    if error.kind() == io::ErrorKind::BrokenPipe {
+                        tracing::debug!(%error, ?stream, "output closed; killing the command");
+                    } else {
+                        let name = match stream {
+                            ProcessOutputStream::Stdout => "stdout",
+                            ProcessOutputStream::Stderr => "stderr",
+                        };
+                        // Through the stderr handle, which may be the stream that failed.
+                        let _ = writeln!(
+                            io::stderr(),
+                            "tandem: writing the command's {name} failed: {error}; the command \
+                             was killed"
+                        );
+                    }
                     output_closed = true;
                     client.kill().await;
                 }

@@ -434,6 +434,33 @@ fn exec_signals_still_work_while_nobody_reads_its_output() {
     drop(stdout);
 }
 
+/// A stdout that cannot be written (a full disk: `/dev/full` answers every write with ENOSPC)
+/// kills the command and says why, where a reader that went away (EPIPE) stays quiet.
+#[test]
+fn exec_says_why_when_its_output_cannot_be_written() {
+    let marker = new_marker("full");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let mut child = tandem(&marker)
+        .args(["exec", "--", "yes"])
+        .stdout(Stdio::from(full))
+        .spawn()
+        .expect("spawn tandem");
+    let stderr = drain(child.stderr.take().expect("stderr"));
+    let status = wait_with_deadline(&mut child, DEADLINE);
+    let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
+    assert_eq!(status.code(), Some(141), "{stderr}");
+    assert!(
+        stderr.contains("writing the command's stdout failed: No space left on device"),
+        "{stderr}"
+    );
+    eventually(Duration::from_secs(3), "yes is gone", || {
+        live_marked(&marker, 0).is_empty()
+    });
+}
+
 #[test]
 fn exec_leaves_no_background_process_behind() {
     let marker = new_marker("background");
