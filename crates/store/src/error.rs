@@ -146,6 +146,22 @@ pub enum StoreError {
         /// How long the request waited for a connection.
         waited_ms: u64,
     },
+    /// The connection was lost after a `COMMIT` was sent and before its answer came, and the
+    /// database could not be asked what became of the transaction.
+    #[error(
+        "the connection to PostgreSQL was lost while transaction {xid} committed, and for \
+         {waited_ms} ms the database could not be asked whether it did ({last}): the write may \
+         or may not be stored; check that the database named by store.url is up, then read \
+         the thread back before writing it again"
+    )]
+    PostgresCommitUnknown {
+        /// The transaction's id (`txid_current()`).
+        xid: i64,
+        /// How long the database was asked.
+        waited_ms: u64,
+        /// The last answer or error met while asking.
+        last: String,
+    },
     /// The PostgreSQL database records a migration this build does not know (normally:
     /// migrated by a newer Tandem).
     #[error(

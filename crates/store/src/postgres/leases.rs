@@ -13,16 +13,16 @@ use tandem_protocol::{Turn, TurnError};
 use super::super::lease::LeaseRenewal;
 use super::super::liveness;
 use super::super::{INTERRUPTED_BY_STOP, StoreError, ThreadRecord, close_unfinished_item};
-use super::{PostgresThreadStore, Tx, handoff};
+use super::{PostgresThreadStore, handoff};
 use crate::codec::{decode, encode};
 
 impl PostgresThreadStore {
     /// See [`crate::ThreadStore::acquire_lease`].
     pub(super) async fn acquire(&self, thread_id: &str) -> Result<(), StoreError> {
         let sent = Instant::now();
-        let tx = self.write(None).await?;
-        let result = self.acquire_in(&tx, thread_id).await;
-        let epoch = tx.finish(result).await?;
+        let epoch = self
+            .in_write(None, async |db| self.acquire_in(db, thread_id).await)
+            .await?;
         match epoch {
             Acquired::Granted(epoch) => {
                 self.leases
@@ -48,32 +48,34 @@ impl PostgresThreadStore {
         history: &[Turn],
     ) -> Result<(), StoreError> {
         let sent = Instant::now();
-        let tx = self.write(Some(&thread.id)).await?;
-        let result = async {
-            super::statements::insert_new_thread(tx.db(), thread, history).await?;
-            // Refused (a live lease elsewhere on a thread that did not exist: an id chosen by
-            // a client) rolls the thread back with it.
-            match self.acquire_in(&tx, &thread.id).await? {
-                Acquired::Granted(epoch) => Ok(epoch),
-                Acquired::Held {
-                    owner,
-                    expires_at_ms,
-                } => Err(StoreError::LeaseHeld {
-                    thread_id: thread.id.clone(),
-                    owner,
-                    expires_at_ms,
-                }),
-            }
-        }
-        .await;
-        let epoch = tx.finish(result).await?;
+        let epoch = self
+            .in_write(Some(&thread.id), async |db| {
+                super::statements::insert_new_thread(db, thread, history).await?;
+                // Refused (a live lease elsewhere on a thread that did not exist: an id chosen by
+                // a client) rolls the thread back with it.
+                match self.acquire_in(db, &thread.id).await? {
+                    Acquired::Granted(epoch) => Ok(epoch),
+                    Acquired::Held {
+                        owner,
+                        expires_at_ms,
+                    } => Err(StoreError::LeaseHeld {
+                        thread_id: thread.id.clone(),
+                        owner,
+                        expires_at_ms,
+                    }),
+                }
+            })
+            .await?;
         self.leases
             .granted(&thread.id, epoch, self.leases.deadline_from(sent));
         Ok(())
     }
 
-    async fn acquire_in(&self, tx: &Tx, thread_id: &str) -> Result<Acquired, StoreError> {
-        let db = tx.db();
+    async fn acquire_in(
+        &self,
+        db: &ClientWrapper,
+        thread_id: &str,
+    ) -> Result<Acquired, StoreError> {
         let owner = &self.leases.settings.owner;
         let ttl = self.leases.settings.ttl_millis();
         // Granted when there is no row, the row's lease ran out or was released, or it is

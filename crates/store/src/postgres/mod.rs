@@ -8,7 +8,8 @@
 //!   `COMMIT` (the database rolled it back) is run again from the start on fresh connections
 //!   while the database cannot be reached, for up to a third of the lease TTL (at most
 //!   10 s), so `pg_terminate_backend` or a restart of the database shorter than that costs
-//!   no turn; a commit whose answer is lost is not run again (it may have taken effect).
+//!   no turn. A commit whose answer is lost is settled by asking the database what became of
+//!   the transaction (`transaction`): committed is a success, rolled back is run again.
 //! - Schema migrations are the numbered SQL files in `crates/store/migrations/postgres`,
 //!   applied in order inside one transaction and recorded in `tandem_schema_migrations`;
 //!   servers starting together serialize on a transaction-scoped advisory lock (only the
@@ -29,12 +30,15 @@
 //! - Values are stored as in SQLite (JSON text of the protocol types, wire spellings), so the
 //!   decoding code is shared.
 //!
-//! Files: this one holds the connection, the pool, migrations, transactions and the lease
-//! check every write starts with; `leases` taking, renewing and releasing leases;
+//! Files: this one holds the connection, the pool, migrations and the lease check every
+//! write starts with; `transaction` the transactions, their retries and lost
+//! commit answers; `leases` taking, renewing and releasing leases;
 //! `statements` the queries of each store operation, `store_impl` the [`ThreadStore`]
 //! implementation, `checkpoints` the file checkpoints.
 
 mod checkpoints;
+#[cfg(test)]
+mod commit_tests;
 mod handoff;
 mod idempotency;
 mod leases;
@@ -42,6 +46,7 @@ mod leases;
 mod plan_tests;
 mod statements;
 mod store_impl;
+mod transaction;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -54,6 +59,7 @@ use tokio_postgres::config::{Host, SslMode};
 
 use super::StoreError;
 use super::lease::{Fence, LeaseBook, LeaseSettings};
+use transaction::{Reconnect, Tx};
 
 /// The migrations, in order: (version, file text). A database records the versions it has.
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -96,12 +102,6 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// [`Reconnect`]); a third of the lease TTL when that is shorter.
 const MAX_RECONNECT_WINDOW: Duration = Duration::from_secs(10);
 
-/// The first pause before trying again; it doubles up to [`MAX_RECONNECT_PAUSE`].
-const FIRST_RECONNECT_PAUSE: Duration = Duration::from_millis(20);
-
-/// The longest pause between two tries.
-const MAX_RECONNECT_PAUSE: Duration = Duration::from_millis(500);
-
 /// The compare-and-set every write transaction on a leased thread starts with.
 const FENCE: &str = "UPDATE thread_leases SET epoch = epoch \
      WHERE thread_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > now()";
@@ -130,51 +130,6 @@ impl std::fmt::Debug for PostgresThreadStore {
         f.debug_struct("PostgresThreadStore")
             .field("owner", &self.leases.settings.owner)
             .finish_non_exhaustive()
-    }
-}
-
-/// An open write (or read) transaction on a pooled connection: committed with
-/// [`Tx::finish`]; dropped unfinished (the caller stopped waiting), it is rolled back on a
-/// task of its own before the connection is reused.
-pub(super) struct Tx {
-    client: Option<Object>,
-}
-
-impl Tx {
-    fn db(&self) -> &ClientWrapper {
-        self.client
-            .as_ref()
-            .expect("a transaction's connection is held until it finishes")
-    }
-
-    /// Commits when `result` is `Ok`, rolls back otherwise; the commit's failure is the
-    /// result's.
-    async fn finish<T>(mut self, result: Result<T, StoreError>) -> Result<T, StoreError> {
-        let client = self.client.take().expect("finished once");
-        match result {
-            Ok(value) => {
-                client.batch_execute("COMMIT").await?;
-                Ok(value)
-            }
-            Err(error) => {
-                if let Err(rollback) = client.batch_execute("ROLLBACK").await {
-                    tracing::debug!(error = %rollback, "cannot roll back; the connection is dropped");
-                }
-                Err(error)
-            }
-        }
-    }
-}
-
-impl Drop for Tx {
-    fn drop(&mut self) {
-        if let Some(client) = self.client.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            runtime.spawn(async move {
-                let _ = client.batch_execute("ROLLBACK").await;
-            });
-        }
     }
 }
 
@@ -313,9 +268,7 @@ impl PostgresThreadStore {
         client
             .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             .await?;
-        Ok(Tx {
-            client: Some(client),
-        })
+        Ok(Tx::read(client))
     }
 
     /// How long an operation goes on trying while the database cannot be reached: a third of
@@ -330,8 +283,8 @@ impl PostgresThreadStore {
     /// Runs `body` in a write transaction ([`Self::write`]: on `thread_id`, the lease is
     /// checked first), committed when `body` succeeds and rolled back when it fails. A
     /// transaction that loses its connection before the commit is run again from the start
-    /// (see [`Reconnect`]); a commit whose answer is lost is not, since it may have taken
-    /// effect.
+    /// (see [`Reconnect`]), and so is one whose commit answer was lost and which the database
+    /// then says it rolled back (`transaction`: one that committed is not run again).
     pub(super) async fn in_write<T>(
         &self,
         thread_id: Option<&str>,
@@ -348,7 +301,15 @@ impl PostgresThreadStore {
                     drop(tx);
                     tokio::time::sleep(pause).await;
                 }
-                None => return tx.finish(result).await,
+                None => {
+                    let finished = tx.finish(result).await;
+                    // A lost connection here is a commit the database rolled back: nothing
+                    // was written.
+                    match reconnect.pause_for(&finished) {
+                        Some(pause) => tokio::time::sleep(pause).await,
+                        None => return finished,
+                    }
+                }
             }
         }
     }
@@ -430,10 +391,7 @@ impl PostgresThreadStore {
             None => None,
         };
         let client = self.client().await?;
-        client.batch_execute("BEGIN").await?;
-        let tx = Tx {
-            client: Some(client),
-        };
+        let tx = Tx::begin_write(client, &self.pool, self.reconnect_window()).await?;
         let owner = &self.leases.settings.owner;
         let checked = match fence {
             None => Ok(()),
@@ -498,38 +456,6 @@ impl PostgresThreadStore {
         let fenced = began.elapsed();
         self.release(&thread_id).await?;
         Ok((empty, fenced))
-    }
-}
-
-/// Trying an operation again while the database cannot be reached (a restart, terminated
-/// connections): after a pause that doubles from [`FIRST_RECONNECT_PAUSE`] up to
-/// [`MAX_RECONNECT_PAUSE`], until the window runs out. Only for attempts that failed before
-/// anything was committed: a transaction whose connection is lost before its `COMMIT` was
-/// sent is rolled back by the database, so trying it again cannot write anything twice.
-pub(super) struct Reconnect {
-    deadline: Instant,
-    pause: Duration,
-}
-
-impl Reconnect {
-    pub(super) fn new(window: Duration) -> Self {
-        Self {
-            deadline: Instant::now() + window,
-            pause: FIRST_RECONNECT_PAUSE,
-        }
-    }
-
-    /// How long to pause before trying again after `result`; `None`: do not try again (it
-    /// succeeded, failed otherwise, or the window ran out).
-    pub(super) fn pause_for<T>(&mut self, result: &Result<T, StoreError>) -> Option<Duration> {
-        let error = result.as_ref().err()?;
-        if !error.is_lost_connection() || Instant::now() + self.pause >= self.deadline {
-            return None;
-        }
-        tracing::debug!(%error, "the database cannot be reached; trying again");
-        let pause = self.pause;
-        self.pause = (pause * 2).min(MAX_RECONNECT_PAUSE);
-        Some(pause)
     }
 }
 
