@@ -163,6 +163,12 @@ impl TandemServer {
         }
     }
 
+    /// The thread service, for the threads module's own tests.
+    #[cfg(test)]
+    pub(crate) fn thread_service(&self) -> &Arc<ThreadService> {
+        &self.threads
+    }
+
     /// The options the server was built with.
     pub fn options(&self) -> &ServerOptions {
         &self.options

@@ -239,7 +239,10 @@ impl ThreadService {
     pub(crate) fn shutdown(&self) -> Vec<(ProcessManager, CancellationToken)> {
         self.stopping.cancel();
         let mut turns = Vec::new();
-        for thread in lock(&self.loaded).values() {
+        // Copied out first: `loaded` is never held while a thread's state is taken (the lock
+        // order on `ThreadService::loaded`).
+        let threads: Vec<Arc<LoadedThread>> = lock(&self.loaded).values().cloned().collect();
+        for thread in threads {
             if let Some(active) = &thread.state().active {
                 active.cancel.cancel();
                 turns.push((active.processes.clone(), active.ended.clone()));

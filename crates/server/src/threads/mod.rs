@@ -26,6 +26,8 @@ mod history;
 mod idempotency;
 mod leases;
 mod lifecycle;
+#[cfg(test)]
+mod lock_order_tests;
 mod maintenance;
 mod session_approvals;
 // search29: `thread/shellCommand`.
@@ -323,6 +325,11 @@ pub(crate) struct ThreadService {
     run_turn: TurnRunner,
     /// mcp30: the server's MCP servers, whose tools turns offer.
     pub(crate) mcp: tandem_mcp::McpManager,
+    /// The loaded threads. Lock order: a thread's `state` may be held while this is taken
+    /// (the idle unload checks its countdown and removes the thread in one step), never the
+    /// other way round: whoever needs the states of loaded threads copies the map's values
+    /// out first. Both ways at once deadlocked both runtime workers (a client leaving while
+    /// the server shut down), so SIGTERM never finished.
     loaded: Mutex<BTreeMap<String, Arc<LoadedThread>>>,
     sequencer: Mutex<Sequencer>,
     /// Cancelled when the host shuts down: no new turn starts from then on, so every running
