@@ -214,10 +214,24 @@ fn count(cluster: &PostgresCluster, database: &str, sql: &str) -> String {
     cluster.sql_in(database, sql).expect("count")
 }
 
-async fn store_through(proxy: &CommitCutter, database: &str, ttl: Duration) -> PostgresThreadStore {
-    PostgresThreadStore::connect(&proxy.url(database), LeaseSettings::for_this_process(ttl))
-        .await
-        .expect("connect through the proxy")
+/// A fresh database of the shared cluster, the proxy in front of it, and a store with lease
+/// TTL `ttl` connected through the proxy; `None` where PostgreSQL is not installed.
+async fn through_a_proxy(
+    ttl: Duration,
+) -> Option<(
+    &'static PostgresCluster,
+    String,
+    CommitCutter,
+    PostgresThreadStore,
+)> {
+    let cluster = PostgresCluster::shared()?;
+    let (database, _) = cluster.create_named_database();
+    let proxy = CommitCutter::start(&cluster.socket_dir()).await;
+    let store =
+        PostgresThreadStore::connect(&proxy.url(&database), LeaseSettings::for_this_process(ttl))
+            .await
+            .expect("connect through the proxy");
+    Some((cluster, database, proxy, store))
 }
 
 /// A commit that took effect is a success (not run again: the thread would then exist
@@ -227,12 +241,10 @@ async fn store_through(proxy: &CommitCutter, database: &str, ttl: Duration) -> P
 /// closed" although the thread was stored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_whose_commit_answer_is_lost_is_stored_once_and_reported_as_stored() {
-    let Some(cluster) = PostgresCluster::shared() else {
+    let Some((cluster, database, proxy, store)) = through_a_proxy(Duration::from_secs(60)).await
+    else {
         return;
     };
-    let (database, _) = cluster.create_named_database();
-    let proxy = CommitCutter::start(&cluster.socket_dir()).await;
-    let store = store_through(&proxy, &database, Duration::from_secs(60)).await;
     for (n, cut) in [Cut::AnswerLost, Cut::NeverSent, Cut::Stalled]
         .into_iter()
         .enumerate()
@@ -283,13 +295,11 @@ async fn a_write_whose_commit_answer_is_lost_is_stored_once_and_reported_as_stor
 /// plain lost connection, which would invite a blind retry), within the reconnect window.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_commit_answer_that_cannot_be_settled_says_the_outcome_is_unknown() {
-    let Some(cluster) = PostgresCluster::shared() else {
+    // A third of the TTL is the reconnect window: 1 s.
+    let Some((cluster, database, proxy, store)) = through_a_proxy(Duration::from_secs(3)).await
+    else {
         return;
     };
-    let (database, _) = cluster.create_named_database();
-    let proxy = CommitCutter::start(&cluster.socket_dir()).await;
-    // A third of the TTL is the reconnect window: 1 s.
-    let store = store_through(&proxy, &database, Duration::from_secs(3)).await;
     assert_eq!(
         store.pool.status().size,
         1,
