@@ -197,10 +197,7 @@ impl Watches {
             let _ = task.await;
         }
         if let Some(watch) = watch {
-            let mut os = lock(&self.os);
-            for os_path in lock(&watch.os_paths).iter() {
-                os.remove(os_path);
-            }
+            release_os_paths(&watch, &self.os);
             tracing::debug!(connection = %self.connection, %watch_id, "fs/unwatch");
         }
     }
@@ -278,6 +275,18 @@ fn anchor_of(path: &Path) -> Option<PathBuf> {
         .skip(1)
         .find(|dir| dir.is_dir())
         .map(Path::to_owned)
+}
+
+/// Gives back the directories `watch` asked of the OS. Lock order: a watch's `os_paths` may
+/// be held while `os` is taken ([`move_anchor`], [`follow_directory`]), never the reverse, so
+/// the paths are taken out before `os` is locked: a watch task aborted by [`Watches::close`]
+/// may still be in [`move_anchor`] while `fs/unwatch` ends the same watch.
+fn release_os_paths(watch: &Watch, os: &Mutex<Os>) {
+    let os_paths = std::mem::take(&mut *lock(&watch.os_paths));
+    let mut os = lock(os);
+    for os_path in &os_paths {
+        os.remove(os_path);
+    }
 }
 
 /// Moves the watch's anchor to where [`anchor_of`] says it is now; whether it moved.
@@ -444,6 +453,41 @@ mod tests {
             watch.take(),
             Some(vec![AbsolutePathBuf::new("/w/x").unwrap()])
         );
+    }
+
+    /// `fs/unwatch` plays against a watch task that holds the watch's `os_paths` and wants
+    /// `os` (as [`move_anchor`] does): `os` must stay free meanwhile, or the two deadlock.
+    #[test]
+    fn unwatching_never_holds_the_os_side_while_it_waits_for_a_watch() {
+        let watch = Arc::new(watch("/w"));
+        lock(&watch.os_paths).push(PathBuf::from("/w"));
+        let os = Arc::new(Mutex::new(Os::default()));
+        lock(&os).counts.insert(PathBuf::from("/w"), 1);
+        let held = lock(&watch.os_paths);
+        let unwatching = {
+            let (watch, os) = (Arc::clone(&watch), Arc::clone(&os));
+            std::thread::spawn(move || release_os_paths(&watch, &os))
+        };
+        // The unwatch's first step is the watch's paths, held here; it gets there in far less.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let (answer, answered) = std::sync::mpsc::channel();
+        let probe = {
+            let os = Arc::clone(&os);
+            std::thread::spawn(move || {
+                let _ = answer.send(lock(&os).counts.len());
+            })
+        };
+        let found = answered.recv_timeout(std::time::Duration::from_secs(5));
+        drop(held);
+        probe.join().expect("probe");
+        unwatching.join().expect("unwatch");
+        assert_eq!(
+            found,
+            Ok(1),
+            "os was held while the unwatch waited for the watch"
+        );
+        assert!(lock(&os).counts.is_empty(), "the path was given back");
+        assert!(lock(&watch.os_paths).is_empty());
     }
 
     #[test]
