@@ -9,7 +9,7 @@
 //! from the command's pipe to tandem's stdout without crossing threads, and [`output`] makes
 //! sure no write ever holds that thread.
 
-use std::io::{self, Write as _};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -414,24 +414,25 @@ async fn relay_output(
                 let written;
                 (batch, written) = output.write_all(batch).await;
                 if let Err(error) = written {
+                    output_closed = true;
+                    client.kill().await;
                     // A reader that went away is the SIGPIPE case: quiet, as without tandem. Any
-                    // other failure (a full disk) is the user's to know.
+                    // other failure (a full disk) is the user's to know, told through the same
+                    // non-blocking stderr (a stalled reader of it must not hold the thread
+                    // either); if stderr is the stream that failed, this fails too.
                     if error.kind() == io::ErrorKind::BrokenPipe {
-                        tracing::debug!(%error, ?stream, "output closed; killing the command");
+                        tracing::debug!(%error, ?stream, "output closed; killed the command");
                     } else {
                         let name = match stream {
                             ProcessOutputStream::Stdout => "stdout",
                             ProcessOutputStream::Stderr => "stderr",
                         };
-                        // Through the stderr handle, which may be the stream that failed.
-                        let _ = writeln!(
-                            io::stderr(),
+                        let message = format!(
                             "tandem: writing the command's {name} failed: {error}; the command \
-                             was killed"
+                             was killed\n"
                         );
+                        let _ = stderr.write_all(vec![Bytes::from(message)]).await;
                     }
-                    output_closed = true;
-                    client.kill().await;
                 }
             }
             InProcessServerEvent::ServerNotification(ServerNotification::ProcessExited(exited))

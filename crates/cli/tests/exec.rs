@@ -461,6 +461,58 @@ fn exec_says_why_when_its_output_cannot_be_written() {
     });
 }
 
+/// The same failure while nobody reads tandem's stderr (full before tandem starts): the
+/// command is killed at once though the message waits for the reader, and the signals still
+/// work meanwhile. A blocking write of the message held the one thread: the command ran on and
+/// SIGTERM did nothing until someone read.
+#[test]
+fn exec_whose_output_fails_while_its_stderr_is_full_still_kills_and_answers_signals() {
+    let marker = new_marker("full-stalled");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let (reader, writer) = rustix::pipe::pipe().expect("a pipe");
+    // As large as tandem makes its output pipes, so that its enlarging makes no room.
+    rustix::pipe::fcntl_setpipe_size(&writer, 1024 * 1024).expect("a 1 MiB pipe");
+    rustix::fs::fcntl_setfl(&writer, rustix::fs::OFlags::NONBLOCK).expect("non-blocking");
+    let filler = vec![b'x'; 64 * 1024];
+    while rustix::io::write(&writer, &filler).is_ok() {}
+    // Tandem gets a blocking descriptor, as from a shell.
+    rustix::fs::fcntl_setfl(&writer, rustix::fs::OFlags::empty()).expect("blocking again");
+    let dir = tempfile::tempdir().expect("a directory for the flag");
+    let flag = dir.path().join("started");
+    let script = format!("touch '{}' && exec yes", flag.display());
+    let mut child = tandem(&marker)
+        .args(["exec", "--", "sh", "-c", &script])
+        .stdout(Stdio::from(full))
+        .stderr(Stdio::from(writer))
+        .spawn()
+        .expect("spawn tandem");
+    let tandem_pid = child.id();
+    eventually(
+        Duration::from_secs(10),
+        "yes is started, then killed",
+        || flag.exists() && live_marked(&marker, tandem_pid).is_empty(),
+    );
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "tandem waits for the reader of its message"
+    );
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(tandem_pid).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("send SIGTERM");
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("send SIGTERM again");
+    // Its last words still need a reader.
+    let stderr = drain(std::fs::File::from(reader));
+    let status = wait_with_deadline(&mut child, Duration::from_secs(10));
+    let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
+    assert!(
+        matches!(status.code(), Some(130 | 141)),
+        "{status:?}: {}",
+        stderr.trim_start_matches('x')
+    );
+}
+
 #[test]
 fn exec_leaves_no_background_process_behind() {
     let marker = new_marker("background");
