@@ -308,7 +308,10 @@ async fn drive(
 
     // Dropping the set aborts these tasks once the command has exited.
     let mut helpers = JoinSet::new();
-    helpers.spawn(kill_on_signals(signals, client.clone()));
+    // Until tandem returns: its closing notices wait for a reader of stderr, and a second
+    // signal must still end that wait.
+    let mut signal_watch = JoinSet::new();
+    signal_watch.spawn(kill_on_signals(signals, client.clone()));
     if forward_stdin {
         helpers.spawn(relay_stdin(client.clone()));
     }
@@ -320,6 +323,7 @@ async fn drive(
     // Restore the terminal before anything else is printed.
     drop(raw_mode);
     let exit = outcome?;
+    let mut notices = Vec::new();
     for (stream, capped) in [
         ("stdout", exit.stdout_capped),
         ("stderr", exit.stderr_capped),
@@ -327,18 +331,25 @@ async fn drive(
         if let (true, Some(cap)) = (capped, args.cap.0) {
             // On a terminal the notice would otherwise continue the command's last line.
             let newline = if exit.ended_line { "" } else { "\n" };
-            eprintln!(
+            notices.push(format!(
                 "{newline}tandem: the command's {stream} was cut at --cap {cap} bytes; the rest \
-                 was discarded"
-            );
+                 was discarded\n"
+            ));
         }
     }
     if exit.drain_timed_out {
-        eprintln!(
+        notices.push(
             "tandem: stopped reading the command's output 2 s after it exited: a process it \
-             started in the background still holds its stdout or stderr open"
+             started in the background still holds its stdout or stderr open\n"
+                .to_owned(),
         );
     }
+    if !notices.is_empty() {
+        // Written as the command's output is, never holding the thread (`output`).
+        let batch = notices.into_iter().map(Bytes::from).collect();
+        let _ = OutputStream::new(Own::Stderr).write_all(batch).await;
+    }
+    drop(signal_watch);
     Ok(exit.code)
 }
 
@@ -489,7 +500,10 @@ async fn kill_on_signals(mut signals: KillSignals, client: Client) {
     signals.recv().await;
     client.kill().await;
     signals.recv().await;
-    eprintln!("tandem: interrupted again; exiting without waiting for the command");
+    // Not a blocking write: a reader of stderr that stalled must not hold this exit.
+    output::say_without_waiting(
+        "tandem: interrupted again; exiting without waiting for the command\n",
+    );
     std::process::exit(INTERRUPTED_EXIT_CODE);
 }
 

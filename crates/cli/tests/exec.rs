@@ -462,9 +462,9 @@ fn exec_says_why_when_its_output_cannot_be_written() {
 }
 
 /// The same failure while nobody reads tandem's stderr (full before tandem starts): the
-/// command is killed at once though the message waits for the reader, and the signals still
-/// work meanwhile. A blocking write of the message held the one thread: the command ran on and
-/// SIGTERM did nothing until someone read.
+/// command is killed at once though the message waits for the reader, and a second signal
+/// exits at once. A blocking write of the message held the one thread (the command ran on and
+/// SIGTERM did nothing until someone read), and so did the second signal's notice.
 #[test]
 fn exec_whose_output_fails_while_its_stderr_is_full_still_kills_and_answers_signals() {
     let marker = new_marker("full-stalled");
@@ -472,14 +472,7 @@ fn exec_whose_output_fails_while_its_stderr_is_full_still_kills_and_answers_sign
         .write(true)
         .open("/dev/full")
         .expect("/dev/full");
-    let (reader, writer) = rustix::pipe::pipe().expect("a pipe");
-    // As large as tandem makes its output pipes, so that its enlarging makes no room.
-    rustix::pipe::fcntl_setpipe_size(&writer, 1024 * 1024).expect("a 1 MiB pipe");
-    rustix::fs::fcntl_setfl(&writer, rustix::fs::OFlags::NONBLOCK).expect("non-blocking");
-    let filler = vec![b'x'; 64 * 1024];
-    while rustix::io::write(&writer, &filler).is_ok() {}
-    // Tandem gets a blocking descriptor, as from a shell.
-    rustix::fs::fcntl_setfl(&writer, rustix::fs::OFlags::empty()).expect("blocking again");
+    let (reader, writer) = full_pipe();
     let dir = tempfile::tempdir().expect("a directory for the flag");
     let flag = dir.path().join("started");
     let script = format!("touch '{}' && exec yes", flag.display());
@@ -499,18 +492,99 @@ fn exec_whose_output_fails_while_its_stderr_is_full_still_kills_and_answers_sign
         child.try_wait().expect("try_wait").is_none(),
         "tandem waits for the reader of its message"
     );
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(tandem_pid).unwrap());
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("send SIGTERM");
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("send SIGTERM again");
-    // Its last words still need a reader.
-    let stderr = drain(std::fs::File::from(reader));
-    let status = wait_with_deadline(&mut child, Duration::from_secs(10));
-    let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
+    // A second signal exits at once, with nobody reading stderr still.
+    assert_eq!(terminated(&mut child).code(), Some(130));
+    drop(reader);
+}
+
+/// The closing notices (here `--cap`'s) wait for a reader of a full stderr without holding
+/// the thread: a second signal still exits. They were blocking writes, after the signal
+/// watch was dropped: SIGTERM was ignored until someone read.
+#[test]
+fn exec_closing_notices_wait_for_a_reader_but_not_past_a_second_signal() {
+    let marker = new_marker("notice-stalled");
+    let dir = tempfile::tempdir().expect("a directory for the flag");
+    let flag = dir.path().join("done");
+    let script = format!("head -c 100 /dev/zero; touch '{}'", flag.display());
+    let (reader, writer) = full_pipe();
+    let mut child = tandem(&marker)
+        .args(["exec", "--cap", "10", "--", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(writer))
+        .spawn()
+        .expect("spawn tandem");
+    let tandem_pid = child.id();
+    eventually(Duration::from_secs(10), "the command is done", || {
+        flag.exists() && live_marked(&marker, tandem_pid).is_empty()
+    });
     assert!(
-        matches!(status.code(), Some(130 | 141)),
-        "{status:?}: {}",
+        child.try_wait().expect("try_wait").is_none(),
+        "tandem waits for the reader of its notice"
+    );
+    assert_eq!(terminated(&mut child).code(), Some(130));
+    // Read, the notice gets out: the same run without signals ends with the command's code.
+    drop(reader);
+    let (reader, writer) = full_pipe();
+    let mut child = tandem(&marker)
+        .args([
+            "exec",
+            "--cap",
+            "10",
+            "--",
+            "head",
+            "-c",
+            "100",
+            "/dev/zero",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(writer))
+        .spawn()
+        .expect("spawn tandem");
+    let stderr = drain(std::fs::File::from(reader));
+    let status = wait_with_deadline(&mut child, DEADLINE);
+    let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        stderr.ends_with("the rest was discarded\n"),
+        "{}",
         stderr.trim_start_matches('x')
     );
+}
+
+/// A pipe of 1 MiB (as large as tandem makes its output pipes, so that its enlarging makes no
+/// room) that is already full; the write end is blocking, as from a shell.
+fn full_pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+    let (reader, writer) = rustix::pipe::pipe().expect("a pipe");
+    rustix::pipe::fcntl_setpipe_size(&writer, 1024 * 1024).expect("a 1 MiB pipe");
+    rustix::fs::fcntl_setfl(&writer, rustix::fs::OFlags::NONBLOCK).expect("non-blocking");
+    let filler = vec![b'x'; 64 * 1024];
+    while rustix::io::write(&writer, &filler).is_ok() {}
+    rustix::fs::fcntl_setfl(&writer, rustix::fs::OFlags::empty()).expect("blocking again");
+    (reader, writer)
+}
+
+/// SIGTERM to `child` until it exits (two sent back to back may arrive as one), within 10 s,
+/// once it handles SIGTERM (before, the signal would kill it outright).
+fn terminated(child: &mut Child) -> ExitStatus {
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    let status_file = format!("/proc/{}/status", child.id());
+    eventually(Duration::from_secs(10), "tandem handles SIGTERM", || {
+        let status = std::fs::read_to_string(&status_file).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("SigCgt:"))
+            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+            .is_some_and(|mask| mask & (1 << (nix::sys::signal::Signal::SIGTERM as u32 - 1)) != 0)
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "tandem did not exit on SIGTERM");
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("send SIGTERM");
+        thread::sleep(Duration::from_millis(50));
+    }
 }
 
 #[test]
