@@ -439,10 +439,7 @@ fn exec_signals_still_work_while_nobody_reads_its_output() {
 #[test]
 fn exec_says_why_when_its_output_cannot_be_written() {
     let marker = new_marker("full");
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .expect("/dev/full");
+    let full = dev_full();
     let mut child = tandem(&marker)
         .args(["exec", "--", "yes"])
         .stdout(Stdio::from(full))
@@ -468,10 +465,7 @@ fn exec_says_why_when_its_output_cannot_be_written() {
 #[test]
 fn exec_whose_output_fails_while_its_stderr_is_full_still_kills_and_answers_signals() {
     let marker = new_marker("full-stalled");
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .expect("/dev/full");
+    let full = dev_full();
     let (reader, writer) = full_pipe();
     let dir = tempfile::tempdir().expect("a directory for the flag");
     let flag = dir.path().join("started");
@@ -549,6 +543,14 @@ fn exec_closing_notices_wait_for_a_reader_but_not_past_a_second_signal() {
         "{}",
         stderr.trim_start_matches('x')
     );
+}
+
+/// `/dev/full` for writing: every write fails with ENOSPC, as on a full disk.
+fn dev_full() -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full")
 }
 
 /// A pipe of 1 MiB (as large as tandem makes its output pipes, so that its enlarging makes no
