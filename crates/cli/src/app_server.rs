@@ -22,6 +22,7 @@ use tandem_host::transport::{TransportHost, TransportHostOptions, stdio};
 use tandem_server::TandemServer;
 
 use crate::settings::GlobalOptions;
+use crate::shutdown_deadline;
 
 /// Each shutdown stage of the host may take this long; three stages plus the writer's last
 /// flush stay within the 5 s a client (or a service manager) waits.
@@ -56,7 +57,7 @@ Shutdown:
   End of stdin (stdio), SIGTERM, SIGINT or SIGHUP: no new requests are read, what is owed to
   clients is written (at most 250 ms; an idle server does not wait), running turns are
   interrupted and stored, every process the server started is killed, and tandem exits 0
-  within 5 s.
+  within 5 s. A shutdown stuck past 8 s (a bug) is reported on stderr and ends with exit 70.
 
 Slow clients:
   Each connection's writer queue holds at most --ws-writer-queue messages (websocket) and
@@ -359,6 +360,7 @@ pub(crate) async fn run(args: AppServerArgs, global: GlobalOptions) -> i32 {
             }
         }
     };
+    shutdown_deadline::arm("app-server", shutdown_deadline::APP_SERVER);
     host.shutdown().await;
     match served {
         Ok(()) => 0,
@@ -389,11 +391,13 @@ async fn until_signal(
         served = &mut serve => served,
         name = signals.recv() => {
             tracing::info!("{name}: shutting down");
+            shutdown_deadline::arm("app-server", shutdown_deadline::APP_SERVER);
             host.shutdown().await;
             Ok(())
         }
         () = idle => {
             tracing::info!(idle_secs = idle_exit.unwrap_or_default().as_secs_f64(), "no connection for the idle limit: shutting down");
+            shutdown_deadline::arm("app-server", shutdown_deadline::APP_SERVER);
             host.shutdown().await;
             Ok(())
         }

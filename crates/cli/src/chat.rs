@@ -327,6 +327,7 @@ async fn execute(args: ChatArgs, global: GlobalOptions) -> Result<i32, SessionEr
             signal.exit_code()
         }
     };
+    crate::shutdown_deadline::arm("chat", crate::shutdown_deadline::SESSION);
     client.close().await;
     Ok(code)
 }

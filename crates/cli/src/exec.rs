@@ -231,6 +231,7 @@ async fn execute(args: ExecArgs, global: GlobalOptions) -> Result<i32, ExecError
         .map_err(ExecError::StartHost)?;
     let outcome = drive(&mut handle, args, cwd).await;
     // Shutting down kills whatever the command left running (descendants holding no pipe).
+    crate::shutdown_deadline::arm("exec", crate::shutdown_deadline::EXEC);
     if let Err(error) = handle.shutdown().await {
         tracing::warn!(%error, "in-process host did not shut down cleanly");
     }
@@ -501,7 +502,7 @@ async fn kill_on_signals(mut signals: KillSignals, client: Client) {
     client.kill().await;
     signals.recv().await;
     // Not a blocking write: a reader of stderr that stalled must not hold this exit.
-    output::say_without_waiting(
+    crate::stderr_without_waiting::say(
         "tandem: interrupted again; exiting without waiting for the command\n",
     );
     std::process::exit(INTERRUPTED_EXIT_CODE);

@@ -16,7 +16,9 @@ mod render;
 mod run;
 mod session;
 mod settings;
+mod shutdown_deadline;
 mod signals;
+mod stderr_without_waiting;
 mod terminal;
 mod tui;
 

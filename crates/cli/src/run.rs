@@ -99,6 +99,7 @@ async fn execute(args: RunArgs, global: GlobalOptions) -> Result<i32, SessionErr
             Ok(signal.exit_code())
         }
     };
+    crate::shutdown_deadline::arm("run", crate::shutdown_deadline::SESSION);
     client.close().await;
     outcome
 }

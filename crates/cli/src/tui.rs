@@ -75,6 +75,7 @@ async fn execute(args: TuiArgs, global: GlobalOptions) -> Result<i32, SessionErr
         received.set(Some(signals.recv().await));
     })
     .await;
+    crate::shutdown_deadline::arm("tui", crate::shutdown_deadline::SESSION);
     client.close().await;
     Ok(match (outcome, received.get()) {
         (Ok(_), Some(signal)) => {

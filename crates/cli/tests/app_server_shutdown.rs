@@ -200,3 +200,70 @@ async fn sigint_with_stdin_open() {
     assert_shut_down_cleanly(server, since, &thread_id, &groups).await;
     drop(client);
 }
+
+/// A shutdown that can never finish (a debug build's fault point blocks every runtime worker
+/// once the shutdown begins, as a deadlock of std mutexes did): no stage timeout can fire, yet
+/// tandem reports where its threads are stuck and exits with 70 at its 8 s deadline, not
+/// earlier, and the process it had started does not outlive it (its watchdog kills it).
+#[tokio::test]
+async fn a_shutdown_that_never_finishes_is_reported_and_ended_at_its_deadline() {
+    let (server, client) = Launch::new("shutdown_wedged")
+        .env("TANDEM_FAULT_WEDGE_SHUTDOWN", "1")
+        .args(["app-server"])
+        .stdio();
+    let mut client = Client::Stdio(client);
+    client.initialize(true).await;
+    let spawned = client
+        .ok(
+            1,
+            "process/spawn",
+            json!({
+                "processHandle": "sleeper",
+                "command": ["sleep", "600"],
+                "cwd": std::env::temp_dir(),
+                "streamStdoutStderr": true,
+                "timeoutMs": null,
+            }),
+        )
+        .await;
+    assert_eq!(spawned, json!({}));
+    let marker = server.marker.clone();
+    let since = Instant::now();
+    server.signal(Signal::SIGTERM);
+    let exited = server.wait_exit(since, Duration::from_secs(30)).await;
+    assert_eq!(exited.status.code(), Some(70), "{}", exited.stderr);
+    assert!(
+        exited.elapsed >= Duration::from_secs(8),
+        "the deadline fired early, after {:?}",
+        exited.elapsed
+    );
+    assert!(
+        exited
+            .stderr
+            .contains("tandem app-server: the shutdown did not finish within 8s"),
+        "{}",
+        exited.stderr
+    );
+    // The report says where the workers are held.
+    assert!(
+        exited
+            .stderr
+            .contains("tokio-rt-worker: S (hrtimer_nanosleep)"),
+        "{}",
+        exited.stderr
+    );
+    exited.assert_no_panic();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = tandem_test_support::live_pids_with_env(common::server::MARKER_VAR, &marker);
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "processes outlived the server: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(client);
+}

@@ -687,3 +687,32 @@ fn exec_starts_no_configured_mcp_server() {
     assert_eq!(done.code(), Some(0), "stderr: {}", done.stderr());
     assert!(!started.exists());
 }
+
+/// The command has ended, and the host's shutdown after it can never finish (a debug build's
+/// fault point blocks the one runtime thread, as a blocking call or a self-deadlock would; the
+/// deadline shortened from its 43 s for the test): tandem reports it and exits with 70 instead
+/// of hanging, with the command's output already written.
+#[test]
+fn exec_whose_shutdown_never_finishes_exits_at_its_deadline() {
+    let marker = new_marker("wedged");
+    let done = run(
+        tandem(&marker)
+            .env("TANDEM_FAULT_WEDGE_SHUTDOWN", "1")
+            .env("TANDEM_FAULT_SHUTDOWN_DEADLINE_MS", "1500")
+            .args(["exec", "--", "echo", "done"]),
+        None,
+    );
+    assert_eq!(done.stdout(), "done\n");
+    assert_eq!(done.code(), Some(70), "{}", done.stderr());
+    assert!(
+        done.stderr()
+            .contains("tandem exec: the shutdown did not finish within 1.5s"),
+        "{}",
+        done.stderr()
+    );
+    assert!(
+        done.elapsed >= Duration::from_millis(1500),
+        "{:?}",
+        done.elapsed
+    );
+}

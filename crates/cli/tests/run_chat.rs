@@ -653,3 +653,25 @@ fn chat_under_a_terminal_shows_the_same() {
         thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// `tandem run` whose turn is done but whose in-process server can never shut down (a debug
+/// build's fault point blocks every runtime worker once the client closes; the deadline
+/// shortened from its 40 s for the test): tandem reports it and exits with 70 instead of
+/// hanging, after printing the turn's answer.
+#[test]
+fn run_whose_shutdown_never_finishes_exits_at_its_deadline() {
+    let home = home();
+    let mut command = tandem(&home);
+    command
+        .env("TANDEM_FAULT_WEDGE_SHUTDOWN", "1")
+        .env("TANDEM_FAULT_SHUTDOWN_DEADLINE_MS", "1500")
+        .args(["run", "hello"]);
+    let output = run_with(command, None);
+    let stderr = text(&output.stderr);
+    assert!(text(&output.stdout).contains("hello"), "{stderr}");
+    assert_eq!(output.status.code(), Some(70), "{stderr}");
+    assert!(
+        stderr.contains("tandem run: the shutdown did not finish within 1.5s"),
+        "{stderr}"
+    );
+}

@@ -20,7 +20,7 @@ use std::io::{self, IoSlice};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use bytes::Bytes;
-use rustix::fs::{FileType, Mode, OFlags};
+use rustix::fs::FileType;
 use tokio::net::unix::pipe;
 
 /// What a pipe that tandem writes to is enlarged to (best effort): the size of the command's
@@ -108,46 +108,6 @@ impl OutputStream {
         };
         batch.clear();
         (batch, written)
-    }
-}
-
-/// Writes `message` to tandem's stderr only if that can be done at once, for an exit that must
-/// not wait for a reader (a second Ctrl-C): a pipe or a terminal is reopened non-blocking
-/// (nobody reading, or a terminal stopped by flow control, drops the message instead of holding
-/// the exit), a socket is sent to without waiting, and a regular file or a device that takes
-/// writes at once is written in place. A regular file is never reopened: a new descriptor
-/// would write at its start.
-pub(super) fn say_without_waiting(message: &str) {
-    let fd = Own::Stderr.fd();
-    let Ok(stat) = rustix::fs::fstat(fd) else {
-        return;
-    };
-    let bytes = message.as_bytes();
-    match FileType::from_raw_mode(stat.st_mode) {
-        FileType::Fifo => write_once_nonblocking(fd, bytes),
-        FileType::CharacterDevice if rustix::termios::isatty(fd) => {
-            write_once_nonblocking(fd, bytes);
-        }
-        FileType::Socket => {
-            let _ = rustix::net::send(fd, bytes, rustix::net::SendFlags::DONTWAIT);
-        }
-        FileType::RegularFile | FileType::CharacterDevice => {
-            let _ = rustix::io::write(fd, bytes);
-        }
-        _ => {}
-    }
-}
-
-/// One write of `bytes` through a non-blocking descriptor of its own for `fd` (a pipe or a
-/// terminal); nothing if it would wait.
-fn write_once_nonblocking(fd: BorrowedFd<'_>, bytes: &[u8]) {
-    let reopened = rustix::fs::open(
-        format!("/proc/self/fd/{}", fd.as_raw_fd()),
-        OFlags::WRONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
-        Mode::empty(),
-    );
-    if let Ok(own) = reopened {
-        let _ = rustix::io::write(&own, bytes);
     }
 }
 
