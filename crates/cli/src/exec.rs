@@ -208,8 +208,29 @@ pub(crate) async fn run(args: ExecArgs, global: GlobalOptions) -> i32 {
     match execute(args, global).await {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("tandem: {error}");
+            say_last(format!("tandem: {error}\n")).await;
             error.exit_code()
+        }
+    }
+}
+
+/// Writes tandem's last message to its stderr as the command's output is written (never
+/// holding the one thread), waiting for a reader until a signal says to stop waiting: with the
+/// handlers installed (a command failed to start) SIGTERM no longer ends tandem by itself, so
+/// a blocking write to a stderr nobody reads would hang it.
+async fn say_last(message: String) {
+    let stderr = OutputStream::new(Own::Stderr);
+    let write = stderr.write_all(vec![Bytes::from(message)]);
+    match KillSignals::install() {
+        Ok(mut signals) => {
+            tokio::select! {
+                _ = write => {}
+                () = signals.recv() => {}
+            }
+        }
+        Err(error) => {
+            tracing::debug!(%error, "no signal handlers for the last message");
+            let _ = write.await;
         }
     }
 }

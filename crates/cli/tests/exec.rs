@@ -716,3 +716,20 @@ fn exec_whose_shutdown_never_finishes_exits_at_its_deadline() {
         done.elapsed
     );
 }
+
+/// A command that cannot start, while tandem's stderr is a full pipe nobody reads: the message
+/// waits for a reader, but SIGTERM (which tandem handles by then) still ends tandem with the
+/// error's exit code. With a blocking `eprintln!` it hung until SIGKILL.
+#[test]
+fn exec_reporting_a_failed_start_to_a_stderr_nobody_reads_still_answers_sigterm() {
+    let marker = new_marker("failed-start-full-stderr");
+    let (_reader, writer) = full_pipe();
+    let mut child = tandem(&marker)
+        .args(["exec", "--", "/nonexistent/tandem-test-program"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(writer))
+        .spawn()
+        .expect("spawn tandem");
+    let status = terminated(&mut child);
+    assert_eq!(status.code(), Some(127), "{status:?}");
+}
