@@ -316,19 +316,33 @@ async fn execute(args: ChatArgs, global: GlobalOptions) -> Result<i32, SessionEr
         prompt,
         view: AgentView::new(render::stdout_colour()),
     };
-    chat.output.line(&format!(
-        "thread {} (type /help for commands)",
-        chat.thread_id
-    ));
+    // The chat runs on a task of its own: its writes block (a terminal stopped by flow
+    // control, a stderr nobody reads), and they must not also hold this select, or a signal
+    // would never be seen while one waits.
+    let mut chatting = tokio::spawn(async move {
+        chat.output.line(&format!(
+            "thread {} (type /help for commands)",
+            chat.thread_id
+        ));
+        chat.run().await
+    });
     let code = tokio::select! {
-        code = chat.run() => code,
+        joined = &mut chatting => {
+            joined.unwrap_or_else(|error| std::panic::resume_unwind(error.into_panic()))
+        }
         signal = signals.recv() => {
-            eprintln!("\ntandem: {signal}: stopping; a running turn is interrupted");
+            crate::shutdown_deadline::arm("chat", crate::shutdown_deadline::SESSION);
+            // Not a blocking write: the chat may hold stderr, blocked on a reader.
+            crate::stderr_without_waiting::say(&format!(
+                "\ntandem: {signal}: stopping; a running turn is interrupted\n"
+            ));
             signal.exit_code()
         }
     };
     crate::shutdown_deadline::arm("chat", crate::shutdown_deadline::SESSION);
     client.close().await;
+    // A chat still blocked in a write stays so until the process exits.
+    chatting.abort();
     Ok(code)
 }
 

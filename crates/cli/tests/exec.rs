@@ -5,6 +5,8 @@
 //! Processes are found in `/proc` by an environment variable unique to each run, which tandem
 //! passes on to the command and every descendant inherits.
 
+mod pipes;
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -466,7 +468,7 @@ fn exec_says_why_when_its_output_cannot_be_written() {
 fn exec_whose_output_fails_while_its_stderr_is_full_still_kills_and_answers_signals() {
     let marker = new_marker("full-stalled");
     let full = dev_full();
-    let (reader, writer) = full_pipe();
+    let (reader, writer) = pipes::full_pipe();
     let dir = tempfile::tempdir().expect("a directory for the flag");
     let flag = dir.path().join("started");
     let script = format!("touch '{}' && exec yes", flag.display());
@@ -500,7 +502,7 @@ fn exec_closing_notices_wait_for_a_reader_but_not_past_a_second_signal() {
     let dir = tempfile::tempdir().expect("a directory for the flag");
     let flag = dir.path().join("done");
     let script = format!("head -c 100 /dev/zero; touch '{}'", flag.display());
-    let (reader, writer) = full_pipe();
+    let (reader, writer) = pipes::full_pipe();
     let mut child = tandem(&marker)
         .args(["exec", "--cap", "10", "--", "sh", "-c", &script])
         .stdout(Stdio::null())
@@ -518,7 +520,7 @@ fn exec_closing_notices_wait_for_a_reader_but_not_past_a_second_signal() {
     assert_eq!(terminated(&mut child).code(), Some(130));
     // Read, the notice gets out: the same run without signals ends with the command's code.
     drop(reader);
-    let (reader, writer) = full_pipe();
+    let (reader, writer) = pipes::full_pipe();
     let mut child = tandem(&marker)
         .args([
             "exec",
@@ -551,18 +553,6 @@ fn dev_full() -> std::fs::File {
         .write(true)
         .open("/dev/full")
         .expect("/dev/full")
-}
-
-/// A pipe of 1 MiB (as large as tandem makes its output pipes, so that its enlarging makes no
-/// room) that is already full; the write end is blocking, as from a shell.
-fn full_pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
-    let (reader, writer) = rustix::pipe::pipe().expect("a pipe");
-    rustix::pipe::fcntl_setpipe_size(&writer, 1024 * 1024).expect("a 1 MiB pipe");
-    rustix::fs::fcntl_setfl(&writer, rustix::fs::OFlags::NONBLOCK).expect("non-blocking");
-    let filler = vec![b'x'; 64 * 1024];
-    while rustix::io::write(&writer, &filler).is_ok() {}
-    rustix::fs::fcntl_setfl(&writer, rustix::fs::OFlags::empty()).expect("blocking again");
-    (reader, writer)
 }
 
 /// SIGTERM to `child` until it exits (two sent back to back may arrive as one), within 10 s,
@@ -723,7 +713,7 @@ fn exec_whose_shutdown_never_finishes_exits_at_its_deadline() {
 #[test]
 fn exec_reporting_a_failed_start_to_a_stderr_nobody_reads_still_answers_sigterm() {
     let marker = new_marker("failed-start-full-stderr");
-    let (_reader, writer) = full_pipe();
+    let (_reader, writer) = pipes::full_pipe();
     let mut child = tandem(&marker)
         .args(["exec", "--", "/nonexistent/tandem-test-program"])
         .stdout(Stdio::null())

@@ -3,6 +3,8 @@
 //! in-process reference server and its scripted agent, and against a real `tandem app-server`
 //! spawned over stdio (`--spawn`) or listening on a websocket (`--connect`).
 
+mod pipes;
+
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::PathBuf;
@@ -674,4 +676,75 @@ fn run_whose_shutdown_never_finishes_exits_at_its_deadline() {
         stderr.contains("tandem run: the shutdown did not finish within 1.5s"),
         "{stderr}"
     );
+}
+
+/// Waits until a thread of `child` is blocked writing to a pipe, then sends SIGTERM and returns
+/// how `child` exited (failing past 20 s).
+fn sigterm_while_blocked_in_a_write(child: &mut Child) -> std::process::ExitStatus {
+    let tasks = format!("/proc/{}/task", child.id());
+    let blocked_in_write = || {
+        std::fs::read_dir(&tasks)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|task| {
+                std::fs::read_to_string(task.path().join("wchan"))
+                    .is_ok_and(|at| at.contains("pipe_write"))
+            })
+    };
+    let since = Instant::now();
+    while !blocked_in_write() {
+        if since.elapsed() > DEADLINE {
+            let _ = child.kill();
+            panic!("tandem never blocked writing to its full pipe");
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid fits i32"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal tandem");
+    let since = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        if since.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("tandem did not stop on SIGTERM while blocked in a write");
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SIGTERM to `tandem run` while it is blocked writing to a stderr nobody reads (a full pipe;
+/// its first write there is the scripted agent's notice): the signal is still taken, the
+/// session's server shut down, and tandem exits 143. Before, the write held the very select
+/// that waits for the signal, and tandem never exited.
+#[test]
+fn run_blocked_on_a_stderr_nobody_reads_still_stops_on_sigterm() {
+    let home = home();
+    let (_reader, writer) = pipes::full_pipe();
+    let mut command = tandem(&home);
+    command
+        .args(["run", "--json", "/sleep 60000"])
+        .stderr(Stdio::from(writer));
+    let mut child = command.spawn().expect("tandem starts");
+    let status = sigterm_while_blocked_in_a_write(&mut child);
+    assert_eq!(status.code(), Some(143), "{status:?}");
+}
+
+/// The same for `tandem chat` whose stdout nobody reads (its first line there names the
+/// thread), stdin kept open.
+#[test]
+fn chat_blocked_on_a_stdout_nobody_reads_still_stops_on_sigterm() {
+    let home = home();
+    let (_reader, writer) = pipes::full_pipe();
+    let mut command = tandem(&home);
+    command
+        .arg("chat")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::from(writer));
+    let mut child = command.spawn().expect("tandem starts");
+    let _stdin = child.stdin.take();
+    let status = sigterm_while_blocked_in_a_write(&mut child);
+    assert_eq!(status.code(), Some(143), "{status:?}");
 }
