@@ -46,11 +46,10 @@ fn live_in_groups(groups: &BTreeSet<u32>) -> Vec<u32> {
         .collect()
 }
 
-/// A server with a completed turn behind it and, running: a streamed `sleep 600` started with
-/// `process/spawn`, and a second turn whose command is `sleep 600`. Returns the server, its
-/// client, the thread id, and the process groups of everything the server started.
-async fn busy_server(test: &str) -> (AppServer, Client, String, BTreeSet<u32>) {
-    let (server, client) = Launch::new(test).args(["app-server"]).stdio();
+/// `tandem app-server` over stdio, initialized, running a streamed `sleep 600` it started
+/// with `process/spawn` (request id 1).
+async fn server_with_a_sleeper(launch: Launch) -> (AppServer, Client) {
+    let (server, client) = launch.args(["app-server"]).stdio();
     let mut client = Client::Stdio(client);
     client.initialize(true).await;
     let spawned = client
@@ -67,6 +66,14 @@ async fn busy_server(test: &str) -> (AppServer, Client, String, BTreeSet<u32>) {
         )
         .await;
     assert_eq!(spawned, json!({}));
+    (server, client)
+}
+
+/// A server with a completed turn behind it and, running: a streamed `sleep 600` started with
+/// `process/spawn`, and a second turn whose command is `sleep 600`. Returns the server, its
+/// client, the thread id, and the process groups of everything the server started.
+async fn busy_server(test: &str) -> (AppServer, Client, String, BTreeSet<u32>) {
+    let (server, mut client) = server_with_a_sleeper(Launch::new(test)).await;
 
     let started = client
         .ok(2, "thread/start", json!({"approvalPolicy": "never"}))
@@ -207,26 +214,10 @@ async fn sigint_with_stdin_open() {
 /// earlier, and the process it had started does not outlive it (its watchdog kills it).
 #[tokio::test]
 async fn a_shutdown_that_never_finishes_is_reported_and_ended_at_its_deadline() {
-    let (server, client) = Launch::new("shutdown_wedged")
-        .env("TANDEM_FAULT_WEDGE_SHUTDOWN", "1")
-        .args(["app-server"])
-        .stdio();
-    let mut client = Client::Stdio(client);
-    client.initialize(true).await;
-    let spawned = client
-        .ok(
-            1,
-            "process/spawn",
-            json!({
-                "processHandle": "sleeper",
-                "command": ["sleep", "600"],
-                "cwd": std::env::temp_dir(),
-                "streamStdoutStderr": true,
-                "timeoutMs": null,
-            }),
-        )
-        .await;
-    assert_eq!(spawned, json!({}));
+    let (server, client) = server_with_a_sleeper(
+        Launch::new("shutdown_wedged").env("TANDEM_FAULT_WEDGE_SHUTDOWN", "1"),
+    )
+    .await;
     let marker = server.marker.clone();
     let since = Instant::now();
     server.signal(Signal::SIGTERM);
