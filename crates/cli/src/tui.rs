@@ -71,10 +71,23 @@ async fn execute(args: TuiArgs, global: GlobalOptions) -> Result<i32, SessionErr
     options.limits.transcript_entries = args.transcript_limit.max(1);
     options.frame_interval = Duration::from_secs(1) / args.max_fps;
     let received = Cell::new(None);
+    // The signals are taken on a task of their own: the UI writes to the terminal on this
+    // thread, and a terminal nobody reads any more (a frozen emulator, a lost connection that
+    // did not hang up) blocks that write, which would leave a signal unseen for ever. The
+    // task arms the shutdown deadline, which ends tandem if the UI never gets to stop.
+    let (signalled, on_signal) = tokio::sync::oneshot::channel();
+    let watcher = tokio::spawn(async move {
+        let signal = signals.recv().await;
+        crate::shutdown_deadline::arm("tui", crate::shutdown_deadline::SESSION);
+        let _ = signalled.send(signal);
+    });
     let outcome = tandem_tui::run_in_terminal(client.clone(), options, async {
-        received.set(Some(signals.recv().await));
+        if let Ok(signal) = on_signal.await {
+            received.set(Some(signal));
+        }
     })
     .await;
+    watcher.abort();
     crate::shutdown_deadline::arm("tui", crate::shutdown_deadline::SESSION);
     client.close().await;
     Ok(match (outcome, received.get()) {

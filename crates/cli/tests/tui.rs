@@ -311,3 +311,71 @@ fn a_panic_of_a_task_restores_the_terminal_and_stops_the_app() {
         "{screen}"
     );
 }
+
+/// `tandem tui` on a terminal that nobody reads any more (a pseudo-terminal whose master side
+/// the test never reads, as a frozen emulator leaves it): resizes make it redraw the whole
+/// screen until a write to the terminal blocks its thread. SIGTERM is still taken, and the
+/// shutdown deadline (shortened for the test) ends tandem with 70 instead of leaving it blocked
+/// for ever, as it did when the signal was awaited on the thread that writes.
+#[test]
+fn tui_on_a_terminal_nobody_reads_still_ends_on_sigterm() {
+    use std::os::unix::process::CommandExt as _;
+
+    let start_size = nix::pty::Winsize {
+        ws_row: 200,
+        ws_col: 300,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let pty = nix::pty::openpty(Some(&start_size), None).expect("a pseudo-terminal");
+    let slave = |pty: &nix::pty::OpenptyResult| Stdio::from(pty.slave.try_clone().expect("dup"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tandem"))
+        .arg("tui")
+        .env("TANDEM_HOME", home())
+        .env("TERM", "xterm-256color")
+        .env("TANDEM_FAULT_SHUTDOWN_DEADLINE_MS", "1500")
+        .env_remove("TANDEM_LOG")
+        .stdin(slave(&pty))
+        .stdout(slave(&pty))
+        .stderr(slave(&pty))
+        .process_group(0)
+        .spawn()
+        .expect("tandem starts");
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid fits i32"));
+    let main_thread_waits = || {
+        std::fs::read_to_string(format!("/proc/{}/wchan", child.id()))
+            .is_ok_and(|at| at == "wait_woken" || at.contains("tty_write"))
+    };
+    let since = Instant::now();
+    let mut redraws = 0u16;
+    while !main_thread_waits() {
+        assert!(
+            since.elapsed() < DEADLINE,
+            "tandem tui never blocked on its terminal"
+        );
+        // Two sizes in turn: each change is a full redraw of 60 000 cells.
+        let winsize = rustix::termios::Winsize {
+            ws_row: 200 + redraws % 2,
+            ws_col: 300 - redraws % 2,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        rustix::termios::tcsetwinsize(&pty.master, winsize).expect("resize");
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGWINCH);
+        redraws += 1;
+        thread::sleep(Duration::from_millis(100));
+    }
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal tandem");
+    let since = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if since.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("tandem tui did not end on SIGTERM while its terminal was not read");
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(70), "{status:?}");
+}
