@@ -77,7 +77,9 @@ Reconnecting clients:
 
 Environment:
   TANDEM_HOME  the server's home directory (threads database, config.toml)
-  TANDEM_LOG   a tracing filter for tandem's logs on stderr (default: warn)
+  TANDEM_LOG   a tracing filter for tandem's logs on stderr (default: warn). A thread of
+               their own writes them from a 1 MiB queue: a stderr nobody reads costs the
+               lines past it (counted, and reported once stderr is read), never the server
 
 Examples:
   tandem app-server

@@ -92,6 +92,10 @@ enum Command {
 /// The environment variable holding a `tracing` filter for tandem's own logs (e.g. `debug`).
 const LOG_ENV: &str = "TANDEM_LOG";
 
+/// How long an exit waits for the log lines still queued (a stderr that stalled holds it no
+/// longer).
+const LOG_FLUSH_AT_EXIT: std::time::Duration = std::time::Duration::from_millis(250);
+
 fn main() {
     // A re-execution of this binary as a helper of the server (its watchdog) runs that job
     // and exits here, before any runtime or logging is set up.
@@ -151,6 +155,8 @@ fn main() {
         Command::Tui { args, global } => runtime.block_on(tui::run(args, cli.global.then(global))),
         Command::Mcp { args, global } => runtime.block_on(mcp::run(args, cli.global.then(global))),
     };
+    // The last log lines leave, unless stderr stalled.
+    stderr_without_waiting::LogWriter::get().flush_for(LOG_FLUSH_AT_EXIT);
     // Exit without dropping the runtime: a task blocked reading a terminal (stdin forwarding)
     // would otherwise hold the exit until the user pressed a key.
     std::process::exit(code);
@@ -158,7 +164,9 @@ fn main() {
 
 /// Logs go to stderr, filtered by `TANDEM_LOG`; without it the command's `default` filter
 /// applies (`off` for `exec`, so the command's stderr is not mixed with tandem's diagnostics).
-/// Never to stdout: it is the conversation, or the stdio transport's wire.
+/// Never to stdout: it is the conversation, or the stdio transport's wire. Lines are written by
+/// a thread of their own, never by the thread that logs; a stderr that stalls costs the lines
+/// past a bounded queue, counted and reported (`stderr_without_waiting`).
 ///
 /// With `--trace-file PATH` the wire trace (target `tandem::wire`, every JSON message in and
 /// out per connection) also goes to PATH, whatever `TANDEM_LOG` says; `TANDEM_LOG` alone can
@@ -171,7 +179,7 @@ fn init_logging(default: &str, trace_file: Option<&std::path::Path>) -> Result<(
 
     let filter = EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new(default));
     let stderr = fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(stderr_without_waiting::Logs)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_filter(filter);
     let trace = match trace_file {

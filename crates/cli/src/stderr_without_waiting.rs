@@ -1,9 +1,20 @@
-//! Messages to tandem's stderr for moments that must not wait for a reader: a second Ctrl-C of
-//! `tandem exec`, a shutdown that passed its deadline. A plain `eprintln!` blocks while stderr
-//! is a pipe nobody reads or a terminal stopped by flow control, and such an exit would then
-//! hang on its own message; these writes drop the message instead.
+//! Writes to tandem's stderr that must not wait for a reader: a second Ctrl-C of `tandem
+//! exec`, a shutdown that passed its deadline, and the logs. A plain `eprintln!` blocks while
+//! stderr is a pipe nobody reads or a terminal stopped by flow control: such an exit would hang
+//! on its own message, and a log line would hold the runtime worker that wrote it, then (std's
+//! stderr lock) every other worker that logs: a client that launches `tandem app-server` with
+//! a stderr pipe it never reads would stall the whole server once the pipe filled.
+//!
+//! So the one-off messages are written only if they can be at once ([`say`]), and the logs go
+//! through [`LogWriter`]: a queue of at most [`LOG_QUEUE_BYTES`] that a thread of its own
+//! writes out. A burst waits there for a slow reader; a reader that stalls costs only the
+//! lines past the bound, which are counted and reported once stderr takes lines again.
 
+use std::collections::VecDeque;
+use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
+use std::sync::{Condvar, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use rustix::fs::{FileType, Mode, OFlags};
 
@@ -43,5 +54,158 @@ fn write_once_nonblocking(fd: BorrowedFd<'_>, bytes: &[u8]) {
     );
     if let Ok(own) = reopened {
         let _ = rustix::io::write(&own, bytes);
+    }
+}
+
+/// Log bytes waiting for stderr at most: beyond it, a line is dropped and counted.
+pub(crate) const LOG_QUEUE_BYTES: usize = 1 << 20;
+
+/// The lines waiting for the log thread.
+#[derive(Default)]
+struct LogQueue {
+    lines: VecDeque<Vec<u8>>,
+    bytes: usize,
+    /// Lines dropped since the log thread last took the queue.
+    dropped: u64,
+    /// The log thread is writing what it took.
+    writing: bool,
+}
+
+/// tandem's log writer (a `tracing_subscriber` `MakeWriter`): each formatted line joins a
+/// queue bounded in bytes, and a thread of its own (started with the first line) writes the
+/// queue to stderr, where it may block as long as the reader likes. A line that does not fit
+/// is dropped and counted, and the thread writes how many were dropped before the lines that
+/// follow them.
+pub(crate) struct LogWriter {
+    queue: Mutex<LogQueue>,
+    /// Signalled when lines arrive (for the thread) and when the queue empties (for
+    /// [`LogWriter::flush_for`]).
+    changed: Condvar,
+    thread: OnceLock<()>,
+}
+
+impl LogWriter {
+    /// The process's log writer.
+    pub(crate) fn get() -> &'static Self {
+        static WRITER: OnceLock<LogWriter> = OnceLock::new();
+        WRITER.get_or_init(|| Self {
+            queue: Mutex::new(LogQueue::default()),
+            changed: Condvar::new(),
+            thread: OnceLock::new(),
+        })
+    }
+
+    /// Queues one formatted line, or counts it dropped.
+    fn queue_line(&'static self, line: &[u8]) {
+        self.thread.get_or_init(|| {
+            let spawned = std::thread::Builder::new()
+                .name("tandem-log".into())
+                .spawn(move || self.write_out());
+            if let Err(error) = spawned {
+                // Nothing can write the logs: they are dropped (and counted) from now on.
+                say(&format!(
+                    "tandem: cannot start the log thread ({error}); logs are dropped\n"
+                ));
+            }
+        });
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        if queue.bytes + line.len() > LOG_QUEUE_BYTES {
+            queue.dropped += 1;
+            return;
+        }
+        queue.bytes += line.len();
+        queue.lines.push_back(line.to_vec());
+        self.changed.notify_all();
+    }
+
+    /// The log thread: takes what is queued and writes it, blocking on stderr for as long as
+    /// its reader takes.
+    fn write_out(&self) {
+        let stderr = rustix::stdio::stderr();
+        loop {
+            let (lines, dropped) = {
+                let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+                queue.writing = false;
+                self.changed.notify_all();
+                while queue.lines.is_empty() && queue.dropped == 0 {
+                    queue = self
+                        .changed
+                        .wait(queue)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+                queue.writing = true;
+                queue.bytes = 0;
+                (
+                    std::mem::take(&mut queue.lines),
+                    std::mem::take(&mut queue.dropped),
+                )
+            };
+            if dropped > 0 {
+                let notice =
+                    format!("tandem: {dropped} log line(s) dropped: stderr was not being read\n");
+                write_all(stderr, notice.as_bytes());
+            }
+            for line in lines {
+                write_all(stderr, &line);
+            }
+        }
+    }
+
+    /// Waits until the queued lines are written, for at most `limit` (a process about to exit
+    /// lets its last lines out, but not past a reader that stalled).
+    pub(crate) fn flush_for(&self, limit: Duration) {
+        let until = Instant::now() + limit;
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        while self.thread.get().is_some()
+            && (queue.writing || !queue.lines.is_empty() || queue.dropped > 0)
+        {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            queue = self
+                .changed
+                .wait_timeout(queue, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+}
+
+/// Writes all of `bytes` to `fd`, blocking; gives up on an error (stderr closed: nothing more
+/// can be said there).
+fn write_all(fd: BorrowedFd<'_>, mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        match rustix::io::write(fd, bytes) {
+            Ok(0) => return,
+            Ok(written) => bytes = &bytes[written..],
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// One log line on its way: `tracing_subscriber` formats an event and writes it whole.
+pub(crate) struct LogLine(&'static LogWriter);
+
+impl io::Write for LogLine {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.queue_line(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The `MakeWriter` of the logs: every line goes to [`LogWriter::get`].
+pub(crate) struct Logs;
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
+    type Writer = LogLine;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        LogLine(LogWriter::get())
     }
 }
