@@ -57,18 +57,20 @@ fn write_once_nonblocking(fd: BorrowedFd<'_>, bytes: &[u8]) {
     }
 }
 
-/// Log bytes waiting for stderr at most: beyond it, a line is dropped and counted.
+/// Log bytes held at most, queued or being written: beyond it, a line is dropped and counted
+/// (one line alone may be longer).
 pub(crate) const LOG_QUEUE_BYTES: usize = 1 << 20;
 
 /// The lines waiting for the log thread.
 #[derive(Default)]
 struct LogQueue {
     lines: VecDeque<Vec<u8>>,
+    /// Bytes of the lines queued and of those the log thread took and has not written yet:
+    /// a batch blocked on a stalled reader still counts against the bound.
     bytes: usize,
-    /// Lines dropped since the log thread last took the queue.
+    /// Lines dropped (no room, or a failed write) and not yet told of: the notice goes out
+    /// before the next lines.
     dropped: u64,
-    /// The log thread is writing what it took.
-    writing: bool,
 }
 
 /// tandem's log writer (a `tracing_subscriber` `MakeWriter`): each formatted line joins a
@@ -109,7 +111,9 @@ impl LogWriter {
             }
         });
         let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        if queue.bytes + line.len() > LOG_QUEUE_BYTES {
+        // A line longer than the bound (the wire trace of a large message) is still taken when
+        // nothing else is held: it exists already, formatted, and the reader keeps up.
+        if queue.bytes > 0 && queue.bytes + line.len() > LOG_QUEUE_BYTES {
             queue.dropped += 1;
             return;
         }
@@ -125,29 +129,40 @@ impl LogWriter {
         loop {
             let (lines, dropped) = {
                 let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-                queue.writing = false;
-                self.changed.notify_all();
-                while queue.lines.is_empty() && queue.dropped == 0 {
+                // Dropped lines are told of before the next lines, so only lines wake it.
+                while queue.lines.is_empty() {
                     queue = self
                         .changed
                         .wait(queue)
                         .unwrap_or_else(PoisonError::into_inner);
                 }
-                queue.writing = true;
-                queue.bytes = 0;
                 (
                     std::mem::take(&mut queue.lines),
                     std::mem::take(&mut queue.dropped),
                 )
             };
+            // Lines a write failed on (a full disk under the daemon's log) are dropped too, and
+            // told of once stderr takes lines again.
+            let mut failed = 0;
             if dropped > 0 {
-                let notice =
-                    format!("tandem: {dropped} log line(s) dropped: stderr was not being read\n");
-                write_all(stderr, notice.as_bytes());
+                let notice = format!(
+                    "tandem: {dropped} log line(s) dropped: stderr was not being read or could \
+                     not be written\n"
+                );
+                if !write_all(stderr, notice.as_bytes()) {
+                    failed += dropped;
+                }
             }
+            let held: usize = lines.iter().map(Vec::len).sum();
             for line in lines {
-                write_all(stderr, &line);
+                if !write_all(stderr, &line) {
+                    failed += 1;
+                }
             }
+            let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+            queue.bytes -= held;
+            queue.dropped += failed;
+            self.changed.notify_all();
         }
     }
 
@@ -156,9 +171,7 @@ impl LogWriter {
     pub(crate) fn flush_for(&self, limit: Duration) {
         let until = Instant::now() + limit;
         let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        while self.thread.get().is_some()
-            && (queue.writing || !queue.lines.is_empty() || queue.dropped > 0)
-        {
+        while self.thread.get().is_some() && queue.bytes > 0 {
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return;
@@ -172,17 +185,17 @@ impl LogWriter {
     }
 }
 
-/// Writes all of `bytes` to `fd`, blocking; gives up on an error (stderr closed: nothing more
-/// can be said there).
-fn write_all(fd: BorrowedFd<'_>, mut bytes: &[u8]) {
+/// Writes all of `bytes` to `fd`, blocking; whether it could (an error gives up on them).
+fn write_all(fd: BorrowedFd<'_>, mut bytes: &[u8]) -> bool {
     while !bytes.is_empty() {
         match rustix::io::write(fd, bytes) {
-            Ok(0) => return,
+            Ok(0) => return false,
             Ok(written) => bytes = &bytes[written..],
             Err(rustix::io::Errno::INTR) => {}
-            Err(_) => return,
+            Err(_) => return false,
         }
     }
+    true
 }
 
 /// One log line on its way: `tracing_subscriber` formats an event and writes it whole.

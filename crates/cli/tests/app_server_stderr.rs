@@ -3,7 +3,7 @@
 //! queue are dropped instead of blocking its workers, and once stderr is read again it says
 //! how many it dropped.
 
-mod pipes;
+mod stalled;
 
 use std::io::{BufRead, BufReader, Read as _, Write as _};
 use std::process::{Command, Stdio};
@@ -19,7 +19,7 @@ const DEADLINE: Duration = Duration::from_secs(30);
 fn a_stderr_nobody_reads_never_stalls_the_server() {
     let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("tandem-stderr-{}", std::process::id()));
-    let (reader, writer) = pipes::full_pipe();
+    let (reader, writer) = stalled::full_pipe();
     let mut child = Command::new(env!("CARGO_BIN_EXE_tandem"))
         .args(["app-server"])
         .env("TANDEM_HOME", &home)

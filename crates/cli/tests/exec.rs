@@ -5,7 +5,7 @@
 //! Processes are found in `/proc` by an environment variable unique to each run, which tandem
 //! passes on to the command and every descendant inherits.
 
-mod pipes;
+mod stalled;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
@@ -58,22 +58,6 @@ fn eventually(limit: Duration, what: &str, mut condition: impl FnMut() -> bool) 
     }
 }
 
-/// Waits for `child` until `limit`, killing it and failing the test past that.
-fn wait_with_deadline(child: &mut Child, limit: Duration) -> ExitStatus {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("tandem did not exit within {limit:?}");
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-}
-
 struct Finished {
     status: ExitStatus,
     stdout: Vec<u8>,
@@ -119,7 +103,7 @@ fn run(command: &mut Command, input: Option<&'static [u8]>) -> Finished {
     }
     let stdout = drain(child.stdout.take().expect("stdout"));
     let stderr = drain(child.stderr.take().expect("stderr"));
-    let status = wait_with_deadline(&mut child, DEADLINE);
+    let status = stalled::wait_with_deadline(&mut child, DEADLINE);
     Finished {
         status,
         stdout: stdout.join().expect("stdout reader"),
@@ -189,7 +173,7 @@ fn exec_relays_exactly_100_mib_of_yes_through_head() {
             total += n as u64;
         }
     });
-    let status = wait_with_deadline(&mut child, DEADLINE);
+    let status = stalled::wait_with_deadline(&mut child, DEADLINE);
     let total = reader.join().expect("stdout reader");
     let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
     assert_eq!(total, 100 * 1024 * 1024, "stderr: {stderr}");
@@ -384,7 +368,7 @@ fn exec_ctrl_c_kills_the_command_group_and_exits_137() {
 
     let pid = nix::unistd::Pid::from_raw(i32::try_from(tandem_pid).unwrap());
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("send SIGINT");
-    let status = wait_with_deadline(&mut child, Duration::from_secs(10));
+    let status = stalled::wait_with_deadline(&mut child, Duration::from_secs(10));
     let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
     assert_eq!(status.code(), Some(137), "stderr: {stderr}");
     eventually(Duration::from_secs(3), "the whole group is gone", || {
@@ -429,7 +413,7 @@ fn exec_signals_still_work_while_nobody_reads_its_output() {
         "tandem waits for its reader"
     );
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("send SIGTERM again");
-    let status = wait_with_deadline(&mut child, Duration::from_secs(10));
+    let status = stalled::wait_with_deadline(&mut child, Duration::from_secs(10));
     let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
     assert_eq!(status.code(), Some(130), "stderr: {stderr}");
     assert!(stderr.contains("interrupted again"), "{stderr}");
@@ -448,7 +432,7 @@ fn exec_says_why_when_its_output_cannot_be_written() {
         .spawn()
         .expect("spawn tandem");
     let stderr = drain(child.stderr.take().expect("stderr"));
-    let status = wait_with_deadline(&mut child, DEADLINE);
+    let status = stalled::wait_with_deadline(&mut child, DEADLINE);
     let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
     assert_eq!(status.code(), Some(141), "{stderr}");
     assert!(
@@ -468,7 +452,7 @@ fn exec_says_why_when_its_output_cannot_be_written() {
 fn exec_whose_output_fails_while_its_stderr_is_full_still_kills_and_answers_signals() {
     let marker = new_marker("full-stalled");
     let full = dev_full();
-    let (reader, writer) = pipes::full_pipe();
+    let (reader, writer) = stalled::full_pipe();
     let dir = tempfile::tempdir().expect("a directory for the flag");
     let flag = dir.path().join("started");
     let script = format!("touch '{}' && exec yes", flag.display());
@@ -502,7 +486,7 @@ fn exec_closing_notices_wait_for_a_reader_but_not_past_a_second_signal() {
     let dir = tempfile::tempdir().expect("a directory for the flag");
     let flag = dir.path().join("done");
     let script = format!("head -c 100 /dev/zero; touch '{}'", flag.display());
-    let (reader, writer) = pipes::full_pipe();
+    let (reader, writer) = stalled::full_pipe();
     let mut child = tandem(&marker)
         .args(["exec", "--cap", "10", "--", "sh", "-c", &script])
         .stdout(Stdio::null())
@@ -520,7 +504,7 @@ fn exec_closing_notices_wait_for_a_reader_but_not_past_a_second_signal() {
     assert_eq!(terminated(&mut child).code(), Some(130));
     // Read, the notice gets out: the same run without signals ends with the command's code.
     drop(reader);
-    let (reader, writer) = pipes::full_pipe();
+    let (reader, writer) = stalled::full_pipe();
     let mut child = tandem(&marker)
         .args([
             "exec",
@@ -537,7 +521,7 @@ fn exec_closing_notices_wait_for_a_reader_but_not_past_a_second_signal() {
         .spawn()
         .expect("spawn tandem");
     let stderr = drain(std::fs::File::from(reader));
-    let status = wait_with_deadline(&mut child, DEADLINE);
+    let status = stalled::wait_with_deadline(&mut child, DEADLINE);
     let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
     assert_eq!(status.code(), Some(0));
     assert!(
@@ -643,7 +627,7 @@ fn exec_tty_ctrl_c_is_the_commands_keystroke_and_it_exits_130() {
     use std::io::Write;
     stdin.write_all(b"\x03").expect("Ctrl-C typed");
     stdin.flush().expect("flushed");
-    let status = wait_with_deadline(&mut child, Duration::from_secs(10));
+    let status = stalled::wait_with_deadline(&mut child, Duration::from_secs(10));
     assert_eq!(status.code(), Some(130));
 }
 
@@ -713,7 +697,7 @@ fn exec_whose_shutdown_never_finishes_exits_at_its_deadline() {
 #[test]
 fn exec_reporting_a_failed_start_to_a_stderr_nobody_reads_still_answers_sigterm() {
     let marker = new_marker("failed-start-full-stderr");
-    let (_reader, writer) = pipes::full_pipe();
+    let (_reader, writer) = stalled::full_pipe();
     let mut child = tandem(&marker)
         .args(["exec", "--", "/nonexistent/tandem-test-program"])
         .stdout(Stdio::null())

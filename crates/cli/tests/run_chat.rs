@@ -3,7 +3,7 @@
 //! in-process reference server and its scripted agent, and against a real `tandem app-server`
 //! spawned over stdio (`--spawn`) or listening on a websocket (`--connect`).
 
-mod pipes;
+mod stalled;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt as _;
@@ -702,17 +702,7 @@ fn sigterm_while_blocked_in_a_write(child: &mut Child) -> std::process::ExitStat
     }
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid fits i32"));
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal tandem");
-    let since = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            return status;
-        }
-        if since.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            panic!("tandem did not stop on SIGTERM while blocked in a write");
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
+    stalled::wait_with_deadline(child, Duration::from_secs(20))
 }
 
 /// SIGTERM to `tandem run` while it is blocked writing to a stderr nobody reads (a full pipe;
@@ -722,7 +712,7 @@ fn sigterm_while_blocked_in_a_write(child: &mut Child) -> std::process::ExitStat
 #[test]
 fn run_blocked_on_a_stderr_nobody_reads_still_stops_on_sigterm() {
     let home = home();
-    let (_reader, writer) = pipes::full_pipe();
+    let (_reader, writer) = stalled::full_pipe();
     let mut command = tandem(&home);
     command
         .args(["run", "--json", "/sleep 60000"])
@@ -737,7 +727,7 @@ fn run_blocked_on_a_stderr_nobody_reads_still_stops_on_sigterm() {
 #[test]
 fn chat_blocked_on_a_stdout_nobody_reads_still_stops_on_sigterm() {
     let home = home();
-    let (_reader, writer) = pipes::full_pipe();
+    let (_reader, writer) = stalled::full_pipe();
     let mut command = tandem(&home);
     command
         .arg("chat")

@@ -6,6 +6,8 @@
 //! loop or of one of its tasks, leaves the shell's terminal restored. Every wait has a
 //! deadline. Skips (saying so) where tmux is not installed; `.ci/run` installs it.
 
+mod stalled;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -366,16 +368,6 @@ fn tui_on_a_terminal_nobody_reads_still_ends_on_sigterm() {
         thread::sleep(Duration::from_millis(100));
     }
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal tandem");
-    let since = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if since.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            panic!("tandem tui did not end on SIGTERM while its terminal was not read");
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
+    let status = stalled::wait_with_deadline(&mut child, Duration::from_secs(20));
     assert_eq!(status.code(), Some(70), "{status:?}");
 }

@@ -46,6 +46,8 @@
 
 mod catalog;
 pub mod config;
+#[cfg(test)]
+mod lock_waits;
 pub mod options;
 pub mod server;
 mod threads;

@@ -5,7 +5,7 @@
 //! (`app_server_postgres_restart`, one run in thirty), and the server never exited on SIGTERM.
 
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 use tandem_host::MessageProcessor;
@@ -57,17 +57,12 @@ async fn shutdown_never_holds_the_loaded_set_while_it_waits_for_a_thread() {
     let thread = threads.loaded(&thread_id).expect("loaded");
 
     let state = thread.state();
+    // The shutdown blocks on the thread's state, held here.
     let shutdown = {
         let threads = Arc::clone(&threads);
-        std::thread::spawn(move || threads.shutdown().len())
+        crate::lock_waits::spawn_until_blocked(PROMPT, move || threads.shutdown().len())
     };
-    let deadline = Instant::now() + PROMPT;
-    while !threads.is_stopping() {
-        assert!(Instant::now() < deadline, "the shutdown did not start");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    // The shutdown's next step is the thread's state, held here; it gets there in far less.
-    std::thread::sleep(Duration::from_millis(50));
+    assert!(threads.is_stopping());
     let (answer, answered) = std::sync::mpsc::channel();
     let probe = {
         let threads = Arc::clone(&threads);

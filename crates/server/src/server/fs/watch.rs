@@ -464,12 +464,13 @@ mod tests {
         let os = Arc::new(Mutex::new(Os::default()));
         lock(&os).counts.insert(PathBuf::from("/w"), 1);
         let held = lock(&watch.os_paths);
+        // The unwatch blocks on the watch's paths, held here.
         let unwatching = {
             let (watch, os) = (Arc::clone(&watch), Arc::clone(&os));
-            std::thread::spawn(move || release_os_paths(&watch, &os))
+            crate::lock_waits::spawn_until_blocked(std::time::Duration::from_secs(10), move || {
+                release_os_paths(&watch, &os)
+            })
         };
-        // The unwatch's first step is the watch's paths, held here; it gets there in far less.
-        std::thread::sleep(std::time::Duration::from_millis(50));
         let (answer, answered) = std::sync::mpsc::channel();
         let probe = {
             let os = Arc::clone(&os);
