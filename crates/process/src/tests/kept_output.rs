@@ -31,8 +31,9 @@ async fn captured_output_is_bounded_even_without_a_request_cap() {
         MAX,
         "stdout and stderr share one bound"
     );
-    // stdout wrote first and took the whole budget; stderr then kept nothing.
-    assert_eq!(exited.stdout.len(), MAX);
+    // Which stream takes the budget is up to the scheduler: the child's pipes hold all it
+    // writes, so both readers can be racing for it at once. Either way each stream lost bytes
+    // and says so.
     assert!(exited.stdout_cap_reached && exited.stderr_cap_reached);
 
     // Under the bound nothing is flagged, and a request cap below the bound still applies.
