@@ -472,7 +472,12 @@ async fn a_turn_command_keeps_no_more_output_than_the_server_bound() {
     assert_eq!(item["exitCode"], 0, "{item}");
     let output = item["aggregatedOutput"].as_str().expect("aggregatedOutput");
     assert_eq!(output.len(), MAX, "stdout and stderr share the bound");
-    assert!(output.starts_with("a\na\n"), "{output}");
+    // The kept bytes are the start of a stream; which stream's reader takes the shared bound
+    // first is up to the scheduler, as both fit in the child's pipes.
+    assert!(
+        output.starts_with("a\na\n") || output.starts_with("b\nb\n"),
+        "{output}"
+    );
     client
         .notification("turn/completed", |params| params["threadId"] == thread_id)
         .await;

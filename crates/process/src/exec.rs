@@ -21,7 +21,7 @@ use tandem_protocol::{
 };
 
 use super::error::ProcessError;
-use super::manager::{ProcessManager, SpawnedProcess};
+use super::manager::{ProcessManager, SpawnedProcess, StdinWrite};
 use super::plan::{SpawnPlan, check_size};
 use super::{DEFAULT_OUTPUT_BYTES_CAP, DEFAULT_PTY_SIZE, DEFAULT_TIMEOUT, ProcessEventSink};
 
@@ -109,6 +109,11 @@ impl ExecError {
             }
         }
     }
+}
+
+/// A manager error about the `command/exec` child `process_id`, as that request answers it.
+pub(crate) fn exec_error(error: ProcessError, process_id: &str) -> JSONRPCErrorError {
+    ExecError::from_process(error, process_id).into()
 }
 
 impl From<ExecError> for JSONRPCErrorError {
@@ -262,6 +267,15 @@ impl ProcessManager {
         &self,
         params: CommandExecWriteParams,
     ) -> Result<(), JSONRPCErrorError> {
+        self.exec_stdin_write(params)?.write().await
+    }
+
+    /// The first half of [`Self::exec_write`], as [`ProcessManager::stdin_write`] is of
+    /// `process/writeStdin`: checks the request and finds its child at once.
+    pub fn exec_stdin_write(
+        &self,
+        params: CommandExecWriteParams,
+    ) -> Result<StdinWrite, JSONRPCErrorError> {
         if params.delta.is_none() && !params.close_stdin {
             return Err(ExecError::WriteNeedsInput.into());
         }
@@ -271,9 +285,8 @@ impl ProcessManager {
             delta: params.delta,
             close_stdin: Some(params.close_stdin),
         };
-        self.write_stdin_inner(write)
-            .await
-            .map_err(|error| ExecError::from_process(error, &process_id).into())
+        self.stdin_write_for(write, Some(process_id.clone()))
+            .map_err(|error| exec_error(error, &process_id))
     }
 
     /// `command/exec/terminate`: kills the child's process group (its session under a PTY);

@@ -90,7 +90,7 @@ mod tests;
 pub use exec::ExecRequest;
 pub use guard::enable_watchdog;
 pub use guarded::GuardedGroup;
-pub use manager::{ProcessManager, SpawnedProcess};
+pub use manager::{ProcessManager, SpawnedProcess, StdinWrite};
 pub use screen::PtyScreen;
 
 /// Post-exit budget for each stream to reach EOF (descendants may hold the pipe open). Time

@@ -144,6 +144,89 @@ struct StdinPort {
     writer: tokio::sync::Mutex<Option<InputWriter>>,
 }
 
+/// A stdin write whose process was found when its request arrived ([`ProcessManager::stdin_write`]);
+/// [`Self::write`] does it.
+pub struct StdinWrite {
+    entry: Arc<ProcessEntry>,
+    handle: String,
+    bytes: Bytes,
+    close: bool,
+    /// The `command/exec` process id, when the write is a `command/exec/write`.
+    exec_id: Option<String>,
+}
+
+impl fmt::Debug for StdinWrite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StdinWrite")
+            .field("handle", &self.handle)
+            .field("bytes", &self.bytes.len())
+            .field("close", &self.close)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StdinWrite {
+    /// Writes the bytes, then closes stdin if asked. Waits for the child to accept them (pipe
+    /// backpressure); answers `is no longer running` if the child has exited or exits meanwhile.
+    pub async fn write(self) -> Result<(), JSONRPCErrorError> {
+        let exec_id = self.exec_id.clone();
+        self.write_inner().await.map_err(|error| match exec_id {
+            Some(process_id) => crate::exec::exec_error(error, &process_id),
+            None => error.into(),
+        })
+    }
+
+    async fn write_inner(self) -> Result<(), ProcessError> {
+        let Self {
+            entry,
+            handle,
+            bytes,
+            close,
+            ..
+        } = self;
+        let mut exited = entry.exited.clone();
+        // Found while running, but an earlier write to the same handle may have waited until
+        // the child was gone.
+        if *exited.borrow_and_update() {
+            return Err(ProcessError::NoLongerRunning(handle));
+        }
+        let port = entry.stdin.as_ref().ok_or(ProcessError::StdinNotStreamed)?;
+        // A closed stdin answers at once, without the lock that a blocked write may hold.
+        if port.closed.load(Ordering::Acquire) {
+            return if bytes.is_empty() {
+                Ok(())
+            } else {
+                Err(ProcessError::StdinClosed)
+            };
+        }
+        let result = tokio::select! {
+            biased;
+            result = port.write(&bytes, close) => result,
+            _ = exited.wait_for(|exited| *exited) => {
+                return Err(ProcessError::NoLongerRunning(handle));
+            }
+        };
+        match result {
+            Ok(()) => Ok(()),
+            Err(StdinFailure::Closed) => Err(ProcessError::StdinClosed),
+            Err(StdinFailure::Io(error)) => {
+                // EPIPE/EIO usually means the child is going away; prefer saying so.
+                let exiting = tokio::time::timeout(
+                    STDIN_FAILURE_EXIT_GRACE,
+                    exited.wait_for(|exited| *exited),
+                )
+                .await
+                .is_ok();
+                if exiting {
+                    Err(ProcessError::NoLongerRunning(handle))
+                } else {
+                    Err(ProcessError::StdinWriteFailed(error.to_string()))
+                }
+            }
+        }
+    }
+}
+
 /// Why a stdin write did not happen.
 #[derive(Debug, thiserror::Error)]
 enum StdinFailure {
@@ -438,13 +521,28 @@ impl ProcessManager {
         &self,
         params: ProcessWriteStdinParams,
     ) -> Result<(), JSONRPCErrorError> {
-        Ok(self.write_stdin_inner(params).await?)
+        self.stdin_write(params)?.write().await
     }
 
-    pub(crate) async fn write_stdin_inner(
+    /// The first half of [`Self::write_stdin`], for a server that answers each write on a task
+    /// of its own: checks the request and finds its process at once, in the order the requests
+    /// came. A `process/kill` sent after the write then cannot overtake it before the write has
+    /// found its process: the write is answered `is no longer running` (the process it was
+    /// sent to is gone), never `no active process` (which says the handle was never there).
+    pub fn stdin_write(
         &self,
         params: ProcessWriteStdinParams,
-    ) -> Result<(), ProcessError> {
+    ) -> Result<StdinWrite, JSONRPCErrorError> {
+        Ok(self.stdin_write_for(params, None)?)
+    }
+
+    /// Checks a stdin write and finds its process; `exec_id` names the `command/exec` child
+    /// whose words the write's errors are told in.
+    pub(crate) fn stdin_write_for(
+        &self,
+        params: ProcessWriteStdinParams,
+        exec_id: Option<String>,
+    ) -> Result<StdinWrite, ProcessError> {
         let close = params.close_stdin.unwrap_or(false);
         let bytes = match params.delta {
             None if !close => return Err(ProcessError::WriteStdinNeedsInput),
@@ -453,42 +551,16 @@ impl ProcessManager {
         };
         let handle = params.process_handle;
         let entry = self.running_entry(&handle)?;
-        let port = entry.stdin.as_ref().ok_or(ProcessError::StdinNotStreamed)?;
-
-        // A closed stdin answers at once, without the lock that a blocked write may hold.
-        if port.closed.load(Ordering::Acquire) {
-            return if bytes.is_empty() {
-                Ok(())
-            } else {
-                Err(ProcessError::StdinClosed)
-            };
+        if entry.stdin.is_none() {
+            return Err(ProcessError::StdinNotStreamed);
         }
-        let mut exited = entry.exited.clone();
-        let result = tokio::select! {
-            biased;
-            result = port.write(&bytes, close) => result,
-            _ = exited.wait_for(|exited| *exited) => {
-                return Err(ProcessError::NoLongerRunning(handle));
-            }
-        };
-        match result {
-            Ok(()) => Ok(()),
-            Err(StdinFailure::Closed) => Err(ProcessError::StdinClosed),
-            Err(StdinFailure::Io(error)) => {
-                // EPIPE/EIO usually means the child is going away; prefer saying so.
-                let exiting = tokio::time::timeout(
-                    STDIN_FAILURE_EXIT_GRACE,
-                    exited.wait_for(|exited| *exited),
-                )
-                .await
-                .is_ok();
-                if exiting {
-                    Err(ProcessError::NoLongerRunning(handle))
-                } else {
-                    Err(ProcessError::StdinWriteFailed(error.to_string()))
-                }
-            }
-        }
+        Ok(StdinWrite {
+            entry,
+            handle,
+            bytes,
+            close,
+            exec_id,
+        })
     }
 
     /// `process/kill`: sends `SIGKILL` to the child's whole process group (for a PTY child, its

@@ -27,7 +27,7 @@ use tokio::task::JoinSet;
 
 use crate::config::ServerConfig;
 use crate::options::ServerOptions;
-use crate::process::ProcessManager;
+use crate::process::{ProcessManager, StdinWrite};
 use crate::threads::ThreadService;
 
 mod command_exec;
@@ -254,26 +254,24 @@ impl TandemServer {
     /// on a task of its own: a child that does not read its stdin can hold a write forever.
     fn write_stdin(&self, params: ProcessWriteStdinParams, context: RequestContext) {
         let handle = params.process_handle.clone();
-        self.queue_stdin_write(
-            StdinTable::Process,
-            handle,
-            context,
-            |processes| async move { processes.session().manager.write_stdin(params).await },
-        );
+        let write = self
+            .processes(context.id.connection_id)
+            .session()
+            .manager
+            .stdin_write(params);
+        self.queue_stdin_write(StdinTable::Process, handle, context, write);
     }
 
-    /// Runs `write` once every earlier write to `handle` of `table` is done, on a task of its
-    /// own, and answers `context` with its result.
-    fn queue_stdin_write<F, Fut>(
+    /// Does `write` once every earlier write to `handle` of `table` is done, on a task of its
+    /// own, and answers `context` with its result. `write` found its process when its request
+    /// was read (or failed to), so a later request cannot overtake it in that.
+    fn queue_stdin_write(
         &self,
         table: StdinTable,
         handle: String,
         context: RequestContext,
-        write: F,
-    ) where
-        F: FnOnce(Arc<ConnectionProcesses>) -> Fut + Send + 'static,
-        Fut: std::future::Future<Output = Result<(), JSONRPCErrorError>> + Send,
-    {
+        write: Result<StdinWrite, JSONRPCErrorError>,
+    ) {
         let processes = self.processes(context.id.connection_id);
         let (done, done_signal) = oneshot::channel::<()>();
         let (ticket, previous) = processes.with_stdin_order(table, |order| {
@@ -288,7 +286,10 @@ impl TandemServer {
                 // Resolves when the previous write finished or its task went away.
                 let _ = previous.await;
             }
-            let result = write(Arc::clone(&processes)).await;
+            let result = match write {
+                Ok(write) => write.write().await,
+                Err(error) => Err(error),
+            };
             drop(done);
             processes.forget_stdin_tail(table, &handle, ticket);
             let answer = result.map(|()| EmptyResponse {});

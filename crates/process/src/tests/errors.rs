@@ -3,6 +3,8 @@
 //! was delivered, then free for reuse.
 
 use super::*;
+use crate::ExecRequest;
+use tandem_protocol::{CommandExecParams, CommandExecTerminateParams, CommandExecWriteParams};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spawn_validation_errors_have_exact_text_and_codes() {
@@ -215,4 +217,62 @@ async fn exited_but_undelivered_is_no_longer_running_then_handle_is_reusable() {
     start(&manager, streaming("short", &["echo", "again"]), &sink).await;
     assert_eq!(wait_exited(&sink, PROMPT).await.exit_code, 0);
     assert_eq!(sink.output(ProcessOutputStream::Stdout), b"again\n");
+}
+
+/// A server answers each stdin write on a task of its own, which a later `process/kill` can
+/// overtake. The write found its process when its request was read, so it is answered for
+/// that process (`is no longer running`), even once the handle was released, and not
+/// `no active process`, which would say the client wrote to a handle that never was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_overtaken_by_a_kill_says_its_process_is_no_longer_running() {
+    let manager = ProcessManager::new();
+    let sink = TestSink::open();
+    let mut params = streaming("overtaken", &["sleep", "600"]);
+    params.stream_stdin = Some(true);
+    start(&manager, params, &sink).await;
+    let write = manager
+        .stdin_write(write_params("overtaken", Some(b"x"), None))
+        .expect("found while running");
+    let exec_params: CommandExecParams = serde_json::from_value(serde_json::json!({
+        "command": ["sleep", "600"], "processId": "overtaken-exec", "streamStdin": true,
+    }))
+    .expect("command/exec params");
+    let exec = ExecRequest::new(exec_params, &std::env::temp_dir()).expect("a valid command/exec");
+    let exec_sink = TestSink::open();
+    exec.start(&manager, exec_sink.clone())
+        .expect("started")
+        .start_streaming();
+    let exec_write = manager
+        .exec_stdin_write(CommandExecWriteParams {
+            process_id: "overtaken-exec".to_owned(),
+            delta: Some(Bytes::from_static(b"x")),
+            close_stdin: false,
+        })
+        .expect("found while running");
+
+    manager.kill(kill_params("overtaken")).await.unwrap();
+    assert_eq!(wait_exited(&sink, PROMPT).await.exit_code, 137);
+    eventually(PROMPT, "handle released", || {
+        kill_says_unknown(&manager, "overtaken")
+    })
+    .await;
+    assert_error(
+        within(PROMPT, "the overtaken write", write.write()).await,
+        INVALID_REQUEST,
+        "process \"overtaken\" is no longer running",
+    );
+
+    // The same for `command/exec/write`, in that request's words.
+    manager
+        .exec_terminate(CommandExecTerminateParams {
+            process_id: "overtaken-exec".to_owned(),
+        })
+        .unwrap();
+    wait_exited(&exec_sink, PROMPT).await;
+    // The reference forgets an exited command/exec child, so its words are these.
+    assert_error(
+        within(PROMPT, "the overtaken exec write", exec_write.write()).await,
+        INVALID_REQUEST,
+        "no active command/exec for process id \"overtaken-exec\"",
+    );
 }

@@ -158,9 +158,11 @@ impl TandemServer {
         context: RequestContext,
     ) {
         let handle = params.process_id.clone();
-        self.queue_stdin_write(StdinTable::Exec, handle, context, |processes| async move {
-            processes.exec.exec_write(params).await
-        });
+        let write = self
+            .processes(context.id.connection_id)
+            .exec
+            .exec_stdin_write(params);
+        self.queue_stdin_write(StdinTable::Exec, handle, context, write);
     }
 
     /// Sends an ordinary-lane error from a task of its own: that lane waits while a guaranteed
