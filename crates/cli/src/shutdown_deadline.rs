@@ -15,6 +15,7 @@
 //! processes when it dies are built for (docs/reliability.md, "What dies with the server").
 
 use std::fmt::Write as _;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -49,6 +50,18 @@ const THREADS_REPORTED: usize = 32;
 /// of stdin after a signal) find it armed.
 static ARMED: AtomicBool = AtomicBool::new(false);
 
+/// What the deadline does before it reports and exits, registered by the command
+/// ([`before_exit`]): `tandem tui` gives its terminal back.
+static BEFORE_EXIT: OnceLock<fn()> = OnceLock::new();
+
+/// Has the deadline call `undo` before it reports and exits: what a command would undo on its
+/// way out and an exit skips (a terminal left in raw mode). `undo` runs on the deadline's
+/// thread while the runtime may be stuck, so it must not wait for anything (a lock, a reader).
+/// Only the first registration counts.
+pub(crate) fn before_exit(undo: fn()) {
+    let _ = BEFORE_EXIT.set(undo);
+}
+
 /// Arms the deadline: if `command` is still running `after` from now, the process reports it
 /// and exits with [`EXIT_CODE`]. Only the first call in a process counts; the deadline is never
 /// disarmed, since the process exits once its shutdown is done.
@@ -62,6 +75,10 @@ pub(crate) fn arm(command: &'static str, after: Duration) {
         .name("tandem-deadline".into())
         .spawn(move || {
             std::thread::sleep(after);
+            // First, so that the report is written to the normal screen of a terminal.
+            if let Some(undo) = BEFORE_EXIT.get() {
+                undo();
+            }
             crate::stderr_without_waiting::say(&report(command, after));
             // `exit` rather than a return through the stuck runtime; std's cleanup only takes
             // stdout's lock if it is free.

@@ -76,6 +76,8 @@ async fn execute(args: TuiArgs, global: GlobalOptions) -> Result<i32, SessionErr
     // did not hang up) blocks that write, which would leave a signal unseen for ever. The
     // task arms the shutdown deadline, which ends tandem if the UI never gets to stop.
     let (signalled, on_signal) = tokio::sync::oneshot::channel();
+    // An exit at the deadline skips the UI's own restoring of the terminal.
+    crate::shutdown_deadline::before_exit(tandem_tui::restore_without_waiting);
     let watcher = tokio::spawn(async move {
         let signal = signals.recv().await;
         crate::shutdown_deadline::arm("tui", crate::shutdown_deadline::SESSION);

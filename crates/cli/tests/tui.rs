@@ -370,4 +370,13 @@ fn tui_on_a_terminal_nobody_reads_still_ends_on_sigterm() {
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal tandem");
     let status = stalled::wait_with_deadline(&mut child, Duration::from_secs(20));
     assert_eq!(status.code(), Some(70), "{status:?}");
+    // The exit skipped the UI's own restoring, and the deadline did it: the shell that gets
+    // the terminal back has its line editing and echo, not raw mode.
+    let modes = rustix::termios::tcgetattr(&pty.slave).expect("the terminal's modes");
+    let cooked = rustix::termios::LocalModes::ICANON | rustix::termios::LocalModes::ECHO;
+    assert!(
+        modes.local_modes.contains(cooked),
+        "{:?}",
+        modes.local_modes
+    );
 }

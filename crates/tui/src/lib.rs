@@ -34,7 +34,7 @@ pub use app::{
 pub use composer::Composer;
 pub use markdown::RenderCache;
 pub use pane::{PaneSource, TermPane};
-pub use terminal::{TerminalGuard, restore};
+pub use terminal::{TerminalGuard, restore, restore_without_waiting};
 
 /// Runs the TUI on this process's terminal (stdin and stdout) until the user quits or
 /// `shutdown` resolves. The terminal is restored before this returns, and on a panic; the

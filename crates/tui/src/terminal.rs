@@ -3,13 +3,18 @@
 //! hook (a panic anywhere, before the default hook prints its message on the normal screen).
 //! A panic the runtime survives (in an intake task) has restored the terminal all the same,
 //! so the hook also tells the app to stop: it must not go on drawing on the normal screen.
+//! A process that exits without unwinding (a shutdown past its deadline) restores it with
+//! [`restore_without_waiting`].
 
 use std::io::{self, Write as _};
+use std::os::fd::AsRawFd as _;
 use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use rustix::fs::{Mode, OFlags};
 use tokio::sync::Notify;
 
+use crossterm::Command as _;
 use crossterm::cursor::Show;
 use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
 use crossterm::execute;
@@ -58,6 +63,35 @@ pub fn restore() {
     let _ = execute!(stdout, DisableBracketedPaste, LeaveAlternateScreen, Show);
     let _ = stdout.flush();
     let _ = disable_raw_mode();
+}
+
+/// [`restore`] for a process that is about to exit while its UI may be blocked writing to a
+/// terminal nobody reads (`tandem tui`'s shutdown deadline): raw mode is left at once (setting
+/// the terminal's modes never waits), and the sequences that leave the alternate screen are
+/// written only if the terminal takes them without waiting. Std's stdout is not touched: the
+/// blocked UI holds its lock. Does nothing when not entered (or already restored).
+pub fn restore_without_waiting() {
+    if !ENTERED.swap(false, Ordering::SeqCst) {
+        return;
+    }
+    let _ = disable_raw_mode();
+    let mut sequences = String::new();
+    let _ = DisableBracketedPaste.write_ansi(&mut sequences);
+    let _ = LeaveAlternateScreen.write_ansi(&mut sequences);
+    let _ = Show.write_ansi(&mut sequences);
+    let stdout = rustix::stdio::stdout();
+    if !rustix::termios::isatty(stdout) {
+        return;
+    }
+    // A descriptor of its own, so the shared one's flags stay as they are.
+    let reopened = rustix::fs::open(
+        format!("/proc/self/fd/{}", stdout.as_raw_fd()),
+        OFlags::WRONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    );
+    if let Ok(own) = reopened {
+        let _ = rustix::io::write(&own, sequences.as_bytes());
+    }
 }
 
 /// Set by the panic hook once it has restored the terminal.
