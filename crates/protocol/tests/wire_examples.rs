@@ -74,7 +74,16 @@ fn client_requests_match_protocol_examples() {
                     .as_array()
                     .unwrap()
                     .iter()
-                    .map(|item| json!({"turnId": "t1", "item": item}))
+                    .enumerate()
+                    .map(|(index, item)| {
+                        let (started, completed) = if index == 0 {
+                            (Value::Null, Value::Null)
+                        } else {
+                            (json!(1_764_626_400_000_i64), json!(1_764_626_400_250_i64))
+                        };
+                        json!({"turnId": "t1", "item": item, "startedAtMs": started,
+                               "completedAtMs": completed})
+                    })
                     .collect();
                 json!({"data": entries, "nextCursor": "t1/1", "backwardsCursor": "at:t1/0"})
             },

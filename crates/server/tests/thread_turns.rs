@@ -307,3 +307,72 @@ async fn ask_sets_the_user_input_flag_and_echoes_the_answer() {
     )));
     shutdown(handle).await;
 }
+
+/// `thread/items/list` tells when each item started and completed: the times its
+/// `item/started` and `item/completed` told, for an item stored when it started (a command,
+/// replaced in place when it completes) and for one stored when it completed (the agent's
+/// last message, written with the turn's end). The user's input is stored with its turn,
+/// before it starts: no times. On SQLite, as a server keeps them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listed_items_carry_the_times_their_notifications_told() {
+    let home = home();
+    let mut handle = start(options(home.path(), 60, false)).await;
+    let id = start_thread(
+        &handle,
+        json!({"cwd": home.path(), "approvalPolicy": "never"}),
+    )
+    .await;
+    let mut started = std::collections::HashMap::new();
+    let mut completed = std::collections::HashMap::new();
+    for input in ["/sh echo timed", "hello"] {
+        start_turn(&handle, &id, input).await;
+        loop {
+            match notification(within("events", handle.next_event()).await.expect("event")) {
+                ServerNotification::ItemStarted(note) => {
+                    started.insert(note.item.id().to_owned(), note.started_at_ms);
+                }
+                ServerNotification::ItemCompleted(note) => {
+                    completed.insert(note.item.id().to_owned(), note.completed_at_ms);
+                }
+                ServerNotification::TurnCompleted(_) => break,
+                _ => {}
+            }
+        }
+    }
+    let listed =
+        call::<tandem_protocol::client_methods::ThreadItemsList>(&handle, json!({"threadId": id}))
+            .await;
+    let kinds: Vec<&str> = listed
+        .data
+        .iter()
+        .map(|entry| match entry.item {
+            ThreadItem::UserMessage { .. } => "user",
+            ThreadItem::CommandExecution { .. } => "command",
+            ThreadItem::AgentMessage { .. } => "agent",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["user", "command", "user", "agent"]);
+    for entry in &listed.data {
+        let item_id = entry.item.id();
+        if matches!(entry.item, ThreadItem::UserMessage { .. }) {
+            assert_eq!((entry.started_at_ms, entry.completed_at_ms), (None, None));
+            continue;
+        }
+        assert_eq!(
+            entry.started_at_ms,
+            started.get(item_id).copied(),
+            "{item_id}"
+        );
+        assert_eq!(
+            entry.completed_at_ms,
+            completed.get(item_id).copied(),
+            "{item_id}"
+        );
+        let (Some(began), Some(ended)) = (entry.started_at_ms, entry.completed_at_ms) else {
+            panic!("{entry:?}");
+        };
+        assert!(began <= ended, "{entry:?}");
+    }
+    shutdown(handle).await;
+}

@@ -266,7 +266,9 @@ async fn sqlite_migrates_a_version_two_database() {
         let connection = rusqlite::Connection::open(&path).expect("raw open");
         connection
             .execute_batch(
-                "DROP TABLE file_checkpoints; DROP TABLE idempotency_keys; DROP TABLE thread_leases; \
+                "ALTER TABLE items DROP COLUMN started_at_ms; \
+                 ALTER TABLE items DROP COLUMN completed_at_ms; \
+                 DROP TABLE file_checkpoints; DROP TABLE idempotency_keys; DROP TABLE thread_leases; \
                  PRAGMA user_version = 2;",
             )
             .expect("version 2");
@@ -276,8 +278,9 @@ async fn sqlite_migrates_a_version_two_database() {
         .expect("raw open")
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .expect("user_version");
-    // 2 -> 3 (idempotency keys) -> 4 (writer leases) -> 5 (file checkpoints).
-    assert_eq!(version, 5);
+    // 2 -> 3 (idempotency keys) -> 4 (writer leases) -> 5 (file checkpoints) -> 6 (item
+    // times).
+    assert_eq!(version, 6);
     assert!(store.get_thread("old").await.expect("read").is_some());
     assert_eq!(
         store

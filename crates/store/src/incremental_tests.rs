@@ -116,14 +116,19 @@ async fn a_turn_is_written_as_it_happens(store: Arc<dyn ThreadStore>) {
     );
 
     // A started command is stored, then replaced in place by its completion.
+    // Each with its times, which the completion replaces too.
     let running = command(CommandExecutionStatus::InProgress, None);
+    let times = |started, completed| ItemTimes {
+        started_at_ms: Some(started),
+        completed_at_ms: completed,
+    };
     store
-        .put_item(&thread.id, &turn_id, 1, &running)
+        .put_item(&thread.id, &turn_id, 1, &running, times(100, None))
         .await
         .expect("put started");
     let done = command(CommandExecutionStatus::Completed, Some("built\n"));
     store
-        .put_item(&thread.id, &turn_id, 1, &done)
+        .put_item(&thread.id, &turn_id, 1, &done, times(100, Some(200)))
         .await
         .expect("put completed");
     let message = ThreadItem::AgentMessage {
@@ -131,24 +136,71 @@ async fn a_turn_is_written_as_it_happens(store: Arc<dyn ThreadStore>) {
         text: "done".to_owned().into(),
     };
     store
-        .put_item(&thread.id, &turn_id, 2, &message)
+        .put_item(&thread.id, &turn_id, 2, &message, times(150, Some(180)))
         .await
         .expect("put message");
     assert_eq!(
         turn_of(&*store, &thread.id).await[0].items,
         vec![user(1), done.clone(), message.clone()]
     );
+    // The user's input came with its turn: no times. Read both ways, and one item at a time
+    // through the cursors, which start inside a turn.
+    let listed = |direction, start| ItemListQuery {
+        start,
+        direction,
+        limit: 1,
+        ..ItemListQuery::default()
+    };
+    let mut seen = Vec::new();
+    let mut start = ItemStart::Beginning;
+    loop {
+        let page = store
+            .list_items(&thread.id, &listed(SortDirection::Asc, start))
+            .await
+            .expect("items");
+        seen.extend(
+            page.data
+                .into_iter()
+                .map(|stored| (stored.item, stored.times)),
+        );
+        match page.next_cursor {
+            Some(cursor) => start = ItemStart::Cursor(cursor),
+            None => break,
+        }
+    }
+    assert_eq!(
+        seen,
+        vec![
+            (user(1), ItemTimes::default()),
+            (done.clone(), times(100, Some(200))),
+            (message.clone(), times(150, Some(180))),
+        ]
+    );
+    let newest = store
+        .list_items(
+            &thread.id,
+            &listed(SortDirection::Desc, ItemStart::Beginning),
+        )
+        .await
+        .expect("items");
+    assert_eq!(newest.data[0].times, times(150, Some(180)));
 
     // A gap or an unknown turn is refused and changes nothing.
     assert!(
         store
-            .put_item(&thread.id, &turn_id, 5, &message)
+            .put_item(&thread.id, &turn_id, 5, &message, ItemTimes::default())
             .await
             .is_err()
     );
     assert!(matches!(
         store
-            .put_item(&thread.id, "no-such-turn", 0, &message)
+            .put_item(
+                &thread.id,
+                "no-such-turn",
+                0,
+                &message,
+                ItemTimes::default()
+            )
             .await,
         Err(StoreError::TurnNotFound { .. })
     ));
@@ -170,8 +222,18 @@ async fn a_turn_is_written_as_it_happens(store: Arc<dyn ThreadStore>) {
         updated_at: 1_700_000_020,
     };
     let before = store.get_thread(&thread.id).await.unwrap().expect("thread");
+    // The last item goes with the end, with its times.
+    let last = ThreadItem::AgentMessage {
+        id: "last".to_owned(),
+        text: "bye".to_owned().into(),
+    };
     store
-        .finish_turn(&thread.id, &finished, None, &end)
+        .finish_turn(
+            &thread.id,
+            &finished,
+            Some((3, &last, times(190, Some(210)))),
+            &end,
+        )
         .await
         .expect("finish");
     // The end changes the thread's status and update time, and nothing else.
@@ -181,10 +243,18 @@ async fn a_turn_is_written_as_it_happens(store: Arc<dyn ThreadStore>) {
     assert_eq!(
         turn_of(&*store, &thread.id).await,
         vec![Turn {
-            items: vec![user(1), done, message],
+            items: vec![user(1), done, message, last],
             ..finished.clone()
         }]
     );
+    let newest = store
+        .list_items(
+            &thread.id,
+            &listed(SortDirection::Desc, ItemStart::Beginning),
+        )
+        .await
+        .expect("items");
+    assert_eq!(newest.data[0].times, times(190, Some(210)));
     assert!(matches!(
         store
             .finish_turn(
@@ -223,7 +293,13 @@ async fn concurrent_turn_writes_each_land(store: Arc<dyn ThreadStore>) {
                 .await
                 .expect("begin");
             let refused = store
-                .put_item(&thread.id, "no-such-turn", 1, &user(n))
+                .put_item(
+                    &thread.id,
+                    "no-such-turn",
+                    1,
+                    &user(n),
+                    ItemTimes::default(),
+                )
                 .await;
             assert!(matches!(refused, Err(StoreError::TurnNotFound { .. })));
             let message = ThreadItem::AgentMessage {
@@ -231,7 +307,7 @@ async fn concurrent_turn_writes_each_land(store: Arc<dyn ThreadStore>) {
                 text: format!("answer {n}").into(),
             };
             store
-                .put_item(&thread.id, &turn_id, 1, &message)
+                .put_item(&thread.id, &turn_id, 1, &message, ItemTimes::default())
                 .await
                 .expect("put");
             let done = Turn {
@@ -323,7 +399,7 @@ async fn sqlite_reopening_closes_turns_a_crash_left_running() {
             .expect("begin");
         let running = command(CommandExecutionStatus::InProgress, None);
         store
-            .put_item(&thread.id, &cut_id, 1, &running)
+            .put_item(&thread.id, &cut_id, 1, &running, RUNNING_SINCE)
             .await
             .expect("started command");
         store
@@ -332,6 +408,7 @@ async fn sqlite_reopening_closes_turns_a_crash_left_running() {
                 &cut_id,
                 2,
                 &tool_call(DynamicToolCallStatus::InProgress),
+                ItemTimes::default(),
             )
             .await
             .expect("started tool call");
@@ -350,6 +427,18 @@ async fn sqlite_reopening_closes_turns_a_crash_left_running() {
         );
         assert_eq!(cut.items[0], user(2));
         assert_eq!(cut.items[1], command(CommandExecutionStatus::Failed, None));
+        // Closing it keeps when it started; when it ended nobody knows.
+        let items = store
+            .list_items(
+                &thread.id,
+                &ItemListQuery {
+                    turn_id: Some(cut.id.clone()),
+                    ..ItemListQuery::default()
+                },
+            )
+            .await
+            .expect("items");
+        assert_eq!(items.data[1].times, RUNNING_SINCE);
         let ThreadItem::DynamicToolCall {
             status,
             content_items,
@@ -368,6 +457,55 @@ async fn sqlite_reopening_closes_turns_a_crash_left_running() {
         );
     }
 }
+
+/// A version-5 database (before item times) is migrated in place: its items read back, with
+/// no times, and new writes keep theirs.
+#[tokio::test]
+async fn sqlite_migrates_a_version_five_database_keeping_its_items() {
+    let home = tempfile::tempdir().expect("temp dir");
+    let thread = record(&new_id());
+    let turn_id = new_id();
+    {
+        let store = SqliteThreadStore::open(home.path()).await.expect("create");
+        store.create_thread(&thread, &[]).await.expect("create");
+        store
+            .begin_turn(&thread.id, &started(&turn_id, 1), &ThreadUpdate::default())
+            .await
+            .expect("begin");
+        let connection = rusqlite::Connection::open(store.database_path()).expect("raw open");
+        // Back to what a version-5 build left.
+        connection
+            .execute_batch(
+                "ALTER TABLE items DROP COLUMN started_at_ms; \
+                 ALTER TABLE items DROP COLUMN completed_at_ms; PRAGMA user_version = 5;",
+            )
+            .expect("version 5");
+    }
+    let store = SqliteThreadStore::open(home.path()).await.expect("migrate");
+    store
+        .put_item(&thread.id, &turn_id, 1, &user(2), RUNNING_SINCE)
+        .await
+        .expect("a new item");
+    let items = store
+        .list_items(&thread.id, &ItemListQuery::default())
+        .await
+        .expect("items");
+    let read: Vec<_> = items
+        .data
+        .into_iter()
+        .map(|stored| (stored.item, stored.times))
+        .collect();
+    assert_eq!(
+        read,
+        vec![(user(1), ItemTimes::default()), (user(2), RUNNING_SINCE)]
+    );
+}
+
+/// The times of the command a crash left running in the recovery test.
+const RUNNING_SINCE: ItemTimes = ItemTimes {
+    started_at_ms: Some(1_700_000_010_000),
+    completed_at_ms: None,
+};
 
 /// After the shutdown checkpoint the log is empty and the database file alone holds the data.
 #[tokio::test]
@@ -405,7 +543,7 @@ async fn sqlite_checkpoint_leaves_the_data_in_the_database_file() {
     assert_eq!(turns[0].status, TurnStatus::Interrupted);
     // The store stays usable after a checkpoint.
     store
-        .put_item(&thread.id, &turn_id, 1, &user(2))
+        .put_item(&thread.id, &turn_id, 1, &user(2), ItemTimes::default())
         .await
         .expect("write after checkpoint");
 }

@@ -293,7 +293,10 @@ async fn a_write_after_a_takeover_is_refused_and_leaves_nothing(pair: Pair) {
         id: "late".to_owned(),
         text: "written after losing the lease".to_owned().into(),
     };
-    let refused = pair.first.put_item(&id, &turn_id, 1, &item).await;
+    let refused = pair
+        .first
+        .put_item(&id, &turn_id, 1, &item, ItemTimes::default())
+        .await;
     assert!(
         matches!(refused, Err(StoreError::Fenced(ref thread)) if *thread == id),
         "{refused:?}"

@@ -114,8 +114,8 @@ pub use lease::{DEFAULT_LEASE_TTL, LeaseRenewal, LeaseSettings};
 pub use liveness::OWNERS_DIR;
 pub use memory::InMemoryThreadStore;
 pub use paging::{
-    ItemListQuery, ItemPosition, ItemStart, MAX_HISTORY_PAGE_LIMIT, StoredItem, apply_items_view,
-    history_page_limit, summary_items,
+    ItemListQuery, ItemPosition, ItemStart, ItemTimes, MAX_HISTORY_PAGE_LIMIT, StoredItem,
+    apply_items_view, history_page_limit, summary_items,
 };
 pub use postgres::PostgresThreadStore;
 pub use recovery::{INTERRUPTED_BY_STOP, close_unfinished_item, close_unfinished_turn};
@@ -528,21 +528,23 @@ pub trait ThreadStore: Send + Sync {
         self.commit_turn(thread_id, turn, update).await
     }
 
-    /// Stores `item` as item number `index` (from 0) of the stored turn `turn_id`, replacing
-    /// the item at that index (a started item completing) or appending it (`index` one past
-    /// the last). Fails with [`StoreError::TurnNotFound`] for an unknown turn.
+    /// Stores `item`, with `times`, as item number `index` (from 0) of the stored turn
+    /// `turn_id`, replacing the item at that index and its times (a started item completing)
+    /// or appending it (`index` one past the last). Fails with [`StoreError::TurnNotFound`]
+    /// for an unknown turn.
     async fn put_item(
         &self,
         thread_id: &str,
         turn_id: &str,
         index: usize,
         item: &ThreadItem,
+        times: ItemTimes,
     ) -> Result<(), StoreError>;
 
     /// Records the end of the stored turn `turn.id`: its status, error, completion time and
     /// duration (its items are already stored through [`ThreadStore::put_item`]; `turn.items`
     /// is ignored), and applies `end` to the thread. `last_item`, when given, is stored first
-    /// as [`ThreadStore::put_item`] would store it (`(index, item)`), in the same commit: a
+    /// as [`ThreadStore::put_item`] would store it (`(index, item, times)`), in the same commit: a
     /// turn's final item and its end then cost one durable write, not two. All or nothing:
     /// after a crash the store holds the item and the end, or neither. Fails with
     /// [`StoreError::ThreadNotFound`] or [`StoreError::TurnNotFound`] when there is nothing
@@ -551,7 +553,7 @@ pub trait ThreadStore: Send + Sync {
         &self,
         thread_id: &str,
         turn: &Turn,
-        last_item: Option<(usize, &ThreadItem)>,
+        last_item: Option<(usize, &ThreadItem, ItemTimes)>,
         end: &TurnEndUpdate,
     ) -> Result<(), StoreError>;
 

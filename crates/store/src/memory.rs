@@ -10,7 +10,7 @@ use tandem_protocol::{
     ThreadItem, Turn,
 };
 
-use super::paging::{self, ItemListQuery, ItemPosition, ItemStart, StoredItem};
+use super::paging::{self, ItemListQuery, ItemPosition, ItemStart, ItemTimes, StoredItem};
 use super::{
     Compaction, FileCheckpoint, IdempotencyRecord, Page, StoreError, ThreadListQuery, ThreadRecord,
     ThreadStore, ThreadUpdate, TurnEndUpdate, TurnListQuery, effective_limit, parse_thread_cursor,
@@ -29,6 +29,8 @@ struct Entry {
     compactions: Vec<(String, String)>,
     /// File checkpoints by turn id, in the order they were first stored.
     checkpoints: Vec<(String, FileCheckpoint)>,
+    /// The recorded times of items, by turn id and index; an item without an entry has none.
+    item_times: HashMap<(String, usize), ItemTimes>,
     /// Turn id to position in `turns`, for paging: checked on every use and rebuilt when it
     /// no longer matches (turns appended or removed since), so no writer has to maintain it.
     positions: HashMap<String, usize>,
@@ -100,23 +102,31 @@ fn turn_mut<'a>(entry: &'a mut Entry, turn_id: &str) -> Result<&'a mut Turn, Sto
         })
 }
 
-/// Appends `items` of `turn` to `candidates` until it holds `take`; whether it does.
+/// Appends `items` of `turn` to `candidates`, with their times from `times`, until it holds
+/// `take`; whether it does.
 fn collect_items<'a>(
     candidates: &mut Vec<StoredItem>,
     take: usize,
     turn: &Turn,
     items: impl Iterator<Item = (usize, &'a ThreadItem)>,
+    times: &HashMap<(String, usize), ItemTimes>,
 ) -> bool {
     for (index, item) in items {
         if candidates.len() == take {
             break;
         }
+        let position = ItemPosition {
+            turn_id: turn.id.clone(),
+            index,
+        };
+        let times = times
+            .get(&(position.turn_id.clone(), index))
+            .copied()
+            .unwrap_or_default();
         candidates.push(StoredItem {
-            position: ItemPosition {
-                turn_id: turn.id.clone(),
-                index,
-            },
+            position,
             item: item.clone(),
+            times,
         });
     }
     candidates.len() == take
@@ -141,6 +151,7 @@ impl ThreadStore for InMemoryThreadStore {
                 attachments: Vec::new(),
                 compactions: Vec::new(),
                 checkpoints: Vec::new(),
+                item_times: HashMap::new(),
                 positions: HashMap::new(),
             },
         );
@@ -229,6 +240,10 @@ impl ThreadStore for InMemoryThreadStore {
     ) -> Result<ThreadRecord, StoreError> {
         let mut threads = self.lock();
         let entry = entry_mut(&mut threads, thread_id)?;
+        // A whole turn's items come without times (see `ItemTimes`).
+        entry
+            .item_times
+            .retain(|(turn_id, _), _| *turn_id != turn.id);
         match entry.turns.iter_mut().find(|stored| stored.id == turn.id) {
             Some(stored) => *stored = turn.clone(),
             None => entry.turns.push(turn.clone()),
@@ -243,15 +258,18 @@ impl ThreadStore for InMemoryThreadStore {
         turn_id: &str,
         index: usize,
         item: &ThreadItem,
+        times: ItemTimes,
     ) -> Result<(), StoreError> {
         let mut threads = self.lock();
-        let stored = turn_mut(entry_mut(&mut threads, thread_id)?, turn_id)?;
+        let entry = entry_mut(&mut threads, thread_id)?;
+        let stored = turn_mut(entry, turn_id)?;
         let len = stored.items.len();
         match stored.items.get_mut(index) {
             Some(slot) => *slot = item.clone(),
             None if index == len => stored.items.push(item.clone()),
             None => return Err(gap(thread_id, turn_id, index, len)),
         }
+        entry.item_times.insert((turn_id.to_owned(), index), times);
         Ok(())
     }
 
@@ -259,13 +277,13 @@ impl ThreadStore for InMemoryThreadStore {
         &self,
         thread_id: &str,
         turn: &Turn,
-        last_item: Option<(usize, &ThreadItem)>,
+        last_item: Option<(usize, &ThreadItem, ItemTimes)>,
         end: &TurnEndUpdate,
     ) -> Result<(), StoreError> {
         let mut threads = self.lock();
         let entry = entry_mut(&mut threads, thread_id)?;
         let stored = turn_mut(entry, &turn.id)?;
-        if let Some((index, item)) = last_item {
+        if let Some((index, item, times)) = last_item {
             // Checked before anything changes: all or nothing.
             if index > stored.items.len() {
                 return Err(gap(thread_id, &turn.id, index, stored.items.len()));
@@ -274,7 +292,9 @@ impl ThreadStore for InMemoryThreadStore {
                 Some(slot) => *slot = item.clone(),
                 None => stored.items.push(item.clone()),
             }
+            entry.item_times.insert((turn.id.clone(), index), times);
         }
+        let stored = turn_mut(entry, &turn.id)?;
         stored.status = turn.status;
         stored.items_view = turn.items_view;
         stored.error = turn.error.clone();
@@ -395,7 +415,7 @@ impl ThreadStore for InMemoryThreadStore {
                         _ => 0,
                     };
                     let items = turn.items.iter().enumerate().skip(skip);
-                    if collect_items(&mut candidates, take, turn, items) {
+                    if collect_items(&mut candidates, take, turn, items, &entry.item_times) {
                         break;
                     }
                 }
@@ -411,7 +431,7 @@ impl ThreadStore for InMemoryThreadStore {
                         _ => turn.items.len(),
                     };
                     let items = turn.items[..keep].iter().enumerate().rev();
-                    if collect_items(&mut candidates, take, turn, items) {
+                    if collect_items(&mut candidates, take, turn, items, &entry.item_times) {
                         break;
                     }
                 }
@@ -482,6 +502,13 @@ impl ThreadStore for InMemoryThreadStore {
                 thread_id: thread_id.to_owned(),
                 turn_id: turn_id.to_owned(),
             })?;
+        let removed: std::collections::HashSet<String> = entry.turns[position..]
+            .iter()
+            .map(|turn| turn.id.clone())
+            .collect();
+        entry
+            .item_times
+            .retain(|(turn_id, _), _| !removed.contains(turn_id));
         entry.turns.truncate(position);
         let kept = &entry.turns;
         entry

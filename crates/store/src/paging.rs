@@ -144,6 +144,20 @@ pub struct StoredItem {
     pub position: ItemPosition,
     /// The item.
     pub item: ThreadItem,
+    /// When it started and completed, as recorded.
+    pub times: ItemTimes,
+}
+
+/// When an item started and completed, unix milliseconds, as the server recorded them with
+/// the item ([`crate::ThreadStore::put_item`]). `None` where nothing was recorded: an item
+/// stored with its whole turn (the user's input, a fork's copy), a running item's completion,
+/// and rows written before the times were kept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ItemTimes {
+    /// When the item started.
+    pub started_at_ms: Option<i64>,
+    /// When it completed.
+    pub completed_at_ms: Option<i64>,
 }
 
 /// The page of `candidates` (filtered, past the anchor, in order; one more than the page

@@ -42,7 +42,7 @@ use tokio::sync::oneshot;
 
 use self::items::read_items;
 
-use super::paging::{self, Anchor, ItemListQuery, StoredItem};
+use super::paging::{self, Anchor, ItemListQuery, ItemTimes, StoredItem};
 use super::{
     Compaction, FileCheckpoint, INTERRUPTED_BY_STOP, IdempotencyRecord, KEY_MAX_AGE_SECS,
     KEYS_PER_SCOPE, Page, StoreError, ThreadListQuery, ThreadRecord, ThreadStore, ThreadUpdate,
@@ -68,7 +68,7 @@ use statements::*;
 pub(super) use lease::UNFINISHED_TURNS_OF_THREAD;
 
 /// The schema version this build writes and reads.
-const SCHEMA_VERSION: i64 = 5;
+const SCHEMA_VERSION: i64 = 6;
 
 /// How long a transaction waits for another process's write lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -150,6 +150,14 @@ CREATE TABLE compactions (
     PRIMARY KEY (thread_id, turn_id),
     FOREIGN KEY (thread_id, turn_id) REFERENCES turns (thread_id, id) ON DELETE CASCADE
 ) STRICT;
+";
+
+/// Schema version 6: when each item started and completed (`thread/items/list`'s
+/// `startedAtMs` and `completedAtMs`), unix milliseconds. Rows written before have NULL:
+/// their times were not recorded.
+const SCHEMA_V6: &str = "
+ALTER TABLE items ADD COLUMN started_at_ms INTEGER;
+ALTER TABLE items ADD COLUMN completed_at_ms INTEGER;
 ";
 
 /// Schema version 3: idempotency keys (`super::idempotency`). Applied on top of
@@ -545,12 +553,13 @@ fn migrate(connection: &mut Connection, path: &Path) -> Result<(), StoreError> {
             transaction
                 .execute_batch(checkpoints::SCHEMA_V5)
                 .map_err(open_error)?;
+            transaction.execute_batch(SCHEMA_V6).map_err(open_error)?;
             transaction
                 .pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(open_error)?;
             tracing::info!(path = %path.display(), version = SCHEMA_VERSION, "created thread database");
         }
-        1..=4 => {
+        1..=5 => {
             if found == 1 {
                 transaction.execute_batch(SCHEMA_V2).map_err(open_error)?;
             }
@@ -562,9 +571,12 @@ fn migrate(connection: &mut Connection, path: &Path) -> Result<(), StoreError> {
                     .execute_batch(lease::SCHEMA_V4)
                     .map_err(open_error)?;
             }
-            transaction
-                .execute_batch(checkpoints::SCHEMA_V5)
-                .map_err(open_error)?;
+            if found < 5 {
+                transaction
+                    .execute_batch(checkpoints::SCHEMA_V5)
+                    .map_err(open_error)?;
+            }
+            transaction.execute_batch(SCHEMA_V6).map_err(open_error)?;
             transaction
                 .pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(open_error)?;

@@ -75,7 +75,7 @@ async fn sqlite_database_is_wal_full_sync_and_versioned() {
     let version: i64 = connection
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .expect("user_version");
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
     // synchronous is per connection: ask the store's own.
     let synchronous: i64 = store
         .run(|connection| Ok(connection.pragma_query_value(None, "synchronous", |row| row.get(0))?))

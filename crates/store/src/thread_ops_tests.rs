@@ -286,8 +286,8 @@ async fn sqlite_migrates_a_version_one_database() {
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .expect("user_version");
     // Version 1 -> 2 (archiving, compaction) -> 3 (idempotency keys) -> 4 (writer leases) ->
-    // 5 (file checkpoints) in one go.
-    assert_eq!(version, 5);
+    // 5 (file checkpoints) -> 6 (item times) in one go.
+    assert_eq!(version, 6);
     let unfinished_index: i64 = rusqlite::Connection::open(&path)
         .expect("raw open")
         .query_row(

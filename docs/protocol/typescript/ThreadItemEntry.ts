@@ -12,4 +12,15 @@ turnId: string,
 /**
  * The item, as stored.
  */
-item: ThreadItem, };
+item: ThreadItem,
+/**
+ * When the item started, unix milliseconds (its `item/started`'s `startedAtMs`); `null`
+ * when not recorded (an item stored with its whole turn: the user's input, a forked
+ * thread's history, a database from before the times were kept).
+ */
+startedAtMs: number | null,
+/**
+ * When the item completed, unix milliseconds (its `item/completed`'s `completedAtMs`);
+ * `null` while it runs, or when not recorded.
+ */
+completedAtMs: number | null, };

@@ -116,6 +116,15 @@ pub struct ThreadItemEntry {
     pub turn_id: String,
     /// The item, as stored.
     pub item: ThreadItem,
+    /// When the item started, unix milliseconds (its `item/started`'s `startedAtMs`); `null`
+    /// when not recorded (an item stored with its whole turn: the user's input, a forked
+    /// thread's history, a database from before the times were kept).
+    #[serde(default)]
+    pub started_at_ms: Option<i64>,
+    /// When the item completed, unix milliseconds (its `item/completed`'s `completedAtMs`);
+    /// `null` while it runs, or when not recorded.
+    #[serde(default)]
+    pub completed_at_ms: Option<i64>,
 }
 
 /// `thread/items/list` result.

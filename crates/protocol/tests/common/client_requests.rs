@@ -148,9 +148,13 @@ pub(crate) fn thread_items_list_response() -> ThreadItemsListResponse {
         data: turn()
             .items
             .into_iter()
-            .map(|item| ThreadItemEntry {
+            .enumerate()
+            .map(|(index, item)| ThreadItemEntry {
                 turn_id: s("t1"),
                 item,
+                // The first item (the user's input) was stored with its turn: no times.
+                started_at_ms: (index > 0).then_some(1_764_626_400_000),
+                completed_at_ms: (index > 0).then_some(1_764_626_400_250),
             })
             .collect(),
         next_cursor: Some(s("t1/1")),

@@ -139,6 +139,8 @@ impl ThreadService {
                 .map(|stored| ThreadItemEntry {
                     turn_id: stored.position.turn_id,
                     item: stored.item,
+                    started_at_ms: stored.times.started_at_ms,
+                    completed_at_ms: stored.times.completed_at_ms,
                 })
                 .collect(),
             next_cursor: page.next_cursor,

@@ -12,7 +12,7 @@ use tandem_protocol::{
 use tokio_util::sync::CancellationToken;
 
 use crate::process::ProcessManager;
-use crate::store::{self, ThreadStore, ThreadUpdate, TurnEndUpdate};
+use crate::store::{self, ItemTimes, ThreadStore, ThreadUpdate, TurnEndUpdate};
 
 use super::idempotency::{self, Keyed};
 use super::turn_work::{self, StartedTurn, TurnWork};
@@ -459,21 +459,25 @@ impl ThreadService {
         thread: &Arc<LoadedThread>,
         store: &dyn ThreadStore,
         turn: &mut Turn,
-        last_item: Option<(usize, ThreadItem)>,
+        last_item: Option<(usize, ThreadItem, ItemTimes)>,
         status: &mut ThreadStatus,
-    ) -> Option<ThreadItem> {
+    ) -> Option<(ThreadItem, ItemTimes)> {
         let end = |status: &ThreadStatus| TurnEndUpdate {
             status: status.clone(),
             updated_at: now_secs(),
         };
-        let held = last_item.as_ref().map(|(index, item)| (*index, item));
+        let held = last_item
+            .as_ref()
+            .map(|(index, item, times)| (*index, item, *times));
         let mut result = self
             .store_turn_end(store, &thread.id, turn, held, &end(status))
             .await;
         // Stored with the end or not at all: a refused item is never reported, and the end
         // is then tried alone below (or owed).
-        let last_item = last_item.filter(|_| result.is_ok()).map(|(_, item)| item);
-        if let Some(item) = &last_item {
+        let last_item = last_item
+            .filter(|_| result.is_ok())
+            .map(|(_, item, times)| (item, times));
+        if let Some((item, _)) = &last_item {
             turn.items.push(item.clone());
         }
         if let Err(error) = &result
@@ -609,7 +613,7 @@ impl ThreadService {
         store: &dyn ThreadStore,
         thread_id: &str,
         turn: &Turn,
-        last_item: Option<(usize, &ThreadItem)>,
+        last_item: Option<(usize, &ThreadItem, ItemTimes)>,
         end: &TurnEndUpdate,
     ) -> Result<(), store::StoreError> {
         let window = store

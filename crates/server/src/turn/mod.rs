@@ -28,7 +28,7 @@ mod user_shell;
 
 pub(crate) use file_change::restore_files;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
@@ -50,7 +50,7 @@ use crate::agent::{
     AgentError, CommandOptions, CommandOutcome, PatchOutcome, ToolOutcome, TurnDriver, TurnRuntime,
 };
 use crate::process::ProcessManager;
-use crate::store::{self, StoreError, ThreadStore};
+use crate::store::{self, ItemTimes, StoreError, ThreadStore};
 use crate::threads::{ActiveTurn, LoadedThread, now_millis};
 
 /// How threads run turns (and users' shell commands beside them): this module's functions.
@@ -83,6 +83,9 @@ pub(crate) struct TurnRun {
     /// Started items already stored (commands and tool calls), with their index, so that
     /// their completion replaces them in place.
     stored_started: Vec<(String, usize)>,
+    /// When each started item that has not completed yet started (its `item/started`'s
+    /// `startedAtMs`), by item id: stored with the item when it completes.
+    started_at: HashMap<String, i64>,
     /// The first store failure: the turn then stops and ends `failed` with this message, and
     /// no later item is reported as completed. (Locks here and below: a held item is written
     /// from `&self` paths too, see [`TurnRun::flush_held`].)
@@ -95,7 +98,7 @@ pub(crate) struct TurnRun {
     hold_completed: bool,
     /// The last completed item, neither written nor reported yet: written and reported
     /// before anything else the turn sends or writes, or with the turn's end in one commit.
-    held: Mutex<Option<ThreadItem>>,
+    held: Mutex<Option<(ThreadItem, ItemTimes)>>,
     /// The reasoning settings of the configuration when the turn started.
     reasoning: crate::agent::ReasoningSettings,
     /// The files this turn changed through patches, for `turn/diff/updated`.
@@ -172,15 +175,16 @@ impl TurnRun {
         self.thread.notify(&self.outgoing, note, None).await;
     }
 
-    /// Stores `item` as item `index` of the turn. On failure the turn stops (it ends `failed`
-    /// with the error) and `false` is returned: the caller must not report the item.
-    async fn persist(&self, index: usize, item: &ThreadItem) -> bool {
+    /// Stores `item` with `times` as item `index` of the turn. On failure the turn stops (it
+    /// ends `failed` with the error) and `false` is returned: the caller must not report the
+    /// item.
+    async fn persist(&self, index: usize, item: &ThreadItem, times: ItemTimes) -> bool {
         if self.has_failed() {
             return false;
         }
         let stored = self
             .store
-            .put_item(&self.thread.id, &self.turn_id, index, item)
+            .put_item(&self.thread.id, &self.turn_id, index, item, times)
             .await;
         match stored {
             Ok(()) => {
@@ -216,8 +220,9 @@ impl TurnRun {
         lock(&self.store_failure).take()
     }
 
-    /// The completed item still held (written with the turn's end, then reported).
-    pub(crate) fn take_held(&mut self) -> Option<ThreadItem> {
+    /// The completed item still held, with its times (written with the turn's end, then
+    /// reported with its completion time).
+    pub(crate) fn take_held(&mut self) -> Option<(ThreadItem, ItemTimes)> {
         lock(&self.held).take()
     }
 
@@ -225,21 +230,22 @@ impl TurnRun {
     /// anything else the turn sends or writes, and before the agent waits, so the client
     /// hears of everything in order and nothing completed waits on the agent.
     async fn flush_held(&self) {
-        let Some(item) = lock(&self.held).take() else {
+        let Some((item, times)) = lock(&self.held).take() else {
             return;
         };
         let active = Arc::clone(&self.active);
         let mut next = active.next_item.lock().await;
-        if !self.persist(*next, &item).await {
+        if !self.persist(*next, &item, times).await {
             return;
         }
         *next += 1;
         drop(next);
-        self.report_completed(item).await;
+        self.report_completed(item, times).await;
     }
 
-    /// Sends `item/completed` for the stored `item` and puts it in the snapshot.
-    async fn report_completed(&self, item: ThreadItem) {
+    /// Sends `item/completed` for the stored `item` (with the completion time stored with
+    /// it) and puts it in the snapshot.
+    async fn report_completed(&self, item: ThreadItem, times: ItemTimes) {
         // Straight to the thread: `notify` would flush the held item first, and this is it.
         self.thread
             .notify(
@@ -248,7 +254,7 @@ impl TurnRun {
                     thread_id: self.thread.id.clone(),
                     turn_id: self.turn_id.clone(),
                     item: item.clone(),
-                    completed_at_ms: now_millis(),
+                    completed_at_ms: times.completed_at_ms.unwrap_or_else(now_millis),
                 }),
                 None,
             )
@@ -259,6 +265,8 @@ impl TurnRun {
     async fn item_started(&mut self, item: &ThreadItem) {
         // An item held before this one is written first: the items keep their order.
         self.flush_held().await;
+        let started_at_ms = now_millis();
+        self.started_at.insert(item.id().to_owned(), started_at_ms);
         // A call is stored as soon as it starts, so that a crash while it runs leaves a
         // started item for recovery to close (and the model an explicit "interrupted" result)
         // rather than no trace of an action that may have taken effect.
@@ -274,7 +282,11 @@ impl TurnRun {
             let active = Arc::clone(&self.active);
             let mut next = active.next_item.lock().await;
             let index = *next;
-            if !self.persist(index, item).await {
+            let times = ItemTimes {
+                started_at_ms: Some(started_at_ms),
+                completed_at_ms: None,
+            };
+            if !self.persist(index, item, times).await {
                 return;
             }
             *next += 1;
@@ -286,7 +298,7 @@ impl TurnRun {
             thread_id: self.thread.id.clone(),
             turn_id: self.turn_id.clone(),
             item: item.clone(),
-            started_at_ms: now_millis(),
+            started_at_ms,
         }))
         .await;
     }
@@ -297,21 +309,25 @@ impl TurnRun {
     /// if it is the turn's last, it is written in the commit of the turn's end.
     async fn item_completed(&mut self, item: ThreadItem) {
         self.flush_held().await;
+        let times = ItemTimes {
+            started_at_ms: self.started_at.remove(item.id()),
+            completed_at_ms: Some(now_millis()),
+        };
         let started = self
             .stored_started
             .iter()
             .position(|(id, _)| id == item.id())
             .map(|position| self.stored_started.swap_remove(position).1);
         if started.is_none() && self.hold_completed && !self.has_failed() {
-            *lock(&self.held) = Some(item);
+            *lock(&self.held) = Some((item, times));
             return;
         }
         let stored = match started {
-            Some(index) => self.persist(index, &item).await,
+            Some(index) => self.persist(index, &item, times).await,
             None => {
                 let active = Arc::clone(&self.active);
                 let mut next = active.next_item.lock().await;
-                let stored = self.persist(*next, &item).await;
+                let stored = self.persist(*next, &item, times).await;
                 if stored {
                     *next += 1;
                 }
@@ -321,7 +337,7 @@ impl TurnRun {
         if !stored {
             return;
         }
-        self.report_completed(item).await;
+        self.report_completed(item, times).await;
     }
 
     /// Reports the user's input, which `turn/start` stored as item 0 before it answered.

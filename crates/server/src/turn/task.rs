@@ -60,6 +60,7 @@ fn turn_run(
         processes: active.processes.clone(),
         store,
         stored_started: Vec::new(),
+        started_at: Default::default(),
         store_failure: Default::default(),
         stored_items: Default::default(),
         hold_completed: false,
@@ -280,11 +281,11 @@ async fn run(
         // The held item takes the next index: every other writer of the turn (the agent,
         // users' shell commands) is done by now.
         let held = match held {
-            Some(item) => {
+            Some((item, times)) => {
                 let mut next = active.next_item.lock().await;
                 let index = *next;
                 *next += 1;
-                Some((index, item))
+                Some((index, item, times))
             }
             None => None,
         };
@@ -298,7 +299,7 @@ async fn run(
             )
             .await;
         // Reported once stored, with the end, before anything else about the turn's end.
-        if let Some(item) = last_item {
+        if let Some((item, times)) = last_item {
             thread
                 .notify(
                     &outgoing,
@@ -306,7 +307,8 @@ async fn run(
                         thread_id: thread.id.clone(),
                         turn_id: finished.id.clone(),
                         item,
-                        completed_at_ms: now_millis(),
+                        // The time stored with it.
+                        completed_at_ms: times.completed_at_ms.unwrap_or_else(now_millis),
                     }),
                     None,
                 )

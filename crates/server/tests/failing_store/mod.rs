@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use async_trait::async_trait;
 use tandem_protocol::{ThreadAttachment, ThreadAttachmentAddResponse, ThreadItem, Turn};
 use tandem_server::store::{
-    IdempotencyRecord, InMemoryThreadStore, ItemListQuery, Page, StoreError, StoredItem,
+    IdempotencyRecord, InMemoryThreadStore, ItemListQuery, ItemTimes, Page, StoreError, StoredItem,
     ThreadListQuery, ThreadRecord, ThreadStore, ThreadUpdate, TurnEndUpdate, TurnListQuery,
 };
 
@@ -108,15 +108,18 @@ impl ThreadStore for FailingStore {
         turn_id: &str,
         index: usize,
         item: &ThreadItem,
+        times: ItemTimes,
     ) -> Result<(), StoreError> {
         self.write()?;
-        self.inner.put_item(thread_id, turn_id, index, item).await
+        self.inner
+            .put_item(thread_id, turn_id, index, item, times)
+            .await
     }
     async fn finish_turn(
         &self,
         thread_id: &str,
         turn: &Turn,
-        last_item: Option<(usize, &ThreadItem)>,
+        last_item: Option<(usize, &ThreadItem, ItemTimes)>,
         end: &TurnEndUpdate,
     ) -> Result<(), StoreError> {
         // One write, as the real stores make it one commit.

@@ -79,6 +79,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         4,
         include_str!("../../migrations/postgres/0004_file_checkpoints.sql"),
     ),
+    (
+        5,
+        include_str!("../../migrations/postgres/0005_item_times.sql"),
+    ),
 ];
 
 /// The running turns of each thread, in a partial index: taking a thread's lease closes the

@@ -8,7 +8,9 @@ use tandem_protocol::{SortDirection, ThreadAttachment, ThreadItem, Turn, TurnIte
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
-use super::super::paging::{self, Anchor, ItemListQuery, ItemPosition, ItemStart, StoredItem};
+use super::super::paging::{
+    self, Anchor, ItemListQuery, ItemPosition, ItemStart, ItemTimes, StoredItem,
+};
 use super::super::{StoreError, ThreadRecord, ThreadUpdate, source_kind};
 use crate::codec::{
     RawThread, decode, decode_word, encode, encode_exact, encode_word, limit_plus_one,
@@ -102,14 +104,15 @@ pub(super) async fn require_thread(db: &ClientWrapper, thread_id: &str) -> Resul
     }
 }
 
-/// Stores `item` (its JSON) as item `index` of the stored turn `turn_id`: replaces the item
-/// at that index or appends it; an index past the end is the caller's bug.
+/// Stores `item` (its JSON) with `times` as item `index` of the stored turn `turn_id`:
+/// replaces the item at that index or appends it; an index past the end is the caller's bug.
 pub(super) async fn store_item(
     db: &ClientWrapper,
     thread_id: &str,
     turn_id: &str,
     index: i64,
     item: &str,
+    times: ItemTimes,
 ) -> Result<(), StoreError> {
     if turn_seq(db, thread_id, turn_id).await?.is_none() {
         return Err(StoreError::TurnNotFound {
@@ -129,12 +132,24 @@ pub(super) async fn store_item(
     }
     let statement = db
         .prepare_cached(
-            "INSERT INTO items (thread_id, turn_id, idx, item) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (thread_id, turn_id, idx) DO UPDATE SET item = excluded.item",
+            "INSERT INTO items (thread_id, turn_id, idx, item, started_at_ms, completed_at_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6) \
+             ON CONFLICT (thread_id, turn_id, idx) DO UPDATE SET item = excluded.item, \
+             started_at_ms = excluded.started_at_ms, completed_at_ms = excluded.completed_at_ms",
         )
         .await?;
-    db.execute(&statement, &[&thread_id, &turn_id, &index, &item])
-        .await?;
+    db.execute(
+        &statement,
+        &[
+            &thread_id,
+            &turn_id,
+            &index,
+            &item,
+            &times.started_at_ms,
+            &times.completed_at_ms,
+        ],
+    )
+    .await?;
     Ok(())
 }
 
@@ -150,7 +165,7 @@ pub(super) fn items_page_sql(
 ) -> String {
     let order = sql_order(direction);
     let mut sql = String::from(
-        "SELECT t.id, i.idx, i.item FROM turns AS t \
+        "SELECT t.id, i.idx, i.item, i.started_at_ms, i.completed_at_ms FROM turns AS t \
          JOIN items AS i ON i.thread_id = t.thread_id AND i.turn_id = t.id \
          WHERE t.thread_id = $1",
     );
@@ -461,6 +476,10 @@ pub(super) async fn read_items(
                     index: usize::try_from(index).unwrap_or_default(),
                 },
                 item,
+                times: ItemTimes {
+                    started_at_ms: row.get(3),
+                    completed_at_ms: row.get(4),
+                },
             })
         })
         .collect()

@@ -9,7 +9,7 @@ use tandem_protocol::{
 use tokio_postgres::types::ToSql;
 
 use super::super::lease::{LeaseRenewal, LeaseSettings};
-use super::super::paging::{self, Anchor, ItemListQuery, StoredItem};
+use super::super::paging::{self, Anchor, ItemListQuery, ItemTimes, StoredItem};
 use super::super::{
     Compaction, FileCheckpoint, IdempotencyRecord, Page, StoreError, ThreadListQuery, ThreadRecord,
     ThreadStore, ThreadUpdate, TurnEndUpdate, TurnListQuery, parse_thread_cursor, thread_cursor,
@@ -187,11 +187,12 @@ impl ThreadStore for PostgresThreadStore {
         turn_id: &str,
         index: usize,
         item: &ThreadItem,
+        times: ItemTimes,
     ) -> Result<(), StoreError> {
         let index = i64::try_from(index).expect("a turn holds fewer than i64::MAX items");
         let item = encode_exact(item, "item")?;
         self.in_write(Some(thread_id), async |db| {
-            store_item(db, thread_id, turn_id, index, &item).await
+            store_item(db, thread_id, turn_id, index, &item, times).await
         })
         .await
     }
@@ -200,13 +201,13 @@ impl ThreadStore for PostgresThreadStore {
         &self,
         thread_id: &str,
         turn: &Turn,
-        last_item: Option<(usize, &ThreadItem)>,
+        last_item: Option<(usize, &ThreadItem, ItemTimes)>,
         end: &TurnEndUpdate,
     ) -> Result<(), StoreError> {
         let last_item = last_item
-            .map(|(index, item)| {
+            .map(|(index, item, times)| {
                 let index = i64::try_from(index).expect("a turn holds fewer than i64::MAX items");
-                encode_exact(item, "item").map(|item| (index, item))
+                encode_exact(item, "item").map(|item| (index, item, times))
             })
             .transpose()?;
         let status = encode_word(&turn.status, "turn status")?;
@@ -218,8 +219,8 @@ impl ThreadStore for PostgresThreadStore {
             .transpose()?;
         let thread_status = encode(&end.status, "thread status")?;
         self.in_write(Some(thread_id), async |db| {
-            if let Some((index, item)) = &last_item {
-                store_item(db, thread_id, &turn.id, *index, item).await?;
+            if let Some((index, item, times)) = &last_item {
+                store_item(db, thread_id, &turn.id, *index, item, *times).await?;
             }
             // Only the two columns the end changes: the row's preview stays where it is.
             let statement = db

@@ -15,7 +15,7 @@ use tandem_protocol::SortDirection;
 use super::statements::{require_thread, turn_seq};
 use crate::StoreError;
 use crate::codec::{decode, limit_plus_one, sql_comparison, sql_order};
-use crate::paging::{self, ItemListQuery, ItemPosition, ItemStart, StoredItem};
+use crate::paging::{self, ItemListQuery, ItemPosition, ItemStart, ItemTimes, StoredItem};
 
 /// Where a page starts inside a turn: the turn (its id and `seq`) and the item index,
 /// inclusive or not.
@@ -154,16 +154,20 @@ fn read_turn_items(
         SortDirection::Desc => (i64::MAX, true),
     });
     let mut statement = connection.prepare_cached(&format!(
-        "SELECT idx, item FROM items WHERE thread_id = ?1 AND turn_id = ?2 AND idx {} ?3 \
-         ORDER BY idx {} LIMIT ?4",
+        "SELECT idx, item, started_at_ms, completed_at_ms FROM items \
+         WHERE thread_id = ?1 AND turn_id = ?2 AND idx {} ?3 ORDER BY idx {} LIMIT ?4",
         sql_comparison(direction, inclusive),
         sql_order(direction)
     ))?;
     let rows = statement.query_map(params![thread_id, turn_id, index, room], |row| {
-        Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+        let times = ItemTimes {
+            started_at_ms: row.get(2)?,
+            completed_at_ms: row.get(3)?,
+        };
+        Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?, times))
     })?;
     for row in rows {
-        let (index, item) = row?;
+        let (index, item, times) = row?;
         let item = decode(&item, || {
             format!("item {index} of turn {turn_id} in thread {thread_id}")
         })?;
@@ -173,6 +177,7 @@ fn read_turn_items(
                 index: usize::try_from(index).unwrap_or_default(),
             },
             item,
+            times,
         });
     }
     Ok(())

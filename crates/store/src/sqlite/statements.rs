@@ -120,8 +120,10 @@ pub(super) fn insert_turn(
             turn.duration_ms,
         ])?;
     let mut statement = connection.prepare_cached(
-        "INSERT INTO items (thread_id, turn_id, idx, item) VALUES (?1, ?2, ?3, ?4)",
+        "INSERT INTO items (thread_id, turn_id, idx, item, started_at_ms, completed_at_ms) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
+    // A whole turn's items come without times (see `ItemTimes`).
     for (index, item) in turn.items.iter().enumerate() {
         let index = i64::try_from(index).expect("a turn holds fewer than i64::MAX items");
         write_item(
@@ -130,38 +132,43 @@ pub(super) fn insert_turn(
             &turn.id,
             index,
             encode_exact(item, "item")?,
+            ItemTimes::default(),
         )?;
     }
     Ok(())
 }
 
-/// Runs `statement` (an insert of one `items` row: thread, turn, index, JSON) for `item`, its
-/// JSON encoding. SQLite copies a bound text, so the encoding is dropped as soon as it is
-/// bound, before the statement builds its row: a large item (a turn's whole input) is then
-/// held twice while it is written, not three times.
+/// Runs `statement` (an insert of one `items` row: thread, turn, index, JSON, start and
+/// completion times) for `item`, its JSON encoding. SQLite copies a bound text, so the
+/// encoding is dropped as soon as it is bound, before the statement builds its row: a large
+/// item (a turn's whole input) is then held twice while it is written, not three times.
 pub(super) fn write_item(
     statement: &mut rusqlite::Statement<'_>,
     thread_id: &str,
     turn_id: &str,
     index: i64,
     item: String,
+    times: ItemTimes,
 ) -> rusqlite::Result<usize> {
     statement.raw_bind_parameter(1, thread_id)?;
     statement.raw_bind_parameter(2, turn_id)?;
     statement.raw_bind_parameter(3, index)?;
     statement.raw_bind_parameter(4, item.as_str())?;
     drop(item);
+    statement.raw_bind_parameter(5, times.started_at_ms)?;
+    statement.raw_bind_parameter(6, times.completed_at_ms)?;
     statement.raw_execute()
 }
 
-/// Stores `item` (its JSON) as item `index` of the stored turn `turn_id`: replaces the item
-/// at that index or appends it; an index past the end is the caller's bug.
+/// Stores `item` (its JSON) with `times` as item `index` of the stored turn `turn_id`:
+/// replaces the item at that index or appends it; an index past the end is the caller's bug.
 pub(super) fn store_item(
     connection: &Connection,
     thread_id: String,
     turn_id: String,
     index: i64,
     item: String,
+    times: ItemTimes,
 ) -> Result<(), StoreError> {
     if turn_seq(connection, &thread_id, &turn_id)?.is_none() {
         return Err(StoreError::TurnNotFound { thread_id, turn_id });
@@ -176,10 +183,12 @@ pub(super) fn store_item(
         )));
     }
     let mut statement = connection.prepare_cached(
-        "INSERT INTO items (thread_id, turn_id, idx, item) VALUES (?1, ?2, ?3, ?4) \
-         ON CONFLICT (thread_id, turn_id, idx) DO UPDATE SET item = excluded.item",
+        "INSERT INTO items (thread_id, turn_id, idx, item, started_at_ms, completed_at_ms) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+         ON CONFLICT (thread_id, turn_id, idx) DO UPDATE SET item = excluded.item, \
+         started_at_ms = excluded.started_at_ms, completed_at_ms = excluded.completed_at_ms",
     )?;
-    write_item(&mut statement, &thread_id, &turn_id, index, item)?;
+    write_item(&mut statement, &thread_id, &turn_id, index, item, times)?;
     Ok(())
 }
 

@@ -177,6 +177,7 @@ impl ThreadStore for SqliteThreadStore {
         turn_id: &str,
         index: usize,
         item: &ThreadItem,
+        times: ItemTimes,
     ) -> Result<(), StoreError> {
         let thread_id = thread_id.to_owned();
         let turn_id = turn_id.to_owned();
@@ -184,7 +185,7 @@ impl ThreadStore for SqliteThreadStore {
         // Encoded here, on the caller's task, so the writer only copies bytes.
         let item = encode_exact(item, "item")?;
         self.write_thread(thread_id.clone(), move |connection| {
-            store_item(connection, thread_id, turn_id, index, item)
+            store_item(connection, thread_id, turn_id, index, item, times)
         })
         .await
     }
@@ -193,16 +194,16 @@ impl ThreadStore for SqliteThreadStore {
         &self,
         thread_id: &str,
         turn: &Turn,
-        last_item: Option<(usize, &ThreadItem)>,
+        last_item: Option<(usize, &ThreadItem, ItemTimes)>,
         end: &TurnEndUpdate,
     ) -> Result<(), StoreError> {
         let thread_id = thread_id.to_owned();
         let turn_id = turn.id.clone();
         // Encoded here, on the caller's task, as `put_item` does.
         let last_item = last_item
-            .map(|(index, item)| {
+            .map(|(index, item, times)| {
                 let index = i64::try_from(index).expect("a turn holds fewer than i64::MAX items");
-                encode_exact(item, "item").map(|item| (index, item))
+                encode_exact(item, "item").map(|item| (index, item, times))
             })
             .transpose()?;
         let status = encode_word(&turn.status, "turn status")?;
@@ -216,8 +217,15 @@ impl ThreadStore for SqliteThreadStore {
         let thread_status = encode(&end.status, "thread status")?;
         let updated_at = end.updated_at;
         self.write_thread(thread_id.clone(), move |connection| {
-            if let Some((index, item)) = last_item {
-                store_item(connection, thread_id.clone(), turn_id.clone(), index, item)?;
+            if let Some((index, item, times)) = last_item {
+                store_item(
+                    connection,
+                    thread_id.clone(),
+                    turn_id.clone(),
+                    index,
+                    item,
+                    times,
+                )?;
             }
             // Only the two columns the end changes: the row's preview stays where it is.
             let found = connection
