@@ -144,8 +144,8 @@ struct StdinPort {
     writer: tokio::sync::Mutex<Option<InputWriter>>,
 }
 
-/// A stdin write whose process was found when its request arrived ([`ProcessManager::stdin_write`]);
-/// [`Self::write`] does it.
+/// A stdin write whose process was found when its request arrived
+/// ([`ProcessManager::stdin_write`]); [`Self::write`] does it.
 pub struct StdinWrite {
     entry: Arc<ProcessEntry>,
     handle: String,
