@@ -28,6 +28,14 @@ impl Dirs {
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("tandem-agent-fe-{name}-{}-{n}", std::process::id()));
+        // Every thread may write /tmp, so under it `outside` would need no approval and the
+        // tests would fail on what they did not test.
+        assert!(
+            !root.starts_with("/tmp") && !root.starts_with(std::env::temp_dir()),
+            "{} is under a writable root of every thread: run these tests from a checkout \
+             (or a CARGO_TARGET_DIR) outside /tmp and $TMPDIR",
+            root.display()
+        );
         let _ = std::fs::remove_dir_all(&root);
         for dir in ["home", "work", "outside"] {
             std::fs::create_dir_all(root.join(dir)).expect("test directory");
