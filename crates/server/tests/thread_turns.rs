@@ -309,10 +309,10 @@ async fn ask_sets_the_user_input_flag_and_echoes_the_answer() {
 }
 
 /// `thread/items/list` tells when each item started and completed: the times its
-/// `item/started` and `item/completed` told, for an item stored when it started (a command,
-/// replaced in place when it completes) and for one stored when it completed (the agent's
-/// last message, written with the turn's end). The user's input is stored with its turn,
-/// before it starts: no times. On SQLite, as a server keeps them.
+/// `item/started` and `item/completed` told, for the user's input (stored with its turn by
+/// `turn/start`), an item stored when it started (a command, replaced in place when it
+/// completes) and one stored when it completed (the agent's last message, written with the
+/// turn's end). On SQLite, as a server keeps them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listed_items_carry_the_times_their_notifications_told() {
     let home = home();
@@ -355,10 +355,6 @@ async fn listed_items_carry_the_times_their_notifications_told() {
     assert_eq!(kinds, ["user", "command", "user", "agent"]);
     for entry in &listed.data {
         let item_id = entry.item.id();
-        if matches!(entry.item, ThreadItem::UserMessage { .. }) {
-            assert_eq!((entry.started_at_ms, entry.completed_at_ms), (None, None));
-            continue;
-        }
         assert_eq!(
             entry.started_at_ms,
             started.get(item_id).copied(),

@@ -102,6 +102,7 @@ async fn a_turn_is_written_as_it_happens(store: Arc<dyn ThreadStore>) {
         .begin_turn(
             &thread.id,
             &started(&turn_id, 1),
+            INPUT_AT,
             &ThreadUpdate {
                 preview: Some("request 1".to_owned().into()),
                 ..ThreadUpdate::default()
@@ -143,8 +144,8 @@ async fn a_turn_is_written_as_it_happens(store: Arc<dyn ThreadStore>) {
         turn_of(&*store, &thread.id).await[0].items,
         vec![user(1), done.clone(), message.clone()]
     );
-    // The user's input came with its turn: no times. Read both ways, and one item at a time
-    // through the cursors, which start inside a turn.
+    // The user's input has the times it was stored with. Read one item at a time through the
+    // cursors, which start inside a turn.
     let listed = |direction, start| ItemListQuery {
         start,
         direction,
@@ -171,7 +172,7 @@ async fn a_turn_is_written_as_it_happens(store: Arc<dyn ThreadStore>) {
     assert_eq!(
         seen,
         vec![
-            (user(1), ItemTimes::default()),
+            (user(1), INPUT_AT),
             (done.clone(), times(100, Some(200))),
             (message.clone(), times(150, Some(180))),
         ]
@@ -281,7 +282,12 @@ async fn concurrent_turn_writes_each_land(store: Arc<dyn ThreadStore>) {
             store.create_thread(&thread, &[]).await.expect("create");
             let turn_id = new_id();
             store
-                .begin_turn(&thread.id, &started(&turn_id, n), &ThreadUpdate::default())
+                .begin_turn(
+                    &thread.id,
+                    &started(&turn_id, n),
+                    ItemTimes::default(),
+                    &ThreadUpdate::default(),
+                )
                 .await
                 .expect("begin");
             let refused = store
@@ -386,7 +392,12 @@ async fn sqlite_reopening_closes_turns_a_crash_left_running() {
             .await
             .expect("completed turn");
         store
-            .begin_turn(&thread.id, &started(&cut_id, 2), &ThreadUpdate::default())
+            .begin_turn(
+                &thread.id,
+                &started(&cut_id, 2),
+                ItemTimes::default(),
+                &ThreadUpdate::default(),
+            )
             .await
             .expect("begin");
         let running = command(CommandExecutionStatus::InProgress, None);
@@ -461,7 +472,12 @@ async fn sqlite_migrates_a_version_five_database_keeping_its_items() {
         let store = SqliteThreadStore::open(home.path()).await.expect("create");
         store.create_thread(&thread, &[]).await.expect("create");
         store
-            .begin_turn(&thread.id, &started(&turn_id, 1), &ThreadUpdate::default())
+            .begin_turn(
+                &thread.id,
+                &started(&turn_id, 1),
+                ItemTimes::default(),
+                &ThreadUpdate::default(),
+            )
             .await
             .expect("begin");
         let connection = rusqlite::Connection::open(store.database_path()).expect("raw open");
@@ -504,6 +520,12 @@ async fn newest_item_times(store: &dyn ThreadStore, thread_id: &str) -> ItemTime
     page.data[0].times
 }
 
+/// The times `turn/start` gives the input it stores with its turn.
+const INPUT_AT: ItemTimes = ItemTimes {
+    started_at_ms: Some(50),
+    completed_at_ms: Some(50),
+};
+
 /// The times of the command a crash left running in the recovery test.
 const RUNNING_SINCE: ItemTimes = ItemTimes {
     started_at_ms: Some(1_700_000_010_000),
@@ -519,7 +541,12 @@ async fn sqlite_checkpoint_leaves_the_data_in_the_database_file() {
     store.create_thread(&thread, &[]).await.expect("create");
     let turn_id = new_id();
     store
-        .begin_turn(&thread.id, &started(&turn_id, 1), &ThreadUpdate::default())
+        .begin_turn(
+            &thread.id,
+            &started(&turn_id, 1),
+            ItemTimes::default(),
+            &ThreadUpdate::default(),
+        )
         .await
         .expect("begin");
     let wal = home.path().join("threads.sqlite-wal");

@@ -277,7 +277,12 @@ async fn a_write_after_a_takeover_is_refused_and_leaves_nothing(pair: Pair) {
     pair.first.acquire_lease(&id).await.expect("first lease");
     let turn_id = new_id();
     pair.first
-        .begin_turn(&id, &started_turn(&turn_id), &ThreadUpdate::default())
+        .begin_turn(
+            &id,
+            &started_turn(&turn_id),
+            ItemTimes::default(),
+            &ThreadUpdate::default(),
+        )
         .await
         .expect("begin turn");
     // The first server is "paused": its lease runs out on the database's clock while its own
@@ -354,7 +359,12 @@ async fn taking_over_closes_the_turn_the_previous_writer_left_running(pair: Pair
     pair.first.acquire_lease(&id).await.expect("first lease");
     let turn_id = new_id();
     pair.first
-        .begin_turn(&id, &started_turn(&turn_id), &ThreadUpdate::default())
+        .begin_turn(
+            &id,
+            &started_turn(&turn_id),
+            ItemTimes::default(),
+            &ThreadUpdate::default(),
+        )
         .await
         .expect("begin turn");
     (pair.expire_all)();
@@ -395,7 +405,12 @@ async fn crashed_owner(pair: &Pair, threads: usize) -> (String, Vec<String>) {
             .expect("create");
         store.acquire_lease(&id).await.expect("lease");
         store
-            .begin_turn(&id, &started_turn(&new_id()), &ThreadUpdate::default())
+            .begin_turn(
+                &id,
+                &started_turn(&new_id()),
+                ItemTimes::default(),
+                &ThreadUpdate::default(),
+            )
             .await
             .expect("begin turn");
         ids.push(id);

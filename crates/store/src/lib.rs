@@ -516,17 +516,16 @@ pub trait ThreadStore: Send + Sync {
     ) -> Result<ThreadRecord, StoreError>;
 
     /// Stores a turn that has just started (status `inProgress`, with its user input as its
-    /// first item) after the thread's other turns and applies `update`, all or nothing, so
-    /// that the input survives a crash before the turn ends. The default is
-    /// [`ThreadStore::commit_turn`], whose semantics this is.
+    /// first item, recorded with `input_times`) after the thread's other turns and applies
+    /// `update`, all or nothing, so that the input survives a crash before the turn ends.
+    /// [`ThreadStore::commit_turn`]'s semantics, plus the first item's times.
     async fn begin_turn(
         &self,
         thread_id: &str,
         turn: &Turn,
+        input_times: ItemTimes,
         update: &ThreadUpdate,
-    ) -> Result<ThreadRecord, StoreError> {
-        self.commit_turn(thread_id, turn, update).await
-    }
+    ) -> Result<ThreadRecord, StoreError>;
 
     /// Stores `item`, with `times`, as item number `index` (from 0) of the stored turn
     /// `turn_id`, replacing the item at that index and its times (a started item completing)

@@ -149,9 +149,10 @@ pub struct StoredItem {
 }
 
 /// When an item started and completed, unix milliseconds, as the server recorded them with
-/// the item ([`crate::ThreadStore::put_item`]). `None` where nothing was recorded: an item
-/// stored with its whole turn (the user's input, a fork's copy), a running item's completion,
-/// and rows written before the times were kept.
+/// the item ([`crate::ThreadStore::put_item`], and the input of
+/// [`crate::ThreadStore::begin_turn`]). `None` where nothing was recorded: an item stored with
+/// a whole turn otherwise (a fork's copy), a running item's completion, and rows written
+/// before the times were kept.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ItemTimes {
     /// When the item started.

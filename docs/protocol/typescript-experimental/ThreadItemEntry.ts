@@ -15,8 +15,8 @@ turnId: string,
 item: ThreadItem,
 /**
  * When the item started, unix milliseconds (its `item/started`'s `startedAtMs`); `null`
- * when not recorded (an item stored with its whole turn: the user's input, a forked
- * thread's history, a database from before the times were kept).
+ * when not recorded (a forked thread's copied history, a database from before the times
+ * were kept).
  */
 startedAtMs: number | null,
 /**

@@ -117,8 +117,8 @@ pub struct ThreadItemEntry {
     /// The item, as stored.
     pub item: ThreadItem,
     /// When the item started, unix milliseconds (its `item/started`'s `startedAtMs`); `null`
-    /// when not recorded (an item stored with its whole turn: the user's input, a forked
-    /// thread's history, a database from before the times were kept).
+    /// when not recorded (a forked thread's copied history, a database from before the times
+    /// were kept).
     #[serde(default)]
     pub started_at_ms: Option<i64>,
     /// When the item completed, unix milliseconds (its `item/completed`'s `completedAtMs`);

@@ -17,7 +17,7 @@ use tandem_protocol::{
 use tokio_util::sync::CancellationToken;
 
 use crate::process::ProcessManager;
-use crate::store::{self, ThreadRecord, ThreadStore, ThreadUpdate};
+use crate::store::{self, ItemTimes, ThreadRecord, ThreadStore, ThreadUpdate};
 
 use super::turn_work::{StartedTurn, TurnWork};
 use super::{
@@ -210,7 +210,7 @@ impl ThreadService {
                 .await
                 .map_err(store_error)?;
             let record = store
-                .begin_turn(&thread.id, &turn, &update)
+                .begin_turn(&thread.id, &turn, ItemTimes::default(), &update)
                 .await
                 .map_err(store_error)?;
             thread.state().record = record;

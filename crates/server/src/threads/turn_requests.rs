@@ -16,7 +16,9 @@ use crate::store::{self, ItemTimes, ThreadStore, ThreadUpdate, TurnEndUpdate};
 
 use super::idempotency::{self, Keyed};
 use super::turn_work::{self, StartedTurn, TurnWork};
-use super::{ActiveTurn, LoadedThread, SteerQueue, ThreadService, lock, now_secs, store_error};
+use super::{
+    ActiveTurn, LoadedThread, SteerQueue, ThreadService, lock, now_millis, now_secs, store_error,
+};
 
 /// The first pause before writing a turn's end again (see
 /// [`ThreadService::store_turn_end`]); it doubles up to [`END_RETRY_MAX_PAUSE`].
@@ -241,7 +243,17 @@ impl ThreadService {
             self.outgoing.send_error(id, store_error(error)).await;
             return None;
         }
-        match store.begin_turn(&thread.id, &turn, &update).await {
+        // The input's item/started and item/completed tell this time, and the store keeps it
+        // with the input.
+        let input_at_ms = now_millis();
+        let input_times = ItemTimes {
+            started_at_ms: Some(input_at_ms),
+            completed_at_ms: Some(input_at_ms),
+        };
+        match store
+            .begin_turn(&thread.id, &turn, input_times, &update)
+            .await
+        {
             Ok(record) => thread.state().record = record,
             Err(error) => {
                 if let Some(claim) = claim {
@@ -281,6 +293,7 @@ impl ThreadService {
             work: TurnWork::Input {
                 user_message: Box::new(user_message),
                 input: params.input,
+                input_at_ms,
             },
             store,
         };

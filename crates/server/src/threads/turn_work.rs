@@ -64,6 +64,9 @@ pub(crate) enum TurnWork {
         user_message: Box<ThreadItem>,
         /// The input for the agent.
         input: Vec<UserInput>,
+        /// When `turn/start` stored the input: its `item/started` and `item/completed` time,
+        /// stored with it.
+        input_at_ms: i64,
     },
     /// Summarizes the history (`thread/compact/start`); takes no input.
     Compaction,

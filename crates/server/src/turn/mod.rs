@@ -340,8 +340,9 @@ impl TurnRun {
         self.report_completed(item, times).await;
     }
 
-    /// Reports the user's input, which `turn/start` stored as item 0 before it answered.
-    pub(crate) async fn stored_user_message(&mut self, item: ThreadItem) {
+    /// Reports the user's input, which `turn/start` stored as item 0 before it answered, at
+    /// `input_at_ms` (the time stored with it).
+    pub(crate) async fn stored_user_message(&mut self, item: ThreadItem, input_at_ms: i64) {
         {
             let mut next = self.active.next_item.lock().await;
             *next = (*next).max(1);
@@ -351,7 +352,7 @@ impl TurnRun {
             thread_id: self.thread.id.clone(),
             turn_id: self.turn_id.clone(),
             item: item.clone(),
-            started_at_ms: now_millis(),
+            started_at_ms: input_at_ms,
         }))
         .await;
         self.notify(ServerNotification::ItemCompleted(
@@ -359,7 +360,7 @@ impl TurnRun {
                 thread_id: self.thread.id.clone(),
                 turn_id: self.turn_id.clone(),
                 item: item.clone(),
-                completed_at_ms: now_millis(),
+                completed_at_ms: input_at_ms,
             },
         ))
         .await;

@@ -146,8 +146,9 @@ async fn run(
         TurnWork::Input {
             user_message,
             input,
+            input_at_ms,
         } => {
-            run.stored_user_message(*user_message).await;
+            run.stored_user_message(*user_message, input_at_ms).await;
             // Only the agent's own items wait for the turn's end, not a compaction's or a
             // user's shell command's.
             run.hold_completed = agent.waits_only_through_driver();

@@ -102,6 +102,18 @@ impl ThreadStore for FailingStore {
         self.write()?;
         self.inner.commit_turn(thread_id, turn, update).await
     }
+    async fn begin_turn(
+        &self,
+        thread_id: &str,
+        turn: &Turn,
+        input_times: ItemTimes,
+        update: &ThreadUpdate,
+    ) -> Result<ThreadRecord, StoreError> {
+        self.write()?;
+        self.inner
+            .begin_turn(thread_id, turn, input_times, update)
+            .await
+    }
     async fn put_item(
         &self,
         thread_id: &str,

@@ -200,7 +200,7 @@ pub(super) async fn insert_new_thread(
     }
     upsert_thread(db, thread).await?;
     for (seq, turn) in (1..).zip(history) {
-        insert_turn(db, &thread.id, seq, turn).await?;
+        insert_turn(db, &thread.id, seq, turn, ItemTimes::default()).await?;
     }
     Ok(())
 }
@@ -263,11 +263,14 @@ pub(super) async fn upsert_thread(
     Ok(())
 }
 
+/// Inserts `turn` with its items as turn `seq`; its first item is recorded with
+/// `first_item_times` (a started turn's input), the others with none.
 pub(super) async fn insert_turn(
     db: &ClientWrapper,
     thread_id: &str,
     seq: i64,
     turn: &Turn,
+    first_item_times: ItemTimes,
 ) -> Result<(), StoreError> {
     let statement = db
         .prepare_cached(&format!(
@@ -298,13 +301,30 @@ pub(super) async fn insert_turn(
         return Ok(());
     }
     let item_statement = db
-        .prepare_cached("INSERT INTO items (thread_id, turn_id, idx, item) VALUES ($1, $2, $3, $4)")
+        .prepare_cached(
+            "INSERT INTO items (thread_id, turn_id, idx, item, started_at_ms, completed_at_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
         .await?;
+    // A whole turn's items come without times (see `ItemTimes`), but for a started turn's
+    // input.
     for (index, item) in turn.items.iter().enumerate() {
+        let times = if index == 0 {
+            first_item_times
+        } else {
+            ItemTimes::default()
+        };
         let index = i64::try_from(index).expect("a turn holds fewer than i64::MAX items");
         db.execute(
             &item_statement,
-            &[&thread_id, &turn.id, &index, &encode_exact(item, "item")?],
+            &[
+                &thread_id,
+                &turn.id,
+                &index,
+                &encode_exact(item, "item")?,
+                &times.started_at_ms,
+                &times.completed_at_ms,
+            ],
         )
         .await?;
     }

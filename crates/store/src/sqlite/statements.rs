@@ -47,7 +47,7 @@ pub(super) fn insert_new_thread(
     }
     upsert_thread(connection, thread)?;
     for (seq, turn) in (1..).zip(history) {
-        insert_turn(connection, &thread.id, seq, turn)?;
+        insert_turn(connection, &thread.id, seq, turn, ItemTimes::default())?;
     }
     Ok(())
 }
@@ -94,11 +94,14 @@ pub(super) fn upsert_thread(
     Ok(())
 }
 
+/// Inserts `turn` with its items as turn `seq`; its first item is recorded with
+/// `first_item_times` (a started turn's input), the others with none.
 pub(super) fn insert_turn(
     connection: &Connection,
     thread_id: &str,
     seq: i64,
     turn: &Turn,
+    first_item_times: ItemTimes,
 ) -> Result<(), StoreError> {
     connection
         .prepare_cached(&format!(
@@ -123,8 +126,14 @@ pub(super) fn insert_turn(
         "INSERT INTO items (thread_id, turn_id, idx, item, started_at_ms, completed_at_ms) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
-    // A whole turn's items come without times (see `ItemTimes`).
+    // A whole turn's items come without times (see `ItemTimes`), but for a started turn's
+    // input.
     for (index, item) in turn.items.iter().enumerate() {
+        let times = if index == 0 {
+            first_item_times
+        } else {
+            ItemTimes::default()
+        };
         let index = i64::try_from(index).expect("a turn holds fewer than i64::MAX items");
         write_item(
             &mut statement,
@@ -132,7 +141,7 @@ pub(super) fn insert_turn(
             &turn.id,
             index,
             encode_exact(item, "item")?,
-            ItemTimes::default(),
+            times,
         )?;
     }
     Ok(())

@@ -50,12 +50,10 @@ fn listed_turn(n: usize, view: &str) -> Value {
     )
 }
 
-/// An entry of `thread/items/list`: the user's input was stored with its turn (no times),
-/// the agent's message when it completed (when it started and completed).
+/// An entry of `thread/items/list`, with when its item started and completed.
 fn entry(n: usize, item: Value) -> Value {
-    let timed = item["type"] != "userMessage";
-    let time = || if timed { json!("<time>") } else { Value::Null };
-    json!({"turnId": TURNS[n].0, "item": item, "startedAtMs": time(), "completedAtMs": time()})
+    json!({"turnId": TURNS[n].0, "item": item, "startedAtMs": "<time>",
+           "completedAtMs": "<time>"})
 }
 
 /// Three turns, then every way of paging them, then a paged cold resume and a fourth turn.
