@@ -316,29 +316,20 @@ async fn execute(args: ChatArgs, global: GlobalOptions) -> Result<i32, SessionEr
         prompt,
         view: AgentView::new(render::stdout_colour()),
     };
-    // The chat runs on a task of its own: its writes block (a terminal stopped by flow
-    // control, a stderr nobody reads), and they must not also hold this select, or a signal
-    // would never be seen while one waits.
-    let mut chatting = tokio::spawn(async move {
-        chat.output.line(&format!(
-            "thread {} (type /help for commands)",
-            chat.thread_id
-        ));
-        chat.run().await
-    });
-    let code = tokio::select! {
-        joined = &mut chatting => {
-            joined.unwrap_or_else(|error| std::panic::resume_unwind(error.into_panic()))
-        }
-        signal = signals.recv() => {
-            crate::shutdown_deadline::arm("chat", crate::shutdown_deadline::SESSION);
-            // Not a blocking write: the chat may hold stderr, blocked on a reader.
-            crate::stderr_without_waiting::say(&format!(
-                "\ntandem: {signal}: stopping; a running turn is interrupted\n"
-            ));
-            signal.exit_code()
-        }
-    };
+    let (ended, chatting) = signals
+        .run_session(
+            "chat",
+            "stopping; a running turn is interrupted",
+            async move {
+                chat.output.line(&format!(
+                    "thread {} (type /help for commands)",
+                    chat.thread_id
+                ));
+                chat.run().await
+            },
+        )
+        .await;
+    let code = ended.unwrap_or_else(|signal| signal.exit_code());
     crate::shutdown_deadline::arm("chat", crate::shutdown_deadline::SESSION);
     client.close().await;
     // A chat still blocked in a write stays so until the process exits.

@@ -92,24 +92,15 @@ async fn execute(args: RunArgs, global: GlobalOptions) -> Result<i32, SessionErr
     let mut signals =
         ShutdownSignals::install_without_interrupt().map_err(SessionError::Signals)?;
     let client = args.server.client(SessionSource::Exec, &global).await?;
-    // The session runs on a task of its own: its writes to stdout and stderr block (a reader
-    // that stalls holds the session back), and they must not also hold this select, or a
-    // signal would never be seen while one waits.
     let session = client.clone();
-    let mut driving = tokio::spawn(async move { drive(&session, &args).await });
-    let outcome = tokio::select! {
-        joined = &mut driving => {
-            joined.unwrap_or_else(|error| std::panic::resume_unwind(error.into_panic()))
-        }
-        signal = signals.recv() => {
-            crate::shutdown_deadline::arm("run", crate::shutdown_deadline::SESSION);
-            // Not a blocking write: the session may hold stderr, blocked on a reader.
-            crate::stderr_without_waiting::say(&format!(
-                "\ntandem: {signal}: stopping; the running turn is interrupted\n"
-            ));
-            Ok(signal.exit_code())
-        }
-    };
+    let (ended, driving) = signals
+        .run_session(
+            "run",
+            "stopping; the running turn is interrupted",
+            async move { drive(&session, &args).await },
+        )
+        .await;
+    let outcome = ended.unwrap_or_else(|signal| Ok(signal.exit_code()));
     crate::shutdown_deadline::arm("run", crate::shutdown_deadline::SESSION);
     client.close().await;
     // A session still blocked in a write stays so until the process exits.

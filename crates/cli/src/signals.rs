@@ -4,7 +4,10 @@
 //! once, before running turns are stored and the processes it started are killed; with one,
 //! every command shuts its host down the same bounded way.
 
+use std::future::Future;
+
 use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio::task::JoinHandle;
 
 /// Handlers for SIGTERM, SIGINT and SIGHUP, installed together.
 pub(crate) struct ShutdownSignals {
@@ -31,6 +34,31 @@ impl ShutdownSignals {
             interrupt: None,
             hangup: signal(SignalKind::hangup())?,
         })
+    }
+
+    /// Runs `session` (`run`'s or `chat`'s) on a task of its own until it ends or a signal
+    /// comes. Its writes to stdout and stderr block while a reader stalls, and they must not
+    /// hold the wait for a signal too. On a signal the shutdown deadline of `command` is armed
+    /// and `stopping` is said without waiting for stderr (the session may hold it, blocked);
+    /// the returned task is then the caller's to abort once its client is closed.
+    pub(crate) async fn run_session<T: Send + 'static>(
+        &mut self,
+        command: &'static str,
+        stopping: &str,
+        session: impl Future<Output = T> + Send + 'static,
+    ) -> (Result<T, ShutdownSignal>, JoinHandle<T>) {
+        let mut running = tokio::spawn(session);
+        let ended = tokio::select! {
+            joined = &mut running => {
+                Ok(joined.unwrap_or_else(|error| std::panic::resume_unwind(error.into_panic())))
+            }
+            signal = self.recv() => {
+                crate::shutdown_deadline::arm(command, crate::shutdown_deadline::SESSION);
+                crate::stderr_without_waiting::say(&format!("\ntandem: {signal}: {stopping}\n"));
+                Err(signal)
+            }
+        };
+        (ended, running)
     }
 
     /// Waits for the next of the signals.

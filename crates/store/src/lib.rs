@@ -504,28 +504,43 @@ pub trait ThreadStore: Send + Sync {
     /// such thread.
     async fn delete_thread(&self, thread_id: &str) -> Result<bool, StoreError>;
 
-    /// Stores `turn` with its items and applies `update` to the thread, all or nothing: after
-    /// a crash the thread holds either the whole turn and update or neither. A new turn goes
-    /// after the thread's other turns; a turn whose id is already stored is replaced in place.
-    /// Returns the updated record.
+    /// Stores `turn` with its items, the first recorded with `first_item_times` and the others
+    /// with none, and applies `update` to the thread, all or nothing: after a crash the thread
+    /// holds either the whole turn and update or neither. A new turn goes after the thread's
+    /// other turns; a turn whose id is already stored is replaced in place. Returns the
+    /// updated record. Callers use [`ThreadStore::commit_turn`] and
+    /// [`ThreadStore::begin_turn`]; a store implements this once for both.
+    async fn store_turn(
+        &self,
+        thread_id: &str,
+        turn: &Turn,
+        first_item_times: ItemTimes,
+        update: &ThreadUpdate,
+    ) -> Result<ThreadRecord, StoreError>;
+
+    /// Stores a whole `turn` (see [`ThreadStore::store_turn`]), its items without times.
     async fn commit_turn(
         &self,
         thread_id: &str,
         turn: &Turn,
         update: &ThreadUpdate,
-    ) -> Result<ThreadRecord, StoreError>;
+    ) -> Result<ThreadRecord, StoreError> {
+        self.store_turn(thread_id, turn, ItemTimes::default(), update)
+            .await
+    }
 
     /// Stores a turn that has just started (status `inProgress`, with its user input as its
     /// first item, recorded with `input_times`) after the thread's other turns and applies
     /// `update`, all or nothing, so that the input survives a crash before the turn ends.
-    /// [`ThreadStore::commit_turn`]'s semantics, plus the first item's times.
     async fn begin_turn(
         &self,
         thread_id: &str,
         turn: &Turn,
         input_times: ItemTimes,
         update: &ThreadUpdate,
-    ) -> Result<ThreadRecord, StoreError>;
+    ) -> Result<ThreadRecord, StoreError> {
+        self.store_turn(thread_id, turn, input_times, update).await
+    }
 
     /// Stores `item`, with `times`, as item number `index` (from 0) of the stored turn
     /// `turn_id`, replacing the item at that index and its times (a started item completing)

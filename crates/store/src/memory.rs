@@ -74,34 +74,6 @@ impl InMemoryThreadStore {
         Self::default()
     }
 
-    /// [`ThreadStore::commit_turn`], the turn's first item recorded with `first_item_times`.
-    fn store_turn(
-        &self,
-        thread_id: &str,
-        turn: &Turn,
-        first_item_times: ItemTimes,
-        update: &ThreadUpdate,
-    ) -> Result<ThreadRecord, StoreError> {
-        let mut threads = self.lock();
-        let entry = entry_mut(&mut threads, thread_id)?;
-        // A whole turn's items come without times (see `ItemTimes`), but for a started
-        // turn's input.
-        entry
-            .item_times
-            .retain(|(turn_id, _), _| *turn_id != turn.id);
-        if !turn.items.is_empty() {
-            entry
-                .item_times
-                .insert((turn.id.clone(), 0), first_item_times);
-        }
-        match entry.turns.iter_mut().find(|stored| stored.id == turn.id) {
-            Some(stored) => *stored = turn.clone(),
-            None => entry.turns.push(turn.clone()),
-        }
-        update.apply(&mut entry.record);
-        Ok(entry.record.clone())
-    }
-
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
         // Every mutation below is a single assignment or push after all checks passed, so a
         // panic in another holder cannot have left an entry half-updated.
@@ -260,23 +232,34 @@ impl ThreadStore for InMemoryThreadStore {
         Ok(threads.remove(thread_id).is_some())
     }
 
-    async fn commit_turn(
+    async fn store_turn(
         &self,
         thread_id: &str,
         turn: &Turn,
+        first_item_times: ItemTimes,
         update: &ThreadUpdate,
     ) -> Result<ThreadRecord, StoreError> {
-        self.store_turn(thread_id, turn, ItemTimes::default(), update)
-    }
-
-    async fn begin_turn(
-        &self,
-        thread_id: &str,
-        turn: &Turn,
-        input_times: ItemTimes,
-        update: &ThreadUpdate,
-    ) -> Result<ThreadRecord, StoreError> {
-        self.store_turn(thread_id, turn, input_times, update)
+        let mut threads = self.lock();
+        let entry = entry_mut(&mut threads, thread_id)?;
+        match entry.turns.iter_mut().find(|stored| stored.id == turn.id) {
+            Some(stored) => {
+                *stored = turn.clone();
+                // The replaced items' times go with them.
+                entry
+                    .item_times
+                    .retain(|(turn_id, _), _| *turn_id != turn.id);
+            }
+            None => entry.turns.push(turn.clone()),
+        }
+        // A whole turn's items come without times (see `ItemTimes`), but for a started
+        // turn's input.
+        if !turn.items.is_empty() && first_item_times != ItemTimes::default() {
+            entry
+                .item_times
+                .insert((turn.id.clone(), 0), first_item_times);
+        }
+        update.apply(&mut entry.record);
+        Ok(entry.record.clone())
     }
 
     async fn put_item(

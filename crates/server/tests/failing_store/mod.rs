@@ -93,25 +93,16 @@ impl ThreadStore for FailingStore {
         self.write()?;
         self.inner.delete_thread(thread_id).await
     }
-    async fn commit_turn(
+    async fn store_turn(
         &self,
         thread_id: &str,
         turn: &Turn,
-        update: &ThreadUpdate,
-    ) -> Result<ThreadRecord, StoreError> {
-        self.write()?;
-        self.inner.commit_turn(thread_id, turn, update).await
-    }
-    async fn begin_turn(
-        &self,
-        thread_id: &str,
-        turn: &Turn,
-        input_times: ItemTimes,
+        first_item_times: ItemTimes,
         update: &ThreadUpdate,
     ) -> Result<ThreadRecord, StoreError> {
         self.write()?;
         self.inner
-            .begin_turn(thread_id, turn, input_times, update)
+            .store_turn(thread_id, turn, first_item_times, update)
             .await
     }
     async fn put_item(

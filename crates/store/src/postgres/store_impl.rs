@@ -147,24 +147,39 @@ impl ThreadStore for PostgresThreadStore {
         .await
     }
 
-    async fn commit_turn(
+    async fn store_turn(
         &self,
         thread_id: &str,
         turn: &Turn,
+        first_item_times: ItemTimes,
         update: &ThreadUpdate,
     ) -> Result<ThreadRecord, StoreError> {
-        self.store_turn(thread_id, turn, ItemTimes::default(), update)
-            .await
-    }
-
-    async fn begin_turn(
-        &self,
-        thread_id: &str,
-        turn: &Turn,
-        input_times: ItemTimes,
-        update: &ThreadUpdate,
-    ) -> Result<ThreadRecord, StoreError> {
-        self.store_turn(thread_id, turn, input_times, update).await
+        self.in_write(Some(thread_id), async |db| {
+            let mut record = require_record(db, thread_id).await?;
+            let seq = match turn_seq(db, thread_id, &turn.id).await? {
+                Some(seq) => {
+                    db.execute(
+                        "DELETE FROM turns WHERE thread_id = $1 AND id = $2",
+                        &[&thread_id, &turn.id],
+                    )
+                    .await?;
+                    seq
+                }
+                None => {
+                    let statement = db
+                        .prepare_cached(
+                            "SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE thread_id = $1",
+                        )
+                        .await?;
+                    db.query_one(&statement, &[&thread_id]).await?.get(0)
+                }
+            };
+            insert_turn(db, thread_id, seq, turn, first_item_times).await?;
+            update.apply(&mut record);
+            upsert_thread(db, &record).await?;
+            Ok(record)
+        })
+        .await
     }
 
     async fn put_item(
@@ -524,43 +539,5 @@ impl ThreadStore for PostgresThreadStore {
 
     fn lease_settings(&self) -> Option<&LeaseSettings> {
         Some(&self.leases.settings)
-    }
-}
-
-impl PostgresThreadStore {
-    /// [`ThreadStore::commit_turn`], the turn's first item recorded with `first_item_times`.
-    async fn store_turn(
-        &self,
-        thread_id: &str,
-        turn: &Turn,
-        first_item_times: ItemTimes,
-        update: &ThreadUpdate,
-    ) -> Result<ThreadRecord, StoreError> {
-        self.in_write(Some(thread_id), async |db| {
-            let mut record = require_record(db, thread_id).await?;
-            let seq = match turn_seq(db, thread_id, &turn.id).await? {
-                Some(seq) => {
-                    db.execute(
-                        "DELETE FROM turns WHERE thread_id = $1 AND id = $2",
-                        &[&thread_id, &turn.id],
-                    )
-                    .await?;
-                    seq
-                }
-                None => {
-                    let statement = db
-                        .prepare_cached(
-                            "SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE thread_id = $1",
-                        )
-                        .await?;
-                    db.query_one(&statement, &[&thread_id]).await?.get(0)
-                }
-            };
-            insert_turn(db, thread_id, seq, turn, first_item_times).await?;
-            update.apply(&mut record);
-            upsert_thread(db, &record).await?;
-            Ok(record)
-        })
-        .await
     }
 }

@@ -135,24 +135,41 @@ impl ThreadStore for SqliteThreadStore {
         .await
     }
 
-    async fn commit_turn(
+    async fn store_turn(
         &self,
         thread_id: &str,
         turn: &Turn,
+        first_item_times: ItemTimes,
         update: &ThreadUpdate,
     ) -> Result<ThreadRecord, StoreError> {
-        self.store_turn(thread_id, turn, ItemTimes::default(), update)
-            .await
-    }
-
-    async fn begin_turn(
-        &self,
-        thread_id: &str,
-        turn: &Turn,
-        input_times: ItemTimes,
-        update: &ThreadUpdate,
-    ) -> Result<ThreadRecord, StoreError> {
-        self.store_turn(thread_id, turn, input_times, update).await
+        let thread_id = thread_id.to_owned();
+        let turn = turn.clone();
+        let update = update.clone();
+        self.write_thread(thread_id.clone(), move |connection| {
+            let mut record = read_thread(connection, &thread_id)?
+                .ok_or_else(|| StoreError::ThreadNotFound(thread_id.clone()))?;
+            let seq = match turn_seq(connection, &thread_id, &turn.id)? {
+                Some(seq) => {
+                    // Replacing deletes the old items through the cascade; the turn keeps its
+                    // place.
+                    connection.execute(
+                        "DELETE FROM turns WHERE thread_id = ?1 AND id = ?2",
+                        params![thread_id, turn.id],
+                    )?;
+                    seq
+                }
+                None => connection.query_row(
+                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE thread_id = ?1",
+                    [&thread_id],
+                    |row| row.get(0),
+                )?,
+            };
+            insert_turn(connection, &thread_id, seq, &turn, first_item_times)?;
+            update.apply(&mut record);
+            upsert_thread(connection, &record)?;
+            Ok(record)
+        })
+        .await
     }
 
     async fn put_item(
@@ -640,45 +657,5 @@ impl ThreadStore for SqliteThreadStore {
 
     fn lease_settings(&self) -> Option<&crate::LeaseSettings> {
         self.settings()
-    }
-}
-
-impl SqliteThreadStore {
-    /// [`ThreadStore::commit_turn`], the turn's first item recorded with `first_item_times`.
-    async fn store_turn(
-        &self,
-        thread_id: &str,
-        turn: &Turn,
-        first_item_times: ItemTimes,
-        update: &ThreadUpdate,
-    ) -> Result<ThreadRecord, StoreError> {
-        let thread_id = thread_id.to_owned();
-        let turn = turn.clone();
-        let update = update.clone();
-        self.write_thread(thread_id.clone(), move |connection| {
-            let mut record = read_thread(connection, &thread_id)?
-                .ok_or_else(|| StoreError::ThreadNotFound(thread_id.clone()))?;
-            let seq = match turn_seq(connection, &thread_id, &turn.id)? {
-                Some(seq) => {
-                    // Replacing deletes the old items through the cascade; the turn keeps its
-                    // place.
-                    connection.execute(
-                        "DELETE FROM turns WHERE thread_id = ?1 AND id = ?2",
-                        params![thread_id, turn.id],
-                    )?;
-                    seq
-                }
-                None => connection.query_row(
-                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE thread_id = ?1",
-                    [&thread_id],
-                    |row| row.get(0),
-                )?,
-            };
-            insert_turn(connection, &thread_id, seq, &turn, first_item_times)?;
-            update.apply(&mut record);
-            upsert_thread(connection, &record)?;
-            Ok(record)
-        })
-        .await
     }
 }
