@@ -257,7 +257,7 @@ impl ExecRequest {
         let id = self.process_id.unwrap_or_default();
         manager
             .spawn_planned(self.plan, sink)
-            .map_err(|error| ExecError::from_process(error, &id).into())
+            .map_err(|error| exec_error(error, &id))
     }
 }
 
@@ -296,7 +296,7 @@ impl ProcessManager {
         params: CommandExecTerminateParams,
     ) -> Result<(), JSONRPCErrorError> {
         self.kill_inner(&exec_handle(&params.process_id))
-            .map_err(|error| ExecError::from_process(error, &params.process_id).into())
+            .map_err(|error| exec_error(error, &params.process_id))
     }
 
     /// `command/exec/resize`: applies a new terminal size to a PTY child.
@@ -306,6 +306,6 @@ impl ProcessManager {
             size: params.size,
         };
         self.resize_inner(resize)
-            .map_err(|error| ExecError::from_process(error, &params.process_id).into())
+            .map_err(|error| exec_error(error, &params.process_id))
     }
 }

@@ -53,6 +53,15 @@ use crate::process::ProcessManager;
 use crate::store::{self, ItemTimes, StoreError, ThreadStore};
 use crate::threads::{ActiveTurn, LoadedThread, now_millis};
 
+/// An item started and not completed yet.
+struct StartedItem {
+    /// Its `item/started`'s `startedAtMs`, stored with it when it completes.
+    at_ms: i64,
+    /// Its index when it was stored as it started (commands and tool calls), so that its
+    /// completion replaces it in place.
+    stored_at: Option<usize>,
+}
+
 /// How threads run turns (and users' shell commands beside them): this module's functions.
 pub(crate) const RUNNER: crate::threads::TurnRunner = crate::threads::TurnRunner {
     start: task::spawn,
@@ -80,12 +89,8 @@ pub(crate) struct TurnRun {
     processes: ProcessManager,
     /// Where the turn is written as it happens: each item before its `item/completed`.
     store: Arc<dyn ThreadStore>,
-    /// Started items already stored (commands and tool calls), with their index, so that
-    /// their completion replaces them in place.
-    stored_started: Vec<(String, usize)>,
-    /// When each started item that has not completed yet started (its `item/started`'s
-    /// `startedAtMs`), by item id: stored with the item when it completes.
-    started_at: HashMap<String, i64>,
+    /// The items started and not completed yet, by id.
+    started: HashMap<String, StartedItem>,
     /// The first store failure: the turn then stops and ends `failed` with this message, and
     /// no later item is reported as completed. (Locks here and below: a held item is written
     /// from `&self` paths too, see [`TurnRun::flush_held`].)
@@ -266,7 +271,7 @@ impl TurnRun {
         // An item held before this one is written first: the items keep their order.
         self.flush_held().await;
         let started_at_ms = now_millis();
-        self.started_at.insert(item.id().to_owned(), started_at_ms);
+        let mut stored_at = None;
         // A call is stored as soon as it starts, so that a crash while it runs leaves a
         // started item for recovery to close (and the model an explicit "interrupted" result)
         // rather than no trace of an action that may have taken effect.
@@ -291,8 +296,13 @@ impl TurnRun {
             }
             *next += 1;
             drop(next);
-            self.stored_started.push((item.id().to_owned(), index));
+            stored_at = Some(index);
         }
+        let started = StartedItem {
+            at_ms: started_at_ms,
+            stored_at,
+        };
+        self.started.insert(item.id().to_owned(), started);
         self.set_snapshot_item(item.clone());
         self.notify(ServerNotification::ItemStarted(ItemStartedNotification {
             thread_id: self.thread.id.clone(),
@@ -309,20 +319,17 @@ impl TurnRun {
     /// if it is the turn's last, it is written in the commit of the turn's end.
     async fn item_completed(&mut self, item: ThreadItem) {
         self.flush_held().await;
+        let started = self.started.remove(item.id());
         let times = ItemTimes {
-            started_at_ms: self.started_at.remove(item.id()),
+            started_at_ms: started.as_ref().map(|started| started.at_ms),
             completed_at_ms: Some(now_millis()),
         };
-        let started = self
-            .stored_started
-            .iter()
-            .position(|(id, _)| id == item.id())
-            .map(|position| self.stored_started.swap_remove(position).1);
-        if started.is_none() && self.hold_completed && !self.has_failed() {
+        let stored_at = started.and_then(|started| started.stored_at);
+        if stored_at.is_none() && self.hold_completed && !self.has_failed() {
             *lock(&self.held) = Some((item, times));
             return;
         }
-        let stored = match started {
+        let stored = match stored_at {
             Some(index) => self.persist(index, &item, times).await,
             None => {
                 let active = Arc::clone(&self.active);
