@@ -254,6 +254,20 @@ impl DeltaDelivery {
         self.0.is_none()
     }
 
+    /// Whether the delivery happened, looked at without asking to be woken: the pump checks
+    /// its window this way while it reads, so a delivery wakes it only when it waits for one
+    /// (see `stream::InFlight::settle`).
+    pub(crate) fn poll_done(&mut self) -> bool {
+        let Some(delivery) = self.0.as_mut() else {
+            return true;
+        };
+        let mut look = std::task::Context::from_waker(std::task::Waker::noop());
+        if delivery.as_mut().poll(&mut look).is_ready() {
+            self.0 = None;
+        }
+        self.0.is_none()
+    }
+
     /// Waits for the delivery. Cancel safe: what is left to wait for stays in `self`.
     pub async fn wait(&mut self) {
         if let Some(delivery) = self.0.as_mut() {

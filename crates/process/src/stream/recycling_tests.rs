@@ -16,6 +16,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::*;
+use crate::{DELTAS_IN_FLIGHT, DeltaDelivery};
 
 /// Byte `offset` of the generated output: every 8 bytes hold their own offset, so a delta that
 /// changed under its holder, or bytes out of order, show at once.
@@ -77,6 +78,13 @@ impl ProcessEventSink for KeepingSink {
     }
 }
 
+/// Deliveries the consumer holds back: from the delta that reaches `after` bytes on, until
+/// `open` says so.
+struct DeliveryHold {
+    after: u64,
+    open: watch::Receiver<bool>,
+}
+
 /// Failures seen by the consumer, and the bytes it received.
 #[derive(Default)]
 struct Consumed {
@@ -90,6 +98,7 @@ async fn consume(
     mut deltas: mpsc::UnboundedReceiver<(ProcessOutputDeltaNotification, oneshot::Sender<()>)>,
     kept: usize,
     consumed: Arc<Mutex<Consumed>>,
+    mut hold: Option<DeliveryHold>,
 ) {
     let mut window: VecDeque<(u64, Bytes)> = VecDeque::new();
     let mut offset = 0u64;
@@ -116,9 +125,17 @@ async fn consume(
             }
         }
         drop(delta);
-        let mut consumed = consumed.lock().unwrap();
-        consumed.received = offset;
-        consumed.failures.extend(failures);
+        {
+            let mut consumed = consumed.lock().unwrap();
+            consumed.received = offset;
+            consumed.failures.extend(failures);
+        }
+        if let Some(DeliveryHold { after, open }) = hold.as_mut()
+            && offset >= *after
+        {
+            let _ = open.wait_for(|open| *open).await;
+            hold = None;
+        }
         let _ = delivered.send(());
     }
 }
@@ -132,7 +149,7 @@ async fn run(chunks: u64, kept: usize, declared: usize) -> (StreamOutcome, Consu
         left: total,
     });
     let consumed = Arc::new(Mutex::new(Consumed::default()));
-    let outcome = run_reader(reader, kept, declared, Arc::clone(&consumed)).await;
+    let outcome = run_reader(reader, kept, declared, Arc::clone(&consumed), None).await;
     let consumed = std::mem::take(&mut *consumed.lock().unwrap());
     assert_eq!(consumed.received, total, "every byte arrived");
     (outcome, consumed)
@@ -145,9 +162,10 @@ async fn run_reader(
     kept: usize,
     declared: usize,
     consumed: Arc<Mutex<Consumed>>,
+    hold: Option<DeliveryHold>,
 ) -> StreamOutcome {
     let (sender, deltas) = mpsc::unbounded_channel();
-    let consumer = tokio::spawn(consume(deltas, kept, consumed));
+    let consumer = tokio::spawn(consume(deltas, kept, consumed, hold));
     let sink: Arc<dyn ProcessEventSink> = Arc::new(KeepingSink {
         deltas: sender,
         declared,
@@ -201,8 +219,9 @@ impl AsyncRead for TwoBursts {
     }
 }
 
-/// The chunks allocated for two bursts of `chunks` whole chunks each, `silence` apart.
-async fn fresh_chunks_for_two_bursts(chunks: u64, silence: Duration) -> u64 {
+/// The chunks allocated for two bursts of `chunks` whole chunks each, `silence` apart; with
+/// `delivered_late`, the first burst's last delta is delivered only after the silence.
+async fn fresh_chunks_for_two_bursts(chunks: u64, silence: Duration, delivered_late: bool) -> u64 {
     let burst = chunks * READ_CHUNK_BYTES as u64;
     let (open, gate) = oneshot::channel::<()>();
     let reader: OutputReader = Box::new(TwoBursts {
@@ -219,13 +238,29 @@ async fn fresh_chunks_for_two_bursts(chunks: u64, silence: Duration) -> u64 {
         },
     });
     let consumed = Arc::new(Mutex::new(Consumed::default()));
-    let pumping = tokio::spawn(run_reader(reader, KEPT, KEPT, Arc::clone(&consumed)));
+    let (deliver, hold_open) = watch::channel(!delivered_late);
+    let hold = DeliveryHold {
+        after: burst,
+        open: hold_open,
+    };
+    let pumping = tokio::spawn(run_reader(
+        reader,
+        KEPT,
+        KEPT,
+        Arc::clone(&consumed),
+        Some(hold),
+    ));
     // The first burst is consumed before the silence starts.
     while consumed.lock().unwrap().received < burst {
         tokio::task::yield_now().await;
     }
     if !silence.is_zero() {
         tokio::time::sleep(silence).await;
+    }
+    deliver.send_replace(true);
+    if delivered_late {
+        // Time for the delivery to reach the pump (paused: every task runs first).
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
     open.send(()).expect("the reader waits for the gate");
     let outcome = pumping.await.expect("the pump does not panic");
@@ -239,16 +274,23 @@ async fn fresh_chunks_for_two_bursts(chunks: u64, silence: Duration) -> u64 {
 async fn a_stream_that_goes_quiet_lets_go_of_its_spare_chunks() {
     // A burst that fills every handle kept for reuse (the window, the kept deltas, the slack).
     let chunks = 2 * (DELTAS_IN_FLIGHT + KEPT + REUSE_SLACK) as u64;
-    let straight_on = fresh_chunks_for_two_bursts(chunks, Duration::ZERO).await;
-    let after_silence =
-        fresh_chunks_for_two_bursts(chunks, RELEASE_IDLE_CHUNKS_AFTER + Duration::from_millis(1))
-            .await;
+    let straight_on = fresh_chunks_for_two_bursts(chunks, Duration::ZERO, false).await;
+    let silence = RELEASE_IDLE_CHUNKS_AFTER + Duration::from_millis(1);
+    let after_silence = fresh_chunks_for_two_bursts(chunks, silence, false).await;
     // Straight on, the second burst reads into the first one's chunks as the consumer lets
     // them go; after the silence the pump no longer holds them, so it allocates its own again
     // (measured: 220 and 254; both bursts also allocate for the read-ahead's swings).
     assert!(
         after_silence >= straight_on + DELTAS_IN_FLIGHT as u64,
         "fresh chunks: {straight_on} without a silence, {after_silence} after one"
+    );
+    // The same when the idle period runs out with the last delta still in flight: the pump,
+    // which only looks at deliveries while it reads, waits for that one and then lets go.
+    let delivered_late = fresh_chunks_for_two_bursts(chunks, silence, true).await;
+    assert!(
+        delivered_late >= straight_on + DELTAS_IN_FLIGHT as u64,
+        "fresh chunks: {straight_on} without a silence, {delivered_late} after one that \
+         ended with the last delta in flight"
     );
 }
 

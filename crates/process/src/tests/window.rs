@@ -201,47 +201,88 @@ async fn a_fast_consumer_gets_every_byte_in_order_through_the_window() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn output_written_while_a_delta_is_in_flight_leaves_merged() {
-    // The child writes one line, waits to be told, then 50 more lines, one write each.
+async fn output_written_while_the_window_is_full_leaves_merged() {
+    // The child writes 200 lines, one write each, to a consumer that takes nothing: the first
+    // ones leave as the window has room, one delta per read, and the rest wait and merge.
     let dir = tempfile::tempdir().unwrap();
-    let (go, done) = (dir.path().join("go"), dir.path().join("done"));
+    let done = dir.path().join("done");
     let script = format!(
-        "echo first; while [ ! -e '{}' ]; do sleep 0.01; done; i=0; \
-         while [ $i -lt 50 ]; do echo line $i; i=$((i+1)); done; touch '{}'; sleep 0.2",
-        go.display(),
+        "i=0; while [ $i -lt 200 ]; do echo line $i; sleep 0.001; i=$((i+1)); done; \
+         touch '{}'; sleep 0.2",
         done.display()
     );
     let manager = ProcessManager::new();
     let sink = WindowSink::new(false);
     stream_script(&manager, "merged", &script, &sink).await;
 
-    // The first line is handed over at once, and waits for its delivery.
-    eventually(PROMPT, "the first line handed over", || {
-        sink.stdout_in_flight().0 == 1
+    eventually(PROMPT, "the window full", || {
+        sink.stdout_in_flight().0 == DELTAS_IN_FLIGHT
     })
     .await;
-    std::fs::write(&go, b"").unwrap();
-    eventually(PROMPT, "the 50 lines written", || done.exists()).await;
-    // Real time in which the pump reads them (at once) and, under the old rule, handed each
-    // over, the window having room for 15 more: nothing signals a read that hands nothing over.
+    eventually(PROMPT, "the 200 lines written", || done.exists()).await;
+    // Real time in which the pump reads the rest (at once): nothing may leave past the window.
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(
-        sink.stdout_in_flight().0,
-        1,
-        "lines written while a delta was in flight were handed over one by one"
-    );
+    assert_eq!(sink.stdout_in_flight().0, DELTAS_IN_FLIGHT);
+    assert_eq!(sink.deltas.lock().unwrap().len(), DELTAS_IN_FLIGHT);
 
     sink.gate.send_replace(true);
     let exited = sink.wait_exited(Duration::from_secs(30)).await;
     assert_eq!(exited.exit_code, 0);
-    let expected: String = std::iter::once("first\n".to_owned())
-        .chain((0..50).map(|i| format!("line {i}\n")))
-        .collect();
+    let expected: String = (0..200).map(|i| format!("line {i}\n")).collect();
     assert_eq!(
         String::from_utf8(sink.output(ProcessOutputStream::Stdout)).unwrap(),
         expected
     );
-    // How the 50 lines split once the gate is open depends on when the pump read them; what is
-    // certain is that they did not leave one delta per line.
-    assert!(sink.deltas.lock().unwrap().len() < 10);
+    // What was read while the window was full left in a delta or two, not a delta per line.
+    let deltas = sink.deltas.lock().unwrap().len();
+    assert!(
+        deltas <= DELTAS_IN_FLIGHT + 2,
+        "{deltas} deltas for 200 lines through a window of {DELTAS_IN_FLIGHT}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_held_for_the_window_leaves_when_it_empties_while_the_child_is_silent() {
+    // Deliveries are looked at when the pump wakes, and waited for only when something waits
+    // on them: here the lines held behind a full window do, and nothing else will wake the
+    // pump (the child stays alive and writes nothing more until told).
+    let dir = tempfile::tempdir().unwrap();
+    let (written, finish) = (dir.path().join("written"), dir.path().join("finish"));
+    let script = format!(
+        "i=0; while [ $i -lt 40 ]; do echo line $i; sleep 0.005; i=$((i+1)); done; \
+         touch '{written}'; while [ ! -e '{finish}' ]; do sleep 0.01; done",
+        written = written.display(),
+        finish = finish.display()
+    );
+    let manager = ProcessManager::new();
+    let sink = WindowSink::new(false);
+    stream_script(&manager, "held", &script, &sink).await;
+
+    eventually(PROMPT, "the 40 lines written", || written.exists()).await;
+    // Real time for the pump to read what the window holds back.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        sink.stdout_in_flight().0,
+        DELTAS_IN_FLIGHT,
+        "the window is full"
+    );
+    let expected: String = (0..40).map(|i| format!("line {i}\n")).collect();
+    assert_ne!(
+        String::from_utf8(sink.output(ProcessOutputStream::Stdout)).unwrap(),
+        expected,
+        "some lines wait behind the window"
+    );
+
+    sink.gate.send_replace(true);
+    eventually(PROMPT, "the held lines handed over", || {
+        sink.output(ProcessOutputStream::Stdout) == expected.as_bytes()
+    })
+    .await;
+    assert!(
+        sink.exited.lock().unwrap().is_none(),
+        "the child is still running"
+    );
+    std::fs::write(&finish, b"").unwrap();
+    let exited = sink.wait_exited(Duration::from_secs(30)).await;
+    assert_eq!(exited.exit_code, 0);
 }
