@@ -40,7 +40,7 @@ use tandem_host::in_process::{
     self, InProcessClientHandle, InProcessServerEvent, InProcessStartArgs,
 };
 use tandem_host::{ConnectionId, OutgoingMessageSender};
-use tandem_process::{DeltaDelivery, ProcessEventSink, ProcessManager};
+use tandem_process::{DeltaDelivery, ProcessEventSink, ProcessManager, READ_CHUNK_BYTES};
 use tandem_protocol::{
     ProcessExitedNotification, ProcessOutputDeltaNotification, ProcessSpawnParams,
     ServerNotification,
@@ -61,8 +61,6 @@ const CONSUMER_QUEUE: usize = 128;
 /// replay window does (4 MiB of 64 KiB deltas, by their charged size, is about 47): the pump
 /// must read into chunks nobody holds any more while these are still held.
 const KEPT_AFTER_DELIVERY: usize = 48;
-/// The pump's chunk, the size of a whole delta.
-const READ_CHUNK_BYTES: usize = 64 * 1024;
 
 /// A delta on its way to the consumer, and what tells the pump it was taken.
 type Queued = (ProcessOutputDeltaNotification, oneshot::Sender<()>);
